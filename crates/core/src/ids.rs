@@ -1,0 +1,73 @@
+//! Identifiers and API keys.
+//!
+//! Ids and keys come from the operating system's CSPRNG, so they cannot be
+//! guessed. API keys are stored only as their SHA-256 digest.
+
+use rand::distributions::{Alphanumeric, DistString};
+use rand::rngs::OsRng;
+use rand::Rng;
+use sha2::{Digest, Sha256};
+
+const ID_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+
+fn random_lower(len: usize) -> String {
+    let mut rng = OsRng;
+    (0..len).map(|_| ID_ALPHABET[rng.gen_range(0..ID_ALPHABET.len())] as char).collect()
+}
+
+/// A workflow run id: `wr_` and 16 characters of `[a-z0-9]`.
+pub fn workflow_run_id() -> String {
+    format!("wr_{}", random_lower(16))
+}
+
+/// A generation id (node runs, v2 runs, each node of a workflow run): `gen_` and 16 characters.
+pub fn generation_id() -> String {
+    format!("gen_{}", random_lower(16))
+}
+
+/// Whether `id` has the shape of a run id; anything else cannot exist.
+pub fn is_run_id(id: &str) -> bool {
+    let body = id.strip_prefix("wr_").or_else(|| id.strip_prefix("gen_"));
+    body.is_some_and(|b| b.len() == 16 && b.bytes().all(|c| ID_ALPHABET.contains(&c)))
+}
+
+/// A new API key: `atl_` and 40 base62 characters. Shown once, stored hashed.
+pub fn api_key() -> String {
+    format!("atl_{}", Alphanumeric.sample_string(&mut OsRng, 40))
+}
+
+/// The digest under which a key is stored and looked up. Comparing
+/// fixed-length digests keeps lookups independent of the key's content.
+pub fn key_digest(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
+
+/// The part of a key that may be shown in listings (`atl_abcd…`).
+pub fn key_prefix(key: &str) -> String {
+    key.chars().take(8).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_have_documented_shapes() {
+        let wr = workflow_run_id();
+        assert!(wr.starts_with("wr_") && wr.len() == 19 && is_run_id(&wr));
+        let gen = generation_id();
+        assert!(gen.starts_with("gen_") && gen.len() == 20 && is_run_id(&gen));
+        assert_ne!(generation_id(), generation_id());
+        assert!(!is_run_id("gen_ABC"));
+        assert!(!is_run_id("gen_../../etc/passwd1"));
+    }
+
+    #[test]
+    fn keys_are_base62_and_hash_stably() {
+        let key = api_key();
+        assert_eq!(key.len(), 44);
+        assert!(key[4..].chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_eq!(key_digest(&key), key_digest(&key));
+        assert_ne!(key_digest(&key), key_digest(&api_key()));
+    }
+}

@@ -1,0 +1,479 @@
+//! The saved workflow format, its validation and its discovery view.
+//!
+//! A workflow is an immutable DAG of named nodes. Each node runs one tool;
+//! `links` feed a parameter from an upstream node's `output`; `variables`
+//! give one input name to several node parameters; `outputs` names the
+//! results a caller reads.
+
+use std::collections::{HashMap, HashSet};
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::params::{number_value, ParamSpec, ParamType, Params};
+use crate::tools::{self, ToolSpec, OUTPUT};
+use crate::RequestError;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Active,
+    /// Does not run and costs nothing; passes its primary image input through.
+    Bypassed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeDef {
+    pub name: String,
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub params: Params,
+    /// Parameter name → `Upstream.output`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub links: IndexMap<String, String>,
+    #[serde(default)]
+    pub mode: Mode,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variable {
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// `Node.param` keys that receive the variable's value.
+    pub targets: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowDef {
+    /// Display name; the saved name is the one it is stored under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub variables: IndexMap<String, Variable>,
+    pub nodes: Vec<NodeDef>,
+    /// Friendly output name → `Node.output`.
+    #[serde(default)]
+    pub outputs: IndexMap<String, String>,
+}
+
+/// The three input maps of a workflow description (spec 2.3).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Inputs {
+    pub mandatory: IndexMap<String, String>,
+    pub optional: IndexMap<String, String>,
+    pub linked: IndexMap<String, String>,
+}
+
+/// Whether `name` is a valid node, workflow or variable name.
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+}
+
+fn invalid(node: &str, reason: impl Into<String>) -> RequestError {
+    RequestError::invalid(node, reason)
+}
+
+/// Splits `Node.param` at its first dot.
+pub fn split_key(key: &str) -> Option<(&str, &str)> {
+    key.split_once('.')
+}
+
+impl WorkflowDef {
+    pub fn parse(value: Value) -> Result<Self, RequestError> {
+        serde_json::from_value(value)
+            .map_err(|e| RequestError::InvalidRequest(format!("invalid workflow: {e}")))
+    }
+
+    pub fn node(&self, name: &str) -> Option<&NodeDef> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
+    fn node_tool(&self, name: &str) -> Option<&'static ToolSpec> {
+        self.node(name).and_then(|n| tools::tool(&n.tool).ok())
+    }
+
+    /// The source node of a link value `Node.output`.
+    fn link_source<'a>(&self, node: &str, param: &str, link: &'a str) -> Result<&'a str, RequestError> {
+        let field = format!("{node}.{param}");
+        let (source, output) = split_key(link)
+            .ok_or_else(|| invalid(&field, format!("link '{link}' must have the form Node.output")))?;
+        if self.node(source).is_none() {
+            return Err(invalid(&field, format!("dangling link: no node named '{source}'")));
+        }
+        if output != OUTPUT {
+            return Err(invalid(&field, format!("node '{source}' has no output '{output}'")));
+        }
+        Ok(source)
+    }
+
+    /// Checks everything that can be checked without a run's inputs. Errors
+    /// name the offending node (and parameter).
+    pub fn validate(&self) -> Result<(), RequestError> {
+        if self.nodes.is_empty() {
+            return Err(RequestError::invalid("nodes", "a workflow needs at least one node"));
+        }
+        let mut seen = HashSet::new();
+        for node in &self.nodes {
+            if !valid_name(&node.name) {
+                return Err(invalid(&node.name, "node names are 1-64 characters of A-Z a-z 0-9 _ -"));
+            }
+            if !seen.insert(node.name.as_str()) {
+                return Err(invalid(&node.name, "duplicate node name"));
+            }
+        }
+        for node in &self.nodes {
+            self.validate_node(node).map_err(|e| match e {
+                RequestError::UnknownTool(t) => invalid(&node.name, format!("unknown tool '{t}'")),
+                other => other,
+            })?;
+        }
+        self.topo_order()?;
+        self.validate_variables()?;
+        for (name, source) in &self.outputs {
+            let (node, output) = split_key(source).ok_or_else(|| {
+                RequestError::invalid(format!("outputs.{name}"), "must have the form Node.output")
+            })?;
+            if self.node(node).is_none() || output != OUTPUT {
+                return Err(RequestError::invalid(
+                    format!("outputs.{name}"),
+                    format!("'{source}' is not the output of a node"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_node(&self, node: &NodeDef) -> Result<(), RequestError> {
+        let tool = tools::tool(&node.tool)?;
+        for (param, value) in &node.params {
+            let spec = tool.param(param).ok_or_else(|| {
+                invalid(
+                    &format!("{}.{param}", node.name),
+                    format!("unknown parameter for tool {}", tool.name),
+                )
+            })?;
+            if !value.is_null() {
+                spec.check(value).map_err(|e| e.in_node(&node.name))?;
+            }
+        }
+        for (param, link) in &node.links {
+            let field = format!("{}.{param}", node.name);
+            let spec = tool
+                .param(param)
+                .ok_or_else(|| invalid(&field, format!("unknown parameter for tool {}", tool.name)))?;
+            let source = self.link_source(&node.name, param, link)?;
+            if source == node.name {
+                return Err(invalid(&node.name, "a node cannot link to itself"));
+            }
+            let produces = self.node_tool(source).map(|t| t.output);
+            if spec.ty != ParamType::Image || produces != Some(tools::OutputKind::Image) {
+                return Err(invalid(
+                    &field,
+                    format!(
+                        "type mismatch: {} is {} and {source}.output is not an image",
+                        field,
+                        spec.ty.name()
+                    ),
+                ));
+            }
+            if node.params.get(param).is_some_and(|v| !v.is_null()) {
+                return Err(invalid(&field, "a linked parameter cannot also have a value"));
+            }
+        }
+        if node.mode == Mode::Bypassed && tool.primary_image.is_none() {
+            return Err(invalid(
+                &node.name,
+                format!("tool {} has no image input to pass through, so it cannot be bypassed", tool.name),
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_variables(&self) -> Result<(), RequestError> {
+        let mut targeted = HashSet::new();
+        for (name, var) in &self.variables {
+            let field = format!("variables.{name}");
+            if !valid_name(name) {
+                return Err(RequestError::invalid(
+                    field,
+                    "variable names are 1-64 characters of A-Z a-z 0-9 _ -",
+                ));
+            }
+            if self.node(name).is_some() {
+                return Err(RequestError::invalid(field, "a variable cannot share its name with a node"));
+            }
+            if var.targets.is_empty() {
+                return Err(RequestError::invalid(field, "a variable needs at least one target"));
+            }
+            for target in &var.targets {
+                let spec =
+                    self.target_spec(target).map_err(|reason| RequestError::invalid(&field, reason))?;
+                if spec.ty.name() != var.ty {
+                    return Err(RequestError::invalid(
+                        &field,
+                        format!("type mismatch: variable is {} but {target} is {}", var.ty, spec.ty.name()),
+                    ));
+                }
+                if !targeted.insert(target.as_str()) {
+                    return Err(RequestError::invalid(
+                        &field,
+                        format!("{target} is the target of two variables"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn target_spec(&self, target: &str) -> Result<&'static ParamSpec, String> {
+        let (node, param) =
+            split_key(target).ok_or_else(|| format!("target '{target}' must have the form Node.param"))?;
+        let def = self.node(node).ok_or_else(|| format!("dangling target: no node named '{node}'"))?;
+        let tool = tools::tool(&def.tool).map_err(|e| e.to_string())?;
+        let spec =
+            tool.param(param).ok_or_else(|| format!("{target}: unknown parameter for tool {}", tool.name))?;
+        if def.links.contains_key(param) {
+            return Err(format!("{target} is linked and cannot be the target of a variable"));
+        }
+        Ok(spec)
+    }
+
+    /// Node indexes in an order where every node comes after its sources.
+    /// A cycle is an error naming one node on it.
+    pub fn topo_order(&self) -> Result<Vec<usize>, RequestError> {
+        let index: HashMap<&str, usize> =
+            self.nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+        let mut indegree = vec![0usize; self.nodes.len()];
+        let mut children = vec![Vec::new(); self.nodes.len()];
+        for (i, node) in self.nodes.iter().enumerate() {
+            for link in node.links.values() {
+                if let Some(&src) = split_key(link).and_then(|(s, _)| index.get(s)) {
+                    indegree[i] += 1;
+                    children[src].push(i);
+                }
+            }
+        }
+        let mut ready: Vec<usize> = (0..self.nodes.len()).filter(|&i| indegree[i] == 0).rev().collect();
+        let mut order = Vec::with_capacity(self.nodes.len());
+        while let Some(i) = ready.pop() {
+            order.push(i);
+            for &c in children[i].iter().rev() {
+                indegree[c] -= 1;
+                if indegree[c] == 0 {
+                    ready.push(c);
+                }
+            }
+        }
+        if order.len() < self.nodes.len() {
+            let on_cycle = (0..self.nodes.len()).find(|&i| indegree[i] > 0).unwrap_or(0);
+            return Err(invalid(&self.nodes[on_cycle].name, "the graph has a cycle through this node"));
+        }
+        Ok(order)
+    }
+
+    /// Which variable, if any, targets `Node.param`.
+    pub fn variable_for(&self, key: &str) -> Option<&str> {
+        self.variables.iter().find(|(_, v)| v.targets.iter().any(|t| t == key)).map(|(name, _)| name.as_str())
+    }
+
+    /// Parameters of a node that a caller can see: all of an active node's,
+    /// only the pass-through image of a bypassed one.
+    pub fn visible_params(&self, node: &NodeDef) -> Vec<&'static ParamSpec> {
+        let Ok(tool) = tools::tool(&node.tool) else { return Vec::new() };
+        match node.mode {
+            Mode::Active => tool.params.iter().collect(),
+            Mode::Bypassed => tool.primary_image.and_then(|p| tool.param(p)).into_iter().collect(),
+        }
+    }
+
+    /// The discovery view (spec 2.3, DESIGN 3.5).
+    pub fn inputs(&self) -> Inputs {
+        let mut inputs =
+            Inputs { mandatory: IndexMap::new(), optional: IndexMap::new(), linked: IndexMap::new() };
+        // Variables first, so their names lead the list, as a caller reads them.
+        for (name, var) in &self.variables {
+            let mut mandatory = false;
+            let mut shown = None;
+            for target in &var.targets {
+                let Some((node, param)) = split_key(target) else { continue };
+                let Some(def) = self.node(node) else { continue };
+                let Ok(spec) = self.target_spec(target) else { continue };
+                match def.params.get(param).filter(|v| !v.is_null()).cloned().or(spec.default.to_value()) {
+                    Some(v) => shown = shown.or(Some(v)),
+                    None if spec.required => mandatory = true,
+                    None => {}
+                }
+            }
+            if mandatory {
+                inputs.mandatory.insert(name.clone(), descriptor(&var.ty, None));
+            } else {
+                inputs.optional.insert(name.clone(), descriptor(&var.ty, shown.as_ref()));
+            }
+        }
+        for node in &self.nodes {
+            for spec in self.visible_params(node) {
+                let key = format!("{}.{}", node.name, spec.name);
+                if let Some(link) = node.links.get(spec.name) {
+                    inputs.linked.insert(key, link.clone());
+                    continue;
+                }
+                if self.variable_for(&key).is_some() {
+                    continue;
+                }
+                let value = node.params.get(spec.name).filter(|v| !v.is_null()).cloned();
+                if value.is_none() && spec.is_mandatory() {
+                    inputs.mandatory.insert(key, descriptor(spec.ty.name(), None));
+                } else {
+                    let shown = value.or(spec.default.to_value());
+                    inputs.optional.insert(key, descriptor(spec.ty.name(), shown.as_ref()));
+                }
+            }
+        }
+        inputs
+    }
+
+    /// A ready body for `POST /api/v3/run` with a placeholder per mandatory input.
+    pub fn sample_payload(&self, name: &str) -> Value {
+        let inputs = self.inputs();
+        let input: serde_json::Map<String, Value> = inputs
+            .mandatory
+            .keys()
+            .map(|key| (key.clone(), Value::from(format!("<{}>", self.input_type(key).unwrap_or("value")))))
+            .collect();
+        json!({"type": "workflow", "target": name, "input": input})
+    }
+
+    /// The type name of an input key (variable or `Node.param`).
+    pub fn input_type(&self, key: &str) -> Option<&str> {
+        if let Some(var) = self.variables.get(key) {
+            return Some(var.ty.as_str());
+        }
+        let (node, param) = split_key(key)?;
+        let tool = self.node_tool(node)?;
+        tool.param(param).map(|p| p.ty.name())
+    }
+}
+
+/// `<type:TYPE , default value : DEFAULT>`, exactly as discovery shows it.
+pub fn descriptor(ty: &str, default: Option<&Value>) -> String {
+    let shown = match default {
+        None | Some(Value::Null) => "null".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.as_f64().map_or_else(|| n.to_string(), |f| number_value(f).to_string()),
+        Some(other) => other.to_string(),
+    };
+    format!("<type:{ty} , default value : {shown}>")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tryon_upscale() -> WorkflowDef {
+        WorkflowDef::parse(json!({
+            "name": "Tryon then upscale",
+            "variables": { "garment": { "type": "image", "targets": ["Tryon.garment_image"] } },
+            "nodes": [
+                { "name": "Tryon", "tool": "virtual_tryon", "params": { "category": "tops" } },
+                { "name": "Upscale", "tool": "upscale", "params": { "scale": 2 },
+                  "links": { "image": "Tryon.output" }, "mode": "active" }
+            ],
+            "outputs": { "final_image": "Upscale.output" }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn discovery_matches_the_documented_shapes() {
+        let wf = tryon_upscale();
+        wf.validate().unwrap();
+        let inputs = wf.inputs();
+        assert_eq!(inputs.mandatory.get("garment").unwrap(), "<type:image , default value : null>");
+        assert_eq!(inputs.mandatory.get("Tryon.model_image").unwrap(), "<type:image , default value : null>");
+        assert!(!inputs.mandatory.contains_key("Tryon.garment_image"));
+        assert_eq!(inputs.optional.get("Tryon.category").unwrap(), "<type:select , default value : tops>");
+        assert_eq!(inputs.optional.get("Upscale.scale").unwrap(), "<type:number , default value : 2>");
+        assert_eq!(inputs.optional.get("Tryon.seed").unwrap(), "<type:number , default value : null>");
+        assert_eq!(inputs.linked.get("Upscale.image").unwrap(), "Tryon.output");
+        assert_eq!(
+            wf.sample_payload("tryon-upscale"),
+            json!({"type": "workflow", "target": "tryon-upscale",
+                   "input": {"garment": "<image>", "Tryon.model_image": "<image>"}})
+        );
+    }
+
+    #[test]
+    fn descriptors() {
+        assert_eq!(descriptor("boolean", Some(&json!(false))), "<type:boolean , default value : false>");
+        assert_eq!(descriptor("number", Some(&json!(2.0))), "<type:number , default value : 2>");
+        assert_eq!(descriptor("image", None), "<type:image , default value : null>");
+    }
+
+    fn field_of(err: RequestError) -> String {
+        match err {
+            RequestError::InvalidInput { field, .. } => field,
+            other => panic!("expected InvalidInput, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn validation_names_the_offending_node() {
+        let mut wf = tryon_upscale();
+        wf.nodes[1].links.insert("image".into(), "Nope.output".into());
+        assert_eq!(field_of(wf.validate().unwrap_err()), "Upscale.image");
+
+        let mut wf = tryon_upscale();
+        wf.nodes[0].links.insert("model_image".into(), "Upscale.output".into());
+        let field = field_of(wf.validate().unwrap_err());
+        assert!(field == "Tryon" || field == "Upscale", "{field}");
+
+        let mut wf = tryon_upscale();
+        wf.nodes[1].tool = "teleport".into();
+        assert_eq!(field_of(wf.validate().unwrap_err()), "Upscale");
+
+        let mut wf = tryon_upscale();
+        wf.nodes[1].params.insert("zoom".into(), json!(2));
+        assert_eq!(field_of(wf.validate().unwrap_err()), "Upscale.zoom");
+
+        let mut wf = tryon_upscale();
+        wf.nodes[1].params.insert("scale".into(), json!(3));
+        assert_eq!(field_of(wf.validate().unwrap_err()), "Upscale.scale");
+
+        // Type mismatch: a video output cannot feed an image parameter.
+        let mut wf = tryon_upscale();
+        wf.nodes[0].tool = "video".into();
+        wf.nodes[0].params.clear();
+        wf.variables.clear();
+        assert_eq!(field_of(wf.validate().unwrap_err()), "Upscale.image");
+
+        let mut wf = tryon_upscale();
+        wf.outputs.insert("x".into(), "Ghost.output".into());
+        assert_eq!(field_of(wf.validate().unwrap_err()), "outputs.x");
+
+        let mut wf = tryon_upscale();
+        wf.variables.get_mut("garment").unwrap().targets.push("Upscale.image".into());
+        assert_eq!(field_of(wf.validate().unwrap_err()), "variables.garment");
+    }
+
+    #[test]
+    fn bypass_needs_a_primary_image() {
+        let wf = WorkflowDef::parse(json!({
+            "nodes": [{ "name": "M", "tool": "virtual_model", "mode": "bypassed" }]
+        }))
+        .unwrap();
+        assert_eq!(field_of(wf.validate().unwrap_err()), "M");
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        assert!(WorkflowDef::parse(json!({"nodes": [], "colour": 1})).is_err());
+    }
+}

@@ -1,0 +1,102 @@
+-- Accounts hold the available balance: reservations are already subtracted.
+-- The ledger is the append-only history that explains every change.
+CREATE TABLE accounts (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    balance     INTEGER NOT NULL DEFAULT 0 CHECK (balance >= 0),
+    created_at  INTEGER NOT NULL
+);
+
+CREATE TABLE api_keys (
+    id          INTEGER PRIMARY KEY,
+    account_id  INTEGER NOT NULL REFERENCES accounts(id),
+    digest      BLOB NOT NULL UNIQUE,
+    prefix      TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    revoked_at  INTEGER
+);
+
+CREATE TABLE ledger (
+    id          INTEGER PRIMARY KEY,
+    account_id  INTEGER NOT NULL REFERENCES accounts(id),
+    run_id      TEXT,
+    kind        TEXT NOT NULL CHECK (kind IN ('grant', 'reserve', 'charge', 'release')),
+    amount      INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX ledger_run ON ledger(run_id);
+
+-- account_id NULL = system template. An account's workflow shadows a
+-- template of the same name.
+CREATE TABLE workflows (
+    id          INTEGER PRIMARY KEY,
+    account_id  INTEGER REFERENCES accounts(id),
+    name        TEXT NOT NULL,
+    definition  TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX workflows_owner_name ON workflows(COALESCE(account_id, 0), name);
+
+CREATE TABLE runs (
+    id           TEXT PRIMARY KEY,
+    account_id   INTEGER NOT NULL REFERENCES accounts(id),
+    kind         TEXT NOT NULL CHECK (kind IN ('node', 'workflow')),
+    family       TEXT,              -- v2 tool family, NULL for v3 runs
+    target       TEXT NOT NULL,     -- tool or workflow name
+    outputs      TEXT NOT NULL,     -- friendly output name -> node name (JSON)
+    echo         TEXT,              -- v2 request as sent, base64 redacted (JSON)
+    warnings     TEXT,              -- JSON array
+    status       TEXT NOT NULL,
+    error        TEXT,              -- JSON error object
+    reserved     INTEGER NOT NULL,
+    charged      INTEGER NOT NULL DEFAULT 0,
+    created_at   INTEGER NOT NULL,
+    finished_at  INTEGER,
+    expires_at   INTEGER,
+    swept        INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX runs_account ON runs(account_id, created_at);
+CREATE INDEX runs_expiry ON runs(expires_at) WHERE swept = 0;
+
+CREATE TABLE nodes (
+    run_id       TEXT NOT NULL REFERENCES runs(id),
+    name         TEXT NOT NULL,
+    position     INTEGER NOT NULL,  -- topological order
+    gen_id       TEXT NOT NULL UNIQUE,
+    tool         TEXT NOT NULL,
+    params       TEXT NOT NULL,     -- resolved literal parameters (JSON)
+    links        TEXT NOT NULL,     -- param -> upstream node (JSON)
+    bypassed     INTEGER NOT NULL,
+    fanout       INTEGER NOT NULL,
+    price        INTEGER NOT NULL,
+    status       TEXT NOT NULL,
+    outputs      TEXT,              -- JSON array of blob keys, set once on success
+    error        TEXT,
+    started_at   INTEGER,
+    finished_at  INTEGER,
+    PRIMARY KEY (run_id, name)
+);
+
+-- The durable queue: one task per node that is ready to run.
+-- Completion is fenced by lease_epoch: claiming bumps it, so a stale
+-- worker's write matches no row.
+CREATE TABLE tasks (
+    id                INTEGER PRIMARY KEY,
+    run_id            TEXT NOT NULL REFERENCES runs(id),
+    node              TEXT NOT NULL,
+    account_id        INTEGER NOT NULL,
+    state             TEXT NOT NULL CHECK (state IN ('available', 'running', 'completed', 'failed', 'canceled')),
+    attempt           INTEGER NOT NULL DEFAULT 0,
+    max_attempts      INTEGER NOT NULL,
+    scheduled_at      INTEGER NOT NULL,
+    lease_owner       TEXT,
+    lease_expires_at  INTEGER,
+    lease_epoch       INTEGER NOT NULL DEFAULT 0,
+    errors            TEXT NOT NULL DEFAULT '[]',
+    created_at        INTEGER NOT NULL,
+    finalized_at      INTEGER,
+    UNIQUE (run_id, node)
+);
+CREATE INDEX tasks_available ON tasks(scheduled_at, id) WHERE state = 'available';
+CREATE INDEX tasks_leases ON tasks(lease_expires_at) WHERE state = 'running';

@@ -1,0 +1,209 @@
+//! Accounts, API keys and the token ledger's grants.
+
+use atelier_core::ids;
+use sqlx::Row;
+
+use crate::{now_micros, Result, Store, StoreError};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Account {
+    pub id: i64,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyInfo {
+    pub prefix: String,
+    pub account: String,
+    pub revoked: bool,
+}
+
+impl Store {
+    /// Creates an account with an initial grant and its first API key.
+    /// Returns the account and the key (shown once; only its digest is kept).
+    pub async fn create_account(&self, name: &str, tokens: i64) -> Result<(Account, String)> {
+        if tokens < 0 {
+            return Err(StoreError::Conflict("tokens must not be negative".into()));
+        }
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM accounts WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if exists.is_some() {
+            return Err(StoreError::Conflict(format!("account '{name}' already exists")));
+        }
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO accounts (name, balance, created_at) VALUES (?, ?, ?) RETURNING id",
+        )
+        .bind(name)
+        .bind(tokens)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        if tokens > 0 {
+            sqlx::query(
+                "INSERT INTO ledger (account_id, kind, amount, created_at) VALUES (?, 'grant', ?, ?)",
+            )
+            .bind(id)
+            .bind(tokens)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let key = insert_key(&mut tx, id, now).await?;
+        tx.commit().await?;
+        Ok((Account { id, name: name.to_string() }, key))
+    }
+
+    pub async fn account(&self, name: &str) -> Result<Account> {
+        sqlx::query("SELECT id, name FROM accounts WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&self.read)
+            .await?
+            .map(|r| Account { id: r.get("id"), name: r.get("name") })
+            .ok_or(StoreError::NotFound)
+    }
+
+    pub async fn account_count(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM accounts").fetch_one(&self.read).await?)
+    }
+
+    /// A new key for an existing account.
+    pub async fn create_key(&self, account: &str) -> Result<String> {
+        let account = self.account(account).await?;
+        let mut tx = self.begin().await?;
+        let key = insert_key(&mut tx, account.id, now_micros()).await?;
+        tx.commit().await?;
+        Ok(key)
+    }
+
+    /// Revokes a key given in full or by its shown prefix (`atl_abcd`).
+    /// A prefix must match exactly one active key.
+    pub async fn revoke_key(&self, key_or_prefix: &str) -> Result<KeyInfo> {
+        let mut tx = self.begin().await?;
+        let digest = ids::key_digest(key_or_prefix);
+        let rows = sqlx::query(
+            "SELECT k.id, k.prefix, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id
+             WHERE k.revoked_at IS NULL AND (k.digest = ? OR k.prefix = ?)",
+        )
+        .bind(&digest[..])
+        .bind(key_or_prefix)
+        .fetch_all(&mut *tx)
+        .await?;
+        let row = match rows.as_slice() {
+            [] => return Err(StoreError::NotFound),
+            [one] => one,
+            _ => {
+                return Err(StoreError::Conflict(
+                    "that prefix matches several keys; give the whole key".into(),
+                ))
+            }
+        };
+        let id: i64 = row.get("id");
+        sqlx::query("UPDATE api_keys SET revoked_at = ? WHERE id = ?")
+            .bind(now_micros())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(KeyInfo { prefix: row.get("prefix"), account: row.get("name"), revoked: true })
+    }
+
+    /// The account a key belongs to, if the key exists and is not revoked.
+    pub async fn authenticate(&self, key: &str) -> Result<Option<Account>> {
+        let digest = ids::key_digest(key);
+        Ok(sqlx::query(
+            "SELECT a.id, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id
+             WHERE k.digest = ? AND k.revoked_at IS NULL",
+        )
+        .bind(&digest[..])
+        .fetch_optional(&self.read)
+        .await?
+        .map(|r| Account { id: r.get("id"), name: r.get("name") }))
+    }
+
+    /// Adds tokens to an account's balance; returns the new balance.
+    pub async fn grant(&self, account: &str, tokens: i64) -> Result<i64> {
+        if tokens <= 0 {
+            return Err(StoreError::Conflict("a grant must be a positive number of tokens".into()));
+        }
+        let account = self.account(account).await?;
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let balance: i64 =
+            sqlx::query_scalar("UPDATE accounts SET balance = balance + ? WHERE id = ? RETURNING balance")
+                .bind(tokens)
+                .bind(account.id)
+                .fetch_one(&mut *tx)
+                .await?;
+        sqlx::query("INSERT INTO ledger (account_id, kind, amount, created_at) VALUES (?, 'grant', ?, ?)")
+            .bind(account.id)
+            .bind(tokens)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(balance)
+    }
+
+    /// Available tokens: grants minus charges minus open reservations.
+    pub async fn balance(&self, account_id: i64) -> Result<i64> {
+        sqlx::query_scalar("SELECT balance FROM accounts WHERE id = ?")
+            .bind(account_id)
+            .fetch_optional(&self.read)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    /// Ledger entries of a run, as (kind, amount), oldest first.
+    pub async fn ledger_for_run(&self, run_id: &str) -> Result<Vec<(String, i64)>> {
+        let rows = sqlx::query("SELECT kind, amount FROM ledger WHERE run_id = ? ORDER BY id")
+            .bind(run_id)
+            .fetch_all(&self.read)
+            .await?;
+        Ok(rows.into_iter().map(|r| (r.get("kind"), r.get("amount"))).collect())
+    }
+}
+
+async fn insert_key(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    account_id: i64,
+    now: i64,
+) -> Result<String> {
+    let key = ids::api_key();
+    sqlx::query("INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (?, ?, ?, ?)")
+        .bind(account_id)
+        .bind(&ids::key_digest(&key)[..])
+        .bind(ids::key_prefix(&key))
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::store;
+    use crate::StoreError;
+
+    #[tokio::test]
+    async fn accounts_keys_and_grants() {
+        let (store, _dir) = store().await;
+        let (acct, key) = store.create_account("acme", 10).await.unwrap();
+        assert!(matches!(store.create_account("acme", 1).await, Err(StoreError::Conflict(_))));
+        assert_eq!(store.authenticate(&key).await.unwrap(), Some(acct.clone()));
+        assert_eq!(store.authenticate("atl_wrong").await.unwrap(), None);
+        assert_eq!(store.grant("acme", 5).await.unwrap(), 15);
+        assert_eq!(store.balance(acct.id).await.unwrap(), 15);
+        assert!(store.grant("acme", 0).await.is_err());
+        assert!(matches!(store.grant("nobody", 5).await, Err(StoreError::NotFound)));
+
+        let second = store.create_key("acme").await.unwrap();
+        store.revoke_key(&key).await.unwrap();
+        assert_eq!(store.authenticate(&key).await.unwrap(), None);
+        assert!(store.authenticate(&second).await.unwrap().is_some());
+        assert!(matches!(store.revoke_key(&key).await, Err(StoreError::NotFound)));
+    }
+}

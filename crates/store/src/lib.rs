@@ -1,0 +1,168 @@
+//! Durable state: accounts and keys, the token ledger, saved workflows, runs
+//! and their nodes, and the leased task queue that workers claim from.
+//!
+//! The embedded backend is SQLite in WAL mode. Writes go through a single
+//! connection (SQLite admits one writer at a time anyway), and every write
+//! transaction starts with `BEGIN IMMEDIATE`, so a transaction never has to
+//! upgrade a read lock — other processes (admin commands) wait on the busy
+//! timeout instead of failing. Reads use a separate pool.
+//!
+//! Invariants kept here, not by callers:
+//! - money and work move together: a run, its nodes, its first tasks and the
+//!   reservation of its price commit in one transaction; settlement (charge
+//!   succeeded nodes, release the rest) happens once, in the transaction that
+//!   makes the run terminal;
+//! - a balance never goes below zero (`CHECK` plus a guarded `UPDATE`);
+//! - completion of a task is fenced by its lease epoch.
+
+mod accounts;
+mod queue;
+mod runs;
+mod workflows;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{Sqlite, Transaction};
+use tokio::sync::Notify;
+
+pub use accounts::{Account, KeyInfo};
+pub use queue::{ClaimedTask, Outcome};
+pub use runs::{NewRun, NodeRecord, RunKind, RunRecord, RunSummary};
+pub use workflows::WorkflowRow;
+
+/// Microseconds since the Unix epoch, UTC.
+pub type Micros = i64;
+
+pub fn now_micros() -> Micros {
+    chrono::Utc::now().timestamp_micros()
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.ffffff`, UTC, without an offset (DESIGN 3.1).
+pub fn format_time(t: Micros) -> String {
+    chrono::DateTime::from_timestamp_micros(t)
+        .map(|d| d.naive_utc().format("%Y-%m-%dT%H:%M:%S%.6f").to_string())
+        .unwrap_or_default()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("insufficient tokens: {required} required, {balance} available")]
+    InsufficientTokens { required: i64, balance: i64 },
+    #[error("not found")]
+    NotFound,
+    #[error("{0}")]
+    Conflict(String),
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_init.sql")];
+
+/// Settings that shape what the store writes.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// How long outputs stay readable after a run finishes.
+    pub retention: Duration,
+    /// Attempts per task before a retryable failure becomes final.
+    pub max_attempts: u32,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self { retention: Duration::from_secs(3 * 24 * 3600), max_attempts: 3 }
+    }
+}
+
+#[derive(Clone)]
+pub struct Store {
+    write: SqlitePool,
+    read: SqlitePool,
+    config: StoreConfig,
+    /// Wakes workers when tasks become available (in-process).
+    ready: Arc<Notify>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database file and applies migrations.
+    pub async fn open(path: &Path, config: StoreConfig) -> Result<Self> {
+        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let write = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
+        let read = SqlitePoolOptions::new().max_connections(4).connect_with(options.read_only(true)).await?;
+        let store = Self { write, read, config, ready: Arc::new(Notify::new()) };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Applies pending migrations; tracked with SQLite's `user_version`.
+    pub async fn migrate(&self) -> Result<usize> {
+        let mut tx = self.begin().await?;
+        let version: i64 = sqlx::query_scalar("PRAGMA user_version").fetch_one(&mut *tx).await?;
+        let mut applied = 0;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
+            sqlx::raw_sql(sql).execute(&mut *tx).await?;
+            sqlx::query(&format!("PRAGMA user_version = {}", i + 1)).execute(&mut *tx).await?;
+            applied += 1;
+        }
+        tx.commit().await?;
+        Ok(applied)
+    }
+
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// Resolves when a task may have become available. Workers also poll,
+    /// so a missed wake-up only delays, never loses, work.
+    pub async fn task_ready(&self) {
+        self.ready.notified().await;
+    }
+
+    pub(crate) fn wake_workers(&self) {
+        self.ready.notify_one();
+    }
+
+    pub(crate) async fn begin(&self) -> Result<Transaction<'static, Sqlite>> {
+        Ok(self.write.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    /// Whether the database answers; for readiness checks.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.read).await?;
+        Ok(())
+    }
+}
+
+pub(crate) fn json_col<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> String {
+    // Serializing our own plain data types cannot fail.
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    pub async fn store() -> (Store, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("atelier.db"), StoreConfig::default()).await.unwrap();
+        (store, dir)
+    }
+}

@@ -1,0 +1,383 @@
+//! The leased task queue.
+//!
+//! A task is claimed with one guarded `UPDATE` that bumps its lease epoch;
+//! the worker extends its lease by heartbeat and completes with a write that
+//! names the epoch it claimed. Cancellation, rescue and shutdown release all
+//! bump the epoch too, so a stale worker's completion matches no row and
+//! changes nothing. Completing a node advances the DAG in the same
+//! transaction: ready children are queued, dependents of a failure are
+//! skipped, and the run is finished and settled when no node is left.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use atelier_core::status::{NodeStatus, RunStatus};
+use serde_json::{json, Value};
+use sqlx::{Row, Sqlite, Transaction};
+
+use crate::runs::{load_nodes, node_row, NodeRecord};
+use crate::{now_micros, to_json, Micros, Result, Store, StoreError};
+
+/// A task a worker holds.
+#[derive(Debug, Clone)]
+pub struct ClaimedTask {
+    pub task_id: i64,
+    /// The lease epoch this claim owns; every later write names it.
+    pub epoch: i64,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub run_id: String,
+    pub account_id: i64,
+    pub node: NodeRecord,
+    /// Linked parameter → blob keys produced by its upstream node.
+    pub upstream: HashMap<String, Vec<String>>,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// Outputs were written to these blob keys.
+    Succeeded(Vec<String>),
+    /// `error` is `{name, message}`. A retryable failure is tried again after
+    /// `backoff` while attempts remain; otherwise the node fails.
+    Failed { error: Value, retryable: bool, backoff: Duration },
+}
+
+fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+impl Store {
+    /// Claims the next available task, fairly across accounts: the account
+    /// with the fewest running tasks goes first, then the oldest task.
+    pub async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedTask>> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let row = sqlx::query(
+            "UPDATE tasks SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
+                 lease_owner = ?1, lease_expires_at = ?2
+             WHERE id = (
+                 SELECT t.id FROM tasks t WHERE t.state = 'available' AND t.scheduled_at <= ?3
+                 ORDER BY (SELECT COUNT(*) FROM tasks r WHERE r.account_id = t.account_id AND r.state = 'running'),
+                          t.scheduled_at, t.id
+                 LIMIT 1)
+             RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch",
+        )
+        .bind(worker)
+        .bind(now + micros(lease))
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            tx.commit().await?;
+            return Ok(None);
+        };
+        let run_id: String = row.get("run_id");
+        let node_name: String = row.get("node");
+        sqlx::query("UPDATE nodes SET status = 'running', started_at = ? WHERE run_id = ? AND name = ? AND status = 'queued'")
+            .bind(now)
+            .bind(&run_id)
+            .bind(&node_name)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'")
+            .bind(&run_id)
+            .execute(&mut *tx)
+            .await?;
+        let nodes = load_nodes(&mut tx, &run_id).await?;
+        tx.commit().await?;
+
+        let node = nodes.iter().find(|n| n.name == node_name).cloned().ok_or(StoreError::NotFound)?;
+        let upstream = node
+            .links
+            .iter()
+            .map(|(param, src)| {
+                let keys =
+                    nodes.iter().find(|n| &n.name == src).map(|n| n.outputs.clone()).unwrap_or_default();
+                (param.clone(), keys)
+            })
+            .collect();
+        Ok(Some(ClaimedTask {
+            task_id: row.get("id"),
+            epoch: row.get("lease_epoch"),
+            attempt: u32::try_from(row.get::<i64, _>("attempt")).unwrap_or(u32::MAX),
+            max_attempts: u32::try_from(row.get::<i64, _>("max_attempts")).unwrap_or(1),
+            run_id,
+            account_id: row.get("account_id"),
+            node,
+            upstream,
+        }))
+    }
+
+    /// Extends a lease. `false` means the claim is gone (canceled, rescued,
+    /// or the run ended): the worker must stop and not complete.
+    pub async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let done = sqlx::query(
+            "UPDATE tasks SET lease_expires_at = ? WHERE id = ? AND lease_epoch = ? AND state = 'running'",
+        )
+        .bind(now_micros() + micros(lease))
+        .bind(task.task_id)
+        .bind(task.epoch)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Records the end of an attempt. Returns `false` when the claim was
+    /// fenced off (the write changed nothing).
+    pub async fn complete(&self, task: &ClaimedTask, outcome: Outcome) -> Result<bool> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let (state, error) = match &outcome {
+            Outcome::Succeeded(_) => ("completed", None),
+            Outcome::Failed { retryable: true, backoff, error } if task.attempt < task.max_attempts => {
+                let done = sqlx::query(
+                    "UPDATE tasks SET state = 'available', lease_owner = NULL, lease_expires_at = NULL,
+                         scheduled_at = ?, errors = json_insert(errors, '$[#]', json(?))
+                     WHERE id = ? AND lease_epoch = ? AND state = 'running'",
+                )
+                .bind(now + micros(*backoff))
+                .bind(to_json(&attempt_error(task.attempt, error, now)))
+                .bind(task.task_id)
+                .bind(task.epoch)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                self.wake_workers();
+                return Ok(done.rows_affected() == 1);
+            }
+            Outcome::Failed { error, .. } => ("failed", Some(error)),
+        };
+        let fenced = sqlx::query(
+            "UPDATE tasks SET state = ?, finalized_at = ?, lease_owner = NULL,
+                 errors = CASE WHEN ? IS NULL THEN errors ELSE json_insert(errors, '$[#]', json(?)) END
+             WHERE id = ? AND lease_epoch = ? AND state = 'running'",
+        )
+        .bind(state)
+        .bind(now)
+        .bind(error.map(|_| 1))
+        .bind(error.map(|e| to_json(&attempt_error(task.attempt, e, now))))
+        .bind(task.task_id)
+        .bind(task.epoch)
+        .execute(&mut *tx)
+        .await?;
+        if fenced.rows_affected() == 0 {
+            return Ok(false);
+        }
+        match outcome {
+            Outcome::Succeeded(keys) => self.node_succeeded(&mut tx, task, &keys, now).await?,
+            Outcome::Failed { error, .. } => {
+                self.node_failed(&mut tx, &task.run_id, &task.node.name, &error, now).await?
+            }
+        }
+        self.finish_if_done(&mut tx, &task.run_id, now).await?;
+        tx.commit().await?;
+        self.wake_workers();
+        Ok(true)
+    }
+
+    async fn node_succeeded(
+        &self,
+        tx: &mut Transaction<'static, Sqlite>,
+        task: &ClaimedTask,
+        keys: &[String],
+        now: Micros,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE nodes SET status = 'succeeded', outputs = ?, finished_at = ? WHERE run_id = ? AND name = ?",
+        )
+        .bind(to_json(&keys))
+        .bind(now)
+        .bind(&task.run_id)
+        .bind(&task.node.name)
+        .execute(&mut **tx)
+        .await?;
+        let nodes = load_nodes(tx, &task.run_id).await?;
+        let status_of: HashMap<&str, NodeStatus> =
+            nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
+        for child in nodes.iter().filter(|n| n.status == NodeStatus::Pending) {
+            let feeds_on_us = child.links.values().any(|src| src == &task.node.name);
+            let all_ready =
+                child.links.values().all(|src| status_of.get(src.as_str()) == Some(&NodeStatus::Succeeded));
+            if feeds_on_us && all_ready {
+                sqlx::query(
+                    "UPDATE nodes SET status = 'queued' WHERE run_id = ? AND name = ? AND status = 'pending'",
+                )
+                .bind(&task.run_id)
+                .bind(&child.name)
+                .execute(&mut **tx)
+                .await?;
+                self.insert_task(tx, &task.run_id, &child.name, task.account_id, now).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails a node and skips everything downstream of it.
+    async fn node_failed(
+        &self,
+        tx: &mut Transaction<'static, Sqlite>,
+        run_id: &str,
+        node: &str,
+        error: &Value,
+        now: Micros,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE nodes SET status = 'failed', error = ?, finished_at = ? WHERE run_id = ? AND name = ?",
+        )
+        .bind(to_json(error))
+        .bind(now)
+        .bind(run_id)
+        .bind(node)
+        .execute(&mut **tx)
+        .await?;
+        let nodes = load_nodes(tx, run_id).await?;
+        let mut doomed = vec![node.to_string()];
+        let mut i = 0;
+        while i < doomed.len() {
+            let src = doomed[i].clone();
+            for child in nodes.iter().filter(|n| n.links.values().any(|s| s == &src)) {
+                if !doomed.contains(&child.name) {
+                    doomed.push(child.name.clone());
+                }
+            }
+            i += 1;
+        }
+        let skipped =
+            json!({"name": "UpstreamFailed", "message": format!("not run: upstream node '{node}' failed")});
+        for name in doomed.iter().skip(1) {
+            sqlx::query(
+                "UPDATE nodes SET status = 'skipped', error = ?, finished_at = ?
+                 WHERE run_id = ? AND name = ? AND status IN ('pending', 'queued')",
+            )
+            .bind(to_json(&skipped))
+            .bind(now)
+            .bind(run_id)
+            .bind(name)
+            .execute(&mut **tx)
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Finishes the run when no node is left to run.
+    async fn finish_if_done(
+        &self,
+        tx: &mut Transaction<'static, Sqlite>,
+        run_id: &str,
+        now: Micros,
+    ) -> Result<()> {
+        let rows = sqlx::query("SELECT * FROM nodes WHERE run_id = ? ORDER BY position")
+            .bind(run_id)
+            .fetch_all(&mut **tx)
+            .await?;
+        let nodes: Vec<NodeRecord> = rows.iter().map(node_row).collect::<Result<_>>()?;
+        if nodes.iter().any(|n| !n.status.is_terminal()) {
+            return Ok(());
+        }
+        match nodes.iter().find(|n| n.status == NodeStatus::Failed) {
+            None => self.finish_run(tx, run_id, RunStatus::Succeeded, None, now).await?,
+            Some(failed) => {
+                let cause =
+                    failed.error.clone().unwrap_or_else(|| json!({"name": "ToolFailed", "message": ""}));
+                let error = json!({
+                    "name": cause.get("name").cloned().unwrap_or(Value::from("ToolFailed")),
+                    "message": format!("node '{}' failed: {}", failed.name,
+                        cause.get("message").and_then(Value::as_str).unwrap_or("")),
+                    "node": failed.name,
+                });
+                self.finish_run(tx, run_id, RunStatus::Failed, Some(&error), now).await?
+            }
+        };
+        Ok(())
+    }
+
+    /// Gives a task back without counting the attempt (graceful shutdown).
+    pub async fn release(&self, task: &ClaimedTask) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let done = sqlx::query(
+            "UPDATE tasks SET state = 'available', attempt = attempt - 1, lease_epoch = lease_epoch + 1,
+                 lease_owner = NULL, lease_expires_at = NULL, scheduled_at = ?
+             WHERE id = ? AND lease_epoch = ? AND state = 'running'",
+        )
+        .bind(now_micros())
+        .bind(task.task_id)
+        .bind(task.epoch)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        self.wake_workers();
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Re-queues tasks whose lease expired (their worker died or hung), or
+    /// fails them with `WorkerLost` when no attempt is left. Returns how many
+    /// tasks were rescued or failed.
+    pub async fn rescue_expired(&self) -> Result<usize> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let expired = sqlx::query(
+            "SELECT id, run_id, node, attempt, max_attempts FROM tasks
+             WHERE state = 'running' AND lease_expires_at < ?",
+        )
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await?;
+        let lost =
+            json!({"name": "WorkerLost", "message": "the worker running this node stopped responding"});
+        for row in &expired {
+            let (id, attempt, max): (i64, i64, i64) =
+                (row.get("id"), row.get("attempt"), row.get("max_attempts"));
+            let entry = to_json(&attempt_error(u32::try_from(attempt).unwrap_or(0), &lost, now));
+            if attempt < max {
+                sqlx::query(
+                    "UPDATE tasks SET state = 'available', lease_epoch = lease_epoch + 1, lease_owner = NULL,
+                         lease_expires_at = NULL, scheduled_at = ?, errors = json_insert(errors, '$[#]', json(?))
+                     WHERE id = ?",
+                )
+                .bind(now)
+                .bind(&entry)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            } else {
+                let run_id: String = row.get("run_id");
+                sqlx::query(
+                    "UPDATE tasks SET state = 'failed', lease_epoch = lease_epoch + 1, finalized_at = ?,
+                         errors = json_insert(errors, '$[#]', json(?))
+                     WHERE id = ?",
+                )
+                .bind(now)
+                .bind(&entry)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+                self.node_failed(&mut tx, &run_id, row.get("node"), &lost, now).await?;
+                self.finish_if_done(&mut tx, &run_id, now).await?;
+            }
+        }
+        tx.commit().await?;
+        if !expired.is_empty() {
+            self.wake_workers();
+        }
+        Ok(expired.len())
+    }
+
+    /// Attempt history of a node's task: `[{attempt, at, error}]`.
+    pub async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>> {
+        let text: Option<String> =
+            sqlx::query_scalar("SELECT errors FROM tasks WHERE run_id = ? AND node = ?")
+                .bind(run_id)
+                .bind(node)
+                .fetch_optional(&self.read)
+                .await?;
+        text.map(|t| crate::json_col(&t, "task errors")).transpose().map(Option::unwrap_or_default)
+    }
+}
+
+fn attempt_error(attempt: u32, error: &Value, now: Micros) -> Value {
+    json!({"attempt": attempt, "at": crate::format_time(now), "error": error})
+}

@@ -1,0 +1,446 @@
+//! Runs and their nodes: acceptance with reservation, reads, cancellation,
+//! and the single place where a run becomes terminal and is settled.
+
+use atelier_core::plan::Plan;
+use atelier_core::status::{NodeStatus, RunStatus};
+use indexmap::IndexMap;
+use serde_json::{json, Value};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, Sqlite, Transaction};
+
+use crate::{json_col, now_micros, to_json, Micros, Result, Store, StoreError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKind {
+    Node,
+    Workflow,
+}
+
+impl RunKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Node => "node",
+            Self::Workflow => "workflow",
+        }
+    }
+}
+
+/// Everything needed to accept a run.
+#[derive(Debug, Clone)]
+pub struct NewRun<'a> {
+    pub id: String,
+    pub account_id: i64,
+    pub kind: RunKind,
+    /// v2 tool family, for v2 runs.
+    pub family: Option<&'a str>,
+    pub target: &'a str,
+    pub plan: &'a Plan,
+    /// The generation id of each plan node, in plan order.
+    pub node_ids: Vec<String>,
+    /// What a v2 status echoes back as `input`.
+    pub echo: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeRecord {
+    pub name: String,
+    pub gen_id: String,
+    pub tool: String,
+    pub params: serde_json::Map<String, Value>,
+    pub links: IndexMap<String, String>,
+    pub bypassed: bool,
+    pub fanout: u32,
+    pub price: i64,
+    pub status: NodeStatus,
+    /// Blob keys, set once when the node succeeds.
+    pub outputs: Vec<String>,
+    pub error: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub id: String,
+    pub account_id: i64,
+    pub kind: RunKind,
+    pub family: Option<String>,
+    pub target: String,
+    /// Friendly output name → node name.
+    pub outputs: IndexMap<String, String>,
+    pub echo: Option<Value>,
+    pub warnings: Vec<String>,
+    pub status: RunStatus,
+    pub error: Option<Value>,
+    pub reserved: i64,
+    pub charged: i64,
+    pub created_at: Micros,
+    pub finished_at: Option<Micros>,
+    pub expires_at: Option<Micros>,
+    pub nodes: Vec<NodeRecord>,
+}
+
+/// A line of a run listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub id: String,
+    pub kind: RunKind,
+    pub target: String,
+    pub status: RunStatus,
+    pub created_at: Micros,
+}
+
+fn parse_status<T: std::str::FromStr<Err = String>>(text: &str) -> Result<T> {
+    text.parse().map_err(StoreError::Corrupt)
+}
+
+pub(crate) fn node_row(r: &SqliteRow) -> Result<NodeRecord> {
+    Ok(NodeRecord {
+        name: r.get("name"),
+        gen_id: r.get("gen_id"),
+        tool: r.get("tool"),
+        params: json_col(r.get("params"), "node params")?,
+        links: json_col(r.get("links"), "node links")?,
+        bypassed: r.get::<i64, _>("bypassed") != 0,
+        fanout: u32::try_from(r.get::<i64, _>("fanout")).unwrap_or(1),
+        price: r.get("price"),
+        status: parse_status(r.get("status"))?,
+        outputs: r
+            .get::<Option<&str>, _>("outputs")
+            .map(|s| json_col(s, "node outputs"))
+            .transpose()?
+            .unwrap_or_default(),
+        error: r.get::<Option<&str>, _>("error").map(|s| json_col(s, "node error")).transpose()?,
+    })
+}
+
+fn run_row(r: &SqliteRow, nodes: Vec<NodeRecord>) -> Result<RunRecord> {
+    Ok(RunRecord {
+        id: r.get("id"),
+        account_id: r.get("account_id"),
+        kind: if r.get::<&str, _>("kind") == "workflow" { RunKind::Workflow } else { RunKind::Node },
+        family: r.get("family"),
+        target: r.get("target"),
+        outputs: json_col(r.get("outputs"), "run outputs")?,
+        echo: r.get::<Option<&str>, _>("echo").map(|s| json_col(s, "run echo")).transpose()?,
+        warnings: r
+            .get::<Option<&str>, _>("warnings")
+            .map(|s| json_col(s, "warnings"))
+            .transpose()?
+            .unwrap_or_default(),
+        status: parse_status(r.get("status"))?,
+        error: r.get::<Option<&str>, _>("error").map(|s| json_col(s, "run error")).transpose()?,
+        reserved: r.get("reserved"),
+        charged: r.get("charged"),
+        created_at: r.get("created_at"),
+        finished_at: r.get("finished_at"),
+        expires_at: r.get("expires_at"),
+        nodes,
+    })
+}
+
+pub(crate) async fn load_nodes(conn: &mut sqlx::SqliteConnection, run_id: &str) -> Result<Vec<NodeRecord>> {
+    let rows = sqlx::query("SELECT * FROM nodes WHERE run_id = ? ORDER BY position")
+        .bind(run_id)
+        .fetch_all(conn)
+        .await?;
+    rows.iter().map(node_row).collect()
+}
+
+impl Store {
+    /// Accepts a run: reserves its price, writes the run and its nodes, and
+    /// queues the nodes that have no upstream — all in one transaction, so a
+    /// refusal (402) leaves nothing behind.
+    pub async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
+        let price = run.plan.price();
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let reserved =
+            sqlx::query("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2 AND balance >= ?1")
+                .bind(price)
+                .bind(run.account_id)
+                .execute(&mut *tx)
+                .await?;
+        if reserved.rows_affected() == 0 {
+            let balance: i64 = sqlx::query_scalar("SELECT balance FROM accounts WHERE id = ?")
+                .bind(run.account_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            return Err(StoreError::InsufficientTokens { required: price, balance });
+        }
+        sqlx::query("INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES (?, ?, 'reserve', ?, ?)")
+            .bind(run.account_id)
+            .bind(&run.id)
+            .bind(price)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
+        )
+        .bind(&run.id)
+        .bind(run.account_id)
+        .bind(run.kind.as_str())
+        .bind(run.family)
+        .bind(run.target)
+        .bind(to_json(&run.plan.outputs))
+        .bind(run.echo.as_ref().map(to_json))
+        .bind((!run.plan.warnings.is_empty()).then(|| to_json(&run.plan.warnings)))
+        .bind(price)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        for (position, (node, gen_id)) in run.plan.nodes.iter().zip(&run.node_ids).enumerate() {
+            let ready = node.links.is_empty();
+            sqlx::query(
+                "INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&run.id)
+            .bind(&node.name)
+            .bind(i64::try_from(position).unwrap_or(i64::MAX))
+            .bind(gen_id)
+            .bind(&node.tool)
+            .bind(to_json(&node.params))
+            .bind(to_json(&node.links))
+            .bind(node.bypassed)
+            .bind(i64::from(node.fanout))
+            .bind(node.price)
+            .bind(if ready { NodeStatus::Queued.as_str() } else { NodeStatus::Pending.as_str() })
+            .execute(&mut *tx)
+            .await?;
+            if ready {
+                self.insert_task(&mut tx, &run.id, &node.name, run.account_id, now).await?;
+            }
+        }
+        tx.commit().await?;
+        self.wake_workers();
+        Ok(())
+    }
+
+    pub(crate) async fn insert_task(
+        &self,
+        tx: &mut Transaction<'static, Sqlite>,
+        run_id: &str,
+        node: &str,
+        account_id: i64,
+        now: Micros,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
+             VALUES (?, ?, ?, 'available', ?, ?, ?)",
+        )
+        .bind(run_id)
+        .bind(node)
+        .bind(account_id)
+        .bind(i64::from(self.config.max_attempts))
+        .bind(now)
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
+    /// A run as its owner sees it. Another account's run is `NotFound`.
+    pub async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
+        let mut conn = self.read.acquire().await?;
+        let row = sqlx::query("SELECT * FROM runs WHERE id = ? AND account_id = ?")
+            .bind(run_id)
+            .bind(account_id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        let nodes = load_nodes(&mut conn, run_id).await?;
+        run_row(&row, nodes)
+    }
+
+    /// The run a generation id belongs to: the run itself, or the workflow
+    /// run that holds it as a node.
+    pub async fn run_of_generation(&self, account_id: i64, gen_id: &str) -> Result<RunRecord> {
+        let run_id: Option<String> = sqlx::query_scalar(
+            "SELECT n.run_id FROM nodes n JOIN runs r ON r.id = n.run_id WHERE n.gen_id = ? AND r.account_id = ?",
+        )
+        .bind(gen_id)
+        .bind(account_id)
+        .fetch_optional(&self.read)
+        .await?;
+        self.get_run(account_id, &run_id.ok_or(StoreError::NotFound)?).await
+    }
+
+    /// Recent runs of an account, newest first.
+    pub async fn list_runs(
+        &self,
+        account_id: i64,
+        limit: i64,
+        before: Option<Micros>,
+    ) -> Result<Vec<RunSummary>> {
+        let rows = sqlx::query(
+            "SELECT id, kind, target, status, created_at FROM runs WHERE account_id = ? AND created_at < ?
+             ORDER BY created_at DESC LIMIT ?",
+        )
+        .bind(account_id)
+        .bind(before.unwrap_or(i64::MAX))
+        .bind(limit)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(RunSummary {
+                    id: r.get("id"),
+                    kind: if r.get::<&str, _>("kind") == "workflow" {
+                        RunKind::Workflow
+                    } else {
+                        RunKind::Node
+                    },
+                    target: r.get("target"),
+                    status: parse_status(r.get("status"))?,
+                    created_at: r.get("created_at"),
+                })
+            })
+            .collect()
+    }
+
+    /// Cancels a run that has not finished: every unfinished node becomes
+    /// `canceled`, its tasks are fenced off (a running worker's completion
+    /// will match no row), and the run is settled. Canceling a finished run
+    /// changes nothing. Returns the run as it now stands.
+    pub async fn cancel_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM runs WHERE id = ? AND account_id = ?")
+                .bind(run_id)
+                .bind(account_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let status: RunStatus = parse_status(&status.ok_or(StoreError::NotFound)?)?;
+        if !status.is_terminal() {
+            sqlx::query(
+                "UPDATE tasks SET state = 'canceled', lease_epoch = lease_epoch + 1, finalized_at = ?
+                 WHERE run_id = ? AND state IN ('available', 'running')",
+            )
+            .bind(now)
+            .bind(run_id)
+            .execute(&mut *tx)
+            .await?;
+            let error = json!({"name": "Canceled", "message": "the run was canceled"});
+            sqlx::query(
+                "UPDATE nodes SET status = 'canceled', error = ?, finished_at = ?
+                 WHERE run_id = ? AND status IN ('pending', 'queued', 'running')",
+            )
+            .bind(to_json(&error))
+            .bind(now)
+            .bind(run_id)
+            .execute(&mut *tx)
+            .await?;
+            self.finish_run(&mut tx, run_id, RunStatus::Canceled, Some(&error), now).await?;
+        }
+        tx.commit().await?;
+        self.get_run(account_id, run_id).await
+    }
+
+    /// Makes a run terminal and settles its tokens, exactly once: the status
+    /// update is guarded, and settlement only follows a guarded update that
+    /// matched. Succeeded nodes are charged; the rest of the reservation is
+    /// released.
+    pub(crate) async fn finish_run(
+        &self,
+        tx: &mut Transaction<'static, Sqlite>,
+        run_id: &str,
+        status: RunStatus,
+        error: Option<&Value>,
+        now: Micros,
+    ) -> Result<bool> {
+        let expires =
+            now.saturating_add(i64::try_from(self.config.retention.as_micros()).unwrap_or(i64::MAX));
+        let changed = sqlx::query(
+            "UPDATE runs SET status = ?, error = ?, finished_at = ?, expires_at = ?
+             WHERE id = ? AND status IN ('queued', 'running')",
+        )
+        .bind(status.as_str())
+        .bind(error.map(to_json))
+        .bind(now)
+        .bind(expires)
+        .bind(run_id)
+        .execute(&mut **tx)
+        .await?;
+        if changed.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let (account_id, reserved): (i64, i64) =
+            sqlx::query_as("SELECT account_id, reserved FROM runs WHERE id = ?")
+                .bind(run_id)
+                .fetch_one(&mut **tx)
+                .await?;
+        let charged: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(SUM(price), 0) FROM nodes WHERE run_id = ? AND status = 'succeeded'",
+        )
+        .bind(run_id)
+        .fetch_one(&mut **tx)
+        .await?;
+        let charged = charged.min(reserved);
+        let release = reserved - charged;
+        sqlx::query("UPDATE runs SET charged = ? WHERE id = ?")
+            .bind(charged)
+            .bind(run_id)
+            .execute(&mut **tx)
+            .await?;
+        sqlx::query("UPDATE accounts SET balance = balance + ? WHERE id = ?")
+            .bind(release)
+            .bind(account_id)
+            .execute(&mut **tx)
+            .await?;
+        for (kind, amount) in [("charge", charged), ("release", release)] {
+            sqlx::query(
+                "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(account_id)
+            .bind(run_id)
+            .bind(kind)
+            .bind(amount)
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
+        }
+        Ok(true)
+    }
+
+    /// When a run's outputs expire (None while it runs), for `/files/…`.
+    /// `NotFound` when no such run exists.
+    pub async fn run_expiry(&self, run_id: &str) -> Result<Option<Micros>> {
+        let row: Option<(Option<i64>,)> = sqlx::query_as("SELECT expires_at FROM runs WHERE id = ?")
+            .bind(run_id)
+            .fetch_optional(&self.read)
+            .await?;
+        row.map(|(e,)| e).ok_or(StoreError::NotFound)
+    }
+
+    /// Finished runs whose outputs expired and have not been swept yet.
+    pub async fn expired_runs(&self, now: Micros, limit: i64) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM runs WHERE swept = 0 AND expires_at < ? ORDER BY expires_at LIMIT ?",
+        )
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&self.read)
+        .await?)
+    }
+
+    pub async fn mark_swept(&self, run_id: &str) -> Result<()> {
+        let mut tx = self.begin().await?;
+        sqlx::query("UPDATE runs SET swept = 1 WHERE id = ?").bind(run_id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Moves a run's expiry (administration, and tests of retention).
+    pub async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()> {
+        let mut tx = self.begin().await?;
+        sqlx::query("UPDATE runs SET expires_at = ? WHERE id = ?")
+            .bind(expires_at)
+            .bind(run_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

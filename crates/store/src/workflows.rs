@@ -1,0 +1,123 @@
+//! Saved workflows: an account's own, and system templates (no account).
+
+use serde_json::Value;
+use sqlx::sqlite::SqliteRow;
+use sqlx::Row;
+
+use crate::{json_col, now_micros, to_json, Micros, Result, Store, StoreError};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkflowRow {
+    pub id: i64,
+    pub name: String,
+    pub system: bool,
+    pub definition: Value,
+    pub created_at: Micros,
+}
+
+fn row(r: &SqliteRow) -> Result<WorkflowRow> {
+    Ok(WorkflowRow {
+        id: r.get("id"),
+        name: r.get("name"),
+        system: r.get::<Option<i64>, _>("account_id").is_none(),
+        definition: json_col(r.get("definition"), "workflow definition")?,
+        created_at: r.get("created_at"),
+    })
+}
+
+impl Store {
+    /// Saves a workflow under `name` for `account` (None = system template),
+    /// replacing one of the same name. Returns its id.
+    pub async fn put_workflow(&self, account: Option<i64>, name: &str, definition: &Value) -> Result<i64> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO workflows (account_id, name, definition, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT (COALESCE(account_id, 0), name) DO UPDATE SET definition = excluded.definition,
+                 updated_at = excluded.updated_at
+             RETURNING id",
+        )
+        .bind(account)
+        .bind(name)
+        .bind(to_json(definition))
+        .bind(now)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Deletes an account's workflow. System templates are not deleted here.
+    pub async fn delete_workflow(&self, account: i64, name: &str) -> Result<()> {
+        let mut tx = self.begin().await?;
+        let done = sqlx::query("DELETE FROM workflows WHERE account_id = ? AND name = ?")
+            .bind(account)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    /// The workflow a caller sees under `name`: its own, else the system template.
+    pub async fn find_workflow(&self, account: Option<i64>, name: &str) -> Result<Option<WorkflowRow>> {
+        let found = sqlx::query(
+            "SELECT id, account_id, name, definition, created_at FROM workflows
+             WHERE name = ? AND (account_id = ? OR account_id IS NULL)
+             ORDER BY account_id IS NULL LIMIT 1",
+        )
+        .bind(name)
+        .bind(account)
+        .fetch_optional(&self.read)
+        .await?;
+        found.as_ref().map(row).transpose()
+    }
+
+    /// The account's workflows and the system templates it does not shadow.
+    pub async fn list_workflows(&self, account: i64) -> Result<Vec<WorkflowRow>> {
+        let rows = sqlx::query(
+            "SELECT id, account_id, name, definition, created_at FROM workflows w
+             WHERE account_id = ?1
+                OR (account_id IS NULL AND NOT EXISTS
+                    (SELECT 1 FROM workflows o WHERE o.account_id = ?1 AND o.name = w.name))
+             ORDER BY account_id IS NULL, name",
+        )
+        .bind(account)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter().map(row).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::store;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn account_workflows_shadow_templates() {
+        let (store, _dir) = store().await;
+        let (a, _) = store.create_account("a", 0).await.unwrap();
+        let (b, _) = store.create_account("b", 0).await.unwrap();
+        let sys = store.put_workflow(None, "flow", &json!({"v": "system"})).await.unwrap();
+        assert_eq!(store.put_workflow(None, "flow", &json!({"v": "system2"})).await.unwrap(), sys);
+        store.put_workflow(Some(a.id), "flow", &json!({"v": "mine"})).await.unwrap();
+
+        let seen_by_a = store.find_workflow(Some(a.id), "flow").await.unwrap().unwrap();
+        assert_eq!((seen_by_a.definition["v"].as_str(), seen_by_a.system), (Some("mine"), false));
+        let seen_by_b = store.find_workflow(Some(b.id), "flow").await.unwrap().unwrap();
+        assert_eq!((seen_by_b.definition["v"].as_str(), seen_by_b.system), (Some("system2"), true));
+
+        assert_eq!(store.list_workflows(a.id).await.unwrap().len(), 1);
+        assert!(!store.list_workflows(a.id).await.unwrap()[0].system);
+        assert!(store.list_workflows(b.id).await.unwrap()[0].system);
+
+        store.delete_workflow(a.id, "flow").await.unwrap();
+        assert!(store.find_workflow(Some(a.id), "flow").await.unwrap().unwrap().system);
+        assert!(store.delete_workflow(a.id, "flow").await.is_err());
+    }
+}

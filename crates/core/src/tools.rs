@@ -559,3 +559,45 @@ mod tests {
         assert_eq!(parse_hex_color("#ééé"), None);
     }
 }
+
+/// A parameter as `GET /api/v3/tools` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParamSpecView {
+    pub name: &'static str,
+    #[serde(rename = "type")]
+    pub ty: &'static str,
+    pub required: bool,
+    pub default: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<Value>,
+}
+
+impl From<&ParamSpec> for ParamSpecView {
+    fn from(p: &ParamSpec) -> Self {
+        use crate::params::number_value;
+        let (values, min, max) = match &p.ty {
+            ParamType::Select { values } => {
+                (Some(values.iter().map(|v| Value::from(*v)).collect()), None, None)
+            }
+            ParamType::Number { min, max, values, .. } => (
+                (!values.is_empty()).then(|| values.iter().map(|v| number_value(*v)).collect()),
+                Some(number_value(*min)),
+                Some(number_value(*max)),
+            ),
+            ParamType::Image | ParamType::String | ParamType::Boolean => (None, None, None),
+        };
+        Self {
+            name: p.name,
+            ty: p.ty.name(),
+            required: p.is_mandatory(),
+            default: p.default.to_value(),
+            values,
+            min,
+            max,
+        }
+    }
+}

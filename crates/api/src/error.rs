@@ -1,0 +1,147 @@
+//! The HTTP error shape, mapped once from each layer's errors.
+
+use atelier_core::RequestError;
+use atelier_store::StoreError;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+/// Every error an endpoint can answer with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error("a valid X-API-KEY header is required")]
+    Unauthorized,
+    #[error("run '{0}' not found")]
+    RunNotFound(String),
+    #[error("insufficient tokens: the run costs {required}, the balance is {balance}")]
+    InsufficientTokens { required: i64, balance: i64 },
+    #[error("the request body is larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("{field}: {reason}")]
+    InvalidImage { field: String, reason: String },
+    #[error("no such file")]
+    FileNotFound,
+    #[error("this output expired and is no longer available")]
+    OutputExpired,
+    #[error("system templates are read-only: '{0}' cannot be changed here")]
+    ReadOnlyTemplate(String),
+    /// Detail is logged, never shown.
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::InsufficientTokens { required, balance } => {
+                Self::InsufficientTokens { required, balance }
+            }
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Request(r) => match r {
+                RequestError::InvalidRequest(_) | RequestError::MissingInputs(_) => StatusCode::BAD_REQUEST,
+                RequestError::InvalidInput { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+                RequestError::UnknownTool(_) | RequestError::WorkflowNotFound(_) => StatusCode::NOT_FOUND,
+            },
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::RunNotFound(_) | Self::FileNotFound => StatusCode::NOT_FOUND,
+            Self::InsufficientTokens { .. } => StatusCode::PAYMENT_REQUIRED,
+            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::InvalidImage { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::OutputExpired => StatusCode::GONE,
+            Self::ReadOnlyTemplate(_) => StatusCode::CONFLICT,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Request(r) => r.name(),
+            Self::Unauthorized => "Unauthorized",
+            Self::RunNotFound(_) => "RunNotFound",
+            Self::InsufficientTokens { .. } => "InsufficientTokens",
+            Self::PayloadTooLarge { .. } => "PayloadTooLarge",
+            Self::InvalidImage { .. } => "InvalidImage",
+            Self::FileNotFound => "FileNotFound",
+            Self::OutputExpired => "OutputExpired",
+            Self::ReadOnlyTemplate(_) => "ReadOnlyTemplate",
+            Self::Internal(_) => "InternalError",
+        }
+    }
+
+    /// The error object: `{name, message, …extra fields}`.
+    pub fn body(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("name".into(), self.name().into());
+        obj.insert("message".into(), self.to_string().into());
+        match self {
+            Self::Request(RequestError::MissingInputs(keys)) => {
+                obj.insert("missing".into(), json!(keys));
+            }
+            Self::Request(RequestError::InvalidInput { field, reason, allowed }) => {
+                obj.insert("field".into(), json!(field));
+                obj.insert("reason".into(), json!(reason));
+                if let Some(allowed) = allowed {
+                    obj.insert("allowed".into(), json!(allowed));
+                }
+            }
+            Self::InvalidImage { field, reason } => {
+                obj.insert("field".into(), json!(field));
+                obj.insert("reason".into(), json!(reason));
+            }
+            Self::InsufficientTokens { required, balance } => {
+                obj.insert("required".into(), json!(required));
+                obj.insert("balance".into(), json!(balance));
+            }
+            Self::Request(_)
+            | Self::Unauthorized
+            | Self::RunNotFound(_)
+            | Self::PayloadTooLarge { .. }
+            | Self::FileNotFound
+            | Self::OutputExpired
+            | Self::ReadOnlyTemplate(_)
+            | Self::Internal(_) => {}
+        }
+        Value::Object(obj)
+    }
+
+    fn log(&self) {
+        if let Self::Internal(detail) = self {
+            tracing::error!(detail, "internal error");
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        self.log();
+        (self.status(), Json(json!({"error": self.body()}))).into_response()
+    }
+}
+
+/// An error from a run endpoint, answered in the run-handle shape
+/// `{"id": null, "error": {…}}`.
+#[derive(Debug)]
+pub struct RunError(pub ApiError);
+
+impl<E: Into<ApiError>> From<E> for RunError {
+    fn from(e: E) -> Self {
+        Self(e.into())
+    }
+}
+
+impl IntoResponse for RunError {
+    fn into_response(self) -> Response {
+        self.0.log();
+        (self.0.status(), Json(json!({"id": null, "error": self.0.body()}))).into_response()
+    }
+}

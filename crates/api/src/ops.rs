@@ -1,0 +1,168 @@
+//! Transport-free operations behind the endpoints.
+
+use atelier_core::params::Params;
+use atelier_core::plan::{compile_node, compile_workflow, Plan};
+use atelier_core::tools;
+use atelier_core::workflow::WorkflowDef;
+use atelier_core::{ids, RequestError};
+use atelier_inputs::ImageSource;
+use atelier_store::{Account, NewRun, RunKind};
+use serde_json::{json, Map, Value};
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// What to run: a parsed v3 run body (or a v2 body mapped onto a tool).
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub kind: RunKind,
+    pub target: String,
+    pub input: Params,
+}
+
+impl RunRequest {
+    /// Parses `{type, target, input}`.
+    pub fn parse(body: &Map<String, Value>) -> Result<Self, RequestError> {
+        let field = |name: &str| body.get(name).filter(|v| !v.is_null());
+        let kind = match field("type").map(|v| v.as_str()) {
+            Some(Some("node")) => RunKind::Node,
+            Some(Some("workflow")) => RunKind::Workflow,
+            Some(_) => return Err(RequestError::InvalidRequest("type must be 'node' or 'workflow'".into())),
+            None => {
+                return Err(RequestError::InvalidRequest("type is required ('node' or 'workflow')".into()))
+            }
+        };
+        let target = match field("target") {
+            Some(Value::String(t)) if !t.is_empty() => t.clone(),
+            Some(_) => return Err(RequestError::InvalidRequest("target must be a non-empty string".into())),
+            None => return Err(RequestError::InvalidRequest("target is required".into())),
+        };
+        let input = match field("input") {
+            Some(Value::Object(map)) => map.clone(),
+            Some(_) => return Err(RequestError::InvalidRequest("input must be an object".into())),
+            None => return Err(RequestError::InvalidRequest("input is required".into())),
+        };
+        for key in body.keys() {
+            if !["type", "target", "input"].contains(&key.as_str()) {
+                return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")));
+            }
+        }
+        Ok(Self { kind, target, input })
+    }
+}
+
+/// Compiles a request into a plan: validation and pricing, no writes.
+pub async fn plan(state: &AppState, account: &Account, request: &RunRequest) -> Result<Plan, ApiError> {
+    match request.kind {
+        RunKind::Node => Ok(compile_node(&request.target, &request.input)?),
+        RunKind::Workflow => {
+            let def = load_workflow(state, account, &request.target).await?;
+            Ok(compile_workflow(&def, &request.input)?)
+        }
+    }
+}
+
+pub async fn load_workflow(state: &AppState, account: &Account, name: &str) -> Result<WorkflowDef, ApiError> {
+    let row = state
+        .store
+        .find_workflow(Some(account.id), name)
+        .await?
+        .ok_or_else(|| RequestError::WorkflowNotFound(name.to_string()))?;
+    WorkflowDef::parse(row.definition).map_err(|e| ApiError::Internal(format!("stored workflow {name}: {e}")))
+}
+
+/// Checks every image value of a plan without fetching it: the value's
+/// form, inline bytes' size and format, and a URL's scheme and address
+/// against the input policy (DESIGN 3.8).
+pub async fn check_images(state: &AppState, plan: &Plan, node_run: bool) -> Result<(), ApiError> {
+    let policy = &state.config.inputs;
+    for node in &plan.nodes {
+        let Ok(spec) = tools::tool(&node.tool) else { continue };
+        for param in spec.image_params() {
+            let Some(Value::String(value)) = node.params.get(param.name) else { continue };
+            let field =
+                if node_run { param.name.to_string() } else { format!("{}.{}", node.name, param.name) };
+            let invalid = |reason: String| ApiError::InvalidImage { field: field.clone(), reason };
+            match atelier_inputs::parse(value).map_err(|e| invalid(e.to_string()))? {
+                ImageSource::Url(url) => {
+                    atelier_inputs::check_url(&url, policy)
+                        .await
+                        .map_err(|e| ApiError::Request(RequestError::invalid(&field, e.to_string())))?;
+                }
+                ImageSource::Inline(bytes) => {
+                    if bytes.len() as u64 > policy.max_bytes {
+                        return Err(invalid(format!("the image is larger than {} bytes", policy.max_bytes)));
+                    }
+                    if atelier_imaging::sniff(&bytes).is_none() {
+                        return Err(invalid("not a JPEG, PNG, WebP or GIF image".into()));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Accepted run: its id and any warnings.
+pub struct Accepted {
+    pub id: String,
+    pub warnings: Vec<String>,
+}
+
+/// Validates, prices and accepts a run (reserving its price). On any
+/// error nothing is written and nothing is charged.
+pub async fn submit(
+    state: &AppState,
+    account: &Account,
+    request: &RunRequest,
+    family: Option<&str>,
+    echo: Option<Value>,
+) -> Result<Accepted, ApiError> {
+    let plan = plan(state, account, request).await?;
+    check_images(state, &plan, request.kind == RunKind::Node).await?;
+    for warning in &plan.warnings {
+        tracing::warn!(account = %account.name, target = %request.target, "{warning}");
+    }
+    let (id, node_ids) = match request.kind {
+        RunKind::Node => {
+            let id = ids::generation_id();
+            (id.clone(), vec![id])
+        }
+        RunKind::Workflow => {
+            (ids::workflow_run_id(), plan.nodes.iter().map(|_| ids::generation_id()).collect())
+        }
+    };
+    state
+        .store
+        .create_run(&NewRun {
+            id: id.clone(),
+            account_id: account.id,
+            kind: request.kind,
+            family,
+            target: &request.target,
+            plan: &plan,
+            node_ids,
+            echo,
+        })
+        .await?;
+    Ok(Accepted { id, warnings: plan.warnings })
+}
+
+/// `POST /api/v3/estimate`: the price, per node, without reserving.
+pub async fn estimate(state: &AppState, account: &Account, request: &RunRequest) -> Result<Value, ApiError> {
+    let plan = plan(state, account, request).await?;
+    let nodes: Map<String, Value> = plan.nodes.iter().map(|n| (n.name.clone(), json!(n.price))).collect();
+    let balance = state.store.balance(account.id).await?;
+    Ok(json!({"tokens": plan.price(), "nodes": nodes, "balance": balance}))
+}
+
+/// The workflow description of spec 2.3.
+pub fn describe(name: &str, def: &WorkflowDef) -> Value {
+    json!({
+        "name": name,
+        "workflow": def,
+        "sample_payload": def.sample_payload(name),
+        "inputs": def.inputs(),
+        "outputs": def.outputs,
+    })
+}

@@ -1,0 +1,94 @@
+//! `/api/v2`: one run/status pair per tool family, and the token balance.
+
+use atelier_core::ids;
+use atelier_core::v2::Family;
+use atelier_store::{RunKind, StoreError};
+use axum::extract::{Path, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Map, Value};
+
+use crate::error::{ApiError, RunError};
+use crate::extract::{Caller, JsonObject};
+use crate::ops::{self, RunRequest};
+use crate::{render, AppState};
+
+pub(crate) fn routes() -> Router<AppState> {
+    let mut router = Router::new().route("/api/v2/user/tokens", get(tokens));
+    for family in Family::ALL {
+        router = router
+            .route(
+                &format!("/api/v2/{}/run", family.path()),
+                post(move |state: State<AppState>, caller: Caller, body: JsonObject| {
+                    run(state, caller, body, family)
+                }),
+            )
+            .route(
+                &format!("/api/v2/{}/status/{{run_id}}", family.path()),
+                get(move |state: State<AppState>, caller: Caller, id: Path<String>| {
+                    status(state, caller, id, family)
+                }),
+            );
+    }
+    router
+}
+
+/// The request as sent, with inline images replaced by `<base64>`.
+fn redact(body: &Map<String, Value>) -> Value {
+    let redacted = body
+        .iter()
+        .map(|(k, v)| {
+            let shown = match v.as_str() {
+                Some(s) if k.ends_with("image") || k == "face_reference" => {
+                    let lower = s.get(..8).unwrap_or(s).to_ascii_lowercase();
+                    if lower.starts_with("http://") || lower.starts_with("https://") {
+                        v.clone()
+                    } else {
+                        json!("<base64>")
+                    }
+                }
+                _ => v.clone(),
+            };
+            (k.clone(), shown)
+        })
+        .collect();
+    Value::Object(redacted)
+}
+
+async fn run(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    JsonObject(body): JsonObject,
+    family: Family,
+) -> Result<Json<Value>, RunError> {
+    let (tool, input) = family.to_v3(&body)?;
+    let request = RunRequest { kind: RunKind::Node, target: tool.to_string(), input };
+    let accepted =
+        ops::submit(&state, &account, &request, Some(family.as_str()), Some(redact(&body))).await?;
+    Ok(Json(json!({"id": accepted.id, "error": null})))
+}
+
+async fn status(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(id): Path<String>,
+    family: Family,
+) -> Result<Json<Value>, ApiError> {
+    let not_found = || ApiError::RunNotFound(id.clone());
+    if !ids::is_run_id(&id) {
+        return Err(not_found());
+    }
+    let run = state.store.get_run(account.id, &id).await.map_err(|e| match e {
+        StoreError::NotFound => not_found(),
+        other => other.into(),
+    })?;
+    // A v2 status endpoint answers only runs of its own family.
+    if run.family.as_deref() != Some(family.as_str()) {
+        return Err(not_found());
+    }
+    Ok(Json(render::v2_status(&state.blob, &run, family)))
+}
+
+async fn tokens(State(state): State<AppState>, Caller(account): Caller) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({"tokens": state.store.balance(account.id).await?})))
+}

@@ -1,0 +1,178 @@
+//! `/api/v3`: unified runs, status, workflows, tools.
+
+use atelier_core::workflow::{valid_name, WorkflowDef};
+use atelier_core::{ids, RequestError};
+use atelier_store::{format_time, StoreError};
+use axum::extract::{Path, Query, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::{ApiError, RunError};
+use crate::extract::{Caller, JsonObject};
+use crate::ops::{self, RunRequest};
+use crate::{render, AppState};
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v3/run", post(run))
+        .route("/api/v3/status/{run_id}", get(status))
+        .route("/api/v3/cancel/{run_id}", post(cancel))
+        .route("/api/v3/runs", get(list_runs))
+        .route("/api/v3/workflow/{name}", get(get_workflow).put(put_workflow).delete(delete_workflow))
+        .route("/api/v3/workflows", get(list_workflows))
+        .route("/api/v3/tools", get(tools))
+        .route("/api/v3/estimate", post(estimate))
+}
+
+async fn run(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    JsonObject(body): JsonObject,
+) -> Result<Json<Value>, RunError> {
+    let request = RunRequest::parse(&body)?;
+    let accepted = ops::submit(&state, &account, &request, None, None).await?;
+    let mut handle = json!({"id": accepted.id, "error": null});
+    if !accepted.warnings.is_empty() {
+        handle["warnings"] = json!(accepted.warnings);
+    }
+    Ok(Json(handle))
+}
+
+fn not_found(id: &str) -> impl FnOnce(StoreError) -> ApiError + '_ {
+    move |e| match e {
+        StoreError::NotFound => ApiError::RunNotFound(id.to_string()),
+        other => other.into(),
+    }
+}
+
+async fn status(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if !ids::is_run_id(&id) {
+        return Err(ApiError::RunNotFound(id));
+    }
+    match state.store.get_run(account.id, &id).await {
+        Ok(run) => Ok(Json(render::v3_status(&state.blob, &run))),
+        // A node of a workflow run, addressed by its generation id.
+        Err(StoreError::NotFound) if id.starts_with("gen_") => {
+            let run = state.store.run_of_generation(account.id, &id).await.map_err(not_found(&id))?;
+            let node =
+                run.nodes.iter().find(|n| n.gen_id == id).ok_or_else(|| ApiError::RunNotFound(id.clone()))?;
+            Ok(Json(render::v3_node_status(&state.blob, &run, node)))
+        }
+        Err(e) => Err(not_found(&id)(e)),
+    }
+}
+
+async fn cancel(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if !ids::is_run_id(&id) {
+        return Err(ApiError::RunNotFound(id));
+    }
+    let run = state.store.cancel_run(account.id, &id).await.map_err(not_found(&id))?;
+    Ok(Json(render::v3_status(&state.blob, &run)))
+}
+
+#[derive(Deserialize)]
+struct Page {
+    limit: Option<i64>,
+    before: Option<i64>,
+}
+
+async fn list_runs(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(page) = page.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
+    let limit = page.limit.unwrap_or(20).clamp(1, 100);
+    let runs = state.store.list_runs(account.id, limit, page.before).await?;
+    let next = (runs.len() as i64 == limit).then(|| runs.last().map(|r| r.created_at)).flatten();
+    let items: Vec<Value> = runs
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "type": if r.kind == atelier_store::RunKind::Workflow { "workflow" } else { "node" },
+                "target": r.target,
+                "overall_status": r.status.as_str(),
+                "created_at": format_time(r.created_at),
+            })
+        })
+        .collect();
+    Ok(Json(json!({"runs": items, "next_before": next})))
+}
+
+async fn get_workflow(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let def = ops::load_workflow(&state, &account, &name).await?;
+    Ok(Json(ops::describe(&name, &def)))
+}
+
+async fn put_workflow(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(name): Path<String>,
+    JsonObject(body): JsonObject,
+) -> Result<Json<Value>, ApiError> {
+    if !valid_name(&name) {
+        return Err(
+            RequestError::invalid("name", "workflow names are 1-64 characters of A-Z a-z 0-9 _ -").into()
+        );
+    }
+    let def = WorkflowDef::parse(Value::Object(body))?;
+    def.validate()?;
+    let stored = serde_json::to_value(&def).map_err(|e| ApiError::Internal(e.to_string()))?;
+    state.store.put_workflow(Some(account.id), &name, &stored).await?;
+    Ok(Json(ops::describe(&name, &def)))
+}
+
+async fn delete_workflow(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    match state.store.delete_workflow(account.id, &name).await {
+        Ok(()) => Ok(Json(json!({"name": name, "deleted": true}))),
+        Err(StoreError::NotFound) => match state.store.find_workflow(Some(account.id), &name).await? {
+            Some(row) if row.system => Err(ApiError::ReadOnlyTemplate(name)),
+            _ => Err(RequestError::WorkflowNotFound(name).into()),
+        },
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn list_workflows(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+) -> Result<Json<Value>, ApiError> {
+    let rows = state.store.list_workflows(account.id).await?;
+    Ok(Json(Value::Array(
+        rows.iter()
+            .map(|w| json!({"id": w.id, "name": w.name, "system_workflow": w.system, "created_at": format_time(w.created_at)}))
+            .collect(),
+    )))
+}
+
+async fn tools(Caller(_): Caller) -> Json<Value> {
+    Json(render::tools())
+}
+
+async fn estimate(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    JsonObject(body): JsonObject,
+) -> Result<Json<Value>, ApiError> {
+    let request = RunRequest::parse(&body)?;
+    Ok(Json(ops::estimate(&state, &account, &request).await?))
+}

@@ -1,0 +1,197 @@
+//! Configuration: defaults → `atelier.toml` → `ATELIER__SECTION__KEY`
+//! environment variables → command-line flags. Every key is documented in
+//! `atelier.example.toml` at the repository root.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub server: Server,
+    pub storage: Storage,
+    pub engine: Engine,
+    pub inputs: Inputs,
+    pub outputs: Outputs,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Server {
+    /// Address the HTTP server listens on.
+    pub listen: SocketAddr,
+    /// Base of output URLs; empty = `http://{listen}`.
+    pub public_url: String,
+    pub max_body_bytes: usize,
+    /// Tokens of the `default` account created on first start.
+    pub default_tokens: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Storage {
+    /// Holds `atelier.db` (SQLite) and `objects/` (outputs).
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Engine {
+    /// Nodes run at once by this process; 0 = API only.
+    pub workers: usize,
+    pub lease_secs: u64,
+    pub heartbeat_secs: u64,
+    pub poll_ms: u64,
+    pub node_timeout_secs: u64,
+    pub max_attempts: u32,
+    pub retry_backoff_ms: u64,
+    pub shutdown_grace_secs: u64,
+    /// Added to every built-in tool run, to mimic GPU timing in client tests.
+    pub simulated_latency_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Inputs {
+    /// Allow image URLs on loopback, private and link-local addresses (tests only).
+    pub allow_private_addresses: bool,
+    pub max_bytes: u64,
+    pub timeout_secs: u64,
+    pub max_redirects: usize,
+    pub max_pixels: u64,
+    pub max_side: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Outputs {
+    /// How long outputs stay readable after a run finishes.
+    pub retention_hours: u64,
+    pub sweep_interval_secs: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            server: Server::default(),
+            storage: Storage::default(),
+            engine: Engine::default(),
+            inputs: Inputs::default(),
+            outputs: Outputs::default(),
+        }
+    }
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            public_url: String::new(),
+            max_body_bytes: 40 * 1024 * 1024,
+            default_tokens: 1000,
+        }
+    }
+}
+
+impl Default for Storage {
+    fn default() -> Self {
+        Self { data_dir: PathBuf::from("data") }
+    }
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Self {
+            workers: 4,
+            lease_secs: 30,
+            heartbeat_secs: 10,
+            poll_ms: 1000,
+            node_timeout_secs: 600,
+            max_attempts: 3,
+            retry_backoff_ms: 2000,
+            shutdown_grace_secs: 30,
+            simulated_latency_ms: 0,
+        }
+    }
+}
+
+impl Default for Inputs {
+    fn default() -> Self {
+        Self {
+            allow_private_addresses: false,
+            max_bytes: 20 * 1024 * 1024,
+            timeout_secs: 20,
+            max_redirects: 3,
+            max_pixels: 40_000_000,
+            max_side: 8192,
+        }
+    }
+}
+
+impl Default for Outputs {
+    fn default() -> Self {
+        Self { retention_hours: 72, sweep_interval_secs: 600 }
+    }
+}
+
+impl Config {
+    /// Loads defaults, then the file (if it exists), then the environment.
+    pub fn load(file: Option<&std::path::Path>) -> Result<Self, String> {
+        let path = file.map(PathBuf::from).unwrap_or_else(|| PathBuf::from("atelier.toml"));
+        if file.is_some() && !path.exists() {
+            return Err(format!("configuration file {} does not exist", path.display()));
+        }
+        let config: Config = Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::file(&path))
+            .merge(Env::prefixed("ATELIER__").split("__"))
+            .extract()
+            .map_err(|e| {
+                let mut msg = format!("invalid configuration: {e}");
+                if let Some(key) = e.path.first() {
+                    let env = format!("ATELIER__{}", e.path.join("__").to_uppercase());
+                    msg.push_str(&format!(" (key {key}; environment variable {env})"));
+                }
+                msg
+            })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        let e = &self.engine;
+        if e.lease_secs == 0 || e.heartbeat_secs == 0 || e.heartbeat_secs >= e.lease_secs {
+            return Err("engine.heartbeat_secs must be at least 1 and less than engine.lease_secs (ATELIER__ENGINE__HEARTBEAT_SECS, ATELIER__ENGINE__LEASE_SECS)".into());
+        }
+        if e.max_attempts == 0 {
+            return Err("engine.max_attempts must be at least 1 (ATELIER__ENGINE__MAX_ATTEMPTS)".into());
+        }
+        if self.outputs.retention_hours == 0 {
+            return Err(
+                "outputs.retention_hours must be at least 1 (ATELIER__OUTPUTS__RETENTION_HOURS)".into()
+            );
+        }
+        if !self.server.public_url.is_empty() && !self.server.public_url.starts_with("http") {
+            return Err(
+                "server.public_url must start with http:// or https:// (ATELIER__SERVER__PUBLIC_URL)".into(),
+            );
+        }
+        Ok(())
+    }
+
+    pub fn public_url(&self) -> String {
+        if self.server.public_url.is_empty() {
+            format!("http://{}", self.server.listen)
+        } else {
+            self.server.public_url.trim_end_matches('/').to_string()
+        }
+    }
+
+    pub fn retention(&self) -> Duration {
+        Duration::from_secs(self.outputs.retention_hours * 3600)
+    }
+}

@@ -1,0 +1,141 @@
+//! The `atelier` program's wiring: configuration, system templates, and the
+//! assembly of store, blob store, engine and HTTP server into one process.
+//! Logic lives in the library crates; this crate only connects them.
+
+pub mod config;
+pub mod templates;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use atelier_api::{ApiConfig, AppState};
+use atelier_blob::BlobStore;
+use atelier_engine::{Engine, EngineConfig, Maintenance};
+use atelier_inputs::{Fetcher, InputPolicy};
+use atelier_store::{Store, StoreConfig};
+use atelier_tools::{BuiltinOptions, Registry};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use config::Config;
+
+/// Opens the database (creating and migrating it) under the data directory.
+pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
+    let dir = &config.storage.data_dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating data directory {}", dir.display()))?;
+    let store_config =
+        StoreConfig { retention: config.retention(), max_attempts: config.engine.max_attempts };
+    Store::open(&dir.join("atelier.db"), store_config)
+        .await
+        .with_context(|| format!("opening the database in {}", dir.display()))
+}
+
+pub fn open_blob(config: &Config) -> anyhow::Result<BlobStore> {
+    let root = config.storage.data_dir.join("objects");
+    BlobStore::local(&root, &config.public_url())
+        .with_context(|| format!("opening object storage at {}", root.display()))
+}
+
+pub fn input_policy(config: &Config) -> InputPolicy {
+    InputPolicy {
+        allow_private_addresses: config.inputs.allow_private_addresses,
+        max_bytes: config.inputs.max_bytes,
+        timeout: Duration::from_secs(config.inputs.timeout_secs),
+        max_redirects: config.inputs.max_redirects,
+    }
+}
+
+pub fn builtin_tools(config: &Config) -> Registry {
+    Registry::builtin(BuiltinOptions {
+        simulated_latency: Duration::from_millis(config.engine.simulated_latency_ms),
+        limits: atelier_imaging::Limits {
+            max_pixels: config.inputs.max_pixels,
+            max_side: config.inputs.max_side,
+        },
+    })
+}
+
+/// A running service: HTTP server, workers and maintenance.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub store: Store,
+    pub blob: BlobStore,
+    shutdown: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stops accepting requests and work, lets in-flight nodes finish within
+    /// the grace period, and waits for everything to stop.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+
+    pub fn token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+}
+
+/// Starts the service on an already-open store. `tools` defaults to the
+/// built-in engine.
+pub async fn start(config: &Config, store: Store, tools: Option<Registry>) -> anyhow::Result<Running> {
+    let blob = open_blob(config)?;
+    templates::install(&store).await?;
+    let listener = tokio::net::TcpListener::bind(config.server.listen)
+        .await
+        .with_context(|| format!("listening on {}", config.server.listen))?;
+    let addr = listener.local_addr()?;
+    let mut config = config.clone();
+    if config.server.public_url.is_empty() {
+        config.server.listen = addr;
+    }
+    let blob = if config.server.public_url.is_empty() { open_blob(&config)? } else { blob };
+    let policy = input_policy(&config);
+    let api_config = ApiConfig {
+        max_body_bytes: config.server.max_body_bytes,
+        inputs: policy.clone(),
+        file_max_age_secs: config.retention().as_secs(),
+    };
+    let state = AppState { store: store.clone(), blob: blob.clone(), config: Arc::new(api_config) };
+    let shutdown = CancellationToken::new();
+    let mut tasks = Vec::new();
+
+    let app = atelier_api::router(state);
+    let stop = shutdown.clone();
+    tasks.push(tokio::spawn(async move {
+        let served =
+            axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "HTTP server stopped");
+        }
+    }));
+
+    let engine_config = EngineConfig {
+        slots: config.engine.workers,
+        lease: Duration::from_secs(config.engine.lease_secs),
+        heartbeat: Duration::from_secs(config.engine.heartbeat_secs),
+        poll: Duration::from_millis(config.engine.poll_ms.max(10)),
+        node_timeout: Duration::from_secs(config.engine.node_timeout_secs),
+        retry_backoff: Duration::from_millis(config.engine.retry_backoff_ms),
+        shutdown_grace: Duration::from_secs(config.engine.shutdown_grace_secs),
+    };
+    if config.engine.workers > 0 {
+        let fetcher = Arc::new(Fetcher::new(policy).map_err(|e| anyhow::anyhow!("input fetcher: {e}"))?);
+        let tools = tools.unwrap_or_else(|| builtin_tools(&config));
+        let engine = Engine::new(store.clone(), blob.clone(), tools, fetcher, engine_config.clone());
+        tasks.push(tokio::spawn(engine.run(shutdown.clone())));
+    }
+    let maintenance = Maintenance {
+        store: store.clone(),
+        blob: blob.clone(),
+        rescue_interval: (engine_config.lease / 2).max(Duration::from_millis(100)),
+        sweep_interval: Duration::from_secs(config.outputs.sweep_interval_secs.max(1)),
+    };
+    tasks.push(tokio::spawn(maintenance.run(shutdown.clone())));
+    Ok(Running { addr, store, blob, shutdown, tasks })
+}

@@ -1,0 +1,256 @@
+//! `atelier`: one binary, one subcommand per role.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use atelier_cli::{open_store, templates, Config};
+use atelier_core::workflow::{valid_name, WorkflowDef};
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+
+#[derive(Parser)]
+#[command(name = "atelier", version, about = "Self-hostable fashion image generation service")]
+struct Cli {
+    /// Configuration file (default: ./atelier.toml if it exists).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Directory of the database and the stored outputs.
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP API with in-process workers.
+    Serve(ServeArgs),
+    /// Create or upgrade the database schema and install system templates.
+    Migrate,
+    /// Manage accounts, keys, tokens and workflows (works while `serve` runs).
+    #[command(subcommand)]
+    Admin(Admin),
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Nodes run at once (0 = API only).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Accept image URLs on loopback and private addresses (for tests).
+    #[arg(long)]
+    allow_private_urls: bool,
+}
+
+#[derive(Subcommand)]
+enum Admin {
+    #[command(subcommand)]
+    Account(AccountCmd),
+    #[command(subcommand)]
+    Key(KeyCmd),
+    #[command(subcommand)]
+    Tokens(TokensCmd),
+    #[command(subcommand)]
+    Workflow(WorkflowCmd),
+}
+
+#[derive(Subcommand)]
+enum AccountCmd {
+    /// Create an account and print its first API key.
+    Create {
+        name: String,
+        #[arg(long, default_value_t = 0)]
+        tokens: i64,
+        /// Print {"account": NAME, "api_key": KEY}.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeyCmd {
+    /// Create another API key for an account.
+    Create { account: String },
+    /// Revoke a key, given in full or by its prefix (atl_xxxx).
+    Revoke { key: String },
+}
+
+#[derive(Subcommand)]
+enum TokensCmd {
+    /// Add tokens to an account.
+    Grant { account: String, tokens: i64 },
+}
+
+#[derive(Subcommand)]
+enum WorkflowCmd {
+    /// Save a workflow file (the saved representation) to an account or as a system template.
+    Import {
+        file: PathBuf,
+        /// Name to save under (default: the file name without .json).
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long, conflicts_with = "system")]
+        account: Option<String>,
+        #[arg(long)]
+        system: bool,
+    },
+    /// Print a saved workflow (an account's with --account, else the system template).
+    Export {
+        name: String,
+        #[arg(long)]
+        account: Option<String>,
+    },
+}
+
+#[tokio::main]
+async fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli).await {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let mut config = Config::load(cli.config.as_deref()).map_err(anyhow::Error::msg)?;
+    if let Some(dir) = cli.data_dir {
+        config.storage.data_dir = dir;
+    }
+    match cli.command {
+        Command::Serve(args) => serve(config, args).await,
+        Command::Migrate => {
+            let store = open_store(&config).await?;
+            templates::install(&store).await?;
+            println!("database ready in {}", config.storage.data_dir.display());
+            Ok(())
+        }
+        Command::Admin(admin) => self::admin(config, admin).await,
+    }
+}
+
+async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),
+        )
+        .init();
+    if let Some(listen) = args.listen {
+        config.server.listen = listen;
+    }
+    if let Some(workers) = args.workers {
+        config.engine.workers = workers;
+    }
+    if args.allow_private_urls {
+        config.inputs.allow_private_addresses = true;
+    }
+    let store = open_store(&config).await?;
+    if store.account_count().await? == 0 {
+        let (_, key) = store.create_account("default", config.server.default_tokens).await?;
+        println!("Created account 'default' with {} tokens.", config.server.default_tokens);
+        println!("API key (shown once): {key}");
+    }
+    let running = atelier_cli::start(&config, store, None).await?;
+    println!("Atelier listening on http://{}", running.addr);
+    let token = running.token();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        token.cancel();
+    });
+    running.token().cancelled().await;
+    running.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+async fn admin(config: Config, admin: Admin) -> anyhow::Result<()> {
+    let store = open_store(&config).await?;
+    match admin {
+        Admin::Account(AccountCmd::Create { name, tokens, json }) => {
+            if !valid_name(&name) {
+                bail!("account names are 1-64 characters of A-Z a-z 0-9 _ -");
+            }
+            let (account, key) = store.create_account(&name, tokens).await?;
+            if json {
+                println!("{}", json!({"account": account.name, "api_key": key}));
+            } else {
+                println!(
+                    "Created account '{}' with {tokens} tokens.\nAPI key (shown once): {key}",
+                    account.name
+                );
+            }
+        }
+        Admin::Key(KeyCmd::Create { account }) => {
+            let key = store.create_key(&account).await.with_context(|| format!("account '{account}'"))?;
+            println!("{key}");
+        }
+        Admin::Key(KeyCmd::Revoke { key }) => {
+            let info = store.revoke_key(&key).await.context("no active key matches")?;
+            println!("Revoked key {}… of account '{}'.", info.prefix, info.account);
+        }
+        Admin::Tokens(TokensCmd::Grant { account, tokens }) => {
+            let balance =
+                store.grant(&account, tokens).await.with_context(|| format!("account '{account}'"))?;
+            println!("Granted {tokens} tokens to '{account}'; balance {balance}.");
+        }
+        Admin::Workflow(WorkflowCmd::Import { file, name, account, system }) => {
+            if account.is_none() && !system {
+                bail!("say where to save it: --account NAME or --system");
+            }
+            let text =
+                std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+            let value: serde_json::Value = serde_json::from_str(&text).context("the file is not JSON")?;
+            let def = WorkflowDef::parse(value)?;
+            def.validate()?;
+            let name = match name {
+                Some(n) => n,
+                None => file.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string(),
+            };
+            if !valid_name(&name) {
+                bail!("workflow names are 1-64 characters of A-Z a-z 0-9 _ - (use --name)");
+            }
+            let owner = match &account {
+                Some(a) => Some(store.account(a).await.with_context(|| format!("account '{a}'"))?.id),
+                None => None,
+            };
+            store.put_workflow(owner, &name, &serde_json::to_value(&def)?).await?;
+            println!(
+                "Saved workflow '{name}'{}.",
+                account.map_or(" as a system template".to_string(), |a| format!(" to account '{a}'"))
+            );
+        }
+        Admin::Workflow(WorkflowCmd::Export { name, account }) => {
+            let owner = match &account {
+                Some(a) => Some(store.account(a).await.with_context(|| format!("account '{a}'"))?.id),
+                None => None,
+            };
+            let row = store
+                .find_workflow(owner, &name)
+                .await?
+                .with_context(|| format!("workflow '{name}' not found"))?;
+            println!("{}", serde_json::to_string_pretty(&row.definition)?);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,82 @@
+//! The engine: workers that claim tasks from the store's queue, run the
+//! node's tool, publish its outputs to the blob store and complete the task
+//! (which advances the run's DAG), plus the maintenance services that keep
+//! the queue and the storage healthy (lease rescuer, output sweeper).
+//!
+//! A worker holds a lease on each task and extends it by heartbeat; losing
+//! the lease (cancellation, rescue after a stall) stops the work, and the
+//! epoch-fenced completion makes a stale worker's result a no-op. Outputs go
+//! to deterministic keys, so a retried attempt overwrites rather than adds.
+
+mod maintenance;
+mod worker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use atelier_blob::BlobStore;
+use atelier_inputs::Fetcher;
+use atelier_store::Store;
+use atelier_tools::Registry;
+use tokio_util::sync::CancellationToken;
+
+pub use maintenance::{sweep_expired, Maintenance};
+
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Tasks run at once by this process.
+    pub slots: usize,
+    pub lease: Duration,
+    pub heartbeat: Duration,
+    /// Fallback poll when no wake-up arrives.
+    pub poll: Duration,
+    pub node_timeout: Duration,
+    /// Backoff before the first retry; doubles each attempt (with jitter).
+    pub retry_backoff: Duration,
+    /// How long in-flight work may finish after shutdown begins.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            slots: 4,
+            lease: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(10),
+            poll: Duration::from_secs(1),
+            node_timeout: Duration::from_secs(600),
+            retry_backoff: Duration::from_secs(2),
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What workers need, shared.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) store: Store,
+    pub(crate) blob: BlobStore,
+    pub(crate) tools: Registry,
+    pub(crate) fetcher: Arc<Fetcher>,
+    pub(crate) config: EngineConfig,
+    pub(crate) worker_id: String,
+}
+
+impl Engine {
+    pub fn new(
+        store: Store,
+        blob: BlobStore,
+        tools: Registry,
+        fetcher: Arc<Fetcher>,
+        config: EngineConfig,
+    ) -> Self {
+        let worker_id = format!("{}-{}", std::process::id(), &atelier_core::ids::generation_id()[4..12]);
+        Self { store, blob, tools, fetcher, config, worker_id }
+    }
+
+    /// Runs workers until `shutdown` is canceled, then lets in-flight tasks
+    /// finish within the grace period and releases the rest.
+    pub async fn run(self, shutdown: CancellationToken) {
+        worker::dispatch(self, shutdown).await;
+    }
+}

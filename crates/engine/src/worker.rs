@@ -1,0 +1,269 @@
+//! The dispatcher and the execution of one task.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use atelier_blob::output_key;
+use atelier_core::tools;
+use atelier_inputs::InputError;
+use atelier_store::{ClaimedTask, Outcome};
+use atelier_tools::{Artifact, Job, ToolError};
+use bytes::Bytes;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::Engine;
+
+/// Claims tasks while slots are free; waits for a wake-up or the poll
+/// interval when the queue is empty.
+pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
+    let slots = std::sync::Arc::new(Semaphore::new(engine.config.slots.max(1)));
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        let permit = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            permit = slots.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => break },
+        };
+        match engine.store.claim(&engine.worker_id, engine.config.lease).await {
+            Ok(Some(task)) => {
+                let engine = engine.clone();
+                let shutdown = shutdown.clone();
+                running.spawn(async move {
+                    execute(&engine, task, shutdown).await;
+                    drop(permit);
+                });
+            }
+            Ok(None) => {
+                drop(permit);
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = engine.store.task_ready() => {}
+                    _ = tokio::time::sleep(engine.config.poll) => {}
+                }
+            }
+            Err(e) => {
+                drop(permit);
+                warn!(error = %e, "claiming a task failed");
+                tokio::time::sleep(engine.config.poll).await;
+            }
+        }
+        while running.try_join_next().is_some() {}
+    }
+    while running.join_next().await.is_some() {}
+}
+
+/// Why an attempt ended without outputs.
+struct Failure {
+    name: &'static str,
+    message: String,
+    retryable: bool,
+}
+
+impl From<InputError> for Failure {
+    fn from(e: InputError) -> Self {
+        Self { name: "InputFetchFailed", retryable: e.is_retryable(), message: e.to_string() }
+    }
+}
+
+impl From<ToolError> for Failure {
+    fn from(e: ToolError) -> Self {
+        Self { name: e.name(), retryable: e.is_retryable(), message: e.to_string() }
+    }
+}
+
+impl From<atelier_blob::BlobError> for Failure {
+    fn from(e: atelier_blob::BlobError) -> Self {
+        Self { name: "ToolFailed", retryable: true, message: format!("storage: {e}") }
+    }
+}
+
+enum Ended {
+    Done(Result<Vec<String>, Failure>),
+    /// The lease is gone: canceled, or rescued after a stall. Write nothing.
+    LeaseLost,
+    /// Shutdown outlasted the grace period: give the task back.
+    Shutdown,
+}
+
+async fn execute(engine: &Engine, task: ClaimedTask, shutdown: CancellationToken) {
+    let started = std::time::Instant::now();
+    let work = tokio::time::timeout(engine.config.node_timeout, run_node(engine, &task));
+    tokio::pin!(work);
+    let mut beat = tokio::time::interval(engine.config.heartbeat);
+    beat.tick().await;
+    let grace = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(engine.config.shutdown_grace).await;
+    };
+    tokio::pin!(grace);
+    let ended = loop {
+        tokio::select! {
+            result = &mut work => break Ended::Done(result.unwrap_or_else(|_| Err(Failure {
+                name: "Timeout",
+                message: format!("the node did not finish within {} s", engine.config.node_timeout.as_secs()),
+                retryable: false,
+            }))),
+            _ = beat.tick() => match engine.store.heartbeat(&task, engine.config.lease).await {
+                Ok(true) => {}
+                Ok(false) => break Ended::LeaseLost,
+                Err(e) => warn!(error = %e, "heartbeat failed"),
+            },
+            _ = &mut grace => break Ended::Shutdown,
+        }
+    };
+    let node = &task.node.name;
+    let outcome = match ended {
+        Ended::LeaseLost => {
+            info!(run = %task.run_id, node, "lease lost; stopping the node");
+            return;
+        }
+        Ended::Shutdown => {
+            if let Err(e) = engine.store.release(&task).await {
+                warn!(error = %e, "releasing a task at shutdown failed");
+            }
+            return;
+        }
+        Ended::Done(Ok(keys)) => Outcome::Succeeded(keys),
+        Ended::Done(Err(f)) => {
+            let backoff = backoff(engine.config.retry_backoff, task.attempt, task.task_id);
+            Outcome::Failed {
+                error: json!({"name": f.name, "message": f.message}),
+                retryable: f.retryable,
+                backoff,
+            }
+        }
+    };
+    let succeeded = matches!(outcome, Outcome::Succeeded(_));
+    match engine.store.complete(&task, outcome).await {
+        Ok(true) => {
+            info!(run = %task.run_id, node, tool = %task.node.tool, attempt = task.attempt, succeeded,
+            ms = started.elapsed().as_millis() as u64, "node finished")
+        }
+        Ok(false) => info!(run = %task.run_id, node, "completion fenced off: the claim was lost"),
+        Err(e) => {
+            warn!(run = %task.run_id, node, error = %e, "recording a completion failed; the lease will expire and the node will run again")
+        }
+    }
+}
+
+/// Exponential backoff with deterministic jitter: base × 2^(attempt-1) × [1, 1.5).
+fn backoff(base: Duration, attempt: u32, salt: i64) -> Duration {
+    let exp = base.saturating_mul(1 << attempt.saturating_sub(1).min(16));
+    let jitter = (salt.unsigned_abs() % 500) as u32;
+    exp + exp * jitter / 1000
+}
+
+/// Loads the node's inputs, runs its tool once per fan-out element, and
+/// writes the outputs. Returns the blob keys.
+async fn run_node(engine: &Engine, task: &ClaimedTask) -> Result<Vec<String>, Failure> {
+    let node = &task.node;
+    let spec = tools::tool(&node.tool).map_err(|e| Failure {
+        name: "ToolFailed",
+        message: e.to_string(),
+        retryable: false,
+    })?;
+
+    // Every image parameter as a list: linked ones from upstream outputs, the
+    // rest from the values the caller gave.
+    let mut images: HashMap<String, Vec<Bytes>> = HashMap::new();
+    for param in spec.image_params() {
+        if let Some(keys) = task.upstream.get(param.name) {
+            let mut list = Vec::with_capacity(keys.len());
+            for key in keys {
+                list.push(engine.blob.get(key).await?);
+            }
+            images.insert(param.name.to_string(), list);
+        } else if let Some(Value::String(value)) = node.params.get(param.name) {
+            let source = atelier_inputs::parse(value)?;
+            images.insert(param.name.to_string(), vec![engine.fetcher.load(&source).await?]);
+        }
+    }
+
+    if node.bypassed {
+        let primary = spec.primary_image.unwrap_or("image");
+        let inputs = images.remove(primary).unwrap_or_default();
+        let artifacts = inputs.into_iter().map(|bytes| Artifact { ext: sniff_ext(&bytes), bytes }).collect();
+        return publish(engine, task, artifacts).await;
+    }
+
+    let executor = engine.tools.get(&node.tool).ok_or(Failure {
+        name: "EngineUnavailable",
+        message: format!("no engine is configured for tool {}", node.tool),
+        retryable: false,
+    })?;
+    let fanned = images.iter().find(|(_, list)| list.len() > 1).map(|(k, _)| k.clone());
+    let runs = fanned.as_ref().map_or(1, |k| images[k].len());
+    let base_seed = seed_of(node);
+    let mut artifacts = Vec::new();
+    for index in 0..runs {
+        let job_images = images
+            .iter()
+            .filter_map(|(k, list)| {
+                let pick = if Some(k) == fanned.as_ref() { list.get(index) } else { list.first() };
+                pick.map(|b| (k.clone(), b.clone()))
+            })
+            .collect();
+        let job = Job {
+            tool: node.tool.clone(),
+            params: node.params.clone(),
+            images: job_images,
+            seed: base_seed.wrapping_add(index as u64),
+            index: index as u32,
+        };
+        artifacts.extend(executor.run(job).await?);
+    }
+    publish(engine, task, artifacts).await
+}
+
+async fn publish(
+    engine: &Engine,
+    task: &ClaimedTask,
+    artifacts: Vec<Artifact>,
+) -> Result<Vec<String>, Failure> {
+    let mut keys = Vec::with_capacity(artifacts.len());
+    for (i, artifact) in artifacts.into_iter().enumerate() {
+        let key = output_key(&task.run_id, &task.node.name, i, artifact.ext);
+        engine.blob.put(&key, artifact.bytes).await?;
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
+/// The `seed` parameter, or one derived from the parameters, so that the
+/// same request gives the same output.
+fn seed_of(node: &atelier_store::NodeRecord) -> u64 {
+    if let Some(seed) = node.params.get("seed").and_then(Value::as_u64) {
+        return seed;
+    }
+    let digest = Sha256::digest(serde_json::to_vec(&node.params).unwrap_or_default());
+    u64::from_le_bytes([
+        digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7],
+    ])
+}
+
+fn sniff_ext(bytes: &[u8]) -> &'static str {
+    match bytes {
+        [0x89, b'P', b'N', b'G', ..] => "png",
+        [0xFF, 0xD8, 0xFF, ..] => "jpg",
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => "webp",
+        [b'G', b'I', b'F', ..] => "gif",
+        _ => "bin",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_exponentially_with_bounded_jitter() {
+        let base = Duration::from_millis(100);
+        let b1 = backoff(base, 1, 7);
+        let b3 = backoff(base, 3, 7);
+        assert!(b1 >= base && b1 < base * 3 / 2);
+        assert!(b3 >= base * 4 && b3 < base * 6);
+    }
+}

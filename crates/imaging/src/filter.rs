@@ -1,0 +1,201 @@
+//! Planar `f32` images and the separable filters used across the crate.
+
+use image::{GrayImage, RgbImage};
+
+/// A single-channel `f32` image, row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Plane {
+    pub(crate) w: usize,
+    pub(crate) h: usize,
+    pub(crate) data: Vec<f32>,
+}
+
+impl Plane {
+    pub(crate) fn new(w: usize, h: usize, value: f32) -> Plane {
+        Plane { w, h, data: vec![value; w * h] }
+    }
+
+    pub(crate) fn from_fn(w: usize, h: usize, mut f: impl FnMut(usize, usize) -> f32) -> Plane {
+        let mut data = Vec::with_capacity(w * h);
+        for y in 0..h {
+            for x in 0..w {
+                data.push(f(x, y));
+            }
+        }
+        Plane { w, h, data }
+    }
+
+    /// Luminance (Rec. 601 weights) in `0..=1`.
+    pub(crate) fn luma(img: &RgbImage) -> Plane {
+        let (w, h) = (img.width() as usize, img.height() as usize);
+        let data = img
+            .pixels()
+            .map(|p| (0.299 * f32::from(p[0]) + 0.587 * f32::from(p[1]) + 0.114 * f32::from(p[2])) / 255.0)
+            .collect();
+        Plane { w, h, data }
+    }
+
+    /// Grey image mapped to `0..=1`.
+    pub(crate) fn from_gray(img: &GrayImage) -> Plane {
+        let (w, h) = (img.width() as usize, img.height() as usize);
+        let data = img.as_raw().iter().map(|&v| f32::from(v) / 255.0).collect();
+        Plane { w, h, data }
+    }
+
+    #[inline]
+    pub(crate) fn at(&self, x: usize, y: usize) -> f32 {
+        self.data[y * self.w + x]
+    }
+
+    /// Bilinear sample at continuous pixel-centre coordinates, clamped at the borders.
+    pub(crate) fn sample(&self, x: f32, y: f32) -> f32 {
+        if self.w == 0 || self.h == 0 {
+            return 0.0;
+        }
+        let x = x.max(0.0).min((self.w - 1) as f32);
+        let y = y.max(0.0).min((self.h - 1) as f32);
+        let x0 = x.floor() as usize;
+        let y0 = y.floor() as usize;
+        let x1 = (x0 + 1).min(self.w - 1);
+        let y1 = (y0 + 1).min(self.h - 1);
+        let fx = x - x0 as f32;
+        let fy = y - y0 as f32;
+        let top = self.at(x0, y0) * (1.0 - fx) + self.at(x1, y0) * fx;
+        let bottom = self.at(x0, y1) * (1.0 - fx) + self.at(x1, y1) * fx;
+        top * (1.0 - fy) + bottom * fy
+    }
+
+    pub(crate) fn mul(&self, other: &Plane) -> Plane {
+        Plane { w: self.w, h: self.h, data: self.data.iter().zip(&other.data).map(|(a, b)| a * b).collect() }
+    }
+
+    /// Mean over the `(2r+1)²` window clipped to the image (so borders are not darkened).
+    pub(crate) fn box_mean(&self, r: usize) -> Plane {
+        let (w, h) = (self.w, self.h);
+        if w == 0 || h == 0 {
+            return self.clone();
+        }
+        let mut tmp = vec![0f32; w * h];
+        let mut prefix = vec![0f64; w.max(h) + 1];
+        for y in 0..h {
+            let row = &self.data[y * w..(y + 1) * w];
+            for x in 0..w {
+                prefix[x + 1] = prefix[x] + f64::from(row[x]);
+            }
+            for x in 0..w {
+                let lo = x.saturating_sub(r);
+                let hi = (x + r + 1).min(w);
+                tmp[y * w + x] = ((prefix[hi] - prefix[lo]) / (hi - lo) as f64) as f32;
+            }
+        }
+        let mut out = vec![0f32; w * h];
+        // Vertical pass with running column sums.
+        let mut col = vec![0f64; (h + 1) * w];
+        for y in 0..h {
+            for x in 0..w {
+                col[(y + 1) * w + x] = col[y * w + x] + f64::from(tmp[y * w + x]);
+            }
+        }
+        for y in 0..h {
+            let lo = y.saturating_sub(r);
+            let hi = (y + r + 1).min(h);
+            let n = (hi - lo) as f64;
+            for x in 0..w {
+                out[y * w + x] = ((col[hi * w + x] - col[lo * w + x]) / n) as f32;
+            }
+        }
+        Plane { w, h, data: out }
+    }
+
+    /// Separable Gaussian blur with edge replication.
+    pub(crate) fn gaussian(&self, sigma: f32) -> Plane {
+        let (w, h) = (self.w, self.h);
+        if sigma <= 0.05 || w == 0 || h == 0 {
+            return self.clone();
+        }
+        let kernel = gaussian_kernel(sigma);
+        let r = kernel.len() / 2;
+        let mut tmp = vec![0f32; w * h];
+        for y in 0..h {
+            let row = &self.data[y * w..(y + 1) * w];
+            for x in 0..w {
+                let mut acc = 0.0;
+                for (k, &kv) in kernel.iter().enumerate() {
+                    let sx = (x + k).saturating_sub(r).min(w - 1);
+                    acc += row[sx] * kv;
+                }
+                tmp[y * w + x] = acc;
+            }
+        }
+        let mut out = vec![0f32; w * h];
+        for y in 0..h {
+            for (k, &kv) in kernel.iter().enumerate() {
+                let sy = (y + k).saturating_sub(r).min(h - 1);
+                let src = &tmp[sy * w..(sy + 1) * w];
+                let dst = &mut out[y * w..(y + 1) * w];
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d += s * kv;
+                }
+            }
+        }
+        Plane { w, h, data: out }
+    }
+}
+
+/// Normalised Gaussian kernel of radius `ceil(3σ)`.
+pub(crate) fn gaussian_kernel(sigma: f32) -> Vec<f32> {
+    let r = (3.0 * sigma).ceil().max(1.0) as i32;
+    let mut k: Vec<f32> = (-r..=r).map(|i| (-(i * i) as f32 / (2.0 * sigma * sigma)).exp()).collect();
+    let sum: f32 = k.iter().sum();
+    for v in &mut k {
+        *v /= sum;
+    }
+    k
+}
+
+/// Hermite smoothstep.
+pub(crate) fn smoothstep(e0: f32, e1: f32, x: f32) -> f32 {
+    let t = ((x - e0) / (e1 - e0)).clamp(0.0, 1.0);
+    t * t * (3.0 - 2.0 * t)
+}
+
+/// Converts a `0..=255`-ish float to a byte with rounding and clamping.
+#[inline]
+pub(crate) fn to_u8(v: f32) -> u8 {
+    if v.is_nan() {
+        0
+    } else {
+        v.round().clamp(0.0, 255.0) as u8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn box_mean_matches_brute_force() {
+        let p = Plane::from_fn(9, 7, |x, y| ((x * 31 + y * 17) % 11) as f32);
+        let b = p.box_mean(2);
+        for y in 0..7usize {
+            for x in 0..9usize {
+                let mut s = 0.0;
+                let mut n = 0.0;
+                for yy in y.saturating_sub(2)..(y + 3).min(7) {
+                    for xx in x.saturating_sub(2)..(x + 3).min(9) {
+                        s += p.at(xx, yy);
+                        n += 1.0;
+                    }
+                }
+                assert!((b.at(x, y) - s / n).abs() < 1e-4);
+            }
+        }
+    }
+
+    #[test]
+    fn gaussian_preserves_constant() {
+        let p = Plane::new(10, 10, 3.0);
+        let g = p.gaussian(2.0);
+        assert!(g.data.iter().all(|v| (v - 3.0).abs() < 1e-4));
+    }
+}

@@ -1,0 +1,63 @@
+//! # atelier-imaging
+//!
+//! Pure, deterministic image processing for Atelier's built-in CPU engine.
+//!
+//! This crate owns:
+//!
+//! * **Codecs with limits** ([`sniff`], [`decode`], [`encode`]): format detection by magic
+//!   bytes, header-only size checks against [`Limits`] *before* any pixel is decoded, and
+//!   deterministic PNG / JPEG / WebP encoding.
+//! * **Masks and matting** ([`subject_mask`], [`remove_background`]): a background model
+//!   estimated from the image border (colour clusters with covariances plus a smooth spatial
+//!   fit), hysteresis thresholding, connected-component cleanup, hole filling and a
+//!   colour guided-filter soft matte with edge colour decontamination.
+//! * **Compositing** ([`flatten`]) and **resizing** ([`upscale`]: Lanczos3 + luminance
+//!   unsharp mask).
+//! * **Reframing** ([`reframe`]) to an aspect ratio by subject-aware cropping or edge-aware
+//!   canvas extension.
+//! * **Built-in tool renders** (preview quality, clearly simpler than a learned model):
+//!   [`tryon`], [`fabric`], [`sketch_to_dress`], [`virtual_model`], [`multipose`] and
+//!   [`product_shoot`].
+//!
+//! It does **not** own HTTP, persistence/database access, blob storage, job scheduling or video.
+//!
+//! Every function is a plain synchronous CPU function (callers run them on a blocking pool) and
+//! is deterministic: the same inputs and seed give byte-identical output. Seeds and colours
+//! derived from text go through [`seed_from`], a stable hash that will not change between
+//! releases or platforms.
+
+#![allow(clippy::needless_range_loop)]
+
+mod codec;
+mod composite;
+mod draw;
+mod error;
+mod filter;
+mod geom;
+mod hash;
+mod mask;
+mod matte;
+mod palette;
+mod preview;
+mod reframe;
+mod resize;
+
+pub use codec::{decode, encode, sniff, InputFormat, Limits, OutputFormat};
+pub use composite::flatten;
+pub use error::ImagingError;
+pub use hash::seed_from;
+pub use mask::subject_mask;
+pub use matte::remove_background;
+pub use preview::fabric::{fabric, FabricSource};
+pub use preview::model::{virtual_model, ModelDescription};
+pub use preview::multipose::multipose;
+pub use preview::product::product_shoot;
+pub use preview::sketch::sketch_to_dress;
+pub use preview::tryon::tryon;
+pub use preview::GarmentRegion;
+pub use reframe::{reframe, ReframeMode};
+pub use resize::upscale;
+
+/// Re-export of the `image` crate version used in this API, so callers can name
+/// [`image::DynamicImage`] and friends without pinning a matching version themselves.
+pub use image;

@@ -1,0 +1,128 @@
+//! Built-in preview renders.
+//!
+//! These are deliberately simple, deterministic stand-ins for the full generative algorithms:
+//! they produce correctly sized, plausible images derived from the inputs and parameters so the
+//! whole service works end to end on a CPU. Each render documents exactly what it does.
+
+pub(crate) mod fabric;
+pub(crate) mod model;
+pub(crate) mod multipose;
+pub(crate) mod product;
+pub(crate) mod sketch;
+pub(crate) mod tryon;
+
+use image::GrayImage;
+
+use crate::filter::{smoothstep, Plane};
+use crate::geom::{mask_bbox, Rect};
+
+/// Which part of the body a garment covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GarmentRegion {
+    /// Upper body: about 20–55 % of the person's height.
+    Top,
+    /// Lower body: about 50–95 %.
+    Bottom,
+    /// Full dress: about 20–90 %.
+    Dress,
+    /// A small area around the neck (necklace, scarf).
+    Accessory,
+}
+
+impl GarmentRegion {
+    /// Vertical extent as fractions of the person's bounding-box height.
+    fn band(self) -> (f32, f32) {
+        match self {
+            GarmentRegion::Top => (0.20, 0.55),
+            GarmentRegion::Bottom => (0.50, 0.95),
+            GarmentRegion::Dress => (0.20, 0.90),
+            GarmentRegion::Accessory => (0.13, 0.24),
+        }
+    }
+}
+
+/// The garment area of a person: its rectangle and a soft per-pixel weight (full image size).
+pub(crate) struct RegionMap {
+    pub(crate) rect: Rect,
+    pub(crate) weight: Plane,
+}
+
+/// Computes the garment region from a person mask (255 = person).
+pub(crate) fn garment_region(mask: &GrayImage, region: GarmentRegion) -> RegionMap {
+    let (w, h) = mask.dimensions();
+    let person = mask_bbox(mask, 128).unwrap_or(Rect {
+        x0: w * 3 / 10,
+        y0: h / 20,
+        x1: (w * 7 / 10).max(w * 3 / 10 + 1),
+        y1: (h * 19 / 20).max(h / 20 + 1),
+    });
+    let has_mask = mask_bbox(mask, 128).is_some();
+    let ph = person.height() as f32;
+    let (f0, f1) = region.band();
+    let y0 = (person.y0 as f32 + f0 * ph).floor() as u32;
+    let y1 = ((person.y0 as f32 + f1 * ph).ceil() as u32).clamp(y0 + 1, h.max(y0 + 1));
+    // Horizontal extent of the person within the band.
+    let (mut x0, mut x1) = (u32::MAX, 0u32);
+    let (mut sum_x, mut count) = (0f64, 0f64);
+    for y in y0..y1.min(h) {
+        for x in 0..w {
+            if mask.get_pixel(x, y)[0] >= 128 {
+                x0 = x0.min(x);
+                x1 = x1.max(x + 1);
+                sum_x += f64::from(x) + 0.5;
+                count += 1.0;
+            }
+        }
+    }
+    if x1 <= x0 {
+        x0 = person.x0;
+        x1 = person.x1;
+        sum_x = f64::from(x0 + x1) / 2.0;
+        count = 1.0;
+    }
+    let mut rect = Rect { x0, y0, x1, y1: y1.min(h) };
+    let accessory = region == GarmentRegion::Accessory;
+    if accessory {
+        let cx = (sum_x / count) as f32;
+        let half = (person.width() as f32 * 0.2).max(2.0);
+        rect.x0 = (cx - half).max(0.0) as u32;
+        rect.x1 = ((cx + half).ceil() as u32).min(w).max(rect.x0 + 1);
+    }
+    let soft =
+        if has_mask { Plane::from_gray(mask).gaussian(1.2) } else { Plane::new(w as usize, h as usize, 1.0) };
+    let feather = ((rect.height() as f32) * 0.04).max(1.5);
+    let (rx0, ry0, rx1, ry1) = (rect.x0 as f32, rect.y0 as f32, rect.x1 as f32, rect.y1 as f32);
+    let (cx, cy) = ((rx0 + rx1) / 2.0, (ry0 + ry1) / 2.0);
+    let (hw, hh) = (((rx1 - rx0) / 2.0).max(1.0), ((ry1 - ry0) / 2.0).max(1.0));
+    let weight = Plane::from_fn(w as usize, h as usize, |x, y| {
+        let (px, py) = (x as f32 + 0.5, y as f32 + 0.5);
+        let vertical = smoothstep(ry0 - feather, ry0 + feather, py)
+            * (1.0 - smoothstep(ry1 - feather, ry1 + feather, py));
+        let shape = if accessory {
+            let e = ((px - cx) / hw).powi(2) + ((py - cy) / hh).powi(2);
+            1.0 - smoothstep(0.8, 1.0, e)
+        } else {
+            smoothstep(rx0 - 1.0, rx0 + 1.0, px) * (1.0 - smoothstep(rx1 - 1.0, rx1 + 1.0, px))
+        };
+        if vertical <= 0.0 || shape <= 0.0 || (has_mask && mask.get_pixel(x as u32, y as u32)[0] < 128) {
+            0.0
+        } else {
+            vertical * shape * soft.at(x, y).clamp(0.0, 1.0)
+        }
+    });
+    RegionMap { rect, weight }
+}
+
+/// Weighted mean of a plane.
+pub(crate) fn weighted_mean(values: &Plane, weight: &Plane) -> f32 {
+    let (mut s, mut n) = (0f64, 0f64);
+    for (v, w) in values.data.iter().zip(&weight.data) {
+        s += f64::from(v * w);
+        n += f64::from(*w);
+    }
+    if n > 0.0 {
+        (s / n) as f32
+    } else {
+        0.5
+    }
+}

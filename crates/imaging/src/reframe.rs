@@ -1,0 +1,291 @@
+//! Changing an image's aspect ratio by subject-aware cropping or edge-aware extension.
+
+use image::imageops::{self, FilterType};
+use image::{DynamicImage, Rgba, RgbaImage};
+
+use crate::filter::{to_u8, Plane};
+use crate::geom::Rect;
+use crate::mask::{analyse, subject_box, MaskSource};
+
+/// How [`reframe`] reaches the requested aspect ratio.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReframeMode {
+    /// Crop when the crop keeps at least [`AUTO_MIN_KEEP`] of the area and the whole subject,
+    /// otherwise extend.
+    Auto,
+    /// Largest window of the aspect, placed to keep the subject in frame.
+    Crop,
+    /// Grow the canvas; the original is kept unchanged in the centre.
+    Extend,
+}
+
+/// Minimum fraction of the original area a crop must keep for [`ReframeMode::Auto`] to crop.
+pub const AUTO_MIN_KEEP: f64 = 0.8;
+
+/// Size `(w, h)` with `w/h` equal to `aw/ah` (rounded), fitting inside `width`×`height` (crop).
+fn crop_size(width: u32, height: u32, aw: u64, ah: u64) -> (u32, u32) {
+    let (w, h) = (u64::from(width), u64::from(height));
+    if w * ah > h * aw {
+        let cw = ((h * aw + ah / 2) / ah).clamp(1, w);
+        (cw as u32, height)
+    } else {
+        let ch = ((w * ah + aw / 2) / aw).clamp(1, h);
+        (width, ch as u32)
+    }
+}
+
+/// Size with the aspect that contains `width`×`height` (extend).
+fn extend_size(width: u32, height: u32, aw: u64, ah: u64) -> (u32, u32) {
+    let (w, h) = (u64::from(width), u64::from(height));
+    if w * ah < h * aw {
+        let ew = ((h * aw + ah / 2) / ah).max(w);
+        (ew.min(u64::from(u32::MAX)) as u32, height)
+    } else {
+        let eh = ((w * ah + aw / 2) / aw).max(h);
+        (width, eh.min(u64::from(u32::MAX)) as u32)
+    }
+}
+
+/// Offset of a window of `len` in `0..total` keeping `[lo, hi)` inside when it fits, otherwise
+/// centred on `centre` (or starting just above `lo` when `keep_start`).
+fn place(total: u32, len: u32, lo: u32, hi: u32, centre: f32, keep_start: bool) -> u32 {
+    let max_off = total.saturating_sub(len) as f32;
+    let ideal = centre - len as f32 / 2.0;
+    let off = if hi - lo <= len {
+        // Any offset in [hi - len, lo] contains the subject; choose the one nearest the ideal.
+        let a = hi as f32 - len as f32;
+        let b = lo as f32;
+        ideal.clamp(a.min(b), b.max(a))
+    } else if keep_start {
+        lo as f32 - len as f32 * 0.03
+    } else {
+        ideal
+    };
+    off.clamp(0.0, max_off).round() as u32
+}
+
+fn crop_window(img: &DynamicImage, subject: Option<(Rect, [f32; 2])>, aw: u64, ah: u64) -> Rect {
+    let (width, height) = (img.width(), img.height());
+    let (cw, ch) = crop_size(width, height, aw, ah);
+    let (x0, y0) = match subject {
+        Some((r, c)) => (
+            place(width, cw, r.x0, r.x1, c[0], false),
+            // Vertically, keep the top of a tall subject (the head) when it cannot fit.
+            place(height, ch, r.y0, r.y1, c[1], true),
+        ),
+        None => ((width - cw) / 2, (height - ch) / 2),
+    };
+    Rect { x0, y0, x1: x0 + cw, y1: y0 + ch }
+}
+
+/// Changes the aspect ratio to `aspect` = `(w, h)` (components of 0 are treated as 1).
+///
+/// The output's `width/height` equals `aspect` up to rounding of one pixel.
+/// * [`ReframeMode::Crop`]: the largest window of that aspect, positioned to contain the
+///   subject's bounding box (from [`crate::subject_mask`]) when it fits, else centred on the
+///   subject's centroid (keeping the top of a too-tall subject). Keeps the input colour type.
+/// * [`ReframeMode::Extend`]: the canvas grows; the original is copied unchanged to the centre
+///   and the new area is filled with mirrored content that is progressively blurred with
+///   distance from the original edge (seamless at the edge, soft far away). Output RGB8 or
+///   RGBA8 (when the input has alpha).
+/// * [`ReframeMode::Auto`]: crop if the crop keeps ≥ [`AUTO_MIN_KEEP`] of the area and the whole
+///   subject, otherwise extend.
+pub fn reframe(img: &DynamicImage, aspect: (u32, u32), mode: ReframeMode) -> DynamicImage {
+    let aw = u64::from(aspect.0.max(1));
+    let ah = u64::from(aspect.1.max(1));
+    let (width, height) = (img.width(), img.height());
+    if width == 0 || height == 0 {
+        return img.clone();
+    }
+    match mode {
+        ReframeMode::Crop => {
+            let r = crop_window(img, subject_box(img), aw, ah);
+            img.crop_imm(r.x0, r.y0, r.width(), r.height())
+        }
+        ReframeMode::Extend => extend(img, aw, ah),
+        ReframeMode::Auto => {
+            let subject = subject_box(img);
+            let r = crop_window(img, subject, aw, ah);
+            let kept = f64::from(r.width()) * f64::from(r.height()) / (f64::from(width) * f64::from(height));
+            let subject_inside = subject.is_none_or(|(s, _)| r.contains_rect(&s));
+            if kept >= AUTO_MIN_KEEP && subject_inside {
+                img.crop_imm(r.x0, r.y0, r.width(), r.height())
+            } else {
+                extend(img, aw, ah)
+            }
+        }
+    }
+}
+
+/// Mirror-repeat of coordinate `i` into `0..n`.
+fn reflect(i: i64, n: i64) -> i64 {
+    let period = 2 * n;
+    let m = i.rem_euclid(period);
+    if m >= n {
+        period - 1 - m
+    } else {
+        m
+    }
+}
+
+fn extend(img: &DynamicImage, aw: u64, ah: u64) -> DynamicImage {
+    let (width, height) = (img.width(), img.height());
+    let (ew, eh) = extend_size(width, height, aw, ah);
+    if (ew, eh) == (width, height) {
+        return img.clone();
+    }
+    let has_alpha = img.color().has_alpha();
+    let src = img.to_rgba8();
+    let ox = i64::from((ew - width) / 2);
+    let oy = i64::from((eh - height) / 2);
+
+    // Blur pyramid on a small copy: the fill only needs low-frequency content far out. The
+    // subject is replaced by the estimated background plate there, so it is not mirrored into
+    // the new area as a ghost (only the sharp level right at the seam shows the original).
+    let long = width.max(height) as f32;
+    let small_scale = (256.0 / long).min(1.0);
+    let sw = ((width as f32 * small_scale).round() as u32).max(1);
+    let sh = ((height as f32 * small_scale).round() as u32).max(1);
+    let mut small = if (sw, sh) == (width, height) {
+        src.clone()
+    } else {
+        imageops::resize(&src, sw, sh, FilterType::Triangle)
+    };
+    remove_subject(img, &mut small);
+    let channels: Vec<Plane> = (0..4)
+        .map(|c| {
+            Plane::from_fn(sw as usize, sh as usize, |x, y| f32::from(small.get_pixel(x as u32, y as u32)[c]))
+        })
+        .collect();
+    let small_long = sw.max(sh) as f32;
+    // Blur levels (in small-image pixels) reached at increasing distances from the edge.
+    let sigmas = [small_long * 0.006, small_long * 0.02, small_long * 0.05, small_long * 0.12];
+    let levels: Vec<Vec<Plane>> =
+        sigmas.iter().map(|&s| channels.iter().map(|p| p.gaussian(s.max(0.6))).collect()).collect();
+    // Distance (in original pixels) at which each level is fully reached; 0 = sharp mirror.
+    let stops = [0.0, long * 0.02, long * 0.08, long * 0.2, long * 0.45];
+
+    let (w, h) = (i64::from(width), i64::from(height));
+    let mut out = RgbaImage::new(ew, eh);
+    for (x, y, o) in out.enumerate_pixels_mut() {
+        let lx = i64::from(x) - ox;
+        let ly = i64::from(y) - oy;
+        if lx >= 0 && ly >= 0 && lx < w && ly < h {
+            *o = *src.get_pixel(lx as u32, ly as u32);
+            continue;
+        }
+        let dx = (-lx).max(lx - (w - 1)).max(0) as f32;
+        let dy = (-ly).max(ly - (h - 1)).max(0) as f32;
+        let d = (dx * dx + dy * dy).sqrt();
+        let mx = reflect(lx, w);
+        let my = reflect(ly, h);
+        // Which pair of levels to blend.
+        let mut seg = stops.len() - 2;
+        for i in 0..stops.len() - 1 {
+            if d < stops[i + 1] {
+                seg = i;
+                break;
+            }
+        }
+        let t = ((d - stops[seg]) / (stops[seg + 1] - stops[seg]).max(1e-3)).clamp(0.0, 1.0);
+        let fx = (mx as f32 + 0.5) * small_scale - 0.5;
+        let fy = (my as f32 + 0.5) * small_scale - 0.5;
+        let sample_level = |lvl: usize| -> [f32; 4] {
+            if lvl == 0 {
+                let p = src.get_pixel(mx as u32, my as u32);
+                [0, 1, 2, 3].map(|c| f32::from(p[c]))
+            } else {
+                let planes = &levels[lvl - 1];
+                [0, 1, 2, 3].map(|c| planes[c].sample(fx, fy))
+            }
+        };
+        let a = sample_level(seg);
+        let b = sample_level(seg + 1);
+        let s = smooth(t);
+        *o = Rgba([0, 1, 2, 3].map(|c| to_u8(a[c] + (b[c] - a[c]) * s)));
+    }
+    if has_alpha {
+        DynamicImage::ImageRgba8(out)
+    } else {
+        DynamicImage::ImageRgb8(DynamicImage::ImageRgba8(out).to_rgb8())
+    }
+}
+
+/// Replaces the (slightly dilated) subject in `small` by the background plate, when there is a
+/// clear subject on a modelled background (not for full-frame scenes or textures).
+fn remove_subject(img: &DynamicImage, small: &mut RgbaImage) {
+    let an = analyse(img);
+    let MaskSource::Model(model) = &an.source else {
+        return;
+    };
+    let area = an.mask.iter().filter(|&&m| m != 0).count();
+    if area == 0 || area * 100 > an.mask.len() * 45 {
+        return;
+    }
+    let (mut touches_left, mut touches_right, mut touches_top, mut touches_bottom) =
+        (false, false, false, false);
+    for y in 0..an.wh {
+        touches_left |= an.mask[y * an.ww] != 0;
+        touches_right |= an.mask[y * an.ww + an.ww - 1] != 0;
+    }
+    for x in 0..an.ww {
+        touches_top |= an.mask[x] != 0;
+        touches_bottom |= an.mask[(an.wh - 1) * an.ww + x] != 0;
+    }
+    let sides = [touches_left, touches_right, touches_top, touches_bottom].iter().filter(|&&t| t).count();
+    if sides > 1 {
+        return;
+    }
+    let mask =
+        Plane { w: an.ww, h: an.wh, data: an.mask.iter().map(|&m| f32::from(m)).collect() }.box_mean(2);
+    let (sw, sh) = small.dimensions();
+    let sx = an.ww as f32 / sw as f32;
+    let sy = an.wh as f32 / sh as f32;
+    for (x, y, p) in small.enumerate_pixels_mut() {
+        let m = mask.sample((x as f32 + 0.5) * sx - 0.5, (y as f32 + 0.5) * sy - 0.5);
+        if m <= 0.0 {
+            continue;
+        }
+        let k = (m * 4.0).min(1.0);
+        let plate = model.plate((x as f32 + 0.5) / sw as f32, (y as f32 + 0.5) / sh as f32);
+        for c in 0..3 {
+            p[c] = to_u8(f32::from(p[c]) + (plate[c] - f32::from(p[c])) * k);
+        }
+    }
+}
+
+fn smooth(t: f32) -> f32 {
+    t * t * (3.0 - 2.0 * t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_have_the_aspect() {
+        for (w, h) in [(100, 100), (640, 480), (33, 97)] {
+            for (aw, ah) in [(1u64, 1u64), (16, 9), (9, 16), (4, 5)] {
+                let (cw, ch) = crop_size(w, h, aw, ah);
+                assert!(cw <= w && ch <= h);
+                assert!((i64::from(cw) * ah as i64 - i64::from(ch) * aw as i64).abs() <= aw.max(ah) as i64);
+                let (ew, eh) = extend_size(w, h, aw, ah);
+                assert!(ew >= w && eh >= h);
+                assert!((i64::from(ew) * ah as i64 - i64::from(eh) * aw as i64).abs() <= aw.max(ah) as i64);
+            }
+        }
+    }
+
+    #[test]
+    fn reflect_mirrors() {
+        let v: Vec<i64> = (-3..7).map(|i| reflect(i, 3)).collect();
+        assert_eq!(v, vec![2, 1, 0, 0, 1, 2, 2, 1, 0, 0]);
+    }
+
+    #[test]
+    fn place_keeps_range() {
+        // Window 50 in 100, subject [60, 90) centred at 75 → offset in [40, 60].
+        let off = place(100, 50, 60, 90, 75.0, false);
+        assert!(off <= 60 && off + 50 >= 90);
+    }
+}

@@ -1,0 +1,106 @@
+//! The tools' executors: the function half of "tools are data plus one
+//! function". Schemas live in `atelier-core`; this crate runs them.
+//!
+//! An [`Executor`] takes one execution's parameters and input image bytes
+//! and returns the files it produced. The [`Registry`] maps tool names to
+//! executors: the built-in CPU engine by default, replaceable per tool (by a
+//! remote engine, or by stubs in tests). Scheduling, retries and storage are
+//! the engine's business, not this crate's.
+
+mod builtin;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use atelier_core::params::Params;
+use atelier_core::tools::TOOLS;
+use bytes::Bytes;
+
+pub use builtin::Builtin;
+
+/// One execution of a tool (one element of a fan-out).
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub tool: String,
+    /// Resolved parameters, image parameters included as given.
+    pub params: Params,
+    /// Image parameter → the bytes of that image.
+    pub images: HashMap<String, Bytes>,
+    /// Deterministic seed: the `seed` parameter, or one derived from the inputs.
+    pub seed: u64,
+    /// Index of this execution within a fan-out, 0 otherwise.
+    pub index: u32,
+}
+
+/// A file a tool produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Artifact {
+    pub bytes: Bytes,
+    /// File extension without the dot: `png`, `jpg`, `webp`, `mp4`.
+    pub ext: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolError {
+    /// An input is not a decodable image within the limits. Permanent.
+    #[error("{0}")]
+    InvalidImage(String),
+    /// The tool could not produce a result from these inputs. Permanent.
+    #[error("{0}")]
+    Failed(String),
+    /// The engine is unreachable or overloaded. Retryable.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl ToolError {
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Unavailable(_))
+    }
+
+    /// The node error name the status endpoint shows.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::InvalidImage(_) => "InvalidImage",
+            Self::Failed(_) => "ToolFailed",
+            Self::Unavailable(_) => "EngineUnavailable",
+        }
+    }
+}
+
+#[async_trait::async_trait]
+pub trait Executor: Send + Sync {
+    async fn run(&self, job: Job) -> Result<Vec<Artifact>, ToolError>;
+}
+
+/// Tool name → executor.
+#[derive(Clone)]
+pub struct Registry {
+    executors: HashMap<String, Arc<dyn Executor>>,
+}
+
+impl Registry {
+    /// Every tool on the built-in CPU engine.
+    pub fn builtin(options: BuiltinOptions) -> Self {
+        let engine: Arc<dyn Executor> = Arc::new(Builtin::new(options));
+        Self { executors: TOOLS.iter().map(|t| (t.name.to_string(), engine.clone())).collect() }
+    }
+
+    /// Routes one tool to another executor.
+    pub fn set(&mut self, tool: &str, executor: Arc<dyn Executor>) {
+        self.executors.insert(tool.to_string(), executor);
+    }
+
+    pub fn get(&self, tool: &str) -> Option<Arc<dyn Executor>> {
+        self.executors.get(tool).cloned()
+    }
+}
+
+/// Settings of the built-in engine.
+#[derive(Debug, Clone, Default)]
+pub struct BuiltinOptions {
+    /// Added to every execution, to mimic a GPU engine's timing in client tests.
+    pub simulated_latency: Duration,
+    pub limits: atelier_imaging::Limits,
+}

@@ -1,0 +1,154 @@
+//! A test harness that drives Atelier over HTTP, as a client would.
+#![allow(dead_code)]
+
+use std::io::Cursor;
+use std::time::{Duration, Instant};
+
+use atelier_cli::Config;
+use atelier_tools::Registry;
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+pub struct TestApp {
+    pub base: String,
+    pub key: String,
+    pub client: reqwest::Client,
+    pub running: Option<atelier_cli::Running>,
+    pub dir: tempfile::TempDir,
+}
+
+pub fn test_config(dir: &std::path::Path) -> Config {
+    let mut config = Config::default();
+    config.storage.data_dir = dir.to_path_buf();
+    config.server.listen = "127.0.0.1:0".parse().unwrap();
+    config.engine.poll_ms = 20;
+    config.engine.retry_backoff_ms = 10;
+    config.engine.lease_secs = 5;
+    config.engine.heartbeat_secs = 1;
+    config.engine.shutdown_grace_secs = 1;
+    config
+}
+
+impl TestApp {
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}, None, 1000).await
+    }
+
+    pub async fn start_with(tweak: impl FnOnce(&mut Config), tools: Option<Registry>, tokens: i64) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = test_config(dir.path());
+        tweak(&mut config);
+        let store = atelier_cli::open_store(&config).await.unwrap();
+        let (_, key) = store.create_account("test", tokens).await.unwrap();
+        let running = atelier_cli::start(&config, store, tools).await.unwrap();
+        let base = format!("http://{}", running.addr);
+        Self { base, key, client: reqwest::Client::new(), running: Some(running), dir }
+    }
+
+    pub fn store(&self) -> &atelier_store::Store {
+        &self.running.as_ref().unwrap().store
+    }
+
+    /// A key for a second account.
+    pub async fn other_key(&self, tokens: i64) -> String {
+        self.store().create_account("other", tokens).await.unwrap().1
+    }
+
+    pub async fn call(&self, method: &str, path: &str, key: Option<&str>, body: Option<&Value>) -> (u16, Value) {
+        let url = format!("{}{path}", self.base);
+        let mut req = self.client.request(method.parse().unwrap(), url);
+        if let Some(key) = key {
+            req = req.header("X-API-KEY", key);
+        }
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        self.call("GET", path, Some(&self.key.clone()), None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.call("POST", path, Some(&self.key.clone()), Some(body)).await
+    }
+
+    /// Starts a run and returns its id, asserting acceptance.
+    pub async fn run(&self, body: &Value) -> String {
+        let (status, handle) = self.post("/api/v3/run", body).await;
+        assert_eq!(status, 200, "run refused: {handle}");
+        assert_eq!(handle["error"], Value::Null);
+        handle["id"].as_str().unwrap().to_string()
+    }
+
+    /// Polls until the run is terminal; returns its final status.
+    pub async fn wait(&self, id: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (code, status) = self.get(&format!("/api/v3/status/{id}")).await;
+            assert_eq!(code, 200, "{status}");
+            let state = status["overall_status"].as_str().unwrap_or("").to_string();
+            if ["succeeded", "failed", "canceled"].contains(&state.as_str()) {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "run {id} did not finish: {status}");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    pub async fn fetch(&self, url: &str) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+        let resp = self.client.get(url).send().await.unwrap();
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        (status, headers, resp.bytes().await.unwrap().to_vec())
+    }
+
+    pub async fn balance(&self) -> i64 {
+        self.get("/api/v2/user/tokens").await.1["tokens"].as_i64().unwrap()
+    }
+}
+
+/// A PNG of a disc on a plain background, as base64.
+pub fn png_base64(w: u32, h: u32) -> String {
+    base64::engine::general_purpose::STANDARD.encode(png_bytes(w, h))
+}
+
+pub fn png_bytes(w: u32, h: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        let (dx, dy) = (x as f32 - w as f32 / 2.0, y as f32 - h as f32 / 2.0);
+        if dx * dx + dy * dy < (w.min(h) as f32 / 3.0).powi(2) {
+            image::Rgb([180, 40, 60])
+        } else {
+            image::Rgb([235, 235, 230])
+        }
+    });
+    let mut out = Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+pub fn decode(bytes: &[u8]) -> image::DynamicImage {
+    image::load_from_memory(bytes).unwrap()
+}
+
+/// Fills a sample payload's placeholders with real values.
+pub fn fill(sample: &Value) -> Value {
+    let mut body = sample.clone();
+    let input = body["input"].as_object_mut().unwrap();
+    for (key, value) in input.iter_mut() {
+        *value = match value.as_str().unwrap() {
+            "<image>" => json!(png_base64(96, 128)),
+            "<select>" if key.ends_with("gender") => json!("Female"),
+            "<select>" => json!("tops"),
+            "<number>" => json!(1),
+            "<boolean>" => json!(false),
+            _ => json!(format!("test {key}")),
+        };
+    }
+    body
+}

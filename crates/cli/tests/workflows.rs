@@ -1,0 +1,235 @@
+//! Workflows: discovery, templates run from their sample payloads, saving,
+//! validation, variables, overrides, shadowing.
+
+mod common;
+
+use common::{decode, fill, png_base64, TestApp};
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn every_system_template_runs_from_its_filled_sample_payload() {
+    let app = TestApp::start().await;
+    let (code, list) = app.get("/api/v3/workflows").await;
+    assert_eq!(code, 200);
+    let names: Vec<&str> = list.as_array().unwrap().iter().map(|w| w["name"].as_str().unwrap()).collect();
+    for expected in ["tryon-upscale", "model-tryon-cutout", "product-reframes", "sketch-to-video"] {
+        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    }
+    for item in list.as_array().unwrap() {
+        assert_eq!(item["system_workflow"], true);
+        assert!(item["id"].is_i64());
+        assert_eq!(item["created_at"].as_str().unwrap().len(), 26);
+    }
+    for name in names {
+        let (code, desc) = app.get(&format!("/api/v3/workflow/{name}")).await;
+        assert_eq!(code, 200);
+        assert_eq!(desc["sample_payload"]["type"], "workflow");
+        assert_eq!(desc["sample_payload"]["target"], name);
+        let id = app.run(&fill(&desc["sample_payload"])).await;
+        assert!(id.starts_with("wr_"));
+        let status = app.wait(&id).await;
+        assert_eq!(status["overall_status"], "succeeded", "{name}: {status}");
+        assert_eq!(status["workflow_run_id"], id.as_str());
+        let outputs = status["outputs"].as_object().unwrap();
+        let declared: Vec<&String> = desc["outputs"].as_object().unwrap().keys().collect();
+        assert_eq!(outputs.keys().collect::<Vec<_>>(), declared, "outputs keys are exactly the workflow's");
+        for (key, value) in outputs {
+            let urls: Vec<&str> = match value {
+                Value::String(s) => vec![s.as_str()],
+                Value::Array(list) => list.iter().map(|v| v.as_str().unwrap()).collect(),
+                other => panic!("{name}.{key}: {other}"),
+            };
+            for url in urls {
+                let (code, _, bytes) = app.fetch(url).await;
+                assert_eq!(code, 200, "{url}");
+                assert!(!bytes.is_empty());
+            }
+        }
+        for (node, result) in status["nodes"].as_object().unwrap() {
+            assert_eq!(result["status"], "succeeded", "{name}.{node}");
+            assert!(result["id"].as_str().unwrap().starts_with("gen_"));
+            assert_eq!(result["error"], Value::Null);
+            assert!(result["model_name"].is_string());
+        }
+    }
+}
+
+#[tokio::test]
+async fn product_reframes_runs_three_aspects_in_parallel_branches() {
+    let app = TestApp::start().await;
+    let body = json!({"type": "workflow", "target": "product-reframes", "input": {"Shoot.product_image": png_base64(64, 64)}});
+    let status = app.wait(&app.run(&body).await).await;
+    for (key, (w, h)) in [("square", (1, 1)), ("portrait", (4, 5)), ("story", (9, 16))] {
+        let (_, _, bytes) = app.fetch(status["outputs"][key].as_str().unwrap()).await;
+        let img = decode(&bytes);
+        let ratio = img.width() as f64 / img.height() as f64;
+        assert!((ratio - w as f64 / h as f64).abs() < 0.01, "{key}: {}x{}", img.width(), img.height());
+    }
+    assert_eq!(status["tokens"], 2 + 3);
+}
+
+#[tokio::test]
+async fn fan_out_runs_a_node_once_per_upstream_image() {
+    let app = TestApp::start().await;
+    let flow = json!({
+        "nodes": [
+            {"name": "Poses", "tool": "multipose", "params": {"num_outputs": 3}},
+            {"name": "Cut", "tool": "background_removal", "links": {"image": "Poses.output"}}
+        ],
+        "outputs": {"cutouts": "Cut.output"}
+    });
+    assert_eq!(app.call("PUT", "/api/v3/workflow/fan", Some(&app.key.clone()), Some(&flow)).await.0, 200);
+    let body = json!({"type": "workflow", "target": "fan", "input": {"Poses.image": png_base64(48, 64)}});
+    let (_, est) = app.post("/api/v3/estimate", &body).await;
+    assert_eq!(est["nodes"], json!({"Poses": 3, "Cut": 3}));
+    let status = app.wait(&app.run(&body).await).await;
+    assert_eq!(status["outputs"]["cutouts"].as_array().unwrap().len(), 3);
+    assert_eq!(status["tokens"], 6);
+}
+
+#[tokio::test]
+async fn discovery_descriptors_and_sample_payload_are_exact() {
+    let app = TestApp::start().await;
+    let (_, desc) = app.get("/api/v3/workflow/tryon-upscale").await;
+    assert_eq!(desc["name"], "tryon-upscale");
+    assert_eq!(desc["inputs"]["mandatory"], json!({
+        "garment": "<type:image , default value : null>",
+        "Tryon.model_image": "<type:image , default value : null>"
+    }));
+    assert_eq!(desc["inputs"]["linked"], json!({"Upscale.image": "Tryon.output"}));
+    assert_eq!(desc["inputs"]["optional"]["Tryon.category"], "<type:select , default value : tops>");
+    assert_eq!(desc["inputs"]["optional"]["Upscale.scale"], "<type:number , default value : 2>");
+    assert_eq!(desc["inputs"]["optional"]["Tryon.seed"], "<type:number , default value : null>");
+    assert_eq!(desc["outputs"], json!({"final_image": "Upscale.output"}));
+    assert_eq!(desc["sample_payload"], json!({"type": "workflow", "target": "tryon-upscale",
+        "input": {"garment": "<image>", "Tryon.model_image": "<image>"}}));
+    assert!(desc["workflow"]["nodes"].is_array());
+}
+
+#[tokio::test]
+async fn missing_inputs_fail_the_request_and_linked_overrides_are_ignored_with_a_warning() {
+    let app = TestApp::start().await;
+    let (code, resp) = app.post("/api/v3/run", &json!({"type": "workflow", "target": "tryon-upscale", "input": {}})).await;
+    assert_eq!(code, 400);
+    assert_eq!(resp["error"]["name"], "MissingInputs");
+    assert_eq!(resp["error"]["missing"], json!(["Tryon.model_image", "garment"]));
+
+    let img = png_base64(64, 96);
+    let body = json!({"type": "workflow", "target": "tryon-upscale",
+        "input": {"garment": img, "Tryon.model_image": img, "Upscale.image": "https://example.com/x.png", "Upscale.scale": 4}});
+    let (code, handle) = app.post("/api/v3/run", &body).await;
+    assert_eq!(code, 200, "{handle}");
+    assert_eq!(handle["error"], Value::Null);
+    assert!(handle["warnings"][0].as_str().unwrap().contains("Upscale.image"));
+    let status = app.wait(handle["id"].as_str().unwrap()).await;
+    assert_eq!(status["overall_status"], "succeeded");
+    let (_, _, bytes) = app.fetch(status["outputs"]["final_image"].as_str().unwrap()).await;
+    assert_eq!(decode(&bytes).width(), 64 * 4, "the optional override applied");
+
+    let body = json!({"type": "workflow", "target": "tryon-upscale", "input": {"garment": img, "Tryon.model_image": img, "Ghost.x": 1}});
+    let (code, resp) = app.post("/api/v3/run", &body).await;
+    assert_eq!((code, resp["error"]["field"].as_str()), (422, Some("Ghost.x")));
+}
+
+#[tokio::test]
+async fn saving_validates_and_names_the_offending_node() {
+    let app = TestApp::start().await;
+    let key = app.key.clone();
+    let put = |flow: Value| {
+        let app = &app;
+        let key = key.clone();
+        async move { app.call("PUT", "/api/v3/workflow/mine", Some(&key), Some(&flow)).await }
+    };
+    let cycle = json!({"nodes": [
+        {"name": "A", "tool": "upscale", "links": {"image": "B.output"}},
+        {"name": "B", "tool": "upscale", "links": {"image": "A.output"}}]});
+    let (code, resp) = put(cycle).await;
+    assert_eq!(code, 422);
+    assert!(["A", "B"].contains(&resp["error"]["field"].as_str().unwrap()));
+    assert!(resp["error"]["reason"].as_str().unwrap().contains("cycle"));
+
+    let dangling = json!({"nodes": [{"name": "A", "tool": "upscale", "links": {"image": "Nope.output"}}]});
+    let (code, resp) = put(dangling).await;
+    assert_eq!((code, resp["error"]["field"].as_str()), (422, Some("A.image")));
+
+    let mismatch = json!({"nodes": [{"name": "V", "tool": "video"}, {"name": "U", "tool": "upscale", "links": {"image": "V.output"}}]});
+    let (code, resp) = put(mismatch).await;
+    assert_eq!((code, resp["error"]["field"].as_str()), (422, Some("U.image")));
+
+    let unknown_tool = json!({"nodes": [{"name": "X", "tool": "teleport"}]});
+    assert_eq!(put(unknown_tool).await.1["error"]["field"], "X");
+
+    let unknown_param = json!({"nodes": [{"name": "X", "tool": "upscale", "params": {"zoom": 1}}]});
+    assert_eq!(put(unknown_param).await.1["error"]["field"], "X.zoom");
+
+    let (code, resp) = put(json!({"nodes": "no"})).await;
+    assert_eq!((code, resp["error"]["name"].as_str()), (400, Some("InvalidRequest")));
+    assert_eq!(app.get("/api/v3/workflow/mine").await.0, 404);
+}
+
+#[tokio::test]
+async fn account_workflows_shadow_templates_and_saving_replaces_keys() {
+    let app = TestApp::start().await;
+    let key = app.key.clone();
+    let mine = json!({
+        "variables": {"photo": {"type": "image", "targets": ["Up.image"]}},
+        "nodes": [{"name": "Up", "tool": "upscale", "params": {"scale": 2}}],
+        "outputs": {"big": "Up.output"}
+    });
+    let (code, desc) = app.call("PUT", "/api/v3/workflow/tryon-upscale", Some(&key), Some(&mine)).await;
+    assert_eq!(code, 200, "{desc}");
+    assert_eq!(desc["inputs"]["mandatory"], json!({"photo": "<type:image , default value : null>"}));
+    let (_, list) = app.get("/api/v3/workflows").await;
+    let entries: Vec<&Value> = list.as_array().unwrap().iter().filter(|w| w["name"] == "tryon-upscale").collect();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["system_workflow"], false);
+
+    let body = json!({"type": "workflow", "target": "tryon-upscale", "input": {"photo": png_base64(10, 10)}});
+    let status = app.wait(&app.run(&body).await).await;
+    assert_eq!(status["outputs"].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["big"]);
+
+    // Saving again under the same name replaces output keys and variable names.
+    let renamed = json!({
+        "variables": {"picture": {"type": "image", "targets": ["Up.image"]}},
+        "nodes": [{"name": "Up", "tool": "upscale"}],
+        "outputs": {"large": "Up.output"}
+    });
+    app.call("PUT", "/api/v3/workflow/tryon-upscale", Some(&key), Some(&renamed)).await;
+    let (_, desc) = app.get("/api/v3/workflow/tryon-upscale").await;
+    assert_eq!(desc["outputs"], json!({"large": "Up.output"}));
+    assert!(desc["inputs"]["mandatory"].get("picture").is_some());
+
+    // Another account still sees the template.
+    let other = app.other_key(10).await;
+    let (_, theirs) = app.call("GET", "/api/v3/workflow/tryon-upscale", Some(&other), None).await;
+    assert_eq!(theirs["outputs"], json!({"final_image": "Upscale.output"}));
+    // …and cannot see or delete ours.
+    let (_, list) = app.call("GET", "/api/v3/workflows", Some(&other), None).await;
+    assert!(list.as_array().unwrap().iter().all(|w| w["system_workflow"] == true));
+
+    let (code, _) = app.call("DELETE", "/api/v3/workflow/tryon-upscale", Some(&key), None).await;
+    assert_eq!(code, 200);
+    let (code, resp) = app.call("DELETE", "/api/v3/workflow/tryon-upscale", Some(&key), None).await;
+    assert_eq!((code, resp["error"]["name"].as_str()), (409, Some("ReadOnlyTemplate")));
+    let (code, resp) = app.call("DELETE", "/api/v3/workflow/never-saved", Some(&key), None).await;
+    assert_eq!((code, resp["error"]["name"].as_str()), (404, Some("WorkflowNotFound")));
+}
+
+#[tokio::test]
+async fn bypassed_nodes_pass_their_image_through_for_free() {
+    let app = TestApp::start().await;
+    let flow = json!({
+        "nodes": [
+            {"name": "Up", "tool": "upscale", "mode": "bypassed"},
+            {"name": "Frame", "tool": "reframe", "params": {"aspect_ratio": "1:1"}, "links": {"image": "Up.output"}}
+        ],
+        "outputs": {"framed": "Frame.output", "passed": "Up.output"}
+    });
+    app.call("PUT", "/api/v3/workflow/bypass", Some(&app.key.clone()), Some(&flow)).await;
+    let body = json!({"type": "workflow", "target": "bypass", "input": {"Up.image": png_base64(30, 20)}});
+    let status = app.wait(&app.run(&body).await).await;
+    assert_eq!(status["overall_status"], "succeeded");
+    let (_, _, passed) = app.fetch(status["outputs"]["passed"].as_str().unwrap()).await;
+    assert_eq!(decode(&passed).width(), 30, "not upscaled");
+    assert_eq!(status["tokens"], 1, "only the reframe is charged");
+}

@@ -1,0 +1,178 @@
+//! Execution semantics with stub tools: concurrency, failure propagation,
+//! retries, timeouts.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use atelier_tools::{Artifact, Executor, Job, Registry, ToolError};
+use bytes::Bytes;
+use common::{png_base64, png_bytes, TestApp};
+use serde_json::json;
+use tokio::sync::Barrier;
+
+fn registry() -> Registry {
+    Registry::builtin(Default::default())
+}
+
+fn artifact() -> Vec<Artifact> {
+    vec![Artifact { bytes: Bytes::from(png_bytes(8, 8)), ext: "png" }]
+}
+
+/// Waits at a barrier: it only returns if `n` executions are in flight at once.
+struct Rendezvous(Arc<Barrier>);
+
+#[async_trait::async_trait]
+impl Executor for Rendezvous {
+    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+        match tokio::time::timeout(Duration::from_secs(10), self.0.wait()).await {
+            Ok(_) => Ok(artifact()),
+            Err(_) => Err(ToolError::Failed("the other node never ran at the same time".into())),
+        }
+    }
+}
+
+struct Fails;
+
+#[async_trait::async_trait]
+impl Executor for Fails {
+    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+        Err(ToolError::Failed("stub failure".into()))
+    }
+}
+
+/// Fails with a retryable error until `ok_after` attempts, counting calls.
+struct Flaky {
+    calls: Arc<AtomicUsize>,
+    ok_after: usize,
+}
+
+#[async_trait::async_trait]
+impl Executor for Flaky {
+    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if n >= self.ok_after {
+            Ok(artifact())
+        } else {
+            Err(ToolError::Unavailable("engine busy".into()))
+        }
+    }
+}
+
+struct Sleeps;
+
+#[async_trait::async_trait]
+impl Executor for Sleeps {
+    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok(artifact())
+    }
+}
+
+async fn put_flow(app: &TestApp, name: &str, flow: serde_json::Value) {
+    let (code, body) = app.call("PUT", &format!("/api/v3/workflow/{name}"), Some(&app.key.clone()), Some(&flow)).await;
+    assert_eq!(code, 200, "{body}");
+}
+
+#[tokio::test]
+async fn independent_nodes_run_at_the_same_time() {
+    let mut tools = registry();
+    tools.set("upscale", Arc::new(Rendezvous(Arc::new(Barrier::new(2)))));
+    let app = TestApp::start_with(|c| c.engine.workers = 4, Some(tools), 100).await;
+    put_flow(&app, "pair", json!({
+        "nodes": [{"name": "Left", "tool": "upscale"}, {"name": "Right", "tool": "upscale"}],
+        "outputs": {"l": "Left.output", "r": "Right.output"}
+    }))
+    .await;
+    let img = png_base64(8, 8);
+    let body = json!({"type": "workflow", "target": "pair", "input": {"Left.image": img, "Right.image": img}});
+    let status = app.wait(&app.run(&body).await).await;
+    assert_eq!(status["overall_status"], "succeeded", "both nodes met at the barrier: {status}");
+}
+
+#[tokio::test]
+async fn a_failure_skips_dependents_while_independent_branches_finish() {
+    let mut tools = registry();
+    tools.set("reframe", Arc::new(Fails));
+    let app = TestApp::start_with(|_| {}, Some(tools), 100).await;
+    put_flow(&app, "branches", json!({
+        "nodes": [
+            {"name": "Src", "tool": "upscale"},
+            {"name": "Bad", "tool": "reframe", "links": {"image": "Src.output"}},
+            {"name": "After", "tool": "upscale", "links": {"image": "Bad.output"}},
+            {"name": "Good", "tool": "background_removal", "links": {"image": "Src.output"}}
+        ],
+        "outputs": {"after": "After.output", "good": "Good.output"}
+    }))
+    .await;
+    let body = json!({"type": "workflow", "target": "branches", "input": {"Src.image": png_base64(24, 24)}});
+    let status = app.wait(&app.run(&body).await).await;
+    assert_eq!(status["overall_status"], "failed");
+    assert_eq!(status["error"]["node"], "Bad");
+    assert_eq!(status["error"]["name"], "ToolFailed");
+    assert_eq!(status["nodes"]["Bad"]["status"], "failed");
+    assert_eq!(status["nodes"]["Bad"]["error"]["name"], "ToolFailed");
+    assert_eq!(status["nodes"]["After"]["status"], "skipped");
+    assert_eq!(status["nodes"]["After"]["error"]["name"], "UpstreamFailed");
+    assert_eq!(status["nodes"]["Good"]["status"], "succeeded");
+    assert!(status["outputs"]["good"].is_string());
+    assert!(status["outputs"]["after"].is_null());
+    assert_eq!(status["tokens"], 2, "Src and Good charged");
+    assert_eq!(app.balance().await, 98);
+}
+
+#[tokio::test]
+async fn retryable_errors_are_retried_with_backoff() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut tools = registry();
+    tools.set("upscale", Arc::new(Flaky { calls: calls.clone(), ok_after: 3 }));
+    let app = TestApp::start_with(|c| c.engine.max_attempts = 3, Some(tools), 10).await;
+    let id = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
+    let status = app.wait(&id).await;
+    assert_eq!(status["overall_status"], "succeeded");
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(app.store().task_errors(&id, "upscale").await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn retries_run_out_and_the_node_fails() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut tools = registry();
+    tools.set("upscale", Arc::new(Flaky { calls: calls.clone(), ok_after: 100 }));
+    let app = TestApp::start_with(|c| c.engine.max_attempts = 2, Some(tools), 10).await;
+    let id = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
+    let status = app.wait(&id).await;
+    assert_eq!(status["overall_status"], "failed");
+    assert_eq!(status["error"]["name"], "EngineUnavailable");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(app.balance().await, 10);
+}
+
+#[tokio::test]
+async fn a_node_that_runs_too_long_times_out() {
+    let mut tools = registry();
+    tools.set("upscale", Arc::new(Sleeps));
+    let app = TestApp::start_with(|c| c.engine.node_timeout_secs = 1, Some(tools), 10).await;
+    let id = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
+    let status = app.wait(&id).await;
+    assert_eq!(status["overall_status"], "failed");
+    assert_eq!(status["error"]["name"], "Timeout");
+}
+
+#[tokio::test]
+async fn an_undecodable_image_fails_the_node_permanently() {
+    let app = TestApp::start().await;
+    // GIF magic bytes pass the acceptance check; the body is not an image.
+    let fake = base64_of(b"GIF89a not really a gif at all");
+    let id = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": fake}})).await;
+    let status = app.wait(&id).await;
+    assert_eq!(status["overall_status"], "failed");
+    assert_eq!(status["error"]["name"], "InvalidImage");
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}

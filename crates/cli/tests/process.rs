@@ -1,0 +1,165 @@
+//! The `atelier` binary as an operator runs it: admin commands, and a
+//! kill -9 in the middle of a workflow run.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_atelier");
+
+fn atelier(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(BIN).arg("--data-dir").arg(dir).args(args).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+/// Starts `atelier serve` and returns it with its address.
+fn serve(dir: &Path, env: &[(&str, &str)]) -> (Child, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("--data-dir").arg(dir).args(["serve", "--listen", "127.0.0.1:0"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let addr = loop {
+        let line = lines.next().expect("serve exited before listening").unwrap();
+        if let Some(addr) = line.strip_prefix("Atelier listening on ") {
+            break addr.to_string();
+        }
+    };
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+fn get(url: &str, key: &str) -> Value {
+    let out = Command::new("curl").args(["-s", "-H", &format!("X-API-KEY: {key}"), url]).output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+fn post(url: &str, key: &str, body: &Value) -> Value {
+    let out = Command::new("curl")
+        .args(["-s", "-X", "POST", "-H", &format!("X-API-KEY: {key}"), "-H", "content-type: application/json"])
+        .args(["--data-binary", &body.to_string(), url])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+#[test]
+fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, _) = atelier(dir.path(), &["admin", "account", "create", "acme", "--tokens", "5", "--json"]);
+    assert!(ok);
+    let created: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(created["account"], "acme");
+    let key = created["api_key"].as_str().unwrap();
+    assert!(key.starts_with("atl_") && key.len() == 44);
+
+    let (ok, _, err) = atelier(dir.path(), &["admin", "account", "create", "acme"]);
+    assert!(!ok && err.contains("already exists"), "{err}");
+    let (ok, out, _) = atelier(dir.path(), &["admin", "tokens", "grant", "acme", "7"]);
+    assert!(ok && out.contains("balance 12"), "{out}");
+    let (ok, _, err) = atelier(dir.path(), &["admin", "tokens", "grant", "nobody", "7"]);
+    assert!(!ok && err.contains("nobody"), "{err}");
+    let (ok, second, _) = atelier(dir.path(), &["admin", "key", "create", "acme"]);
+    assert!(ok && second.trim().starts_with("atl_"));
+    let (ok, out, _) = atelier(dir.path(), &["admin", "key", "revoke", key]);
+    assert!(ok && out.contains("acme"), "{out}");
+    let (ok, _, _) = atelier(dir.path(), &["admin", "key", "revoke", key]);
+    assert!(!ok, "a revoked key cannot be revoked again");
+
+    let file = dir.path().join("my-flow.json");
+    std::fs::write(&file, json!({"nodes": [{"name": "Up", "tool": "upscale"}], "outputs": {"big": "Up.output"}}).to_string()).unwrap();
+    let (ok, out, err) = atelier(dir.path(), &["admin", "workflow", "import", file.to_str().unwrap(), "--account", "acme"]);
+    assert!(ok, "{out}{err}");
+    let (ok, out, _) = atelier(dir.path(), &["admin", "workflow", "export", "my-flow", "--account", "acme"]);
+    assert!(ok);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["outputs"]["big"], "Up.output");
+    let (ok, _, err) = atelier(dir.path(), &["admin", "workflow", "export", "my-flow"]);
+    assert!(!ok && err.contains("not found"), "not a system template: {err}");
+
+    std::fs::write(&file, json!({"nodes": [{"name": "A", "tool": "upscale", "links": {"image": "A.output"}}]}).to_string()).unwrap();
+    let (ok, _, err) = atelier(dir.path(), &["admin", "workflow", "import", file.to_str().unwrap(), "--system"]);
+    assert!(!ok && err.contains('A'), "{err}");
+    let (ok, _, err) = atelier(dir.path(), &["admin", "workflow", "import", file.to_str().unwrap()]);
+    assert!(!ok && err.contains("--account"), "{err}");
+
+    let bad_config = dir.path().join("bad.toml");
+    std::fs::write(&bad_config, "[engine]\nworkers = \"many\"\n").unwrap();
+    let (ok, _, err) = atelier(dir.path(), &["--config", bad_config.to_str().unwrap(), "migrate"]);
+    assert!(!ok && err.contains("ATELIER__ENGINE__WORKERS"), "{err}");
+}
+
+#[test]
+fn a_run_survives_kill_9_and_completes_once_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, _) = atelier(dir.path(), &["admin", "account", "create", "crash", "--tokens", "50", "--json"]);
+    assert!(ok);
+    let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
+    let env = [
+        ("ATELIER__ENGINE__SIMULATED_LATENCY_MS", "700"),
+        ("ATELIER__ENGINE__LEASE_SECS", "2"),
+        ("ATELIER__ENGINE__HEARTBEAT_SECS", "1"),
+        ("ATELIER__ENGINE__POLL_MS", "50"),
+    ];
+    let (mut first, addr) = serve(dir.path(), &env);
+    let image = {
+        use base64::Engine as _;
+        let img = image::RgbImage::from_fn(48, 60, |x, y| image::Rgb([(x * 5) as u8, (y * 4) as u8, 90]));
+        let mut png = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut png, image::ImageFormat::Png).unwrap();
+        base64::engine::general_purpose::STANDARD.encode(png.into_inner())
+    };
+    let body = json!({"type": "workflow", "target": "product-reframes", "input": {"Shoot.product_image": image}});
+    let handle = post(&format!("{addr}/api/v3/run"), &key, &body);
+    let id = handle["id"].as_str().unwrap_or_else(|| panic!("{handle}")).to_string();
+
+    // Kill once the first node is done and the parallel reframes are running.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = get(&format!("{addr}/api/v3/status/{id}"), &key);
+        let nodes = status["nodes"].as_object().cloned().unwrap_or_default();
+        let shoot_done = nodes.get("Shoot").is_some_and(|n| n["status"] == "succeeded");
+        let any_running = nodes.values().any(|n| n["status"] == "running");
+        if shoot_done && any_running {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never reached the middle of the run: {status}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    first.kill().unwrap(); // SIGKILL
+    first.wait().unwrap();
+
+    let (mut second, addr) = serve(dir.path(), &env);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let status = get(&format!("{addr}/api/v3/status/{id}"), &key);
+        if status["overall_status"] == "succeeded" {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "run did not complete after restart: {status}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for (name, node) in status["nodes"].as_object().unwrap() {
+        assert_eq!(node["output"].as_array().unwrap().len(), 1, "{name} published once");
+        let node_dir = dir.path().join("objects/outputs").join(&id).join(name);
+        assert_eq!(std::fs::read_dir(&node_dir).unwrap().count(), 1, "{name}: one object on disk");
+    }
+    let tokens = get(&format!("{addr}/api/v2/user/tokens"), &key)["tokens"].as_i64().unwrap();
+    assert_eq!(tokens, 50 - 5, "charged once: 2 for the shoot, 1 for each reframe");
+    assert_eq!(status["tokens"], 5);
+    second.kill().unwrap();
+    second.wait().unwrap();
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let ledger = rt.block_on(async {
+        let store = atelier_store::Store::open(&dir.path().join("atelier.db"), Default::default()).await.unwrap();
+        store.ledger_for_run(&id).await.unwrap()
+    });
+    assert_eq!(ledger, vec![("reserve".into(), 5), ("charge".into(), 5), ("release".into(), 0)]);
+}

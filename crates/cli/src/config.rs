@@ -10,7 +10,7 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub server: Server,
@@ -73,18 +73,6 @@ pub struct Outputs {
     /// How long outputs stay readable after a run finishes.
     pub retention_hours: u64,
     pub sweep_interval_secs: u64,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            server: Server::default(),
-            storage: Storage::default(),
-            engine: Engine::default(),
-            inputs: Inputs::default(),
-            outputs: Outputs::default(),
-        }
-    }
 }
 
 impl Default for Server {

@@ -1,5 +1,7 @@
 //! The v3 interface, driven over HTTP.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{decode, png_base64, TestApp};
@@ -100,7 +102,8 @@ async fn malformed_bodies_are_invalid_requests_in_the_run_handle_shape() {
 #[tokio::test]
 async fn validation_errors_name_the_field_and_allowed_values_and_create_nothing() {
     let app = TestApp::start().await;
-    let (code, resp) = app.post("/api/v3/run", &json!({"type": "node", "target": "upscale", "input": {}})).await;
+    let (code, resp) =
+        app.post("/api/v3/run", &json!({"type": "node", "target": "upscale", "input": {}})).await;
     assert_eq!(code, 400);
     assert_eq!(resp["error"]["name"], "MissingInputs");
     assert_eq!(resp["error"]["missing"], json!(["image"]));
@@ -151,7 +154,12 @@ async fn validation_errors_name_the_field_and_allowed_values_and_create_nothing(
 #[tokio::test]
 async fn private_image_urls_are_refused_by_default() {
     let app = TestApp::start().await;
-    for url in ["http://127.0.0.1:9/x.png", "http://localhost/x.png", "http://169.254.169.254/latest", "http://[::1]/a.png"] {
+    for url in [
+        "http://127.0.0.1:9/x.png",
+        "http://localhost/x.png",
+        "http://169.254.169.254/latest",
+        "http://[::1]/a.png",
+    ] {
         let body = json!({"type": "node", "target": "upscale", "input": {"image": url}});
         let (code, resp) = app.post("/api/v3/run", &body).await;
         assert_eq!(code, 422, "{url}: {resp}");
@@ -164,13 +172,15 @@ async fn private_image_urls_are_refused_by_default() {
 #[tokio::test]
 async fn private_image_urls_are_fetched_when_allowed() {
     let png = common::png_bytes(20, 10);
-    let server = axum::Router::new().route("/img.png", axum::routing::get(move || async move { png.clone() }));
+    let server =
+        axum::Router::new().route("/img.png", axum::routing::get(move || async move { png.clone() }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, server).await.unwrap() });
 
     let app = TestApp::start_with(|c| c.inputs.allow_private_addresses = true, None, 10).await;
-    let body = json!({"type": "node", "target": "upscale", "input": {"image": format!("http://{addr}/img.png")}});
+    let body =
+        json!({"type": "node", "target": "upscale", "input": {"image": format!("http://{addr}/img.png")}});
     let status = app.wait(&app.run(&body).await).await;
     assert_eq!(status["overall_status"], "succeeded", "{status}");
     let (_, _, bytes) = app.fetch(status["output"][0].as_str().unwrap()).await;
@@ -204,7 +214,8 @@ async fn fifty_concurrent_submits_against_a_balance_of_ten() {
     let calls = (0..50).map(|_| app.post("/api/v3/run", &body));
     let results = futures_util_join(calls).await;
     let accepted = results.iter().filter(|(c, _)| *c == 200).count();
-    let refused = results.iter().filter(|(c, b)| *c == 402 && b["error"]["name"] == "InsufficientTokens").count();
+    let refused =
+        results.iter().filter(|(c, b)| *c == 402 && b["error"]["name"] == "InsufficientTokens").count();
     assert_eq!((accepted, refused), (10, 40));
     assert_eq!(app.balance().await, 0);
 }
@@ -235,7 +246,11 @@ async fn futures_join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Out
                 }
             }
         }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
     })
     .await;
     results.into_iter().map(|r| r.unwrap()).collect()
@@ -246,7 +261,8 @@ async fn runs_of_another_account_are_404_never_403() {
     let app = TestApp::start().await;
     let id = app.run(&upscale(2)).await;
     let other = app.other_key(10).await;
-    for (method, path) in [("GET", format!("/api/v3/status/{id}")), ("POST", format!("/api/v3/cancel/{id}"))] {
+    for (method, path) in [("GET", format!("/api/v3/status/{id}")), ("POST", format!("/api/v3/cancel/{id}"))]
+    {
         let (code, body) = app.call(method, &path, Some(&other), None).await;
         assert_eq!(code, 404);
         assert_eq!(body["error"]["name"], "RunNotFound");
@@ -275,7 +291,9 @@ async fn estimate_prices_without_reserving_and_tools_are_discoverable() {
     for name in ["upscale", "reframe", "background_removal"] {
         assert_eq!(fidelity(name), "production");
     }
-    for name in ["virtual_tryon", "virtual_model", "multipose", "video", "fabric", "sketch_to_dress", "product_shoot"] {
+    for name in
+        ["virtual_tryon", "virtual_model", "multipose", "video", "fabric", "sketch_to_dress", "product_shoot"]
+    {
         assert_eq!(fidelity(name), "preview");
     }
     let tryon = tools.iter().find(|t| t["name"] == "virtual_tryon").unwrap();

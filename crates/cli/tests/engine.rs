@@ -1,6 +1,8 @@
 //! Execution semantics with stub tools: concurrency, failure propagation,
 //! retries, timeouts.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -72,7 +74,8 @@ impl Executor for Sleeps {
 }
 
 async fn put_flow(app: &TestApp, name: &str, flow: serde_json::Value) {
-    let (code, body) = app.call("PUT", &format!("/api/v3/workflow/{name}"), Some(&app.key.clone()), Some(&flow)).await;
+    let (code, body) =
+        app.call("PUT", &format!("/api/v3/workflow/{name}"), Some(&app.key.clone()), Some(&flow)).await;
     assert_eq!(code, 200, "{body}");
 }
 
@@ -81,13 +84,18 @@ async fn independent_nodes_run_at_the_same_time() {
     let mut tools = registry();
     tools.set("upscale", Arc::new(Rendezvous(Arc::new(Barrier::new(2)))));
     let app = TestApp::start_with(|c| c.engine.workers = 4, Some(tools), 100).await;
-    put_flow(&app, "pair", json!({
-        "nodes": [{"name": "Left", "tool": "upscale"}, {"name": "Right", "tool": "upscale"}],
-        "outputs": {"l": "Left.output", "r": "Right.output"}
-    }))
+    put_flow(
+        &app,
+        "pair",
+        json!({
+            "nodes": [{"name": "Left", "tool": "upscale"}, {"name": "Right", "tool": "upscale"}],
+            "outputs": {"l": "Left.output", "r": "Right.output"}
+        }),
+    )
     .await;
     let img = png_base64(8, 8);
-    let body = json!({"type": "workflow", "target": "pair", "input": {"Left.image": img, "Right.image": img}});
+    let body =
+        json!({"type": "workflow", "target": "pair", "input": {"Left.image": img, "Right.image": img}});
     let status = app.wait(&app.run(&body).await).await;
     assert_eq!(status["overall_status"], "succeeded", "both nodes met at the barrier: {status}");
 }
@@ -97,15 +105,19 @@ async fn a_failure_skips_dependents_while_independent_branches_finish() {
     let mut tools = registry();
     tools.set("reframe", Arc::new(Fails));
     let app = TestApp::start_with(|_| {}, Some(tools), 100).await;
-    put_flow(&app, "branches", json!({
-        "nodes": [
-            {"name": "Src", "tool": "upscale"},
-            {"name": "Bad", "tool": "reframe", "links": {"image": "Src.output"}},
-            {"name": "After", "tool": "upscale", "links": {"image": "Bad.output"}},
-            {"name": "Good", "tool": "background_removal", "links": {"image": "Src.output"}}
-        ],
-        "outputs": {"after": "After.output", "good": "Good.output"}
-    }))
+    put_flow(
+        &app,
+        "branches",
+        json!({
+            "nodes": [
+                {"name": "Src", "tool": "upscale"},
+                {"name": "Bad", "tool": "reframe", "links": {"image": "Src.output"}},
+                {"name": "After", "tool": "upscale", "links": {"image": "Bad.output"}},
+                {"name": "Good", "tool": "background_removal", "links": {"image": "Src.output"}}
+            ],
+            "outputs": {"after": "After.output", "good": "Good.output"}
+        }),
+    )
     .await;
     let body = json!({"type": "workflow", "target": "branches", "input": {"Src.image": png_base64(24, 24)}});
     let status = app.wait(&app.run(&body).await).await;
@@ -129,7 +141,8 @@ async fn retryable_errors_are_retried_with_backoff() {
     let mut tools = registry();
     tools.set("upscale", Arc::new(Flaky { calls: calls.clone(), ok_after: 3 }));
     let app = TestApp::start_with(|c| c.engine.max_attempts = 3, Some(tools), 10).await;
-    let id = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
+    let id =
+        app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
     let status = app.wait(&id).await;
     assert_eq!(status["overall_status"], "succeeded");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
@@ -142,7 +155,8 @@ async fn retries_run_out_and_the_node_fails() {
     let mut tools = registry();
     tools.set("upscale", Arc::new(Flaky { calls: calls.clone(), ok_after: 100 }));
     let app = TestApp::start_with(|c| c.engine.max_attempts = 2, Some(tools), 10).await;
-    let id = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
+    let id =
+        app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
     let status = app.wait(&id).await;
     assert_eq!(status["overall_status"], "failed");
     assert_eq!(status["error"]["name"], "EngineUnavailable");
@@ -155,7 +169,8 @@ async fn a_node_that_runs_too_long_times_out() {
     let mut tools = registry();
     tools.set("upscale", Arc::new(Sleeps));
     let app = TestApp::start_with(|c| c.engine.node_timeout_secs = 1, Some(tools), 10).await;
-    let id = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
+    let id =
+        app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
     let status = app.wait(&id).await;
     assert_eq!(status["overall_status"], "failed");
     assert_eq!(status["error"]["name"], "Timeout");

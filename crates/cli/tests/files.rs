@@ -1,12 +1,15 @@
 //! Output files: caching headers, ranges, retention and the sweeper.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{png_base64, TestApp};
 use serde_json::json;
 
 async fn one_output(app: &TestApp) -> (String, String) {
-    let id = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(32, 32)}})).await;
+    let id =
+        app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(32, 32)}})).await;
     let status = app.wait(&id).await;
     (id, status["output"][0].as_str().unwrap().to_string())
 }
@@ -32,10 +35,16 @@ async fn files_have_etag_cache_control_and_ranges() {
     let resp = app.client.get(&url).header("Range", "bytes=-4").send().await.unwrap();
     assert_eq!(resp.bytes().await.unwrap().as_ref(), &full[full.len() - 4..]);
 
-    let resp = app.client.get(&url).header("Range", format!("bytes={}-", full.len() + 10)).send().await.unwrap();
+    let resp =
+        app.client.get(&url).header("Range", format!("bytes={}-", full.len() + 10)).send().await.unwrap();
     assert_eq!(resp.status(), 416);
 
-    for bad in ["/files/outputs/gen_zzzzzzzzzzzzzzzz/x/0.png", "/files/../atelier.db", "/files/inputs/x", "/files/outputs/"] {
+    for bad in [
+        "/files/outputs/gen_zzzzzzzzzzzzzzzz/x/0.png",
+        "/files/../atelier.db",
+        "/files/inputs/x",
+        "/files/outputs/",
+    ] {
         let (code, _, _) = app.fetch(&format!("{}{bad}", app.base)).await;
         assert_eq!(code, 404, "{bad}");
     }

@@ -1,6 +1,8 @@
 //! The `atelier` binary as an operator runs it: admin commands, and a
 //! kill -9 in the middle of a workflow run.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -12,7 +14,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_atelier");
 
 fn atelier(dir: &Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(BIN).arg("--data-dir").arg(dir).args(args).output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 /// Starts `atelier serve` and returns it with its address.
@@ -43,7 +49,15 @@ fn get(url: &str, key: &str) -> Value {
 
 fn post(url: &str, key: &str, body: &Value) -> Value {
     let out = Command::new("curl")
-        .args(["-s", "-X", "POST", "-H", &format!("X-API-KEY: {key}"), "-H", "content-type: application/json"])
+        .args([
+            "-s",
+            "-X",
+            "POST",
+            "-H",
+            &format!("X-API-KEY: {key}"),
+            "-H",
+            "content-type: application/json",
+        ])
         .args(["--data-binary", &body.to_string(), url])
         .output()
         .unwrap();
@@ -53,7 +67,8 @@ fn post(url: &str, key: &str, body: &Value) -> Value {
 #[test]
 fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
     let dir = tempfile::tempdir().unwrap();
-    let (ok, out, _) = atelier(dir.path(), &["admin", "account", "create", "acme", "--tokens", "5", "--json"]);
+    let (ok, out, _) =
+        atelier(dir.path(), &["admin", "account", "create", "acme", "--tokens", "5", "--json"]);
     assert!(ok);
     let created: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(created["account"], "acme");
@@ -74,8 +89,13 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
     assert!(!ok, "a revoked key cannot be revoked again");
 
     let file = dir.path().join("my-flow.json");
-    std::fs::write(&file, json!({"nodes": [{"name": "Up", "tool": "upscale"}], "outputs": {"big": "Up.output"}}).to_string()).unwrap();
-    let (ok, out, err) = atelier(dir.path(), &["admin", "workflow", "import", file.to_str().unwrap(), "--account", "acme"]);
+    std::fs::write(
+        &file,
+        json!({"nodes": [{"name": "Up", "tool": "upscale"}], "outputs": {"big": "Up.output"}}).to_string(),
+    )
+    .unwrap();
+    let (ok, out, err) =
+        atelier(dir.path(), &["admin", "workflow", "import", file.to_str().unwrap(), "--account", "acme"]);
     assert!(ok, "{out}{err}");
     let (ok, out, _) = atelier(dir.path(), &["admin", "workflow", "export", "my-flow", "--account", "acme"]);
     assert!(ok);
@@ -83,8 +103,13 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
     let (ok, _, err) = atelier(dir.path(), &["admin", "workflow", "export", "my-flow"]);
     assert!(!ok && err.contains("not found"), "not a system template: {err}");
 
-    std::fs::write(&file, json!({"nodes": [{"name": "A", "tool": "upscale", "links": {"image": "A.output"}}]}).to_string()).unwrap();
-    let (ok, _, err) = atelier(dir.path(), &["admin", "workflow", "import", file.to_str().unwrap(), "--system"]);
+    std::fs::write(
+        &file,
+        json!({"nodes": [{"name": "A", "tool": "upscale", "links": {"image": "A.output"}}]}).to_string(),
+    )
+    .unwrap();
+    let (ok, _, err) =
+        atelier(dir.path(), &["admin", "workflow", "import", file.to_str().unwrap(), "--system"]);
     assert!(!ok && err.contains('A'), "{err}");
     let (ok, _, err) = atelier(dir.path(), &["admin", "workflow", "import", file.to_str().unwrap()]);
     assert!(!ok && err.contains("--account"), "{err}");
@@ -98,7 +123,8 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
 #[test]
 fn a_run_survives_kill_9_and_completes_once_after_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let (ok, out, _) = atelier(dir.path(), &["admin", "account", "create", "crash", "--tokens", "50", "--json"]);
+    let (ok, out, _) =
+        atelier(dir.path(), &["admin", "account", "create", "crash", "--tokens", "50", "--json"]);
     assert!(ok);
     let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
     let env = [
@@ -115,7 +141,8 @@ fn a_run_survives_kill_9_and_completes_once_after_restart() {
         img.write_to(&mut png, image::ImageFormat::Png).unwrap();
         base64::engine::general_purpose::STANDARD.encode(png.into_inner())
     };
-    let body = json!({"type": "workflow", "target": "product-reframes", "input": {"Shoot.product_image": image}});
+    let body =
+        json!({"type": "workflow", "target": "product-reframes", "input": {"Shoot.product_image": image}});
     let handle = post(&format!("{addr}/api/v3/run"), &key, &body);
     let id = handle["id"].as_str().unwrap_or_else(|| panic!("{handle}")).to_string();
 
@@ -158,7 +185,8 @@ fn a_run_survives_kill_9_and_completes_once_after_restart() {
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let ledger = rt.block_on(async {
-        let store = atelier_store::Store::open(&dir.path().join("atelier.db"), Default::default()).await.unwrap();
+        let store =
+            atelier_store::Store::open(&dir.path().join("atelier.db"), Default::default()).await.unwrap();
         store.ledger_for_run(&id).await.unwrap()
     });
     assert_eq!(ledger, vec![("reserve".into(), 5), ("charge".into(), 5), ("release".into(), 0)]);

@@ -1,5 +1,7 @@
 //! The v2 interface: per-family run/status and the token balance.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{png_base64, TestApp};
@@ -10,7 +12,12 @@ async fn wait_v2(app: &TestApp, family: &str, id: &str) -> Value {
         let (code, status) = app.get(&format!("/api/v2/{family}/status/{id}")).await;
         assert_eq!(code, 200, "{status}");
         let keys: Vec<&String> = status.as_object().unwrap().keys().collect();
-        assert!(keys.starts_with(&[&"id".to_string(), &"status".to_string(), &"output".to_string(), &"error".to_string()]));
+        assert!(keys.starts_with(&[
+            &"id".to_string(),
+            &"status".to_string(),
+            &"output".to_string(),
+            &"error".to_string()
+        ]));
         match status["status"].as_str().unwrap() {
             "in_queue" | "processing" => tokio::time::sleep(std::time::Duration::from_millis(25)).await,
             _ => return status,
@@ -33,8 +40,11 @@ async fn tryon_echoes_its_input_with_base64_redacted() {
     assert_eq!(status["status"], "completed");
     assert_eq!(status["output"].as_array().unwrap().len(), 1);
     assert_eq!(status["model_name"], "Turbo");
-    assert_eq!(status["input"], json!({"category": "top", "model_image": "<base64>", "garment_image": "<base64>",
-        "garment_description": "linen shirt", "seed": 7, "model_name": "Turbo"}));
+    assert_eq!(
+        status["input"],
+        json!({"category": "top", "model_image": "<base64>", "garment_image": "<base64>",
+        "garment_description": "linen shirt", "seed": 7, "model_name": "Turbo"})
+    );
     assert_eq!(status.as_object().unwrap().len(), 6);
 }
 
@@ -61,7 +71,8 @@ async fn tryon_pro_fit_selects_the_precise_sizing_tool() {
 #[tokio::test]
 async fn fabric_output_is_a_single_string() {
     let app = TestApp::start().await;
-    let body = json!({"category": "dress", "model_image": png_base64(48, 64), "fabric_description": "navy stripes"});
+    let body =
+        json!({"category": "dress", "model_image": png_base64(48, 64), "fabric_description": "navy stripes"});
     let (_, handle) = app.post("/api/v2/fabric/run", &body).await;
     let status = wait_v2(&app, "fabric", handle["id"].as_str().unwrap()).await;
     assert_eq!(status["status"], "completed");
@@ -70,7 +81,8 @@ async fn fabric_output_is_a_single_string() {
     let (code, _, _) = app.fetch(status["output"].as_str().unwrap()).await;
     assert_eq!(code, 200);
 
-    let (code, resp) = app.post("/api/v2/fabric/run", &json!({"category": "top", "model_image": png_base64(8, 8)})).await;
+    let (code, resp) =
+        app.post("/api/v2/fabric/run", &json!({"category": "top", "model_image": png_base64(8, 8)})).await;
     assert_eq!((code, resp["error"]["field"].as_str()), (422, Some("fabric_image")));
 }
 
@@ -84,8 +96,13 @@ async fn virtual_model_and_sketch_to_dress() {
     assert_eq!(status["output"].as_array().unwrap().len(), 3);
     assert_eq!(status.as_object().unwrap().len(), 4);
 
-    let (code, resp) = app.post("/api/v2/virtualmodel/run", &json!({"model_name": "Standard", "ethnicity": "a",
-        "gender": "Female", "dresstype": "d", "background": "b", "num_outputs": 5})).await;
+    let (code, resp) = app
+        .post(
+            "/api/v2/virtualmodel/run",
+            &json!({"model_name": "Standard", "ethnicity": "a",
+        "gender": "Female", "dresstype": "d", "background": "b", "num_outputs": 5}),
+        )
+        .await;
     assert_eq!((code, resp["error"]["field"].as_str()), (422, Some("num_outputs")));
 
     let (_, handle) = app.post("/api/v2/sketchtodress/run", &json!({"image": png_base64(64, 64)})).await;
@@ -101,7 +118,8 @@ async fn a_status_endpoint_answers_only_its_own_family() {
     let id = handle["id"].as_str().unwrap();
     let (code, body) = app.get(&format!("/api/v2/tryon/status/{id}")).await;
     assert_eq!((code, body["error"]["name"].as_str()), (404, Some("RunNotFound")));
-    let v3 = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
+    let v3 =
+        app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
     assert_eq!(app.get(&format!("/api/v2/fabric/status/{v3}")).await.0, 404);
 }
 
@@ -113,7 +131,9 @@ async fn v2_missing_fields_and_tokens() {
     assert_eq!(resp["id"], Value::Null);
     assert_eq!(resp["error"]["name"], "MissingInputs");
     let img = png_base64(8, 8);
-    let (code, resp) = app.post("/api/v2/tryon/pro/run", &json!({"category": "top", "model_image": img, "garment_image": img})).await;
+    let (code, resp) = app
+        .post("/api/v2/tryon/pro/run", &json!({"category": "top", "model_image": img, "garment_image": img}))
+        .await;
     assert_eq!((code, resp["error"]["name"].as_str()), (402, Some("InsufficientTokens")));
     assert_eq!(app.get("/api/v2/user/tokens").await.1, json!({"tokens": 2}));
 }

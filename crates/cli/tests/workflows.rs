@@ -1,6 +1,8 @@
 //! Workflows: discovery, templates run from their sample payloads, saving,
 //! validation, variables, overrides, shadowing.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{decode, fill, png_base64, TestApp};
@@ -92,24 +94,31 @@ async fn discovery_descriptors_and_sample_payload_are_exact() {
     let app = TestApp::start().await;
     let (_, desc) = app.get("/api/v3/workflow/tryon-upscale").await;
     assert_eq!(desc["name"], "tryon-upscale");
-    assert_eq!(desc["inputs"]["mandatory"], json!({
-        "garment": "<type:image , default value : null>",
-        "Tryon.model_image": "<type:image , default value : null>"
-    }));
+    assert_eq!(
+        desc["inputs"]["mandatory"],
+        json!({
+            "garment": "<type:image , default value : null>",
+            "Tryon.model_image": "<type:image , default value : null>"
+        })
+    );
     assert_eq!(desc["inputs"]["linked"], json!({"Upscale.image": "Tryon.output"}));
     assert_eq!(desc["inputs"]["optional"]["Tryon.category"], "<type:select , default value : tops>");
     assert_eq!(desc["inputs"]["optional"]["Upscale.scale"], "<type:number , default value : 2>");
     assert_eq!(desc["inputs"]["optional"]["Tryon.seed"], "<type:number , default value : null>");
     assert_eq!(desc["outputs"], json!({"final_image": "Upscale.output"}));
-    assert_eq!(desc["sample_payload"], json!({"type": "workflow", "target": "tryon-upscale",
-        "input": {"garment": "<image>", "Tryon.model_image": "<image>"}}));
+    assert_eq!(
+        desc["sample_payload"],
+        json!({"type": "workflow", "target": "tryon-upscale",
+        "input": {"garment": "<image>", "Tryon.model_image": "<image>"}})
+    );
     assert!(desc["workflow"]["nodes"].is_array());
 }
 
 #[tokio::test]
 async fn missing_inputs_fail_the_request_and_linked_overrides_are_ignored_with_a_warning() {
     let app = TestApp::start().await;
-    let (code, resp) = app.post("/api/v3/run", &json!({"type": "workflow", "target": "tryon-upscale", "input": {}})).await;
+    let (code, resp) =
+        app.post("/api/v3/run", &json!({"type": "workflow", "target": "tryon-upscale", "input": {}})).await;
     assert_eq!(code, 400);
     assert_eq!(resp["error"]["name"], "MissingInputs");
     assert_eq!(resp["error"]["missing"], json!(["Tryon.model_image", "garment"]));
@@ -180,7 +189,8 @@ async fn account_workflows_shadow_templates_and_saving_replaces_keys() {
     assert_eq!(code, 200, "{desc}");
     assert_eq!(desc["inputs"]["mandatory"], json!({"photo": "<type:image , default value : null>"}));
     let (_, list) = app.get("/api/v3/workflows").await;
-    let entries: Vec<&Value> = list.as_array().unwrap().iter().filter(|w| w["name"] == "tryon-upscale").collect();
+    let entries: Vec<&Value> =
+        list.as_array().unwrap().iter().filter(|w| w["name"] == "tryon-upscale").collect();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0]["system_workflow"], false);
 

@@ -417,21 +417,10 @@ impl ToolSpec {
                 };
                 per * outputs
             }
-            "fabric" => {
-                if params.get("upscale").and_then(Value::as_bool) == Some(true) {
-                    3
-                } else {
-                    2
-                }
-            }
+            "fabric" if params.get("upscale").and_then(Value::as_bool) == Some(true) => 3,
+            "fabric" => 2,
             "sketch_to_dress" => 2,
-            "upscale" => {
-                if num(params, "scale") == Some(4.0) {
-                    2
-                } else {
-                    1
-                }
-            }
+            "upscale" if num(params, "scale") == Some(4.0) => 2,
             "multipose" => outputs,
             "video" => 5,
             "product_shoot" => 2 * outputs,

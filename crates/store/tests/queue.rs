@@ -1,5 +1,7 @@
 //! Behaviour of the run/queue/ledger store on SQLite.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::Duration;
 
 use atelier_core::ids;

@@ -28,7 +28,7 @@ impl Executor for Builtin {
         if !self.options.simulated_latency.is_zero() {
             tokio::time::sleep(self.options.simulated_latency).await;
         }
-        let limits = self.options.limits.clone();
+        let limits = self.options.limits;
         tokio::task::spawn_blocking(move || execute(&job, &limits))
             .await
             .map_err(|e| ToolError::Failed(format!("the tool stopped unexpectedly: {e}")))?

@@ -1,5 +1,6 @@
 //! A test harness that drives Atelier over HTTP, as a client would.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Cursor;
 use std::time::{Duration, Instant};
@@ -54,7 +55,13 @@ impl TestApp {
         self.store().create_account("other", tokens).await.unwrap().1
     }
 
-    pub async fn call(&self, method: &str, path: &str, key: Option<&str>, body: Option<&Value>) -> (u16, Value) {
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
         let url = format!("{}{path}", self.base);
         let mut req = self.client.request(method.parse().unwrap(), url);
         if let Some(key) = key {

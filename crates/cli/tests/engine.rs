@@ -191,3 +191,27 @@ fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
+
+#[tokio::test]
+async fn shutdown_gives_unfinished_work_back_without_counting_an_attempt() {
+    let mut tools = registry();
+    tools.set("upscale", Arc::new(Sleeps));
+    let mut app = TestApp::start_with(|c| c.engine.shutdown_grace_secs = 0, Some(tools), 10).await;
+    let id =
+        app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
+    let mut running = false;
+    for _ in 0..400 {
+        running = app.get(&format!("/api/v3/status/{id}")).await.1["overall_status"] == "running";
+        if running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(running, "the node was claimed before shutdown");
+    let store = app.store().clone();
+    app.running.take().unwrap().shutdown().await;
+    let task =
+        store.claim("next-process", Duration::from_secs(5)).await.unwrap().expect("the task was released");
+    assert_eq!(task.run_id, id);
+    assert_eq!(task.attempt, 1, "the interrupted attempt was not counted");
+}

@@ -68,6 +68,15 @@ async fn product_reframes_runs_three_aspects_in_parallel_branches() {
         assert!((ratio - w as f64 / h as f64).abs() < 0.01, "{key}: {}x{}", img.width(), img.height());
     }
     assert_eq!(status["tokens"], 2 + 3);
+
+    // Each node's generation id answers the node-run shape.
+    let gen = status["nodes"]["Story"]["id"].as_str().unwrap();
+    let (code, node) = app.get(&format!("/api/v3/status/{gen}")).await;
+    assert_eq!(code, 200);
+    assert_eq!(node["id"], gen);
+    assert_eq!(node["status"], "succeeded");
+    assert_eq!(node["model_name"], "reframe");
+    assert_eq!(node["output"], status["nodes"]["Story"]["output"]);
 }
 
 #[tokio::test]

@@ -22,9 +22,9 @@ fn atelier(dir: &Path, args: &[&str]) -> (bool, String, String) {
 }
 
 /// Starts `atelier serve` and returns it with its address.
-fn serve(dir: &Path, env: &[(&str, &str)]) -> (Child, String) {
+fn serve(dir: &Path, env: &[(&str, &str)], flags: &[&str]) -> (Child, String) {
     let mut cmd = Command::new(BIN);
-    cmd.arg("--data-dir").arg(dir).args(["serve", "--listen", "127.0.0.1:0"]);
+    cmd.arg("--data-dir").arg(dir).args(["serve", "--listen", "127.0.0.1:0"]).args(flags);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -133,7 +133,7 @@ fn a_run_survives_kill_9_and_completes_once_after_restart() {
         ("ATELIER__ENGINE__HEARTBEAT_SECS", "1"),
         ("ATELIER__ENGINE__POLL_MS", "50"),
     ];
-    let (mut first, addr) = serve(dir.path(), &env);
+    let (mut first, addr) = serve(dir.path(), &env, &[]);
     let image = {
         use base64::Engine as _;
         let img = image::RgbImage::from_fn(48, 60, |x, y| image::Rgb([(x * 5) as u8, (y * 4) as u8, 90]));
@@ -162,7 +162,7 @@ fn a_run_survives_kill_9_and_completes_once_after_restart() {
     first.kill().unwrap(); // SIGKILL
     first.wait().unwrap();
 
-    let (mut second, addr) = serve(dir.path(), &env);
+    let (mut second, addr) = serve(dir.path(), &env, &[]);
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         let status = get(&format!("{addr}/api/v3/status/{id}"), &key);
@@ -190,4 +190,25 @@ fn a_run_survives_kill_9_and_completes_once_after_restart() {
         store.ledger_for_run(&id).await.unwrap()
     });
     assert_eq!(ledger, vec![("reserve".into(), 5), ("charge".into(), 5), ("release".into(), 0)]);
+}
+
+#[test]
+fn allow_private_urls_flag_admits_loopback_image_urls() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, out, _) = atelier(dir.path(), &["admin", "account", "create", "t", "--tokens", "5", "--json"]);
+    let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
+    let body = json!({"type": "node", "target": "upscale", "input": {"image": "http://127.0.0.1:9/x.png"}});
+
+    let (mut strict, addr) = serve(dir.path(), &[], &[]);
+    let refused = post(&format!("{addr}/api/v3/run"), &key, &body);
+    strict.kill().unwrap();
+    strict.wait().unwrap();
+    assert_eq!(refused["error"]["name"], "InvalidInput", "{refused}");
+
+    let (mut child, addr) = serve(dir.path(), &[], &["--allow-private-urls"]);
+    let accepted = post(&format!("{addr}/api/v3/run"), &key, &body);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(accepted["error"], Value::Null, "{accepted}");
+    assert!(accepted["id"].as_str().unwrap().starts_with("gen_"));
 }

@@ -212,48 +212,12 @@ async fn fifty_concurrent_submits_against_a_balance_of_ten() {
     let app = TestApp::start_with(|c| c.engine.workers = 0, None, 10).await;
     let body = upscale(2);
     let calls = (0..50).map(|_| app.post("/api/v3/run", &body));
-    let results = futures_util_join(calls).await;
+    let results = futures::future::join_all(calls).await;
     let accepted = results.iter().filter(|(c, _)| *c == 200).count();
     let refused =
         results.iter().filter(|(c, b)| *c == 402 && b["error"]["name"] == "InsufficientTokens").count();
     assert_eq!((accepted, refused), (10, 40));
     assert_eq!(app.balance().await, 0);
-}
-
-async fn futures_util_join<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
-    let mut set = Vec::new();
-    for f in futures {
-        set.push(f);
-    }
-    let mut out = Vec::new();
-    // Drive them concurrently.
-    let joined = futures_join_all(set).await;
-    out.extend(joined);
-    out
-}
-
-async fn futures_join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
-    use std::pin::Pin;
-    let mut pinned: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut results: Vec<Option<F::Output>> = pinned.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (i, f) in pinned.iter_mut().enumerate() {
-            if results[i].is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => results[i] = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    results.into_iter().map(|r| r.unwrap()).collect()
 }
 
 #[tokio::test]

@@ -234,19 +234,11 @@ async fn concurrent_reservations_never_overdraw() {
         let plan = plan.clone();
         tokio::spawn(async move { submit(&store, acct.id, &plan).await })
     });
-    let results: Vec<_> = futures_join(attempts).await;
+    let results: Vec<_> = futures::future::join_all(attempts).await.into_iter().map(|r| r.unwrap()).collect();
     let accepted = results.iter().filter(|r| r.is_ok()).count();
     let refused = results.iter().filter(|r| matches!(r, Err(StoreError::InsufficientTokens { .. }))).count();
     assert_eq!((accepted, refused), (10, 40));
     assert_eq!(store.balance(acct.id).await.unwrap(), 0);
-}
-
-async fn futures_join<T>(handles: impl Iterator<Item = tokio::task::JoinHandle<T>>) -> Vec<T> {
-    let mut out = Vec::new();
-    for h in handles.collect::<Vec<_>>() {
-        out.push(h.await.unwrap());
-    }
-    out
 }
 
 #[tokio::test]

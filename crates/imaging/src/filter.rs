@@ -107,11 +107,18 @@ impl Plane {
         Plane { w, h, data: out }
     }
 
-    /// Separable Gaussian blur with edge replication.
+    /// Separable Gaussian blur with edge replication. Large sigmas (> 4) use three box passes
+    /// (a close approximation with O(1) cost per pixel).
     pub(crate) fn gaussian(&self, sigma: f32) -> Plane {
         let (w, h) = (self.w, self.h);
         if sigma <= 0.05 || w == 0 || h == 0 {
             return self.clone();
+        }
+        if sigma > 4.0 {
+            // Box width for n = 3 passes: sqrt(12 σ² / n + 1).
+            let width = (4.0 * sigma * sigma + 1.0).sqrt();
+            let r = ((width - 1.0) / 2.0).round().max(1.0) as usize;
+            return self.box_mean(r).box_mean(r).box_mean(r);
         }
         let kernel = gaussian_kernel(sigma);
         let r = kernel.len() / 2;
@@ -189,6 +196,30 @@ mod tests {
                 }
                 assert!((b.at(x, y) - s / n).abs() < 1e-4);
             }
+        }
+    }
+
+    #[test]
+    fn large_sigma_box_approximation_matches_gaussian() {
+        // Step edge: the blurred profile must follow the Gaussian CDF.
+        let p = Plane::from_fn(201, 1, |x, _| if x < 100 { 0.0 } else { 1.0 });
+        let g = p.gaussian(8.0);
+        for x in [80usize, 92, 100, 108, 120] {
+            let t = (x as f32 - 99.5) / (8.0 * std::f32::consts::SQRT_2);
+            // erf approximation (Abramowitz–Stegun 7.1.26).
+            let erf = |z: f32| {
+                let s = z.signum();
+                let z = z.abs();
+                let k = 1.0 / (1.0 + 0.327_591_1 * z);
+                let y = 1.0
+                    - (((((1.061_405_4 * k - 1.453_152_1) * k) + 1.421_413_7) * k - 0.284_496_7) * k
+                        + 0.254_829_6)
+                        * k
+                        * (-z * z).exp();
+                s * y
+            };
+            let expected = 0.5 * (1.0 + erf(t));
+            assert!((g.at(x, 0) - expected).abs() < 0.03, "x={x}: {} vs {expected}", g.at(x, 0));
         }
     }
 

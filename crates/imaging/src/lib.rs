@@ -22,12 +22,14 @@
 //! It does **not** own HTTP, persistence/database access, blob storage, job scheduling or video.
 //!
 //! Every function is a plain synchronous CPU function (callers run them on a blocking pool) and
-//! is deterministic: the same inputs and seed give byte-identical output. Seeds and colours
+//! is deterministic: the same inputs and seed give byte-identical output (for a given build and
+//! platform; no threads, no global state, no system randomness). Seeds and colours
 //! derived from text go through [`seed_from`], a stable hash that will not change between
 //! releases or platforms.
 
 #![allow(clippy::needless_range_loop)]
 
+mod background;
 mod codec;
 mod composite;
 mod draw;
@@ -42,21 +44,21 @@ mod preview;
 mod reframe;
 mod resize;
 
-pub use codec::{decode, encode, sniff, InputFormat, Limits, OutputFormat};
+pub use codec::{decode, encode, sniff, InputFormat, Limits, OutputFormat, JPEG_QUALITY};
 pub use composite::flatten;
 pub use error::ImagingError;
 pub use hash::seed_from;
 pub use mask::subject_mask;
 pub use matte::remove_background;
 pub use preview::fabric::{fabric, FabricSource};
-pub use preview::model::{virtual_model, ModelDescription};
+pub use preview::model::{virtual_model, ModelDescription, MODEL_HEIGHT, MODEL_WIDTH};
 pub use preview::multipose::multipose;
-pub use preview::product::product_shoot;
+pub use preview::product::{product_shoot, PRODUCT_LONG_SIDE};
 pub use preview::sketch::sketch_to_dress;
 pub use preview::tryon::tryon;
 pub use preview::GarmentRegion;
-pub use reframe::{reframe, ReframeMode};
-pub use resize::upscale;
+pub use reframe::{parse_aspect, reframe, ReframeMode, AUTO_MIN_KEEP, EXTEND_MAX_PIXELS};
+pub use resize::{upscale, MAX_UPSCALE_FACTOR};
 
 /// Re-export of the `image` crate version used in this API, so callers can name
 /// [`image::DynamicImage`] and friends without pinning a matching version themselves.

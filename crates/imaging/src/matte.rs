@@ -10,7 +10,7 @@
 use image::{DynamicImage, Rgba, RgbaImage};
 
 use crate::filter::{smoothstep, to_u8, Plane};
-use crate::mask::{analyse, MaskSource};
+use crate::mask::{analyse, Analysis, MaskSource};
 
 /// Guided-filter regulariser for a colour guide in `0..=1`.
 const EPS: f32 = 2.5e-4;
@@ -105,7 +105,11 @@ fn solve_sym3(s: [[f64; 3]; 3], v: [f64; 3]) -> [f64; 3] {
 /// already have meaningful transparency are returned unchanged (as RGBA8); images too small to
 /// analyse are returned fully opaque; an image with no detectable subject is fully transparent.
 pub fn remove_background(img: &DynamicImage) -> RgbaImage {
-    let an = analyse(img);
+    cutout(img, &analyse(img))
+}
+
+/// [`remove_background`] for an image whose mask analysis is already available.
+pub(crate) fn cutout(img: &DynamicImage, an: &Analysis) -> RgbaImage {
     let model = match &an.source {
         MaskSource::Alpha => return img.to_rgba8(),
         MaskSource::Whole => {

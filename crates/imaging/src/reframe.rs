@@ -3,6 +3,7 @@
 use image::imageops::{self, FilterType};
 use image::{DynamicImage, Rgba, RgbaImage};
 
+use crate::error::ImagingError;
 use crate::filter::{to_u8, Plane};
 use crate::geom::Rect;
 use crate::mask::{analyse, subject_box, MaskSource};
@@ -19,8 +20,35 @@ pub enum ReframeMode {
     Extend,
 }
 
+impl ReframeMode {
+    /// Parses `"auto"`, `"crop"` or `"extend"` (any case; `"outpaint"`/`"pad"` mean extend).
+    pub fn from_name(name: &str) -> Option<ReframeMode> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(ReframeMode::Auto),
+            "crop" => Some(ReframeMode::Crop),
+            "extend" | "outpaint" | "pad" => Some(ReframeMode::Extend),
+            _ => None,
+        }
+    }
+}
+
 /// Minimum fraction of the original area a crop must keep for [`ReframeMode::Auto`] to crop.
 pub const AUTO_MIN_KEEP: f64 = 0.8;
+
+/// Largest canvas [`ReframeMode::Extend`] produces; beyond it the image is scaled down first.
+pub const EXTEND_MAX_PIXELS: u64 = 64_000_000;
+
+/// Parses an aspect ratio such as `"4:5"`, `"16x9"` or `"3/2"` (each side 1–100).
+pub fn parse_aspect(text: &str) -> Result<(u32, u32), ImagingError> {
+    let invalid = || ImagingError::InvalidArgument(format!("aspect ratio {text:?} is not like 4:5"));
+    let (a, b) = text.trim().split_once([':', 'x', 'X', '/']).ok_or_else(invalid)?;
+    let a: u32 = a.trim().parse().map_err(|_| invalid())?;
+    let b: u32 = b.trim().parse().map_err(|_| invalid())?;
+    if !(1..=100).contains(&a) || !(1..=100).contains(&b) {
+        return Err(invalid());
+    }
+    Ok((a, b))
+}
 
 /// Size `(w, h)` with `w/h` equal to `aw/ah` (rounded), fitting inside `width`×`height` (crop).
 fn crop_size(width: u32, height: u32, aw: u64, ah: u64) -> (u32, u32) {
@@ -90,6 +118,9 @@ fn crop_window(img: &DynamicImage, subject: Option<(Rect, [f32; 2])>, aw: u64, a
 ///   RGBA8 (when the input has alpha).
 /// * [`ReframeMode::Auto`]: crop if the crop keeps ≥ [`AUTO_MIN_KEEP`] of the area and the whole
 ///   subject, otherwise extend.
+///
+/// An extended canvas larger than [`EXTEND_MAX_PIXELS`] (only for extreme aspect ratios) is
+/// produced from a proportionally downscaled original.
 pub fn reframe(img: &DynamicImage, aspect: (u32, u32), mode: ReframeMode) -> DynamicImage {
     let aw = u64::from(aspect.0.max(1));
     let ah = u64::from(aspect.1.max(1));
@@ -128,11 +159,27 @@ fn reflect(i: i64, n: i64) -> i64 {
     }
 }
 
+/// Source size to extend from so the extended canvas has at most [`EXTEND_MAX_PIXELS`].
+fn bounded_source(width: u32, height: u32, aw: u64, ah: u64) -> (u32, u32) {
+    let (ew, eh) = extend_size(width, height, aw, ah);
+    let canvas = u64::from(ew) * u64::from(eh);
+    if canvas <= EXTEND_MAX_PIXELS {
+        return (width, height);
+    }
+    let s = (EXTEND_MAX_PIXELS as f64 / canvas as f64).sqrt() * 0.99;
+    (((f64::from(width) * s).floor() as u32).max(1), ((f64::from(height) * s).floor() as u32).max(1))
+}
+
 fn extend(img: &DynamicImage, aw: u64, ah: u64) -> DynamicImage {
     let (width, height) = (img.width(), img.height());
     let (ew, eh) = extend_size(width, height, aw, ah);
     if (ew, eh) == (width, height) {
         return img.clone();
+    }
+    let (sw0, sh0) = bounded_source(width, height, aw, ah);
+    if (sw0, sh0) != (width, height) {
+        // Extreme aspect ratios: shrink first so the canvas stays bounded.
+        return extend(&img.resize_exact(sw0, sh0, FilterType::Triangle), aw, ah);
     }
     let has_alpha = img.color().has_alpha();
     let src = img.to_rgba8();
@@ -274,6 +321,31 @@ mod tests {
                 assert!((i64::from(ew) * ah as i64 - i64::from(eh) * aw as i64).abs() <= aw.max(ah) as i64);
             }
         }
+    }
+
+    #[test]
+    fn parses_aspects_and_modes() {
+        assert_eq!(parse_aspect("4:5"), Ok((4, 5)));
+        assert_eq!(parse_aspect(" 16x9 "), Ok((16, 9)));
+        assert_eq!(parse_aspect("3/2"), Ok((3, 2)));
+        assert!(matches!(parse_aspect("0:1"), Err(ImagingError::InvalidArgument(_))));
+        assert!(parse_aspect("wide").is_err());
+        assert!(parse_aspect("1000:1").is_err());
+        assert_eq!(ReframeMode::from_name("Extend"), Some(ReframeMode::Extend));
+        assert_eq!(ReframeMode::from_name("zoom"), None);
+    }
+
+    #[test]
+    fn extreme_extend_is_bounded() {
+        for (w, h, aw, ah) in [(8000u32, 8000u32, 100u64, 1u64), (5000, 300, 1, 100), (400, 400, 100, 1)] {
+            let (sw, sh) = bounded_source(w, h, aw, ah);
+            assert!(sw <= w && sh <= h);
+            let (ew, eh) = extend_size(sw, sh, aw, ah);
+            assert!(u64::from(ew) * u64::from(eh) <= EXTEND_MAX_PIXELS, "{w}x{h} {aw}:{ah}");
+            // Shrinking is idempotent: the bounded size needs no further shrinking.
+            assert_eq!(bounded_source(sw, sh, aw, ah), (sw, sh));
+        }
+        assert_eq!(bounded_source(400, 400, 16, 9), (400, 400));
     }
 
     #[test]

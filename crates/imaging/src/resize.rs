@@ -10,7 +10,11 @@ const AMOUNT: f32 = 0.45;
 /// Detail below this magnitude (in `0..=1` luminance) is left alone so noise is not amplified.
 const THRESHOLD: f32 = 1.5 / 255.0;
 
-/// Upscales by exactly `factor`× in each dimension (`factor` 0 is treated as 1).
+/// Largest factor [`upscale`] applies; larger requests are clamped to it.
+pub const MAX_UPSCALE_FACTOR: u32 = 8;
+
+/// Upscales by exactly `factor`× in each dimension (`factor` is clamped to
+/// `1..=`[`MAX_UPSCALE_FACTOR`]).
 ///
 /// Lanczos3 resampling (in premultiplied space when the image has alpha), followed by a mild
 /// unsharp mask on luminance only (no colour fringes) with a noise threshold. Output is RGB8,
@@ -18,7 +22,7 @@ const THRESHOLD: f32 = 1.5 / 255.0;
 /// `factor == 1` returns the image unchanged. Callers must check the output size against their
 /// own limits first (memory is roughly 16 bytes per output pixel).
 pub fn upscale(img: &DynamicImage, factor: u32) -> DynamicImage {
-    let f = factor.max(1);
+    let f = factor.clamp(1, MAX_UPSCALE_FACTOR);
     if f == 1 {
         return img.clone();
     }

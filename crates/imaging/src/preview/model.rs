@@ -53,9 +53,22 @@ fn skin_index(ethnicity: &str) -> usize {
         }
     } else if any(&["indian", "south", "pakistani", "bangladeshi", "srilankan", "tamil"]) {
         4
-    } else if any(&["latino", "latina", "latinx", "hispanic", "mexican", "brazilian", "filipino"]) {
-        3
-    } else if any(&["middle", "arab", "persian", "turkish", "iranian", "egyptian", "mediterranean"]) {
+    } else if any(&[
+        "latino",
+        "latina",
+        "latinx",
+        "hispanic",
+        "mexican",
+        "brazilian",
+        "filipino",
+        "middle",
+        "arab",
+        "persian",
+        "turkish",
+        "iranian",
+        "egyptian",
+        "mediterranean",
+    ]) {
         3
     } else if any(&["asian", "chinese", "japanese", "korean", "vietnamese", "thai", "east"]) {
         1

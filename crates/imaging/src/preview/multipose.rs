@@ -6,7 +6,7 @@ use crate::composite::sample_premul;
 use crate::filter::to_u8;
 use crate::hash::Rng;
 use crate::mask::{analyse, subject_mask, MaskSource};
-use crate::matte::remove_background;
+use crate::matte::cutout;
 
 /// Lean angle (radians, clamped to ±0.2) and horizontal centroid (fraction of the width) of the
 /// subject in a pose reference.
@@ -41,7 +41,7 @@ fn pose_hint(pose: &DynamicImage) -> Option<(f32, f32)> {
 
 /// Multi-pose preview, same size as `img`.
 ///
-/// The subject is cut out ([`remove_background`]) and re-placed with a deterministic affine
+/// The subject is cut out ([`crate::remove_background`]) and re-placed with a deterministic affine
 /// variation chosen by `index` and `seed`: mirrored on odd indices, a small rotation (±6°) and
 /// shear, a scale of 0.9–1.05 and a shift of a few percent, about the subject's centroid. The
 /// background is the estimated background plate (smooth fit of the border colours), so the
@@ -53,7 +53,7 @@ pub fn multipose(img: &DynamicImage, pose: Option<&DynamicImage>, index: u32, se
         return RgbImage::new(w, h);
     }
     let an = analyse(img);
-    let cut = remove_background(img);
+    let cut = cutout(img, &an);
     let plate = |x: u32, y: u32| -> [f32; 3] {
         let (u, v) = ((x as f32 + 0.5) / w as f32, (y as f32 + 0.5) / h as f32);
         match &an.source {

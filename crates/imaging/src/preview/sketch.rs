@@ -77,9 +77,17 @@ pub fn sketch_to_dress(sketch: &DynamicImage, female: bool, seed: u64, prompt: &
     for &g in &gray {
         hist[g as usize] += 1;
     }
-    let mut sorted = gray.clone();
-    sorted.sort_unstable();
-    let paper = f32::from(sorted[sorted.len() * 9 / 10]);
+    // 90th percentile brightness = the paper.
+    let target = (gray.len() as u64 * 9) / 10;
+    let mut seen = 0u64;
+    let mut paper = 255.0f32;
+    for (v, &count) in hist.iter().enumerate() {
+        seen += count;
+        if seen > target {
+            paper = v as f32;
+            break;
+        }
+    }
     let threshold = otsu(&hist).min(paper * 0.7);
     let lines: Vec<u8> = gray.iter().map(|&g| u8::from(f32::from(g) < threshold)).collect();
 

@@ -52,3 +52,23 @@ impl FromRequest<AppState> for JsonObject {
         }
     }
 }
+
+/// A `{run_id}` path segment. Anything that is not shaped like a run id
+/// cannot exist, so it is answered 404 `RunNotFound` without a lookup.
+/// Handlers take it after [`Caller`], so 401 still comes first.
+pub struct RunId(pub String);
+
+impl FromRequestParts<AppState> for RunId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let axum::extract::Path(id) = axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::RunNotFound(String::new()))?;
+        if atelier_core::ids::is_run_id(&id) {
+            Ok(Self(id))
+        } else {
+            Err(ApiError::RunNotFound(id))
+        }
+    }
+}

@@ -1,15 +1,14 @@
 //! `/api/v2`: one run/status pair per tool family, and the token balance.
 
-use atelier_core::ids;
 use atelier_core::v2::Family;
 use atelier_store::{RunKind, StoreError};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
 use crate::error::{ApiError, RunError};
-use crate::extract::{Caller, JsonObject};
+use crate::extract::{Caller, JsonObject, RunId};
 use crate::ops::{self, RunRequest};
 use crate::{render, AppState};
 
@@ -25,7 +24,7 @@ pub(crate) fn routes() -> Router<AppState> {
             )
             .route(
                 &format!("/api/v2/{}/status/{{run_id}}", family.path()),
-                get(move |state: State<AppState>, caller: Caller, id: Path<String>| {
+                get(move |state: State<AppState>, caller: Caller, id: RunId| {
                     status(state, caller, id, family)
                 }),
             );
@@ -71,13 +70,10 @@ async fn run(
 async fn status(
     State(state): State<AppState>,
     Caller(account): Caller,
-    Path(id): Path<String>,
+    RunId(id): RunId,
     family: Family,
 ) -> Result<Json<Value>, ApiError> {
     let not_found = || ApiError::RunNotFound(id.clone());
-    if !ids::is_run_id(&id) {
-        return Err(not_found());
-    }
     let run = state.store.get_run(account.id, &id).await.map_err(|e| match e {
         StoreError::NotFound => not_found(),
         other => other.into(),

@@ -1,7 +1,7 @@
 //! `/api/v3`: unified runs, status, workflows, tools.
 
 use atelier_core::workflow::{valid_name, WorkflowDef};
-use atelier_core::{ids, RequestError};
+use atelier_core::RequestError;
 use atelier_store::{format_time, StoreError};
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::{ApiError, RunError};
-use crate::extract::{Caller, JsonObject};
+use crate::extract::{Caller, JsonObject, RunId};
 use crate::ops::{self, RunRequest};
 use crate::{render, AppState};
 
@@ -50,11 +50,8 @@ fn not_found(id: &str) -> impl FnOnce(StoreError) -> ApiError + '_ {
 async fn status(
     State(state): State<AppState>,
     Caller(account): Caller,
-    Path(id): Path<String>,
+    RunId(id): RunId,
 ) -> Result<Json<Value>, ApiError> {
-    if !ids::is_run_id(&id) {
-        return Err(ApiError::RunNotFound(id));
-    }
     match state.store.get_run(account.id, &id).await {
         Ok(run) => Ok(Json(render::v3_status(&state.blob, &run))),
         // A node of a workflow run, addressed by its generation id.
@@ -71,11 +68,8 @@ async fn status(
 async fn cancel(
     State(state): State<AppState>,
     Caller(account): Caller,
-    Path(id): Path<String>,
+    RunId(id): RunId,
 ) -> Result<Json<Value>, ApiError> {
-    if !ids::is_run_id(&id) {
-        return Err(ApiError::RunNotFound(id));
-    }
     let run = state.store.cancel_run(account.id, &id).await.map_err(not_found(&id))?;
     Ok(Json(render::v3_status(&state.blob, &run)))
 }

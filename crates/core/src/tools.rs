@@ -247,7 +247,7 @@ pub static TOOLS: &[ToolSpec] = &[
         ],
         output: OutputKind::Video,
         primary_image: Some("image"),
-        fidelity: Fidelity::Preview,
+        fidelity: Fidelity::Production,
         price_rule: "5 per run",
     },
     ToolSpec {

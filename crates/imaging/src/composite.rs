@@ -64,10 +64,13 @@ pub(crate) fn alpha_bbox(img: &RgbaImage, threshold: u8) -> Option<Rect> {
     (r.x1 > r.x0).then_some(r)
 }
 
+/// Alpha above which [`trim_cutout`] keeps a pixel.
+pub(crate) const TRIM_ALPHA: u8 = 8;
+
 /// Crops a cut-out to its visible content; a fully transparent cut-out is returned whole and
 /// made opaque (so callers always have something to place).
 pub(crate) fn trim_cutout(cut: &RgbaImage) -> RgbaImage {
-    match alpha_bbox(cut, 8) {
+    match alpha_bbox(cut, TRIM_ALPHA) {
         Some(r) => imageops::crop_imm(cut, r.x0, r.y0, r.width(), r.height()).to_image(),
         None => {
             let mut c = cut.clone();

@@ -53,7 +53,7 @@ pub use matte::remove_background;
 pub use preview::fabric::{fabric, FabricSource};
 pub use preview::model::{virtual_model, ModelDescription, MODEL_HEIGHT, MODEL_WIDTH};
 pub use preview::multipose::multipose;
-pub use preview::product::{product_shoot, PRODUCT_LONG_SIDE};
+pub use preview::product::{product_placement, product_shoot, ProductPlacement, PRODUCT_LONG_SIDE};
 pub use preview::sketch::sketch_to_dress;
 pub use preview::tryon::tryon;
 pub use preview::GarmentRegion;

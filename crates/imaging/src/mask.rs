@@ -107,8 +107,120 @@ pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
     })
     .gaussian(0.8);
     let fg = hysteresis(&dist, WEAK, STRONG);
+    let fg = suppress_shadows(fg, &work, &model);
     let mask = cleanup(fg, &dist);
     Analysis { width, height, ww: wwu, wh: whu, work, mask, source: MaskSource::Model(model) }
+}
+
+/// Shadow candidates are darker copies of the background plate: `c ≈ k · plate` with `k` in
+/// this range (a cast shadow darkens by at most 60 %, and at least a little).
+const SHADOW_K: (f32, f32) = (0.4, 0.985);
+/// Largest colour residual `|c − k · plate|` (8-bit levels) of a shadow candidate.
+const SHADOW_RESIDUAL: f32 = 10.0;
+/// A shadow's outline is soft: from its outline, the background just outside (within 2 px)
+/// recovers less than this fraction of the remaining contrast `1 − k`. An object's outline is
+/// a sharp step that crosses most of it (≈ 0.7–1 with anti-aliasing).
+const SHADOW_MAX_RELATIVE_STEP: f32 = 0.5;
+
+/// Removes soft cast shadows from a foreground mask.
+///
+/// Connected regions of foreground pixels that look like a darkened background (same colour
+/// direction as the background plate, `k` in [`SHADOW_K`]) are dropped when their outline is
+/// soft (a gradual rise of `k` towards the background, [`SHADOW_MAX_RELATIVE_STEP`]).
+/// Subject parts close to the backdrop colour (a light-grey panel on white) have a sharp
+/// outline, so they stay. Nothing is removed when the shadow-like regions would be more than
+/// two thirds of the foreground (a shadow needs a subject to cast it).
+fn suppress_shadows(mut fg: Vec<u8>, work: &RgbImage, model: &BgModel) -> Vec<u8> {
+    let (w, h) = (work.width() as usize, work.height() as usize);
+    let n = w * h;
+    let mut k = vec![1f32; n];
+    let mut cand = vec![0u8; n];
+    for (i, (x, y, p)) in work.enumerate_pixels().enumerate() {
+        let c = [f32::from(p[0]), f32::from(p[1]), f32::from(p[2])];
+        let plate = model.plate((x as f32 + 0.5) / w as f32, (y as f32 + 0.5) / h as f32);
+        let pp: f32 = plate.iter().map(|v| v * v).sum();
+        if pp < 100.0 {
+            continue;
+        }
+        let kk = (0..3).map(|j| c[j] * plate[j]).sum::<f32>() / pp;
+        let resid = (0..3).map(|j| (c[j] - kk * plate[j]).powi(2)).sum::<f32>().sqrt();
+        k[i] = kk;
+        if fg[i] != 0 && (SHADOW_K.0..=SHADOW_K.1).contains(&kk) && resid < SHADOW_RESIDUAL {
+            cand[i] = 1;
+        }
+    }
+    // Candidates touching clearly-subject pixels are object edges (anti-aliased mixes of a
+    // dark subject and the backdrop), not shadow; dropping them keeps a shadow at the feet
+    // from chaining onto the subject's outline.
+    let cand: Vec<u8> = (0..n)
+        .map(|i| {
+            let (x, y) = (i % w, i / w);
+            let edge = neighbours(x, y, w, h, true).any(|(nx, ny)| {
+                let j = ny * w + nx;
+                fg[j] != 0 && cand[j] == 0
+            });
+            u8::from(cand[i] != 0 && !edge)
+        })
+        .collect();
+    let (labels, comps) = components(&cand, w, h, true);
+    if comps.is_empty() {
+        return fg;
+    }
+    // Per component: sum of outline k, sum of outline steps, outline pixel count.
+    let mut acc = vec![[0f64; 3]; comps.len()];
+    for i in 0..n {
+        let l = labels[i];
+        if l == 0 {
+            continue;
+        }
+        let (x, y) = (i % w, i / w);
+        if !neighbours(x, y, w, h, true).any(|(nx, ny)| fg[ny * w + nx] == 0) {
+            continue;
+        }
+        let (mut sum, mut count) = (0f32, 0f32);
+        for ny in y.saturating_sub(2)..(y + 3).min(h) {
+            for nx in x.saturating_sub(2)..(x + 3).min(w) {
+                let j = ny * w + nx;
+                if fg[j] == 0 {
+                    sum += k[j];
+                    count += 1.0;
+                }
+            }
+        }
+        if count > 0.0 {
+            let a = &mut acc[l as usize - 1];
+            a[0] += f64::from(k[i]);
+            a[1] += f64::from(sum / count - k[i]);
+            a[2] += 1.0;
+        }
+    }
+    let shadow: Vec<bool> = acc
+        .iter()
+        .map(|a| {
+            if a[2] < 4.0 {
+                return false;
+            }
+            let outline_k = a[0] / a[2];
+            let step = a[1] / a[2];
+            // Fraction of the remaining contrast to the backdrop (k = 1) crossed within 2 px.
+            let relative_step = step / (1.0 - outline_k).max(0.01);
+            relative_step < f64::from(SHADOW_MAX_RELATIVE_STEP)
+        })
+        .collect();
+    // Safety: a shadow belongs to a subject. When the shadow-like regions are most of the
+    // foreground (e.g. a soft-edged grey subject alone on white), keep everything.
+    let shadow_area: usize = comps.iter().zip(&shadow).filter(|(_, &s)| s).map(|(c, _)| c.area).sum();
+    let fg_area = fg.iter().filter(|&&f| f != 0).count();
+    let rest = fg_area - shadow_area.min(fg_area);
+    if shadow_area == 0 || rest * 2 < shadow_area || rest < (n / 500).max(16) {
+        return fg;
+    }
+    for (f, &l) in fg.iter_mut().zip(&labels) {
+        if l != 0 && shadow[l as usize - 1] {
+            *f = 0;
+        }
+    }
+    fg
 }
 
 /// Pixels above `strong`, grown through 8-connected pixels above `weak`.

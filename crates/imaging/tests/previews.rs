@@ -117,7 +117,7 @@ fn fabric_retextures_region_only() {
     // Stripes: the band has both dark (navy) and light (white) pixels.
     let band: Vec<&Rgb<u8>> =
         (70..95).flat_map(|y| (50..78).map(move |x| (x, y))).map(|(x, y)| a.get_pixel(x, y)).collect();
-    assert!(band.iter().any(|p| p[2] > p[0] + 20 && p[0] < 80), "no navy");
+    assert!(band.iter().any(|p| u16::from(p[2]) > u16::from(p[0]) + 20 && p[0] < 80), "no navy");
     assert!(band.iter().any(|p| p[0] > 150 && p[1] > 150), "no white");
     // Different descriptions, seeds and sources give different results.
     assert_ne!(a, fabric(&model, FabricSource::Description("navy and white stripes"), GarmentRegion::Top, 8));

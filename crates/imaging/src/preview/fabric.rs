@@ -16,9 +16,10 @@ use crate::preview::{garment_region, weighted_mean, GarmentRegion};
 pub enum FabricSource<'a> {
     /// A swatch photo, tiled (mirror-repeated, so without seams).
     Image(&'a DynamicImage),
-    /// A text description turned into a procedural pattern: `stripes`, `checks`/`plaid`/
-    /// `gingham`, `dots`/`polka`, `floral`/`flowers`, else a plain weave; colours from colour
-    /// words (`red`, `navy`, `light beige`…) with a stable hash fallback.
+    /// A text description turned into a procedural pattern: `stripes` (vertical; `diagonal`
+    /// stripes at 45°), `checks`/`plaid`/`gingham`, `dots`/`polka` ("X dots on Y": X dots on
+    /// a Y ground), `floral`/`flowers`, else a plain weave; colours from colour words (`red`,
+    /// `navy`, `light beige`…) with a stable hash fallback.
     Description(&'a str),
 }
 
@@ -71,6 +72,9 @@ impl Pattern {
                 palette::mix(c1, [250.0, 248.0, 240.0], 0.75)
             }
         });
+        // "X dots on Y": the dots are X and the ground Y (dots are drawn in `c2` on `c1`).
+        let (c1, c2) =
+            if kind == Kind::Dots && colours.len() >= 2 && dots_on_ground(&ws) { (c2, c1) } else { (c1, c2) };
         let c3 =
             colours.get(2).copied().unwrap_or_else(|| palette::hue_shift(palette::saturate(c2, 1.2), 150.0));
         let mut rng = Rng::keyed(seed, "fabric", &[desc.as_bytes()]);
@@ -80,8 +84,9 @@ impl Pattern {
             _ => rng.range(5.0, 10.0),
         };
         let period = (band_width / repeats).max(4.0);
+        // Stripes run vertically unless the description asks for diagonal (bias-cut) ones.
         let angle = match kind {
-            Kind::Stripes if rng.unit() < 0.3 => TAU / 8.0,
+            Kind::Stripes if palette::has_any(&ws, &["diagonal", "bias", "slanted"]) => TAU / 8.0,
             _ => 0.0,
         };
         Pattern {
@@ -141,6 +146,14 @@ impl Pattern {
             }
         }
     }
+}
+
+/// Whether a description names the dot colour before the ground colour ("black dots on white"):
+/// the first colour word comes before the word "on".
+fn dots_on_ground(ws: &[String]) -> bool {
+    let first_colour = ws.iter().position(|w| palette::named(w).is_some());
+    let on = ws.iter().position(|w| w == "on");
+    matches!((first_colour, on), (Some(c), Some(o)) if c < o)
 }
 
 /// Tiled swatch with mirror-repeat (seamless) and a seed-dependent offset.

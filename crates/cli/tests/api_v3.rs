@@ -252,11 +252,10 @@ async fn estimate_prices_without_reserving_and_tools_are_discoverable() {
     let tools = tools.as_array().unwrap();
     assert_eq!(tools.len(), 12);
     let fidelity = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["fidelity"].clone();
-    for name in ["upscale", "reframe", "background_removal", "video"] {
+    for name in ["upscale", "reframe", "background_removal", "video", "fabric", "product_shoot"] {
         assert_eq!(fidelity(name), "production");
     }
-    for name in ["virtual_tryon", "virtual_model", "multipose", "fabric", "sketch_to_dress", "product_shoot"]
-    {
+    for name in ["virtual_tryon", "virtual_model", "multipose", "sketch_to_dress"] {
         assert_eq!(fidelity(name), "preview");
     }
     let tryon = tools.iter().find(|t| t["name"] == "virtual_tryon").unwrap();

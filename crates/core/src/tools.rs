@@ -174,7 +174,7 @@ pub static TOOLS: &[ToolSpec] = &[
         ],
         output: OutputKind::Image,
         primary_image: Some("model_image"),
-        fidelity: Fidelity::Preview,
+        fidelity: Fidelity::Production,
         price_rule: "2 per run, 3 with upscale",
     },
     ToolSpec {
@@ -290,7 +290,7 @@ pub static TOOLS: &[ToolSpec] = &[
         ],
         output: OutputKind::Image,
         primary_image: Some("product_image"),
-        fidelity: Fidelity::Preview,
+        fidelity: Fidelity::Production,
         price_rule: "2 per output",
     },
 ];

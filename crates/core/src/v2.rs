@@ -52,7 +52,7 @@ impl Family {
         params.remove("webhook_url");
         let tool = match self {
             Self::Tryon => {
-                map_category(&mut params, &[("top", "tops"), ("bottom", "bottoms")])?;
+                map_category(&mut params, &[("top", "tops"), ("bottom", "bottoms"), ("dress", "dresses")])?;
                 "virtual_tryon"
             }
             Self::TryonPro => {

@@ -32,7 +32,7 @@ pub(crate) fn resize_rgba(img: &RgbaImage, w: u32, h: u32, filter: FilterType) -
         let a = f32::from(p[3]) / 255.0;
         *o = Rgba([f32::from(p[0]) / 255.0 * a, f32::from(p[1]) / 255.0 * a, f32::from(p[2]) / 255.0 * a, a]);
     }
-    let resized = imageops::resize(&pre, w, h, filter);
+    let resized = crate::fir::resize_rgba32f(&pre, w, h, filter);
     let mut out = RgbaImage::new(w, h);
     for (o, p) in out.pixels_mut().zip(resized.pixels()) {
         let a = p[3].clamp(0.0, 1.0);

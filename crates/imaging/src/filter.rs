@@ -54,8 +54,9 @@ impl Plane {
         }
         let x = x.max(0.0).min((self.w - 1) as f32);
         let y = y.max(0.0).min((self.h - 1) as f32);
-        let x0 = x.floor() as usize;
-        let y0 = y.floor() as usize;
+        // Non-negative after the clamp, so truncation is `floor` (without a libm call).
+        let x0 = x as usize;
+        let y0 = y as usize;
         let x1 = (x0 + 1).min(self.w - 1);
         let y1 = (y0 + 1).min(self.h - 1);
         let fx = x - x0 as f32;
@@ -76,32 +77,44 @@ impl Plane {
             return self.clone();
         }
         let mut tmp = vec![0f32; w * h];
-        let mut prefix = vec![0f64; w.max(h) + 1];
-        for y in 0..h {
-            let row = &self.data[y * w..(y + 1) * w];
+        let mut prefix = vec![0f64; w + 1];
+        let inv_n: Vec<f64> =
+            (0..w).map(|x| 1.0 / ((x + r + 1).min(w) - x.saturating_sub(r)) as f64).collect();
+        for (row, dst) in self.data.chunks_exact(w).zip(tmp.chunks_exact_mut(w)) {
             for x in 0..w {
                 prefix[x + 1] = prefix[x] + f64::from(row[x]);
             }
             for x in 0..w {
                 let lo = x.saturating_sub(r);
                 let hi = (x + r + 1).min(w);
-                tmp[y * w + x] = ((prefix[hi] - prefix[lo]) / (hi - lo) as f64) as f32;
+                dst[x] = ((prefix[hi] - prefix[lo]) * inv_n[x]) as f32;
             }
         }
+        // Vertical pass: a running sum of the rows in the window (row-contiguous, O(w) extra
+        // memory, vectorisable).
         let mut out = vec![0f32; w * h];
-        // Vertical pass with running column sums.
-        let mut col = vec![0f64; (h + 1) * w];
-        for y in 0..h {
-            for x in 0..w {
-                col[(y + 1) * w + x] = col[y * w + x] + f64::from(tmp[y * w + x]);
+        let mut acc = vec![0f64; w];
+        let add = |acc: &mut [f64], row: &[f32], sign: f64| {
+            for (a, &v) in acc.iter_mut().zip(row) {
+                *a += sign * f64::from(v);
             }
+        };
+        for y in 0..r.min(h) {
+            add(&mut acc, &tmp[y * w..(y + 1) * w], 1.0);
         }
         for y in 0..h {
-            let lo = y.saturating_sub(r);
-            let hi = (y + r + 1).min(h);
-            let n = (hi - lo) as f64;
-            for x in 0..w {
-                out[y * w + x] = ((col[hi * w + x] - col[lo * w + x]) / n) as f32;
+            let hi = y + r + 1;
+            if hi <= h {
+                add(&mut acc, &tmp[(hi - 1) * w..hi * w], 1.0);
+            }
+            if y > r {
+                let lo = y - r - 1;
+                add(&mut acc, &tmp[lo * w..(lo + 1) * w], -1.0);
+            }
+            let n = (hi.min(h) - y.saturating_sub(r)) as f64;
+            let inv = 1.0 / n;
+            for (o, &a) in out[y * w..(y + 1) * w].iter_mut().zip(&acc) {
+                *o = (a * inv) as f32;
             }
         }
         Plane { w, h, data: out }
@@ -123,15 +136,32 @@ impl Plane {
         let kernel = gaussian_kernel(sigma);
         let r = kernel.len() / 2;
         let mut tmp = vec![0f32; w * h];
-        for y in 0..h {
-            let row = &self.data[y * w..(y + 1) * w];
-            for x in 0..w {
+        for (row, dst) in self.data.chunks_exact(w).zip(tmp.chunks_exact_mut(w)) {
+            // Borders with clamped (replicated) taps.
+            let edge = |x: usize| {
                 let mut acc = 0.0;
                 for (k, &kv) in kernel.iter().enumerate() {
                     let sx = (x + k).saturating_sub(r).min(w - 1);
                     acc += row[sx] * kv;
                 }
-                tmp[y * w + x] = acc;
+                acc
+            };
+            if w > 2 * r {
+                for x in (0..r).chain(w - r..w) {
+                    dst[x] = edge(x);
+                }
+                // Interior: every tap in range, no clamping.
+                for (d, win) in dst[r..w - r].iter_mut().zip(row.windows(kernel.len())) {
+                    let mut acc = 0.0;
+                    for (&v, &kv) in win.iter().zip(&kernel) {
+                        acc += v * kv;
+                    }
+                    *d = acc;
+                }
+            } else {
+                for x in 0..w {
+                    dst[x] = edge(x);
+                }
             }
         }
         let mut out = vec![0f32; w * h];
@@ -169,10 +199,14 @@ pub(crate) fn smoothstep(e0: f32, e1: f32, x: f32) -> f32 {
 /// Converts a `0..=255`-ish float to a byte with rounding and clamping.
 #[inline]
 pub(crate) fn to_u8(v: f32) -> u8 {
-    if v.is_nan() {
-        0
+    // Same result as `v.round().clamp(0.0, 255.0) as u8` (NaN → 0), without the `round` libm
+    // call that baseline x86-64 codegen emits: truncate, then round half away from zero.
+    let c = v.clamp(0.0, 255.0);
+    let t = c as u8;
+    if c - f32::from(t) >= 0.5 {
+        t + 1
     } else {
-        v.round().clamp(0.0, 255.0) as u8
+        t
     }
 }
 
@@ -220,6 +254,33 @@ mod tests {
             };
             let expected = 0.5 * (1.0 + erf(t));
             assert!((g.at(x, 0) - expected).abs() < 0.03, "x={x}: {} vs {expected}", g.at(x, 0));
+        }
+    }
+
+    #[test]
+    fn to_u8_rounds_like_round_clamp() {
+        let reference = |v: f32| if v.is_nan() { 0 } else { v.round().clamp(0.0, 255.0) as u8 };
+        for v in [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.5,
+            -0.49,
+            0.49999997,
+            0.5,
+            1.5,
+            2.5,
+            254.5,
+            254.49,
+            255.4,
+            255.5,
+            1e9,
+        ] {
+            assert_eq!(to_u8(v), reference(v), "{v}");
+        }
+        for i in -2000..300_000 {
+            let v = i as f32 * 0.001_3;
+            assert_eq!(to_u8(v), reference(v), "{v}");
         }
     }
 

@@ -35,6 +35,7 @@ mod composite;
 mod draw;
 mod error;
 mod filter;
+mod fir;
 mod geom;
 mod hash;
 mod mask;
@@ -58,7 +59,7 @@ pub use preview::sketch::sketch_to_dress;
 pub use preview::tryon::tryon;
 pub use preview::GarmentRegion;
 pub use reframe::{parse_aspect, reframe, ReframeMode, AUTO_MIN_KEEP, EXTEND_MAX_PIXELS};
-pub use resize::{upscale, MAX_UPSCALE_FACTOR};
+pub use resize::{downscale, gaussian_blur, upscale, MAX_UPSCALE_FACTOR};
 
 /// Re-export of the `image` crate version used in this API, so callers can name
 /// [`image::DynamicImage`] and friends without pinning a matching version themselves.

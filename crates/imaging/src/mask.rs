@@ -12,7 +12,7 @@
 //!
 //! Images that already carry meaningful transparency use their alpha channel directly.
 
-use image::imageops::{self, FilterType};
+use image::imageops::FilterType;
 use image::{DynamicImage, GrayImage, Luma, RgbImage};
 
 use crate::background::{fit_model, BgModel};
@@ -66,8 +66,11 @@ pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
     let (ww, wh) = work_size(width, height);
     let rgba = img.to_rgba8();
     let rgb = DynamicImage::ImageRgba8(rgba.clone()).to_rgb8();
-    let work =
-        if (ww, wh) == (width, height) { rgb } else { imageops::resize(&rgb, ww, wh, FilterType::Triangle) };
+    let work = if (ww, wh) == (width, height) {
+        rgb
+    } else {
+        crate::fir::resize_rgb8(&rgb, ww, wh, FilterType::Triangle)
+    };
     let (wwu, whu) = (ww as usize, wh as usize);
     let n = wwu * whu;
 
@@ -79,7 +82,7 @@ pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
             let alpha = if (ww, wh) == (width, height) {
                 alpha
             } else {
-                imageops::resize(&alpha, ww, wh, FilterType::Triangle)
+                crate::fir::resize_gray8(&alpha, ww, wh, FilterType::Triangle)
             };
             let mask = alpha.as_raw().iter().map(|&a| u8::from(a >= 128)).collect();
             return Analysis { width, height, ww: wwu, wh: whu, work, mask, source: MaskSource::Alpha };

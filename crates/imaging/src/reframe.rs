@@ -1,6 +1,6 @@
 //! Changing an image's aspect ratio by subject-aware cropping or edge-aware extension.
 
-use image::imageops::{self, FilterType};
+use image::imageops::FilterType;
 use image::{DynamicImage, Rgba, RgbaImage};
 
 use crate::error::ImagingError;
@@ -196,7 +196,7 @@ fn extend(img: &DynamicImage, aw: u64, ah: u64) -> DynamicImage {
     let mut small = if (sw, sh) == (width, height) {
         src.clone()
     } else {
-        imageops::resize(&src, sw, sh, FilterType::Triangle)
+        crate::fir::resize_rgba8(&src, sw, sh, FilterType::Triangle)
     };
     remove_subject(img, &mut small);
     let channels: Vec<Plane> = (0..4)

@@ -1,6 +1,6 @@
 //! Super-resolution by Lanczos3 resampling plus a mild detail-enhancing unsharp mask.
 
-use image::imageops::{self, FilterType};
+use image::imageops::FilterType;
 use image::{DynamicImage, Rgba, RgbaImage};
 
 use crate::filter::{to_u8, Plane};
@@ -35,7 +35,7 @@ pub fn upscale(img: &DynamicImage, factor: u32) -> DynamicImage {
             let a = p[3];
             *p = Rgba([p[0] * a, p[1] * a, p[2] * a, a]);
         }
-        let big = imageops::resize(&pre, nw, nh, FilterType::Lanczos3);
+        let big = crate::fir::resize_rgba32f(&pre, nw, nh, FilterType::Lanczos3);
         let (w, h) = (nw as usize, nh as usize);
         // Sharpen the premultiplied luminance; alpha is left as resampled.
         let lum = Plane::from_fn(w, h, |x, y| {
@@ -56,7 +56,7 @@ pub fn upscale(img: &DynamicImage, factor: u32) -> DynamicImage {
         }
         DynamicImage::ImageRgba8(out)
     } else {
-        let mut big = imageops::resize(&img.to_rgb8(), nw, nh, FilterType::Lanczos3);
+        let mut big = crate::fir::resize_rgb8(&img.to_rgb8(), nw, nh, FilterType::Lanczos3);
         let lum = Plane::luma(&big);
         let detail = high_pass(&lum, sigma);
         for (p, d) in big.pixels_mut().zip(detail) {
@@ -81,4 +81,41 @@ fn high_pass(lum: &Plane, sigma: f32) -> Vec<f32> {
             AMOUNT * m.copysign(d)
         })
         .collect()
+}
+
+/// Resizes to exactly `width`×`height` (each at least 1) with a filter suited to the direction:
+/// a triangle (bilinear, area-adaptive) filter, as used for the crate's working-resolution
+/// downscales. Output is RGB8, or RGBA8 (resampled in premultiplied space) when the input has
+/// an alpha channel.
+pub fn downscale(img: &DynamicImage, width: u32, height: u32) -> DynamicImage {
+    let (w, h) = (width.max(1), height.max(1));
+    if img.color().has_alpha() {
+        DynamicImage::ImageRgba8(crate::composite::resize_rgba(&img.to_rgba8(), w, h, FilterType::Triangle))
+    } else {
+        DynamicImage::ImageRgb8(crate::fir::resize_rgb8(&img.to_rgb8(), w, h, FilterType::Triangle))
+    }
+}
+
+/// Gaussian blur of standard deviation `sigma` (pixels) with edge replication, using the
+/// crate's separable filter (three box passes for large sigmas). Output is RGB8, or RGBA8 when
+/// the input has an alpha channel (channels are blurred independently).
+pub fn gaussian_blur(img: &DynamicImage, sigma: f32) -> DynamicImage {
+    let has_alpha = img.color().has_alpha();
+    let rgba = img.to_rgba8();
+    let (w, h) = (rgba.width() as usize, rgba.height() as usize);
+    let nc = if has_alpha { 4 } else { 3 };
+    let planes: Vec<Plane> = (0..nc)
+        .map(|c| Plane { w, h, data: rgba.pixels().map(|p| f32::from(p[c])).collect() }.gaussian(sigma))
+        .collect();
+    if has_alpha {
+        DynamicImage::ImageRgba8(RgbaImage::from_fn(w as u32, h as u32, |x, y| {
+            let i = y as usize * w + x as usize;
+            Rgba([0, 1, 2, 3].map(|c| to_u8(planes[c].data[i])))
+        }))
+    } else {
+        DynamicImage::ImageRgb8(image::RgbImage::from_fn(w as u32, h as u32, |x, y| {
+            let i = y as usize * w + x as usize;
+            image::Rgb([0, 1, 2].map(|c| to_u8(planes[c].data[i])))
+        }))
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::f32::consts::TAU;
 
-use image::imageops::{self, FilterType};
+use image::imageops::FilterType;
 use image::{DynamicImage, Rgb, RgbImage};
 
 use crate::filter::{smoothstep, to_u8, Plane};
@@ -166,7 +166,7 @@ impl Swatch {
     fn new(img: &DynamicImage, band_width: f32, seed: u64) -> Swatch {
         let tw = (band_width / 3.0).round().clamp(16.0, 512.0) as u32;
         let th = ((tw as f32 * img.height() as f32 / img.width().max(1) as f32).round() as u32).max(8);
-        let tile = imageops::resize(&img.to_rgb8(), tw, th, FilterType::Triangle);
+        let tile = crate::fir::resize_rgb8(&img.to_rgb8(), tw, th, FilterType::Triangle);
         let mut rng = Rng::keyed(seed, "swatch", &[]);
         let offset = [rng.below(u64::from(tw) * 2) as i64, rng.below(u64::from(th) * 2) as i64];
         Swatch { tile, offset }

@@ -11,13 +11,16 @@
 //!   estimated from the image border (colour clusters with covariances plus a smooth spatial
 //!   fit), hysteresis thresholding, connected-component cleanup, hole filling and a
 //!   colour guided-filter soft matte with edge colour decontamination.
-//! * **Compositing** ([`flatten`]) and **resizing** ([`upscale`]: Lanczos3 + luminance
-//!   unsharp mask).
+//! * **Compositing** ([`flatten`]) and **resizing** ([`upscale`]: Lanczos3 through
+//!   `fast_image_resize` + luminance unsharp mask; [`downscale`]; [`gaussian_blur`]).
 //! * **Reframing** ([`reframe`]) to an aspect ratio by subject-aware cropping or edge-aware
 //!   canvas extension.
-//! * **Built-in tool renders** (preview quality, clearly simpler than a learned model):
-//!   [`tryon`], [`fabric`], [`sketch_to_dress`], [`virtual_model`], [`multipose`] and
-//!   [`product_shoot`].
+//! * **Built-in tool renders**: [`fabric`] (garment band of the silhouette re-textured with
+//!   the shading kept) and [`product_shoot`] (cut-out on a studio backdrop with a contact
+//!   shadow, product pixels preserved), held to quality tests and reported `production`; and
+//!   the `preview` renders, deterministic and clearly simpler than a learned model:
+//!   [`tryon`], [`sketch_to_dress`], [`virtual_model`] and [`multipose`]. (The renders share
+//!   code in the `preview` module whatever their fidelity.)
 //!
 //! It does **not** own HTTP, persistence/database access, blob storage, job scheduling or video.
 //!

@@ -45,6 +45,15 @@ impl From<StoreError> for ApiError {
 }
 
 impl ApiError {
+    /// Maps a store error from looking up run `id`: `NotFound` is the
+    /// caller's 404 `RunNotFound` (also for another account's run).
+    pub fn run_lookup(id: &str) -> impl FnOnce(StoreError) -> ApiError + '_ {
+        move |e| match e {
+            StoreError::NotFound => ApiError::RunNotFound(id.to_string()),
+            other => other.into(),
+        }
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
             Self::Request(r) => match r {

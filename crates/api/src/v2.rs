@@ -1,7 +1,7 @@
 //! `/api/v2`: one run/status pair per tool family, and the token balance.
 
 use atelier_core::v2::Family;
-use atelier_store::{RunKind, StoreError};
+use atelier_store::RunKind;
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -73,14 +73,10 @@ async fn status(
     RunId(id): RunId,
     family: Family,
 ) -> Result<Json<Value>, ApiError> {
-    let not_found = || ApiError::RunNotFound(id.clone());
-    let run = state.store.get_run(account.id, &id).await.map_err(|e| match e {
-        StoreError::NotFound => not_found(),
-        other => other.into(),
-    })?;
+    let run = state.store.get_run(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
     // A v2 status endpoint answers only runs of its own family.
     if run.family.as_deref() != Some(family.as_str()) {
-        return Err(not_found());
+        return Err(ApiError::RunNotFound(id));
     }
     Ok(Json(render::v2_status(&state.blob, &run, family)))
 }

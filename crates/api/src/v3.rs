@@ -40,13 +40,6 @@ async fn run(
     Ok(Json(handle))
 }
 
-fn not_found(id: &str) -> impl FnOnce(StoreError) -> ApiError + '_ {
-    move |e| match e {
-        StoreError::NotFound => ApiError::RunNotFound(id.to_string()),
-        other => other.into(),
-    }
-}
-
 async fn status(
     State(state): State<AppState>,
     Caller(account): Caller,
@@ -56,12 +49,13 @@ async fn status(
         Ok(run) => Ok(Json(render::v3_status(&state.blob, &run))),
         // A node of a workflow run, addressed by its generation id.
         Err(StoreError::NotFound) if id.starts_with("gen_") => {
-            let run = state.store.run_of_generation(account.id, &id).await.map_err(not_found(&id))?;
+            let run =
+                state.store.run_of_generation(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
             let node =
                 run.nodes.iter().find(|n| n.gen_id == id).ok_or_else(|| ApiError::RunNotFound(id.clone()))?;
             Ok(Json(render::v3_node_status(&state.blob, &run, node)))
         }
-        Err(e) => Err(not_found(&id)(e)),
+        Err(e) => Err(ApiError::run_lookup(&id)(e)),
     }
 }
 
@@ -70,7 +64,7 @@ async fn cancel(
     Caller(account): Caller,
     RunId(id): RunId,
 ) -> Result<Json<Value>, ApiError> {
-    let run = state.store.cancel_run(account.id, &id).await.map_err(not_found(&id))?;
+    let run = state.store.cancel_run(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
     Ok(Json(render::v3_status(&state.blob, &run)))
 }
 

@@ -84,17 +84,16 @@ impl Running {
 /// Starts the service on an already-open store. `tools` defaults to the
 /// built-in engine.
 pub async fn start(config: &Config, store: Store, tools: Option<Registry>) -> anyhow::Result<Running> {
-    let blob = open_blob(config)?;
     templates::install(&store).await?;
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("listening on {}", config.server.listen))?;
     let addr = listener.local_addr()?;
+    // Output URLs derive from the bound address when no public URL is set
+    // (the configured port may be 0).
     let mut config = config.clone();
-    if config.server.public_url.is_empty() {
-        config.server.listen = addr;
-    }
-    let blob = if config.server.public_url.is_empty() { open_blob(&config)? } else { blob };
+    config.server.listen = addr;
+    let blob = open_blob(&config)?;
     let policy = input_policy(&config);
     let api_config = ApiConfig {
         max_body_bytes: config.server.max_body_bytes,

@@ -432,7 +432,7 @@ impl Store {
         Ok(())
     }
 
-    /// Moves a run's expiry (administration, and tests of retention).
+    /// Moves a run's expiry. No command exposes it; tests of retention use it.
     pub async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()> {
         let mut tx = self.begin().await?;
         sqlx::query("UPDATE runs SET expires_at = ? WHERE id = ?")

@@ -19,6 +19,39 @@ pub fn flatten(rgba: &RgbaImage, background: [u8; 3]) -> RgbImage {
     out
 }
 
+/// Composites a straight-alpha RGBA `overlay` onto `base` with its top-left corner at
+/// (`x`, `y`) ("over" operator, exact integer arithmetic). The overlay may lie partly or wholly
+/// outside `base`; what falls outside is clipped. Only the overlapping rows are touched.
+pub fn composite_over(base: &mut RgbImage, overlay: &RgbaImage, x: i64, y: i64) {
+    let (bw, bh) = (i64::from(base.width()), i64::from(base.height()));
+    let (ow, oh) = (i64::from(overlay.width()), i64::from(overlay.height()));
+    let (x0, x1) = (x.max(0), (x + ow).min(bw));
+    let (y0, y1) = (y.max(0), (y + oh).min(bh));
+    if x0 >= x1 || y0 >= y1 {
+        return;
+    }
+    let span = (x1 - x0) as usize;
+    let (base_stride, over_stride) = (bw as usize * 3, ow as usize * 4);
+    let base_raw: &mut [u8] = base;
+    let over_raw = overlay.as_raw();
+    for row in y0..y1 {
+        let b0 = row as usize * base_stride + x0 as usize * 3;
+        let o0 = (row - y) as usize * over_stride + (x0 - x) as usize * 4;
+        let dst = &mut base_raw[b0..b0 + span * 3];
+        let src = &over_raw[o0..o0 + span * 4];
+        for (d, s) in dst.chunks_exact_mut(3).zip(src.chunks_exact(4)) {
+            let a = u32::from(s[3]);
+            if a == 0 {
+                continue;
+            }
+            for c in 0..3 {
+                let v = u32::from(s[c]) * a + u32::from(d[c]) * (255 - a);
+                d[c] = ((v + 127) / 255) as u8;
+            }
+        }
+    }
+}
+
 /// Resizes a straight-alpha RGBA image in premultiplied space (no dark or coloured fringes
 /// from transparent pixels).
 pub(crate) fn resize_rgba(img: &RgbaImage, w: u32, h: u32, filter: FilterType) -> RgbaImage {
@@ -112,6 +145,27 @@ pub(crate) fn sample_premul(img: &RgbaImage, x: f32, y: f32) -> [f32; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn composite_over_blends_and_clips() {
+        let mut base = RgbImage::from_pixel(4, 3, image::Rgb([0, 0, 200]));
+        let mut overlay = RgbaImage::from_pixel(3, 3, Rgba([255, 0, 0, 255]));
+        overlay.put_pixel(0, 0, Rgba([255, 255, 255, 0]));
+        overlay.put_pixel(1, 0, Rgba([255, 255, 255, 128]));
+        composite_over(&mut base, &overlay, 2, -1);
+        // Row -1 of the base does not exist: overlay row 0 is clipped away.
+        assert_eq!(base.get_pixel(2, 0).0, [255, 0, 0]);
+        assert_eq!(base.get_pixel(3, 1).0, [255, 0, 0]);
+        assert_eq!(base.get_pixel(3, 2).0, [0, 0, 200], "below the overlay is untouched");
+        assert_eq!(base.get_pixel(1, 1).0, [0, 0, 200], "left of the overlay is untouched");
+        let mut half = RgbImage::from_pixel(1, 1, image::Rgb([0, 0, 0]));
+        composite_over(&mut half, &overlay, -1, 0);
+        assert_eq!(half.get_pixel(0, 0).0, [128, 128, 128]);
+        // Entirely outside: nothing happens, nothing panics.
+        composite_over(&mut half, &overlay, 5, 5);
+        composite_over(&mut half, &overlay, -9, -9);
+        assert_eq!(half.get_pixel(0, 0).0, [128, 128, 128]);
+    }
 
     #[test]
     fn flatten_blends_alpha() {

@@ -11,8 +11,9 @@
 //!   estimated from the image border (colour clusters with covariances plus a smooth spatial
 //!   fit), hysteresis thresholding, connected-component cleanup, hole filling and a
 //!   colour guided-filter soft matte with edge colour decontamination.
-//! * **Compositing** ([`flatten`]) and **resizing** ([`upscale`]: Lanczos3 through
-//!   `fast_image_resize` + luminance unsharp mask; [`downscale`]; [`gaussian_blur`]).
+//! * **Compositing** ([`flatten`], [`composite_over`]) and **resizing** ([`resize`]: Lanczos3
+//!   through `fast_image_resize`; [`upscale`]: the same plus a luminance unsharp mask;
+//!   [`downscale`]; [`gaussian_blur`]).
 //! * **Reframing** ([`reframe`]) to an aspect ratio by subject-aware cropping or edge-aware
 //!   canvas extension.
 //! * **Built-in tool renders**: [`fabric`] (garment band of the silhouette re-textured with
@@ -49,7 +50,7 @@ mod reframe;
 mod resize;
 
 pub use codec::{decode, encode, sniff, InputFormat, Limits, OutputFormat, JPEG_QUALITY};
-pub use composite::flatten;
+pub use composite::{composite_over, flatten};
 pub use error::ImagingError;
 pub use hash::seed_from;
 pub use mask::subject_mask;
@@ -62,7 +63,7 @@ pub use preview::sketch::sketch_to_dress;
 pub use preview::tryon::tryon;
 pub use preview::GarmentRegion;
 pub use reframe::{parse_aspect, reframe, ReframeMode, AUTO_MIN_KEEP, EXTEND_MAX_PIXELS};
-pub use resize::{downscale, gaussian_blur, upscale, MAX_UPSCALE_FACTOR};
+pub use resize::{downscale, gaussian_blur, resize, upscale, MAX_UPSCALE_FACTOR};
 
 /// Re-export of the `image` crate version used in this API, so callers can name
 /// [`image::DynamicImage`] and friends without pinning a matching version themselves.

@@ -83,6 +83,18 @@ fn high_pass(lum: &Plane, sigma: f32) -> Vec<f32> {
         .collect()
 }
 
+/// Resizes to exactly `width`×`height` (each at least 1) with a Lanczos-3 filter and nothing
+/// else (no sharpening): the plain resampling that [`upscale`] builds on. Output is RGB8, or
+/// RGBA8 (resampled in premultiplied space) when the input has an alpha channel.
+pub fn resize(img: &DynamicImage, width: u32, height: u32) -> DynamicImage {
+    let (w, h) = (width.max(1), height.max(1));
+    if img.color().has_alpha() {
+        DynamicImage::ImageRgba8(crate::composite::resize_rgba(&img.to_rgba8(), w, h, FilterType::Lanczos3))
+    } else {
+        DynamicImage::ImageRgb8(crate::fir::resize_rgb8(&img.to_rgb8(), w, h, FilterType::Lanczos3))
+    }
+}
+
 /// Resizes to exactly `width`×`height` (each at least 1) with a filter suited to the direction:
 /// a triangle (bilinear, area-adaptive) filter, as used for the crate's working-resolution
 /// downscales. Output is RGB8, or RGBA8 (resampled in premultiplied space) when the input has

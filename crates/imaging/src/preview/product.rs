@@ -3,7 +3,7 @@
 use image::imageops::FilterType;
 use image::{DynamicImage, Rgb, RgbImage, RgbaImage};
 
-use crate::composite::{alpha_bbox, resize_rgba, trim_cutout, TRIM_ALPHA};
+use crate::composite::{alpha_bbox, composite_over, resize_rgba, trim_cutout, TRIM_ALPHA};
 use crate::filter::{smoothstep, to_u8};
 use crate::hash::{seed_from, value_noise, Rng};
 use crate::matte::remove_background;
@@ -212,18 +212,8 @@ pub fn product_shoot(
         c = palette::scale(c, 1.0 - shadow);
         *o = Rgb(c.map(to_u8));
     }
-    for (x, y, p) in placed.enumerate_pixels() {
-        let ox = px0 + i64::from(x);
-        let oy = py0 + i64::from(y);
-        if ox < 0 || oy < 0 || ox >= i64::from(w) || oy >= i64::from(h) || p[3] == 0 {
-            continue;
-        }
-        let a = f32::from(p[3]) / 255.0;
-        // The product's own pixels are kept as they are (no relighting): a product shot must
-        // show the product's true colours.
-        let o = out.get_pixel_mut(ox as u32, oy as u32);
-        let v = [0, 1, 2].map(|k| f32::from(o[k]) + (f32::from(p[k]) - f32::from(o[k])) * a);
-        *o = Rgb(v.map(to_u8));
-    }
+    // The product's own pixels are kept as they are (no relighting): a product shot must show
+    // the product's true colours.
+    composite_over(&mut out, &placed, px0, py0);
     out
 }

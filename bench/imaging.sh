@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # One command for the imaging benchmark: installs the peers (Pillow, and
-# libvips through pyvips with its binary wheel) if missing, then times
-# Atelier's operations and the peers' on the same images in one run.
-# Usage: bench/imaging.sh [RUNS]   (default 7). Prints Markdown for BENCHMARKS.md.
+# libvips through pyvips with its binary wheel) if missing, builds the
+# `atelier` binary (for the service section) and the harness, then prints a
+# Markdown report for BENCHMARKS.md.
+# Usage: bench/imaging.sh [RUNS] [--quick] [--only shared,tools,service,memory]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if ! python3 -c 'import PIL, pyvips' 2>/dev/null; then
     python3 -m pip install --quiet pillow pyvips pyvips-binary
 fi
-cargo run --quiet --release -p atelier-bench -- "${1:-7}"
+cargo build --quiet --release -p atelier-cli -p atelier-bench
+export ATELIER_BENCH_COMMAND="bench/imaging.sh $*"
+cargo run --quiet --release -p atelier-bench -- "$@"

@@ -65,6 +65,10 @@ pub struct Inputs {
     pub max_redirects: usize,
     pub max_pixels: u64,
     pub max_side: u32,
+    /// Most frames an animated input (GIF, WebP, APNG) may have.
+    pub max_frames: u32,
+    /// Most pixels over all the frames of an animated input.
+    pub max_total_pixels: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -117,6 +121,8 @@ impl Default for Inputs {
             max_redirects: 3,
             max_pixels: 40_000_000,
             max_side: 8192,
+            max_frames: 100,
+            max_total_pixels: 400_000_000,
         }
     }
 }

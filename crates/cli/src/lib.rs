@@ -53,6 +53,8 @@ pub fn builtin_tools(config: &Config) -> Registry {
         limits: atelier_imaging::Limits {
             max_pixels: config.inputs.max_pixels,
             max_side: config.inputs.max_side,
+            max_frames: config.inputs.max_frames,
+            max_total_pixels: config.inputs.max_total_pixels,
         },
     })
 }

@@ -88,13 +88,10 @@ impl BgModel {
 
     /// The background candidate (spatial prediction or a cluster mean) closest to `c`.
     pub(crate) fn nearest_background(&self, c: [f32; 3], u: f32, v: f32) -> [f32; 3] {
-        let mut cands: Vec<[f32; 3]> = self.clusters.iter().map(|k| k.mean).collect();
-        if let Some(p) = &self.poly {
-            cands.push(p.predict(u, v));
-        }
+        let spatial = self.poly.as_ref().map(|p| p.predict(u, v));
         let mut best = self.plate(u, v);
         let mut bd = f32::INFINITY;
-        for k in cands {
+        for k in self.clusters.iter().map(|k| k.mean).chain(spatial) {
             let d = (0..3).map(|i| (k[i] - c[i]).powi(2)).sum::<f32>();
             if d < bd {
                 bd = d;

@@ -2,7 +2,6 @@
 
 use std::io::Cursor;
 
-use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::{CompressionType, FilterType as PngFilterType, PngEncoder};
 use image::codecs::webp::WebPEncoder;
 use image::metadata::Orientation;
@@ -10,27 +9,35 @@ use image::{ColorType, DynamicImage, ImageDecoder, ImageError, ImageFormat, Imag
 
 use crate::composite::flatten;
 use crate::error::ImagingError;
+use crate::frames;
 
 /// JPEG quality used by [`encode`].
 pub const JPEG_QUALITY: u8 = 90;
 
-/// Size limits enforced by [`decode`] from the image header, before any pixel data is decoded.
+/// Size limits enforced by [`decode`] from the image header and the container structure, before
+/// any pixel data is decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Maximum `width * height`.
     pub max_pixels: u64,
     /// Maximum width and maximum height.
     pub max_side: u32,
+    /// Maximum number of frames of an animated input (GIF, animated WebP, APNG).
+    pub max_frames: u32,
+    /// Maximum `width * height * frames` of an animated input, every frame counted at the
+    /// canvas size.
+    pub max_total_pixels: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_pixels: 40_000_000, max_side: 8192 }
+        Limits { max_pixels: 40_000_000, max_side: 8192, max_frames: 100, max_total_pixels: 400_000_000 }
     }
 }
 
 impl Limits {
-    /// `Ok` when a `width`×`height` image is within these limits.
+    /// `Ok` when a `width`×`height` image is within [`max_pixels`](Self::max_pixels) and
+    /// [`max_side`](Self::max_side).
     pub fn check(&self, width: u32, height: u32) -> Result<(), ImagingError> {
         let pixels = u64::from(width) * u64::from(height);
         if width > self.max_side || height > self.max_side || pixels > self.max_pixels {
@@ -152,11 +159,15 @@ fn decode_error(e: ImageError, width: u32, height: u32) -> ImagingError {
     }
 }
 
-/// Decodes an image after checking its header dimensions against `limits`.
+/// Decodes an image after checking its header dimensions and frames against `limits`.
 ///
 /// The format is sniffed from magic bytes; the header is parsed for the dimensions and
-/// [`ImagingError::TooLarge`] is returned before any pixel data is decoded. The decoder itself is
-/// also given matching limits. GIFs yield their first frame. EXIF orientation (JPEG/WebP) is
+/// [`ImagingError::TooLarge`] is returned before any pixel data is decoded. Animated inputs (GIF,
+/// animated WebP, APNG) have their frames counted from the container structure (the APNG
+/// `acTL` header, the GIF blocks, the WebP `ANMF` chunks) without decompressing any of them, and
+/// [`ImagingError::TooManyFrames`] is returned at the first frame over
+/// [`Limits::max_frames`] or [`Limits::max_total_pixels`]. The decoder itself is also given
+/// matching limits. Animated inputs yield their first frame. EXIF orientation (JPEG/WebP) is
 /// applied so the returned image is upright.
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<DynamicImage, ImagingError> {
     let format = sniff(bytes).ok_or(ImagingError::UnsupportedFormat)?;
@@ -168,6 +179,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<DynamicImage, ImagingErro
         return Err(ImagingError::Decode("the image has no pixels".into()));
     }
     limits.check(width, height)?;
+    frames::check(bytes, format, width, height, limits)?;
 
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format.image_format());
     let mut decoder_limits = image::Limits::default();
@@ -184,8 +196,11 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<DynamicImage, ImagingErro
 
 /// Encodes an image. Deterministic: the same image always gives the same bytes.
 ///
-/// * PNG keeps 8/16-bit grey/RGB(A) as is (float images are converted to 8-bit).
-/// * JPEG uses quality [`JPEG_QUALITY`]; images with alpha are flattened onto white first.
+/// * PNG keeps 8/16-bit grey/RGB(A) as is (float images are converted to 8-bit); zlib level 3
+///   with one filter for the whole image, the one that compresses a few sample bands best.
+/// * JPEG uses quality [`JPEG_QUALITY`], baseline, 4:2:0 chroma subsampling; 8-bit grey stays
+///   grey; images with alpha are flattened onto white first. Sides are at most 65 535 (the
+///   format's limit).
 /// * WebP is lossless, 8-bit RGB or RGBA.
 pub fn encode(img: &DynamicImage, format: OutputFormat) -> Result<Vec<u8>, ImagingError> {
     if img.width() == 0 || img.height() == 0 {
@@ -194,28 +209,19 @@ pub fn encode(img: &DynamicImage, format: OutputFormat) -> Result<Vec<u8>, Imagi
     let mut out = Vec::new();
     let has_alpha = img.color().has_alpha();
     let result = match format {
-        OutputFormat::Png => {
-            // Fast (fdeflate) compression with adaptive per-row filters: several times faster than
-            // the default level for slightly larger files; still deterministic.
-            let encoder =
-                PngEncoder::new_with_quality(&mut out, CompressionType::Fast, PngFilterType::Adaptive);
-            match img.color() {
-                ColorType::L8
-                | ColorType::La8
-                | ColorType::Rgb8
-                | ColorType::Rgba8
-                | ColorType::L16
-                | ColorType::La16
-                | ColorType::Rgb16
-                | ColorType::Rgba16 => img.write_with_encoder(encoder),
-                _ if has_alpha => DynamicImage::ImageRgba8(img.to_rgba8()).write_with_encoder(encoder),
-                _ => DynamicImage::ImageRgb8(img.to_rgb8()).write_with_encoder(encoder),
-            }
-        }
-        OutputFormat::Jpeg => {
-            let rgb = if has_alpha { flatten(&img.to_rgba8(), [255, 255, 255]) } else { img.to_rgb8() };
-            encode_jpeg(&rgb, &mut out)
-        }
+        OutputFormat::Png => match img.color() {
+            ColorType::L8
+            | ColorType::La8
+            | ColorType::Rgb8
+            | ColorType::Rgba8
+            | ColorType::L16
+            | ColorType::La16
+            | ColorType::Rgb16
+            | ColorType::Rgba16 => encode_png(img, &mut out),
+            _ if has_alpha => encode_png(&DynamicImage::ImageRgba8(img.to_rgba8()), &mut out),
+            _ => encode_png(&DynamicImage::ImageRgb8(img.to_rgb8()), &mut out),
+        },
+        OutputFormat::Jpeg => encode_jpeg(img, &mut out),
         OutputFormat::Webp => {
             let encoder = WebPEncoder::new_lossless(&mut out);
             if has_alpha {
@@ -229,19 +235,99 @@ pub fn encode(img: &DynamicImage, format: OutputFormat) -> Result<Vec<u8>, Imagi
     Ok(out)
 }
 
-/// Baseline JPEG at [`JPEG_QUALITY`] with 4:4:4 chroma (as `image`'s encoder), through the
-/// SIMD `jpeg-encoder` crate; falls back to `image`'s encoder for sizes it cannot take
-/// (sides above 65 535).
-fn encode_jpeg(rgb: &RgbImage, out: &mut Vec<u8>) -> Result<(), ImageError> {
-    if let (Ok(w), Ok(h)) = (u16::try_from(rgb.width()), u16::try_from(rgb.height())) {
-        let mut encoder = jpeg_encoder::Encoder::new(&mut *out, JPEG_QUALITY);
-        encoder.set_sampling_factor(jpeg_encoder::SamplingFactor::R_4_4_4);
-        return encoder.encode(rgb.as_raw(), w, h, jpeg_encoder::ColorType::Rgb).map_err(|e| {
-            ImageError::Encoding(image::error::EncodingError::new(
-                image::error::ImageFormatHint::Exact(ImageFormat::Jpeg),
-                e,
-            ))
-        });
+/// zlib level of PNG output: on the benchmark scene level 3 gives files about 5 % larger than
+/// level 6 in less than half its time (see docs/DECISIONS.md).
+const PNG_LEVEL: u8 = 3;
+
+/// Rows in each sample band [`png_filter`] compresses.
+const PNG_SAMPLE_ROWS: u32 = 16;
+
+/// Number of sample bands, spread evenly over the image height.
+const PNG_SAMPLE_BANDS: u32 = 4;
+
+/// PNG at zlib level [`PNG_LEVEL`] with the filter [`png_filter`] picks for this image.
+fn encode_png(img: &DynamicImage, out: &mut Vec<u8>) -> Result<(), ImageError> {
+    let filter = png_filter(img)?;
+    img.write_with_encoder(PngEncoder::new_with_quality(out, CompressionType::Level(PNG_LEVEL), filter))
+}
+
+/// The PNG filter that gives the smallest output on a few sample row bands of `img` (the whole
+/// image when it is short). A function of the pixels only, so encoding stays deterministic.
+///
+/// One filter for the whole image compresses better here than the per-row "adaptive" heuristic
+/// (minimum sum of absolute differences), which often switches to a filter that deflate does
+/// worse on; sampling costs about a tenth of the encode.
+fn png_filter(img: &DynamicImage) -> Result<PngFilterType, ImageError> {
+    const CANDIDATES: [PngFilterType; 5] = [
+        PngFilterType::Sub,
+        PngFilterType::Up,
+        PngFilterType::Avg,
+        PngFilterType::Paeth,
+        PngFilterType::Adaptive,
+    ];
+    let (w, h) = (img.width(), img.height());
+    let bands: Vec<DynamicImage> = if h <= PNG_SAMPLE_ROWS * PNG_SAMPLE_BANDS * 2 {
+        vec![img.clone()]
+    } else {
+        (0..PNG_SAMPLE_BANDS)
+            .map(|i| {
+                // Band i starts at (2i + 1) / (2n) of the free height: evenly spread, no edges.
+                let free = u64::from(h - PNG_SAMPLE_ROWS);
+                let y = (free * u64::from(2 * i + 1) / u64::from(2 * PNG_SAMPLE_BANDS)) as u32;
+                img.crop_imm(0, y, w, PNG_SAMPLE_ROWS)
+            })
+            .collect()
+    };
+    let mut best = (usize::MAX, PngFilterType::Adaptive);
+    let mut buf = Vec::new();
+    for filter in CANDIDATES {
+        let mut size = 0;
+        for band in &bands {
+            buf.clear();
+            band.write_with_encoder(PngEncoder::new_with_quality(
+                &mut buf,
+                CompressionType::Level(PNG_LEVEL),
+                filter,
+            ))?;
+            size += buf.len();
+        }
+        // Strictly smaller: ties keep the earlier candidate.
+        if size < best.0 {
+            best = (size, filter);
+        }
     }
-    rgb.write_with_encoder(JpegEncoder::new_with_quality(out, JPEG_QUALITY))
+    Ok(best.1)
+}
+
+/// Baseline JPEG at [`JPEG_QUALITY`] with 4:2:0 chroma (libjpeg's and Pillow's default) through
+/// the SIMD `jpeg-encoder` crate. 8-bit RGB and grey images are read in place; others are
+/// converted (alpha flattened onto white) first.
+fn encode_jpeg(img: &DynamicImage, out: &mut Vec<u8>) -> Result<(), ImageError> {
+    let err = |e: jpeg_encoder::EncodingError| {
+        ImageError::Encoding(image::error::EncodingError::new(
+            image::error::ImageFormatHint::Exact(ImageFormat::Jpeg),
+            e,
+        ))
+    };
+    let (Ok(w), Ok(h)) = (u16::try_from(img.width()), u16::try_from(img.height())) else {
+        return Err(ImageError::Limits(image::error::LimitError::from_kind(
+            image::error::LimitErrorKind::DimensionError,
+        )));
+    };
+    let converted: RgbImage;
+    let (data, color) = match img {
+        DynamicImage::ImageRgb8(rgb) => (rgb.as_raw().as_slice(), jpeg_encoder::ColorType::Rgb),
+        DynamicImage::ImageLuma8(grey) => (grey.as_raw().as_slice(), jpeg_encoder::ColorType::Luma),
+        _ => {
+            converted = if img.color().has_alpha() {
+                flatten(&img.to_rgba8(), [255, 255, 255])
+            } else {
+                img.to_rgb8()
+            };
+            (converted.as_raw().as_slice(), jpeg_encoder::ColorType::Rgb)
+        }
+    };
+    let mut encoder = jpeg_encoder::Encoder::new(out, JPEG_QUALITY);
+    encoder.set_sampling_factor(jpeg_encoder::SamplingFactor::R_4_2_0);
+    encoder.encode(data, w, h, color).map_err(err)
 }

@@ -102,6 +102,14 @@ impl Canvas {
 
     /// Fills a shape; `shade(x, y)` multiplies the colour (for simple lighting).
     pub(crate) fn fill(&mut self, shape: &Shape, colour: Colour, shade: impl Fn(f32, f32) -> f32) {
+        self.fill_with(shape, |x, y| {
+            let k = shade(x, y);
+            [colour[0] * k, colour[1] * k, colour[2] * k]
+        });
+    }
+
+    /// Fills a shape with a per-pixel colour `paint(x, y)` (for patterns), anti-aliased.
+    pub(crate) fn fill_with(&mut self, shape: &Shape, paint: impl Fn(f32, f32) -> Colour) {
         let b = shape.bounds();
         let x0 = (b[0] - 1.0).floor().max(0.0) as u32;
         let y0 = (b[1] - 1.0).floor().max(0.0) as u32;
@@ -114,10 +122,10 @@ impl Canvas {
                 if cov <= 0.0 {
                     continue;
                 }
-                let k = shade(p[0], p[1]);
+                let colour = paint(p[0], p[1]);
                 let dst = &mut self.px[(y * self.w + x) as usize];
                 for c in 0..3 {
-                    dst[c] += (colour[c] * k - dst[c]) * cov;
+                    dst[c] += (colour[c] - dst[c]) * cov;
                 }
             }
         }
@@ -146,5 +154,15 @@ mod tests {
         assert_eq!(img.get_pixel(10, 16).0, [0; 3]);
         assert_eq!(img.get_pixel(2, 2).0, [100; 3]);
         assert_eq!(img.get_pixel(6, 2).0, [0; 3]);
+    }
+
+    #[test]
+    fn fill_with_paints_per_pixel() {
+        let mut c = Canvas::new(20, 10, |_, _| [0.0; 3]);
+        let rect = Shape::Polygon(vec![[0.0, 0.0], [20.0, 0.0], [20.0, 10.0], [0.0, 10.0]]);
+        c.fill_with(&rect, |x, _| if x < 10.0 { [200.0; 3] } else { [50.0; 3] });
+        let img = c.into_image();
+        assert_eq!(img.get_pixel(3, 5).0, [200; 3]);
+        assert_eq!(img.get_pixel(15, 5).0, [50; 3]);
     }
 }

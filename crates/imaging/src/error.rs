@@ -17,6 +17,20 @@ pub enum ImagingError {
         /// Height declared by the image header.
         height: u32,
     },
+    /// An animated image has more frames, or more pixels over all its frames, than the
+    /// configured [`crate::Limits`] allow. Counting stops at the first frame over the limits.
+    #[error(
+        "animated image is too large (at least {frames} frames of {width}x{height} pixels); \
+         please upload fewer frames or a smaller animation"
+    )]
+    TooManyFrames {
+        /// Frames counted when the limit was exceeded (the file may hold more).
+        frames: u32,
+        /// Canvas width declared by the image header.
+        width: u32,
+        /// Canvas height declared by the image header.
+        height: u32,
+    },
     /// The image could not be decoded (corrupt or truncated data).
     #[error("the image could not be read: {0}")]
     Decode(String),

@@ -66,57 +66,21 @@ impl Plane {
         top * (1.0 - fy) + bottom * fy
     }
 
-    pub(crate) fn mul(&self, other: &Plane) -> Plane {
-        Plane { w: self.w, h: self.h, data: self.data.iter().zip(&other.data).map(|(a, b)| a * b).collect() }
-    }
-
     /// Mean over the `(2r+1)²` window clipped to the image (so borders are not darkened).
     pub(crate) fn box_mean(&self, r: usize) -> Plane {
         let (w, h) = (self.w, self.h);
         if w == 0 || h == 0 {
             return self.clone();
         }
-        let mut tmp = vec![0f32; w * h];
-        let mut prefix = vec![0f64; w + 1];
-        let inv_n: Vec<f64> =
-            (0..w).map(|x| 1.0 / ((x + r + 1).min(w) - x.saturating_sub(r)) as f64).collect();
-        for (row, dst) in self.data.chunks_exact(w).zip(tmp.chunks_exact_mut(w)) {
-            for x in 0..w {
-                prefix[x + 1] = prefix[x] + f64::from(row[x]);
-            }
-            for x in 0..w {
-                let lo = x.saturating_sub(r);
-                let hi = (x + r + 1).min(w);
-                dst[x] = ((prefix[hi] - prefix[lo]) * inv_n[x]) as f32;
-            }
-        }
-        // Vertical pass: a running sum of the rows in the window (row-contiguous, O(w) extra
-        // memory, vectorisable).
         let mut out = vec![0f32; w * h];
-        let mut acc = vec![0f64; w];
-        let add = |acc: &mut [f64], row: &[f32], sign: f64| {
-            for (a, &v) in acc.iter_mut().zip(row) {
-                *a += sign * f64::from(v);
-            }
-        };
-        for y in 0..r.min(h) {
-            add(&mut acc, &tmp[y * w..(y + 1) * w], 1.0);
-        }
-        for y in 0..h {
-            let hi = y + r + 1;
-            if hi <= h {
-                add(&mut acc, &tmp[(hi - 1) * w..hi * w], 1.0);
-            }
-            if y > r {
-                let lo = y - r - 1;
-                add(&mut acc, &tmp[lo * w..(lo + 1) * w], -1.0);
-            }
-            let n = (hi.min(h) - y.saturating_sub(r)) as f64;
-            let inv = 1.0 / n;
-            for (o, &a) in out[y * w..(y + 1) * w].iter_mut().zip(&acc) {
-                *o = (a * inv) as f32;
-            }
-        }
+        box_mean_rows(
+            w,
+            h,
+            1,
+            r,
+            |y, row| row.copy_from_slice(&self.data[y * w..(y + 1) * w]),
+            |y, row| out[y * w..(y + 1) * w].copy_from_slice(row),
+        );
         Plane { w, h, data: out }
     }
 
@@ -177,6 +141,112 @@ impl Plane {
         }
         Plane { w, h, data: out }
     }
+}
+
+/// Most interleaved channels [`box_mean_rows`] filters at once.
+pub(crate) const BOX_MAX_CHANNELS: usize = 16;
+
+/// Streaming box mean of `c` interleaved channels (`c ≤` [`BOX_MAX_CHANNELS`]) of a `w`×`h`
+/// image over `(2r+1)²` windows clipped to the image (borders are not darkened).
+///
+/// `fill(y, row)` writes input row `y` (`w·c` values); it is called once per row, in order.
+/// `emit(y, row)` receives the means of row `y`, in order. Only `2r+1` horizontally summed
+/// rows are held (`O(r·w·c)` memory, no whole-image temporaries); sums run in `f64`, so the
+/// running additions and subtractions do not drift.
+pub(crate) fn box_mean_rows(
+    w: usize,
+    h: usize,
+    c: usize,
+    r: usize,
+    mut fill: impl FnMut(usize, &mut [f32]),
+    mut emit: impl FnMut(usize, &[f32]),
+) {
+    assert!(c <= BOX_MAX_CHANNELS, "box_mean_rows: {c} channels");
+    if w == 0 || h == 0 || c == 0 {
+        return;
+    }
+    let wc = w * c;
+    // Live rows form a contiguous range of at most `min(2r+1, h)` rows: distinct slots.
+    let slots = (2 * r + 1).min(h);
+    let mut input = vec![0f32; wc];
+    let mut ring = vec![0f32; slots * wc];
+    let mut vacc = vec![0f64; wc];
+    let mut out = vec![0f32; wc];
+    let inv_nx: Vec<f64> = (0..w).map(|x| 1.0 / ((x + r + 1).min(w) - x.saturating_sub(r)) as f64).collect();
+    let mut load = |y: usize, ring: &mut [f32], vacc: &mut [f64]| {
+        fill(y, &mut input);
+        let slot = &mut ring[(y % slots) * wc..(y % slots + 1) * wc];
+        hsum(&input, slot, c, r);
+        for (a, &v) in vacc.iter_mut().zip(slot.iter()) {
+            *a += f64::from(v);
+        }
+    };
+    for y in 0..r.min(h) {
+        load(y, &mut ring, &mut vacc);
+    }
+    for y in 0..h {
+        if y > r {
+            let s = (y - r - 1) % slots;
+            for (a, &v) in vacc.iter_mut().zip(&ring[s * wc..(s + 1) * wc]) {
+                *a -= f64::from(v);
+            }
+        }
+        if y + r < h {
+            load(y + r, &mut ring, &mut vacc);
+        }
+        let inv_ny = 1.0 / ((y + r + 1).min(h) - y.saturating_sub(r)) as f64;
+        for ((o, a), &inv) in out.chunks_exact_mut(c).zip(vacc.chunks_exact(c)).zip(&inv_nx) {
+            let f = inv * inv_ny;
+            for (o, &a) in o.iter_mut().zip(a) {
+                *o = (a * f) as f32;
+            }
+        }
+        emit(y, &out);
+    }
+}
+
+/// Horizontal window sums (`(2r+1)` wide, clipped) of `c` interleaved channels.
+fn hsum(src: &[f32], dst: &mut [f32], c: usize, r: usize) {
+    let w = src.len() / c;
+    let mut acc = [0f64; BOX_MAX_CHANNELS];
+    let acc = &mut acc[..c];
+    for x in 0..r.min(w) {
+        for (a, &v) in acc.iter_mut().zip(&src[x * c..(x + 1) * c]) {
+            *a += f64::from(v);
+        }
+    }
+    for x in 0..w {
+        if x + r < w {
+            let i = (x + r) * c;
+            for (a, &v) in acc.iter_mut().zip(&src[i..i + c]) {
+                *a += f64::from(v);
+            }
+        }
+        if x > r {
+            let i = (x - r - 1) * c;
+            for (a, &v) in acc.iter_mut().zip(&src[i..i + c]) {
+                *a -= f64::from(v);
+            }
+        }
+        for (d, &a) in dst[x * c..(x + 1) * c].iter_mut().zip(acc.iter()) {
+            *d = a as f32;
+        }
+    }
+}
+
+/// Bilinear tap for pixel-centre coordinate `f` into `0..n` (`n ≥ 1`), clamped at the
+/// borders: the two indices and the weight of the second (as [`Plane::sample`] uses).
+#[inline]
+pub(crate) fn tap(f: f32, n: usize) -> (usize, usize, f32) {
+    let f = f.max(0.0).min((n - 1) as f32);
+    let i0 = f as usize;
+    (i0, (i0 + 1).min(n - 1), f - i0 as f32)
+}
+
+/// Bilinear taps of every output column (or row) when `n_out` pixels are mapped onto `n_in`.
+pub(crate) fn taps(n_out: usize, n_in: usize) -> Vec<(usize, usize, f32)> {
+    let s = n_in as f32 / n_out as f32;
+    (0..n_out).map(|x| tap((x as f32 + 0.5) * s - 0.5, n_in)).collect()
 }
 
 /// Normalised Gaussian kernel of radius `ceil(3σ)`.

@@ -5,8 +5,8 @@
 //! This crate owns:
 //!
 //! * **Codecs with limits** ([`sniff`], [`decode`], [`encode`]): format detection by magic
-//!   bytes, header-only size checks against [`Limits`] *before* any pixel is decoded, and
-//!   deterministic PNG / JPEG / WebP encoding.
+//!   bytes, size and frame-count checks against [`Limits`] (from the header and the container
+//!   structure) *before* any pixel is decoded, and deterministic PNG / JPEG / WebP encoding.
 //! * **Masks and matting** ([`subject_mask`], [`remove_background`]): a background model
 //!   estimated from the image border (colour clusters with covariances plus a smooth spatial
 //!   fit), hysteresis thresholding, connected-component cleanup, hole filling and a
@@ -40,6 +40,7 @@ mod draw;
 mod error;
 mod filter;
 mod fir;
+mod frames;
 mod geom;
 mod hash;
 mod mask;
@@ -56,11 +57,11 @@ pub use hash::seed_from;
 pub use mask::subject_mask;
 pub use matte::remove_background;
 pub use preview::fabric::{fabric, FabricSource};
-pub use preview::model::{virtual_model, ModelDescription, MODEL_HEIGHT, MODEL_WIDTH};
+pub use preview::model::{virtual_model, ModelDescription, ModelTier, MODEL_HEIGHT, MODEL_WIDTH};
 pub use preview::multipose::multipose;
 pub use preview::product::{product_placement, product_shoot, ProductPlacement, PRODUCT_LONG_SIDE};
-pub use preview::sketch::sketch_to_dress;
-pub use preview::tryon::tryon;
+pub use preview::sketch::{sketch_to_dress, SketchMode, SketchOptions};
+pub use preview::tryon::{tryon, GarmentSize, TryOn, TryOnModel};
 pub use preview::GarmentRegion;
 pub use reframe::{parse_aspect, reframe, ReframeMode, AUTO_MIN_KEEP, EXTEND_MAX_PIXELS};
 pub use resize::{downscale, gaussian_blur, resize, upscale, MAX_UPSCALE_FACTOR};

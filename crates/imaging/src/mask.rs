@@ -16,8 +16,8 @@ use image::imageops::FilterType;
 use image::{DynamicImage, GrayImage, Luma, RgbImage};
 
 use crate::background::{fit_model, BgModel};
-use crate::filter::Plane;
-use crate::geom::{mask_bbox, Rect};
+use crate::filter::{tap, taps, Plane};
+use crate::geom::Rect;
 
 /// Long-side cap of the resolution at which the background model and mask are computed.
 pub(crate) const WORK_MAX_SIDE: u32 = 768;
@@ -64,17 +64,26 @@ pub(crate) fn work_size(w: u32, h: u32) -> (u32, u32) {
 pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
     let (width, height) = (img.width(), img.height());
     let (ww, wh) = work_size(width, height);
-    let rgba = img.to_rgba8();
-    let rgb = DynamicImage::ImageRgba8(rgba.clone()).to_rgb8();
+    // Borrow the pixels when the input is already RGB8: the full-resolution image is only
+    // read once, by the downscale.
+    let owned;
+    let rgb = match img {
+        DynamicImage::ImageRgb8(rgb) => rgb,
+        _ => {
+            owned = img.to_rgb8();
+            &owned
+        }
+    };
     let work = if (ww, wh) == (width, height) {
-        rgb
+        rgb.clone()
     } else {
-        crate::fir::resize_rgb8(&rgb, ww, wh, FilterType::Triangle)
+        crate::fir::resize_rgb8(rgb, ww, wh, FilterType::Triangle)
     };
     let (wwu, whu) = (ww as usize, wh as usize);
     let n = wwu * whu;
 
     if img.color().has_alpha() && width > 0 && height > 0 {
+        let rgba = img.to_rgba8();
         let total = u64::from(width) * u64::from(height);
         let transparent = rgba.pixels().filter(|p| p[3] < 128).count() as u64;
         if transparent * 200 >= total && transparent * 200 <= total * 199 {
@@ -102,9 +111,10 @@ pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
     }
 
     let model = fit_model(&work);
+    let raw = work.as_raw();
     let dist = Plane::from_fn(wwu, whu, |x, y| {
-        let p = work.get_pixel(x as u32, y as u32);
-        let c = [f32::from(p[0]), f32::from(p[1]), f32::from(p[2])];
+        let i = 3 * (y * wwu + x);
+        let c = [f32::from(raw[i]), f32::from(raw[i + 1]), f32::from(raw[i + 2])];
         // Clamped so a very distinct subject does not bleed into its neighbours when smoothed.
         model.distance(c, (x as f32 + 0.5) / ww as f32, (y as f32 + 0.5) / wh as f32).min(DIST_CLAMP)
     })
@@ -138,6 +148,9 @@ fn suppress_shadows(mut fg: Vec<u8>, work: &RgbImage, model: &BgModel) -> Vec<u8
     let n = w * h;
     let mut k = vec![1f32; n];
     let mut cand = vec![0u8; n];
+    if !fg.contains(&1) {
+        return fg;
+    }
     for (i, (x, y, p)) in work.enumerate_pixels().enumerate() {
         let c = [f32::from(p[0]), f32::from(p[1]), f32::from(p[2])];
         let plate = model.plate((x as f32 + 0.5) / w as f32, (y as f32 + 0.5) / h as f32);
@@ -157,12 +170,15 @@ fn suppress_shadows(mut fg: Vec<u8>, work: &RgbImage, model: &BgModel) -> Vec<u8
     // from chaining onto the subject's outline.
     let cand: Vec<u8> = (0..n)
         .map(|i| {
+            if cand[i] == 0 {
+                return 0;
+            }
             let (x, y) = (i % w, i / w);
             let edge = neighbours(x, y, w, h, true).any(|(nx, ny)| {
                 let j = ny * w + nx;
                 fg[j] != 0 && cand[j] == 0
             });
-            u8::from(cand[i] != 0 && !edge)
+            u8::from(!edge)
         })
         .collect();
     let (labels, comps) = components(&cand, w, h, true);
@@ -372,18 +388,53 @@ fn cleanup(fg: Vec<u8>, dist: &Plane) -> Vec<u8> {
     mask
 }
 
+/// Upsamples a working-resolution 0/1 mask to `width`×`height` (bilinear, threshold ½) one
+/// row at a time: `emit(y, row)` receives each full-resolution row (255 = subject, 0 = not).
+fn upsample_mask_rows(
+    mask: &[u8],
+    ww: usize,
+    wh: usize,
+    width: u32,
+    height: u32,
+    mut emit: impl FnMut(usize, &[u8]),
+) {
+    let (width, height) = (width as usize, height as usize);
+    let mut row = vec![0u8; width];
+    if (ww, wh) == (width, height) {
+        for (y, src) in mask.chunks_exact(ww.max(1)).enumerate() {
+            for (o, &m) in row.iter_mut().zip(src) {
+                *o = m * 255;
+            }
+            emit(y, &row);
+        }
+        return;
+    }
+    let cols = taps(width, ww);
+    let mut vrow = vec![0f32; ww];
+    let sy = wh as f32 / height as f32;
+    for y in 0..height {
+        let (y0, y1, fy) = tap((y as f32 + 0.5) * sy - 0.5, wh);
+        let (a, b) = (&mask[y0 * ww..(y0 + 1) * ww], &mask[y1 * ww..(y1 + 1) * ww]);
+        for ((v, &a), &b) in vrow.iter_mut().zip(a).zip(b) {
+            *v = f32::from(a) * (1.0 - fy) + f32::from(b) * fy;
+        }
+        for (o, &(x0, x1, fx)) in row.iter_mut().zip(&cols) {
+            let v = vrow[x0] * (1.0 - fx) + vrow[x1] * fx;
+            *o = if v >= 0.5 { 255 } else { 0 };
+        }
+        emit(y, &row);
+    }
+}
+
 /// Upsamples a working-resolution 0/1 mask to `width`×`height` (bilinear, threshold ½).
 pub(crate) fn upsample_mask(mask: &[u8], ww: usize, wh: usize, width: u32, height: u32) -> GrayImage {
-    if (ww, wh) == (width as usize, height as usize) {
-        return GrayImage::from_fn(width, height, |x, y| Luma([mask[y as usize * ww + x as usize] * 255]));
-    }
-    let plane = Plane { w: ww, h: wh, data: mask.iter().map(|&m| f32::from(m)).collect() };
-    let sx = ww as f32 / width as f32;
-    let sy = wh as f32 / height as f32;
-    GrayImage::from_fn(width, height, |x, y| {
-        let v = plane.sample((x as f32 + 0.5) * sx - 0.5, (y as f32 + 0.5) * sy - 0.5);
-        Luma([if v >= 0.5 { 255 } else { 0 }])
-    })
+    let mut out = GrayImage::new(width, height);
+    let stride = width as usize;
+    upsample_mask_rows(mask, ww, wh, width, height, |y, row| {
+        let raw: &mut [u8] = &mut out;
+        raw[y * stride..(y + 1) * stride].copy_from_slice(row);
+    });
+    out
 }
 
 /// Binary foreground mask (255 = subject, 0 = background), same size as the input.
@@ -395,27 +446,55 @@ pub(crate) fn upsample_mask(mask: &[u8], ww: usize, wh: usize, width: u32, heigh
 pub fn subject_mask(img: &DynamicImage) -> GrayImage {
     let a = analyse(img);
     match a.source {
-        MaskSource::Alpha => {
-            let rgba = img.to_rgba8();
-            GrayImage::from_fn(a.width, a.height, |x, y| {
-                Luma([if rgba.get_pixel(x, y)[3] >= 128 { 255 } else { 0 }])
-            })
-        }
+        MaskSource::Alpha => alpha_mask(img),
         _ => upsample_mask(&a.mask, a.ww, a.wh, a.width, a.height),
     }
 }
 
-/// Subject bounding box and centroid at full resolution, if a subject was found.
+fn alpha_mask(img: &DynamicImage) -> GrayImage {
+    let rgba = img.to_rgba8();
+    GrayImage::from_fn(rgba.width(), rgba.height(), |x, y| {
+        Luma([if rgba.get_pixel(x, y)[3] >= 128 { 255 } else { 0 }])
+    })
+}
+
+/// Subject bounding box and centroid at full resolution, if a subject was found: those of
+/// [`subject_mask`], computed from its rows as they are upsampled (the full-resolution mask
+/// is never stored).
 pub(crate) fn subject_box(img: &DynamicImage) -> Option<(Rect, [f32; 2])> {
-    let m = subject_mask(img);
-    let r = mask_bbox(&m, 128)?;
+    let a = analyse(img);
+    let mut r = Rect { x0: u32::MAX, y0: u32::MAX, x1: 0, y1: 0 };
     let (mut sx, mut sy, mut n) = (0f64, 0f64, 0f64);
-    for (x, y, p) in m.enumerate_pixels() {
-        if p[0] >= 128 {
-            sx += f64::from(x) + 0.5;
-            sy += f64::from(y) + 0.5;
-            n += 1.0;
+    let mut visit = |y: usize, row: &[u8]| {
+        let mut count = 0u64;
+        let mut xsum = 0u64;
+        for (x, &m) in row.iter().enumerate() {
+            if m >= 128 {
+                count += 1;
+                xsum += x as u64;
+            }
         }
+        if count == 0 {
+            return;
+        }
+        let first = row.iter().position(|&m| m >= 128).unwrap_or(0) as u32;
+        let last = row.iter().rposition(|&m| m >= 128).unwrap_or(0) as u32;
+        r.x0 = r.x0.min(first);
+        r.x1 = r.x1.max(last + 1);
+        r.y0 = r.y0.min(y as u32);
+        r.y1 = r.y1.max(y as u32 + 1);
+        sx += xsum as f64 + 0.5 * count as f64;
+        sy += (y as f64 + 0.5) * count as f64;
+        n += count as f64;
+    };
+    match a.source {
+        MaskSource::Alpha => {
+            let m = alpha_mask(img);
+            for (y, row) in m.chunks_exact(a.width as usize).enumerate() {
+                visit(y, row);
+            }
+        }
+        _ => upsample_mask_rows(&a.mask, a.ww, a.wh, a.width, a.height, visit),
     }
-    Some((r, [(sx / n) as f32, (sy / n) as f32]))
+    (r.x1 > r.x0).then(|| (r, [(sx / n) as f32, (sy / n) as f32]))
 }

@@ -7,74 +7,81 @@
 //! outside to transparent, and semi-transparent edge pixels have the estimated background
 //! colour removed from their colour (decontamination) to avoid halos on new backgrounds.
 
-use image::{DynamicImage, Rgba, RgbaImage};
+use image::{DynamicImage, RgbImage, RgbaImage};
 
-use crate::filter::{smoothstep, to_u8, Plane};
+use crate::filter::{box_mean_rows, smoothstep, tap, taps, to_u8};
 use crate::mask::{analyse, Analysis, MaskSource};
 
 /// Guided-filter regulariser for a colour guide in `0..=1`.
 const EPS: f32 = 2.5e-4;
 
-/// Coefficients of a colour guided filter: `q = a · I + b`.
-struct Coefficients {
-    a: [Plane; 3],
-    b: Plane,
-}
-
-fn guided_filter(guide: &[Plane; 3], p: &Plane, r: usize, eps: f32) -> Coefficients {
-    let mean_i: Vec<Plane> = guide.iter().map(|g| g.box_mean(r)).collect();
-    let mean_p = p.box_mean(r);
-    let cov_ip: Vec<Plane> = (0..3)
-        .map(|c| {
-            let m = guide[c].mul(p).box_mean(r);
-            Plane {
-                w: p.w,
-                h: p.h,
-                data: m
-                    .data
-                    .iter()
-                    .zip(&mean_i[c].data)
-                    .zip(&mean_p.data)
-                    .map(|((ip, i), pp)| ip - i * pp)
-                    .collect(),
+/// Colour guided filter of the 0/1 `mask` guided by `work` (colours in `0..=1`): returns the
+/// box-averaged coefficients of `q = a · I + b`, interleaved per pixel as `[a0, a1, a2, b]`, and
+/// the box mean of the mask. Both box passes stream rows through [`box_mean_rows`] (all 13
+/// guide/mask moments at once), so no whole-image moment planes are allocated.
+fn guided_filter(work: &RgbImage, mask: &[u8], r: usize, eps: f32) -> (Vec<f32>, Vec<f32>) {
+    let (w, h) = (work.width() as usize, work.height() as usize);
+    let raw = work.as_raw();
+    let mut ab = vec![0f32; w * h * 4];
+    let mut mean_p = vec![0f32; w * h];
+    box_mean_rows(
+        w,
+        h,
+        13,
+        r,
+        |y, row| {
+            for (x, o) in row.chunks_exact_mut(13).enumerate() {
+                let i = y * w + x;
+                let g = [0, 1, 2].map(|c| f32::from(raw[3 * i + c]) / 255.0);
+                let p = f32::from(mask[i]);
+                o.copy_from_slice(&[
+                    g[0],
+                    g[1],
+                    g[2],
+                    p,
+                    g[0] * p,
+                    g[1] * p,
+                    g[2] * p,
+                    g[0] * g[0],
+                    g[0] * g[1],
+                    g[0] * g[2],
+                    g[1] * g[1],
+                    g[1] * g[2],
+                    g[2] * g[2],
+                ]);
             }
-        })
-        .collect();
-    let pairs = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)];
-    let var: Vec<Plane> = pairs
-        .iter()
-        .map(|&(i, j)| {
-            let m = guide[i].mul(&guide[j]).box_mean(r);
-            Plane {
-                w: p.w,
-                h: p.h,
-                data: m
-                    .data
-                    .iter()
-                    .zip(&mean_i[i].data)
-                    .zip(&mean_i[j].data)
-                    .map(|((v, a), b)| v - a * b)
-                    .collect(),
+        },
+        |y, row| {
+            for (x, m) in row.chunks_exact(13).enumerate() {
+                let i = y * w + x;
+                let mi = [m[0], m[1], m[2]];
+                let mp = m[3];
+                let cv = [0, 1, 2].map(|c| f64::from(m[4 + c] - mi[c] * mp));
+                let v = |k: usize, a: usize, b: usize| f64::from(m[k] - mi[a] * mi[b]);
+                let e = f64::from(eps);
+                let s = [
+                    [v(7, 0, 0) + e, v(8, 0, 1), v(9, 0, 2)],
+                    [v(8, 0, 1), v(10, 1, 1) + e, v(11, 1, 2)],
+                    [v(9, 0, 2), v(11, 1, 2), v(12, 2, 2) + e],
+                ];
+                let ak = solve_sym3(s, cv);
+                let a = ak.map(|v| v as f32);
+                let b = mp - (0..3).map(|c| a[c] * mi[c]).sum::<f32>();
+                ab[4 * i..4 * i + 4].copy_from_slice(&[a[0], a[1], a[2], b]);
+                mean_p[i] = mp;
             }
-        })
-        .collect();
-    let n = p.w * p.h;
-    let mut a = [Plane::new(p.w, p.h, 0.0), Plane::new(p.w, p.h, 0.0), Plane::new(p.w, p.h, 0.0)];
-    let mut b = Plane::new(p.w, p.h, 0.0);
-    for k in 0..n {
-        let s = [
-            [f64::from(var[0].data[k] + eps), f64::from(var[1].data[k]), f64::from(var[2].data[k])],
-            [f64::from(var[1].data[k]), f64::from(var[3].data[k] + eps), f64::from(var[4].data[k])],
-            [f64::from(var[2].data[k]), f64::from(var[4].data[k]), f64::from(var[5].data[k] + eps)],
-        ];
-        let cv = [f64::from(cov_ip[0].data[k]), f64::from(cov_ip[1].data[k]), f64::from(cov_ip[2].data[k])];
-        let ak = solve_sym3(s, cv);
-        for c in 0..3 {
-            a[c].data[k] = ak[c] as f32;
-        }
-        b.data[k] = mean_p.data[k] - (0..3).map(|c| ak[c] as f32 * mean_i[c].data[k]).sum::<f32>();
-    }
-    Coefficients { a: [a[0].box_mean(r), a[1].box_mean(r), a[2].box_mean(r)], b: b.box_mean(r) }
+        },
+    );
+    let mut coef = vec![0f32; w * h * 4];
+    box_mean_rows(
+        w,
+        h,
+        4,
+        r,
+        |y, row| row.copy_from_slice(&ab[4 * y * w..4 * (y + 1) * w]),
+        |y, row| coef[4 * y * w..4 * (y + 1) * w].copy_from_slice(row),
+    );
+    (coef, mean_p)
 }
 
 /// Solves `s x = v` for a symmetric positive-definite 3×3 `s` (Cramer's rule).
@@ -122,60 +129,93 @@ pub(crate) fn cutout(img: &DynamicImage, an: &Analysis) -> RgbaImage {
         MaskSource::Model(m) => m,
     };
     let (ww, wh) = (an.ww, an.wh);
-    let guide: [Plane; 3] = [0, 1, 2]
-        .map(|c| Plane::from_fn(ww, wh, |x, y| f32::from(an.work.get_pixel(x as u32, y as u32)[c]) / 255.0));
-    let p = Plane { w: ww, h: wh, data: an.mask.iter().map(|&m| f32::from(m)).collect() };
     let r = ((ww.min(wh) as f32 / 80.0).round() as usize).clamp(2, 10);
-    let coef = guided_filter(&guide, &p, r, EPS);
+    let (coef, local) = guided_filter(&an.work, &an.mask, r, EPS);
     // Trimap: window fully inside the subject → opaque; fully outside → transparent.
-    let local = p.box_mean(r);
-    let sure_fg = Plane {
-        w: ww,
-        h: wh,
-        data: local.data.iter().map(|&v| if v >= 0.999 { 1.0 } else { 0.0 }).collect(),
-    };
-    let sure_bg = Plane {
-        w: ww,
-        h: wh,
-        data: local.data.iter().map(|&v| if v <= 0.001 { 1.0 } else { 0.0 }).collect(),
-    };
+    let sure_fg: Vec<u8> = local.iter().map(|&v| u8::from(v >= 0.999)).collect();
+    let sure_bg: Vec<u8> = local.iter().map(|&v| u8::from(v <= 0.001)).collect();
+    drop(local);
 
-    let rgb = img.to_rgb8();
-    let (width, height) = (an.width, an.height);
-    let sx = ww as f32 / width as f32;
-    let sy = wh as f32 / height as f32;
-    let mut out = RgbaImage::new(width, height);
-    for (x, y, px) in rgb.enumerate_pixels() {
-        let fx = (x as f32 + 0.5) * sx - 0.5;
-        let fy = (y as f32 + 0.5) * sy - 0.5;
-        let c = [f32::from(px[0]), f32::from(px[1]), f32::from(px[2])];
-        let lo = sure_fg.sample(fx, fy);
-        let hi = (1.0 - sure_bg.sample(fx, fy)).max(lo);
-        let alpha = if lo >= 1.0 {
-            1.0
-        } else if hi <= 0.0 {
-            0.0
-        } else {
-            let q =
-                coef.b.sample(fx, fy) + (0..3).map(|k| coef.a[k].sample(fx, fy) * c[k] / 255.0).sum::<f32>();
-            // A pixel whose own colour the background model explains well cannot be opaque:
-            // this removes the low-level haze the linear model leaves between fine strands.
-            let u = (x as f32 + 0.5) / width as f32;
-            let v = (y as f32 + 0.5) / height as f32;
-            let colour_bound = smoothstep(1.0, 3.0, model.distance(c, u, v));
-            q.clamp(0.0, 1.0).min(colour_bound).max(lo).min(hi)
-        };
-        let mut col = c;
-        if alpha > 0.02 && alpha < 0.98 {
-            let u = (x as f32 + 0.5) / width as f32;
-            let v = (y as f32 + 0.5) / height as f32;
-            let bg = model.nearest_background(c, u, v);
-            let a = alpha.max(0.1);
-            for k in 0..3 {
-                col[k] = ((c[k] - (1.0 - alpha) * bg[k]) / a).clamp(0.0, 255.0);
-            }
+    let owned;
+    let rgb = match img {
+        DynamicImage::ImageRgb8(rgb) => rgb,
+        _ => {
+            owned = img.to_rgb8();
+            &owned
         }
-        out.put_pixel(x, y, Rgba([to_u8(col[0]), to_u8(col[1]), to_u8(col[2]), to_u8(alpha * 255.0)]));
+    };
+    let (width, height) = (an.width, an.height);
+    let cols = taps(width as usize, ww);
+    // Per output row: the trimap and coefficients interpolated vertically (bilinear sampling
+    // is separable), then per pixel only the horizontal interpolation.
+    let mut fg_row = vec![0f32; ww];
+    let mut bg_row = vec![0f32; ww];
+    let mut fg_both = vec![false; ww];
+    let mut bg_both = vec![false; ww];
+    let mut coef_row = vec![0f32; ww * 4];
+    let mut out = RgbaImage::new(width, height);
+    let out_rows = out.chunks_exact_mut(width as usize * 4);
+    for (y, (src, dst)) in rgb.chunks_exact(width as usize * 3).zip(out_rows).enumerate() {
+        let (y0, y1, fy) = taps_row(y, height as usize, wh);
+        let (r0, r1) = (y0 * ww, y1 * ww);
+        for i in 0..ww {
+            let (f0, f1) = (sure_fg[r0 + i], sure_fg[r1 + i]);
+            let (b0, b1) = (sure_bg[r0 + i], sure_bg[r1 + i]);
+            fg_row[i] = f32::from(f0) * (1.0 - fy) + f32::from(f1) * fy;
+            bg_row[i] = f32::from(b0) * (1.0 - fy) + f32::from(b1) * fy;
+            fg_both[i] = f0 & f1 != 0;
+            bg_both[i] = b0 & b1 != 0;
+        }
+        for ((c, &a), &b) in
+            coef_row.iter_mut().zip(&coef[4 * r0..4 * r0 + 4 * ww]).zip(&coef[4 * r1..4 * r1 + 4 * ww])
+        {
+            *c = a * (1.0 - fy) + b * fy;
+        }
+        let v = (y as f32 + 0.5) / height as f32;
+        for (x, (px, o)) in src.chunks_exact(3).zip(dst.chunks_exact_mut(4)).enumerate() {
+            let (x0, x1, fx) = cols[x];
+            o[..3].copy_from_slice(px);
+            if fg_both[x0] && fg_both[x1] {
+                o[3] = 255;
+                continue;
+            }
+            if bg_both[x0] && bg_both[x1] {
+                o[3] = 0;
+                continue;
+            }
+            let c = [f32::from(px[0]), f32::from(px[1]), f32::from(px[2])];
+            let lerp = |row: &[f32], stride: usize, k: usize| {
+                row[x0 * stride + k] * (1.0 - fx) + row[x1 * stride + k] * fx
+            };
+            let lo = lerp(&fg_row, 1, 0);
+            let hi = (1.0 - lerp(&bg_row, 1, 0)).max(lo);
+            let u = (x as f32 + 0.5) / width as f32;
+            let alpha = if lo >= 1.0 {
+                1.0
+            } else if hi <= 0.0 {
+                0.0
+            } else {
+                let q =
+                    lerp(&coef_row, 4, 3) + (0..3).map(|k| lerp(&coef_row, 4, k) * c[k] / 255.0).sum::<f32>();
+                // A pixel whose own colour the background model explains well cannot be opaque:
+                // this removes the low-level haze the linear model leaves between fine strands.
+                let colour_bound = smoothstep(1.0, 3.0, model.distance(c, u, v));
+                q.clamp(0.0, 1.0).min(colour_bound).max(lo).min(hi)
+            };
+            if alpha > 0.02 && alpha < 0.98 {
+                let bg = model.nearest_background(c, u, v);
+                let a = alpha.max(0.1);
+                for k in 0..3 {
+                    o[k] = to_u8(((c[k] - (1.0 - alpha) * bg[k]) / a).clamp(0.0, 255.0));
+                }
+            }
+            o[3] = to_u8(alpha * 255.0);
+        }
     }
     out
+}
+
+/// Bilinear taps of output row `y` of `n_out` rows mapped onto `n_in` rows.
+fn taps_row(y: usize, n_out: usize, n_in: usize) -> (usize, usize, f32) {
+    tap((y as f32 + 0.5) * (n_in as f32 / n_out as f32) - 0.5, n_in)
 }

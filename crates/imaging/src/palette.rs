@@ -102,6 +102,57 @@ pub(crate) fn colours_in(text: &str) -> Vec<Colour> {
     out
 }
 
+/// A repeating garment pattern named in a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Motif {
+    /// `stripe(s)`, `striped`, `pinstripe`, `breton`: vertical stripes.
+    Stripes,
+    /// `check(s)`, `checked`, `checkered`, `plaid`, `gingham`, `tartan`, `houndstooth`.
+    Checks,
+    /// `dot(s)`, `dotted`, `polka`, `spotted`, `spots`.
+    Dots,
+}
+
+/// The first pattern word of a text, if any (stripes win over checks, checks over dots).
+pub(crate) fn motif_in(text: &str) -> Option<Motif> {
+    let ws = words(text);
+    if has_any(&ws, &["stripe", "stripes", "striped", "pinstripe", "breton"]) {
+        Some(Motif::Stripes)
+    } else if has_any(
+        &ws,
+        &["check", "checks", "checked", "checkered", "plaid", "gingham", "tartan", "houndstooth"],
+    ) {
+        Some(Motif::Checks)
+    } else if has_any(&ws, &["dot", "dots", "dotted", "polka", "spotted", "spots"]) {
+        Some(Motif::Dots)
+    } else {
+        None
+    }
+}
+
+impl Motif {
+    /// Weight of the second colour at pattern coordinates `(u, v)`, measured in pattern
+    /// periods (one stripe pair, check or dot cell per unit), soft-edged, in `0..=1`.
+    pub(crate) fn weight(self, u: f32, v: f32) -> f32 {
+        let band = |t: f32| {
+            let c = 0.5 + 0.5 * (std::f32::consts::TAU * t).cos();
+            (c - 0.25).clamp(0.0, 0.2) / 0.2
+        };
+        match self {
+            Motif::Stripes => band(u),
+            Motif::Checks => 0.5 * (band(u) + band(v)),
+            Motif::Dots => {
+                // Dots on a half-drop grid.
+                let row = v.floor();
+                let uu = u + 0.5 * row.rem_euclid(2.0);
+                let (fx, fy) = (uu - uu.floor() - 0.5, v - row - 0.5);
+                let d = (fx * fx + fy * fy).sqrt();
+                (1.0 - (d - 0.22) / 0.06).clamp(0.0, 1.0)
+            }
+        }
+    }
+}
+
 /// Whether any of the words appears in the text.
 pub(crate) fn has_any(words_of_text: &[String], candidates: &[&str]) -> bool {
     words_of_text.iter().any(|w| candidates.contains(&w.as_str()))
@@ -189,6 +240,19 @@ mod tests {
         let h2 = hash_colour("zebra", (0.4, 0.7), (0.5, 0.8));
         assert_eq!(h1, h2);
         assert_ne!(h1, hash_colour("zebras", (0.4, 0.7), (0.5, 0.8)));
+    }
+
+    #[test]
+    fn motif_words_and_weights() {
+        assert_eq!(motif_in("navy pinstripe suit"), Some(Motif::Stripes));
+        assert_eq!(motif_in("red gingham"), Some(Motif::Checks));
+        assert_eq!(motif_in("white polka dots"), Some(Motif::Dots));
+        assert_eq!(motif_in("plain red gown"), None);
+        for m in [Motif::Stripes, Motif::Checks, Motif::Dots] {
+            let ws: Vec<f32> = (0..40).map(|i| m.weight(i as f32 / 20.0, i as f32 / 13.0)).collect();
+            assert!(ws.iter().all(|w| (0.0..=1.0).contains(w)), "{m:?}");
+            assert!(ws.iter().any(|&w| w > 0.9) && ws.iter().any(|&w| w < 0.1), "{m:?} has no contrast");
+        }
     }
 
     #[test]

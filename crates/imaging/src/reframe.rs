@@ -1,10 +1,13 @@
 //! Changing an image's aspect ratio by subject-aware cropping or edge-aware extension.
 
+use std::borrow::Cow;
+
 use image::imageops::FilterType;
-use image::{DynamicImage, Rgba, RgbaImage};
+use image::{DynamicImage, RgbImage, RgbaImage};
 
 use crate::error::ImagingError;
-use crate::filter::{to_u8, Plane};
+use crate::filter::{tap, to_u8, Plane};
+use crate::fir::{resize_rgb8, resize_rgba8};
 use crate::geom::Rect;
 use crate::mask::{analyse, subject_box, MaskSource};
 
@@ -182,9 +185,16 @@ fn extend(img: &DynamicImage, aw: u64, ah: u64) -> DynamicImage {
         return extend(&img.resize_exact(sw0, sh0, FilterType::Triangle), aw, ah);
     }
     let has_alpha = img.color().has_alpha();
-    let src = img.to_rgba8();
-    let ox = i64::from((ew - width) / 2);
-    let oy = i64::from((eh - height) / 2);
+    // Work in the output's channel count: RGB inputs never pay for an alpha channel.
+    let nc = if has_alpha { 4 } else { 3 };
+    let src: Cow<'_, [u8]> = match img {
+        DynamicImage::ImageRgb8(rgb) => Cow::Borrowed(rgb.as_raw()),
+        DynamicImage::ImageRgba8(rgba) => Cow::Borrowed(rgba.as_raw()),
+        _ if has_alpha => Cow::Owned(img.to_rgba8().into_raw()),
+        _ => Cow::Owned(img.to_rgb8().into_raw()),
+    };
+    let ox = (ew - width) as usize / 2;
+    let oy = (eh - height) as usize / 2;
 
     // Blur pyramid on a small copy: the fill only needs low-frequency content far out. The
     // subject is replaced by the estimated background plate there, so it is not mirrored into
@@ -193,75 +203,118 @@ fn extend(img: &DynamicImage, aw: u64, ah: u64) -> DynamicImage {
     let small_scale = (256.0 / long).min(1.0);
     let sw = ((width as f32 * small_scale).round() as u32).max(1);
     let sh = ((height as f32 * small_scale).round() as u32).max(1);
-    let mut small = if (sw, sh) == (width, height) {
-        src.clone()
-    } else {
-        crate::fir::resize_rgba8(&src, sw, sh, FilterType::Triangle)
+    let small = match img {
+        DynamicImage::ImageRgb8(rgb) => {
+            DynamicImage::ImageRgb8(resize_rgb8(rgb, sw, sh, FilterType::Triangle))
+        }
+        DynamicImage::ImageRgba8(rgba) => {
+            DynamicImage::ImageRgba8(resize_rgba8(rgba, sw, sh, FilterType::Triangle))
+        }
+        _ if has_alpha => {
+            DynamicImage::ImageRgba8(resize_rgba8(&img.to_rgba8(), sw, sh, FilterType::Triangle))
+        }
+        _ => DynamicImage::ImageRgb8(resize_rgb8(&img.to_rgb8(), sw, sh, FilterType::Triangle)),
     };
-    remove_subject(img, &mut small);
-    let channels: Vec<Plane> = (0..4)
-        .map(|c| {
-            Plane::from_fn(sw as usize, sh as usize, |x, y| f32::from(small.get_pixel(x as u32, y as u32)[c]))
+    let mut small_raw = small.as_bytes().to_vec();
+    remove_subject(&small, &mut small_raw, nc);
+    let (swu, shu) = (sw as usize, sh as usize);
+    let small_long = sw.max(sh) as f32;
+    // Blur levels (in small-image pixels) reached at increasing distances from the edge,
+    // interleaved like the image.
+    let sigmas = [small_long * 0.006, small_long * 0.02, small_long * 0.05, small_long * 0.12];
+    let levels: Vec<Vec<f32>> = sigmas
+        .iter()
+        .map(|&s| {
+            let planes: Vec<Plane> = (0..nc)
+                .map(|c| {
+                    let data = small_raw.iter().skip(c).step_by(nc).map(|&v| f32::from(v)).collect();
+                    Plane { w: swu, h: shu, data }.gaussian(s.max(0.6))
+                })
+                .collect();
+            (0..swu * shu).flat_map(|i| planes.iter().map(move |p| p.data[i])).collect()
         })
         .collect();
-    let small_long = sw.max(sh) as f32;
-    // Blur levels (in small-image pixels) reached at increasing distances from the edge.
-    let sigmas = [small_long * 0.006, small_long * 0.02, small_long * 0.05, small_long * 0.12];
-    let levels: Vec<Vec<Plane>> =
-        sigmas.iter().map(|&s| channels.iter().map(|p| p.gaussian(s.max(0.6))).collect()).collect();
     // Distance (in original pixels) at which each level is fully reached; 0 = sharp mirror.
     let stops = [0.0, long * 0.02, long * 0.08, long * 0.2, long * 0.45];
 
     let (w, h) = (i64::from(width), i64::from(height));
-    let mut out = RgbaImage::new(ew, eh);
-    for (x, y, o) in out.enumerate_pixels_mut() {
-        let lx = i64::from(x) - ox;
-        let ly = i64::from(y) - oy;
-        if lx >= 0 && ly >= 0 && lx < w && ly < h {
-            *o = *src.get_pixel(lx as u32, ly as u32);
-            continue;
+    let (ewu, ehu) = (ew as usize, eh as usize);
+    // Per output column and row: distance outside the original, mirrored source coordinate
+    // and bilinear taps into the small levels (everything here is separable).
+    let axis = |n_out: usize, off: usize, n: i64| -> Vec<(f32, usize, (usize, usize, f32))> {
+        let ns = ((n as f32 * small_scale).round() as usize).max(1);
+        (0..n_out)
+            .map(|i| {
+                let l = i as i64 - off as i64;
+                let d = (-l).max(l - (n - 1)).max(0) as f32;
+                let m = reflect(l, n);
+                (d, m as usize, tap((m as f32 + 0.5) * small_scale - 0.5, ns))
+            })
+            .collect()
+    };
+    let cols = axis(ewu, ox, w);
+    let rows = axis(ehu, oy, h);
+    let stride = width as usize * nc;
+    let mut out = vec![0u8; ewu * ehu * nc];
+    let mut vrows: Vec<Vec<f32>> = vec![vec![0f32; swu * nc]; levels.len()];
+    for (y, dst) in out.chunks_exact_mut(ewu * nc).enumerate() {
+        let (dy, my, (y0, y1, fy)) = rows[y];
+        let inside_rows = y >= oy && y < oy + height as usize;
+        if inside_rows {
+            let s = (y - oy) * stride;
+            dst[ox * nc..ox * nc + stride].copy_from_slice(&src[s..s + stride]);
         }
-        let dx = (-lx).max(lx - (w - 1)).max(0) as f32;
-        let dy = (-ly).max(ly - (h - 1)).max(0) as f32;
-        let d = (dx * dx + dy * dy).sqrt();
-        let mx = reflect(lx, w);
-        let my = reflect(ly, h);
-        // Which pair of levels to blend.
-        let mut seg = stops.len() - 2;
-        for i in 0..stops.len() - 1 {
-            if d < stops[i + 1] {
-                seg = i;
-                break;
+        for (v, lvl) in vrows.iter_mut().zip(&levels) {
+            let (a, b) = (&lvl[y0 * swu * nc..(y0 + 1) * swu * nc], &lvl[y1 * swu * nc..(y1 + 1) * swu * nc]);
+            for ((v, &a), &b) in v.iter_mut().zip(a).zip(b) {
+                *v = a * (1.0 - fy) + b * fy;
             }
         }
-        let t = ((d - stops[seg]) / (stops[seg + 1] - stops[seg]).max(1e-3)).clamp(0.0, 1.0);
-        let fx = (mx as f32 + 0.5) * small_scale - 0.5;
-        let fy = (my as f32 + 0.5) * small_scale - 0.5;
-        let sample_level = |lvl: usize| -> [f32; 4] {
-            if lvl == 0 {
-                let p = src.get_pixel(mx as u32, my as u32);
-                [0, 1, 2, 3].map(|c| f32::from(p[c]))
-            } else {
-                let planes = &levels[lvl - 1];
-                [0, 1, 2, 3].map(|c| planes[c].sample(fx, fy))
+        let sharp = &src[my * stride..(my + 1) * stride];
+        for (x, o) in dst.chunks_exact_mut(nc).enumerate() {
+            if inside_rows && x >= ox && x < ox + width as usize {
+                continue;
             }
-        };
-        let a = sample_level(seg);
-        let b = sample_level(seg + 1);
-        let s = smooth(t);
-        *o = Rgba([0, 1, 2, 3].map(|c| to_u8(a[c] + (b[c] - a[c]) * s)));
+            let (dx, mx, (x0, x1, fx)) = cols[x];
+            let d = (dx * dx + dy * dy).sqrt();
+            // Which pair of levels to blend.
+            let mut seg = stops.len() - 2;
+            for i in 0..stops.len() - 1 {
+                if d < stops[i + 1] {
+                    seg = i;
+                    break;
+                }
+            }
+            let t = ((d - stops[seg]) / (stops[seg + 1] - stops[seg]).max(1e-3)).clamp(0.0, 1.0);
+            let s = smooth(t);
+            let sample = |lvl: usize, c: usize| -> f32 {
+                if lvl == 0 {
+                    f32::from(sharp[mx * nc + c])
+                } else {
+                    let v = &vrows[lvl - 1];
+                    v[x0 * nc + c] * (1.0 - fx) + v[x1 * nc + c] * fx
+                }
+            };
+            for (c, o) in o.iter_mut().enumerate() {
+                let a = sample(seg, c);
+                let b = sample(seg + 1, c);
+                *o = to_u8(a + (b - a) * s);
+            }
+        }
     }
     if has_alpha {
-        DynamicImage::ImageRgba8(out)
+        RgbaImage::from_raw(ew, eh, out).map(DynamicImage::ImageRgba8).unwrap_or_else(|| img.clone())
     } else {
-        DynamicImage::ImageRgb8(DynamicImage::ImageRgba8(out).to_rgb8())
+        RgbImage::from_raw(ew, eh, out).map(DynamicImage::ImageRgb8).unwrap_or_else(|| img.clone())
     }
 }
 
-/// Replaces the (slightly dilated) subject in `small` by the background plate, when there is a
-/// clear subject on a modelled background (not for full-frame scenes or textures).
-fn remove_subject(img: &DynamicImage, small: &mut RgbaImage) {
-    let an = analyse(img);
+/// Replaces the (slightly dilated) subject in the small copy `small` (its pixels `raw`, `nc`
+/// interleaved channels) by the background plate, when there is a clear subject on a modelled
+/// background (not for full-frame scenes or textures). The mask is analysed on the small copy
+/// itself: the fill only uses it blurred.
+fn remove_subject(small: &DynamicImage, raw: &mut [u8], nc: usize) {
+    let an = analyse(small);
     let MaskSource::Model(model) = &an.source else {
         return;
     };
@@ -283,18 +336,20 @@ fn remove_subject(img: &DynamicImage, small: &mut RgbaImage) {
     if sides > 1 {
         return;
     }
+    // About 4 original pixels of dilation at the usual working scale.
     let mask =
-        Plane { w: an.ww, h: an.wh, data: an.mask.iter().map(|&m| f32::from(m)).collect() }.box_mean(2);
-    let (sw, sh) = small.dimensions();
+        Plane { w: an.ww, h: an.wh, data: an.mask.iter().map(|&m| f32::from(m)).collect() }.box_mean(1);
+    let (sw, sh) = (small.width(), small.height());
     let sx = an.ww as f32 / sw as f32;
     let sy = an.wh as f32 / sh as f32;
-    for (x, y, p) in small.enumerate_pixels_mut() {
-        let m = mask.sample((x as f32 + 0.5) * sx - 0.5, (y as f32 + 0.5) * sy - 0.5);
+    for (i, p) in raw.chunks_exact_mut(nc).enumerate() {
+        let (x, y) = ((i % sw as usize) as f32, (i / sw as usize) as f32);
+        let m = mask.sample((x + 0.5) * sx - 0.5, (y + 0.5) * sy - 0.5);
         if m <= 0.0 {
             continue;
         }
         let k = (m * 4.0).min(1.0);
-        let plate = model.plate((x as f32 + 0.5) / sw as f32, (y as f32 + 0.5) / sh as f32);
+        let plate = model.plate((x + 0.5) / sw as f32, (y + 0.5) / sh as f32);
         for c in 0..3 {
             p[c] = to_u8(f32::from(p[c]) + (plate[c] - f32::from(p[c])) * k);
         }

@@ -1,9 +1,9 @@
 //! Super-resolution by Lanczos3 resampling plus a mild detail-enhancing unsharp mask.
 
 use image::imageops::FilterType;
-use image::{DynamicImage, Rgba, RgbaImage};
+use image::{DynamicImage, RgbImage, Rgba, RgbaImage};
 
-use crate::filter::{to_u8, Plane};
+use crate::filter::{gaussian_kernel, to_u8, Plane};
 
 /// Unsharp-mask strength (fraction of the high-pass detail added back).
 const AMOUNT: f32 = 0.45;
@@ -56,31 +56,108 @@ pub fn upscale(img: &DynamicImage, factor: u32) -> DynamicImage {
         }
         DynamicImage::ImageRgba8(out)
     } else {
-        let mut big = crate::fir::resize_rgb8(&img.to_rgb8(), nw, nh, FilterType::Lanczos3);
-        let lum = Plane::luma(&big);
-        let detail = high_pass(&lum, sigma);
-        for (p, d) in big.pixels_mut().zip(detail) {
-            let d = d * 255.0;
-            for k in 0..3 {
-                p[k] = to_u8(f32::from(p[k]) + d);
-            }
-        }
+        let mut big = match img {
+            DynamicImage::ImageRgb8(rgb) => crate::fir::resize_rgb8(rgb, nw, nh, FilterType::Lanczos3),
+            _ => crate::fir::resize_rgb8(&img.to_rgb8(), nw, nh, FilterType::Lanczos3),
+        };
+        sharpen_rgb(&mut big, sigma);
         DynamicImage::ImageRgb8(big)
     }
+}
+
+/// Adds the thresholded luminance detail (luminance minus its Gaussian blur, see
+/// [`high_pass`]) to every channel of `img`, streaming rows: each row's luminance is blurred
+/// horizontally once into a ring of `2r+1` rows, before the row itself is changed, so no
+/// whole-image planes are allocated.
+fn sharpen_rgb(img: &mut RgbImage, sigma: f32) {
+    let (w, h) = (img.width() as usize, img.height() as usize);
+    if w == 0 || h == 0 {
+        return;
+    }
+    let kernel = gaussian_kernel(sigma);
+    let r = kernel.len() / 2;
+    let slots = (2 * r + 1).min(h);
+    let stride = 3 * w;
+    let raw: &mut [u8] = img;
+    let luma = |row: &[u8], dst: &mut [f32]| {
+        for (d, p) in dst.iter_mut().zip(row.chunks_exact(3)) {
+            *d = (0.299 * f32::from(p[0]) + 0.587 * f32::from(p[1]) + 0.114 * f32::from(p[2])) / 255.0;
+        }
+    };
+    let mut lum = vec![0f32; w];
+    let mut ring = vec![0f32; slots * w];
+    let load = |y: usize, raw: &[u8], ring: &mut [f32], lum: &mut [f32]| {
+        luma(&raw[y * stride..(y + 1) * stride], lum);
+        let s = y % slots;
+        blur_row(lum, &mut ring[s * w..(s + 1) * w], &kernel);
+    };
+    for y in 0..r.min(h) {
+        load(y, raw, &mut ring, &mut lum);
+    }
+    let mut blurred = vec![0f32; w];
+    for y in 0..h {
+        if y + r < h {
+            load(y + r, raw, &mut ring, &mut lum);
+        }
+        blurred.fill(0.0);
+        for (k, &kv) in kernel.iter().enumerate() {
+            let sy = (y + k).saturating_sub(r).min(h - 1) % slots;
+            for (b, &v) in blurred.iter_mut().zip(&ring[sy * w..(sy + 1) * w]) {
+                *b += v * kv;
+            }
+        }
+        let row = &mut raw[y * stride..(y + 1) * stride];
+        luma(row, &mut lum);
+        for ((p, &l), &b) in row.chunks_exact_mut(3).zip(&lum).zip(&blurred) {
+            let d = detail(l, b) * 255.0;
+            for v in p.iter_mut() {
+                *v = to_u8(f32::from(*v) + d);
+            }
+        }
+    }
+}
+
+/// Horizontal Gaussian blur of one row with replicated edges (the row pass of
+/// [`Plane::gaussian`], same order of operations).
+fn blur_row(row: &[f32], dst: &mut [f32], kernel: &[f32]) {
+    let (w, r) = (row.len(), kernel.len() / 2);
+    let edge = |x: usize| {
+        let mut acc = 0.0;
+        for (k, &kv) in kernel.iter().enumerate() {
+            acc += row[(x + k).saturating_sub(r).min(w - 1)] * kv;
+        }
+        acc
+    };
+    if w > 2 * r {
+        dst.fill(0.0);
+        let interior = &mut dst[r..w - r];
+        for (k, &kv) in kernel.iter().enumerate() {
+            for (d, &v) in interior.iter_mut().zip(&row[k..]) {
+                *d += v * kv;
+            }
+        }
+        for x in (0..r).chain(w - r..w) {
+            dst[x] = edge(x);
+        }
+    } else {
+        for x in 0..w {
+            dst[x] = edge(x);
+        }
+    }
+}
+
+/// Thresholded, scaled high-pass detail of luminance `l` with blurred luminance `b`.
+#[inline]
+fn detail(l: f32, b: f32) -> f32 {
+    let d = l - b;
+    let m = (d.abs() - THRESHOLD).max(0.0);
+    AMOUNT * m.copysign(d)
 }
 
 /// Thresholded, scaled high-pass detail of a luminance plane.
 fn high_pass(lum: &Plane, sigma: f32) -> Vec<f32> {
     let blurred = lum.gaussian(sigma);
-    lum.data
-        .iter()
-        .zip(&blurred.data)
-        .map(|(l, b)| {
-            let d = l - b;
-            let m = (d.abs() - THRESHOLD).max(0.0);
-            AMOUNT * m.copysign(d)
-        })
-        .collect()
+    lum.data.iter().zip(&blurred.data).map(|(&l, &b)| detail(l, b)).collect()
 }
 
 /// Resizes to exactly `width`×`height` (each at least 1) with a Lanczos-3 filter and nothing

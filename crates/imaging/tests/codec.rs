@@ -4,6 +4,8 @@ mod common;
 
 use atelier_imaging::image::codecs::gif::GifEncoder;
 use atelier_imaging::image::{DynamicImage, Rgb, RgbImage, Rgba, RgbaImage};
+use std::time::{Duration, Instant};
+
 use atelier_imaging::{decode, encode, sniff, ImagingError, InputFormat, Limits, OutputFormat};
 
 fn sample_rgb(w: u32, h: u32) -> RgbImage {
@@ -139,7 +141,7 @@ fn header_claiming_9000_px_is_too_large_without_decoding() {
     let real = encode(&DynamicImage::ImageRgb8(RgbImage::new(9000, 1)), OutputFormat::Png).unwrap();
     assert!(matches!(decode(&real, &Limits::default()), Err(ImagingError::TooLarge { width: 9000, .. })));
     // The pixel budget applies as well.
-    let limits = Limits { max_pixels: 100, max_side: 8192 };
+    let limits = Limits { max_pixels: 100, ..Limits::default() };
     let small = encode(&DynamicImage::ImageRgb8(RgbImage::new(20, 20)), OutputFormat::Png).unwrap();
     assert_eq!(decode(&small, &limits), Err(ImagingError::TooLarge { width: 20, height: 20 }));
     assert!(decode(&small, &Limits::default()).is_ok());
@@ -193,7 +195,10 @@ fn output_format_metadata() {
     assert_eq!(OutputFormat::from_name(".webp"), Some(OutputFormat::Webp));
     assert_eq!(OutputFormat::from_name("image/png"), Some(OutputFormat::Png));
     assert_eq!(OutputFormat::from_name("tiff"), None);
-    assert_eq!(Limits::default(), Limits { max_pixels: 40_000_000, max_side: 8192 });
+    assert_eq!(
+        Limits::default(),
+        Limits { max_pixels: 40_000_000, max_side: 8192, max_frames: 100, max_total_pixels: 400_000_000 }
+    );
     assert!(!ImagingError::UnsupportedFormat.to_string().is_empty());
     assert!(ImagingError::TooLarge { width: 9000, height: 1 }.to_string().contains("9000x1"));
 }
@@ -202,4 +207,211 @@ fn output_format_metadata() {
 fn encode_rejects_empty_images() {
     let empty = DynamicImage::ImageRgb8(RgbImage::new(0, 0));
     assert!(matches!(encode(&empty, OutputFormat::Png), Err(ImagingError::Encode(_))));
+}
+
+#[test]
+fn encoders_are_deterministic_for_every_format() {
+    let img = DynamicImage::ImageRgb8(sample_rgb(300, 200));
+    for format in [OutputFormat::Png, OutputFormat::Jpeg, OutputFormat::Webp] {
+        assert_eq!(encode(&img, format).unwrap(), encode(&img, format).unwrap(), "{format:?}");
+    }
+}
+
+#[test]
+fn png_round_trip_keeps_grey_and_16_bit() {
+    let grey = DynamicImage::ImageLuma8(atelier_imaging::image::GrayImage::from_fn(33, 17, |x, y| {
+        atelier_imaging::image::Luma([(x * 7 + y) as u8])
+    }));
+    let deep = DynamicImage::ImageRgb16(atelier_imaging::image::ImageBuffer::from_fn(21, 13, |x, y| {
+        Rgb([(x * 3000) as u16, (y * 5000) as u16, 65535])
+    }));
+    for img in [grey, deep] {
+        let back = decode(&encode(&img, OutputFormat::Png).unwrap(), &Limits::default()).unwrap();
+        assert_eq!(back.color(), img.color());
+        assert_eq!(back, img);
+    }
+}
+
+/// An animated GIF of `frames` frames of `w`×`h`, through `image`'s encoder.
+fn gif(frames: usize, w: u32, h: u32) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    {
+        let mut enc = GifEncoder::new(&mut bytes);
+        let frames = (0..frames).map(|i| {
+            let shade = (i * 40 % 256) as u8;
+            atelier_imaging::image::Frame::new(RgbaImage::from_pixel(
+                w,
+                h,
+                Rgba([shade, 0, 255 - shade, 255]),
+            ))
+        });
+        enc.encode_frames(frames).expect("GIF encoding");
+    }
+    bytes
+}
+
+/// A GIF of `frames` 1×1 frames, written block by block (16 bytes a frame).
+fn tiny_frames_gif(frames: usize) -> Vec<u8> {
+    // Header, 1×1 logical screen with a 2-colour global table.
+    let mut gif = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff".to_vec();
+    for _ in 0..frames {
+        // Image descriptor at (0, 0), 1×1, no local table; LZW code size 2; one sub-block
+        // holding clear, index 0, end; the block terminator.
+        gif.extend_from_slice(b"\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02\x44\x01\x00");
+    }
+    gif.push(0x3b);
+    gif
+}
+
+/// An APNG of `frames` frames of `w`×`h`, through the `png` crate.
+fn apng(frames: u32, w: u32, h: u32) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut bytes, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_animated(frames, 0).expect("acTL");
+        let mut writer = enc.write_header().expect("PNG header");
+        for i in 0..frames {
+            let data: Vec<u8> = (0..w * h).flat_map(|_| [(i * 50 % 256) as u8, 90, 200]).collect();
+            writer.write_image_data(&data).expect("APNG frame");
+        }
+        writer.finish().expect("APNG end");
+    }
+    bytes
+}
+
+/// An animated WebP of `frames` copies of `still` (a lossless WebP), assembled chunk by chunk.
+fn animated_webp(still: &[u8], frames: usize, w: u32, h: u32) -> Vec<u8> {
+    // The still's image chunk (VP8L) follows the 12-byte RIFF header.
+    let vp8l = &still[12..];
+    assert_eq!(&vp8l[..4], b"VP8L");
+    let chunk = |kind: &[u8; 4], data: &[u8]| {
+        let mut out = kind.to_vec();
+        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        out.extend_from_slice(data);
+        if data.len() % 2 == 1 {
+            out.push(0);
+        }
+        out
+    };
+    let u24 = |v: u32| v.to_le_bytes()[..3].to_vec();
+    let mut vp8x = vec![0x02, 0, 0, 0]; // animation flag
+    vp8x.extend(u24(w - 1));
+    vp8x.extend(u24(h - 1));
+    let mut body = b"WEBP".to_vec();
+    body.extend(chunk(b"VP8X", &vp8x));
+    body.extend(chunk(b"ANIM", &[255, 255, 255, 255, 0, 0]));
+    for _ in 0..frames {
+        let mut anmf = [u24(0), u24(0), u24(w - 1), u24(h - 1), u24(100)].concat();
+        anmf.push(0);
+        anmf.extend_from_slice(vp8l);
+        body.extend(chunk(b"ANMF", &anmf));
+    }
+    let mut riff = b"RIFF".to_vec();
+    riff.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    riff.extend(body);
+    riff
+}
+
+fn too_many_frames(r: Result<DynamicImage, ImagingError>) -> (u32, u32, u32) {
+    match r {
+        Err(ImagingError::TooManyFrames { frames, width, height }) => (frames, width, height),
+        other => panic!("expected TooManyFrames, got {other:?}"),
+    }
+}
+
+#[test]
+fn gif_frames_are_bounded() {
+    let limits = Limits::default();
+    let at_limit = gif(100, 8, 6);
+    let img = decode(&at_limit, &limits).unwrap();
+    assert_eq!((img.width(), img.height()), (8, 6));
+    // The 101st frame is refused, and counting stops there.
+    assert_eq!(too_many_frames(decode(&gif(101, 8, 6), &limits)), (101, 8, 6));
+    assert_eq!(too_many_frames(decode(&tiny_frames_gif(1_000_000), &limits)), (101, 1, 1));
+    assert!(decode(&tiny_frames_gif(100), &limits).is_ok());
+    // Pixels over all frames: 6 frames of 100×100 exceed 50 000.
+    let limits = Limits { max_total_pixels: 50_000, ..Limits::default() };
+    assert_eq!(too_many_frames(decode(&gif(10, 100, 100), &limits)), (6, 100, 100));
+    assert!(decode(&gif(5, 100, 100), &limits).is_ok());
+}
+
+#[test]
+fn apng_frames_are_bounded_from_the_header() {
+    let limits = Limits::default();
+    let img = decode(&apng(3, 10, 7), &limits).unwrap();
+    assert_eq!((img.width(), img.height()), (10, 7));
+    assert_eq!(too_many_frames(decode(&apng(101, 4, 4), &limits)), (101, 4, 4));
+    let limits = Limits { max_frames: 2, ..Limits::default() };
+    assert_eq!(too_many_frames(decode(&apng(3, 10, 7), &limits)), (3, 10, 7));
+    // A still PNG is one frame whatever the frame limit.
+    let limits = Limits { max_frames: 0, max_total_pixels: 0, ..Limits::default() };
+    assert!(decode(&encode(&DynamicImage::ImageRgb8(sample_rgb(5, 5)), OutputFormat::Png).unwrap(), &limits)
+        .is_ok());
+}
+
+#[test]
+fn webp_frames_are_bounded() {
+    let still = encode(&DynamicImage::ImageRgba8(sample_rgba(6, 4)), OutputFormat::Webp).unwrap();
+    let limits = Limits::default();
+    let img = decode(&animated_webp(&still, 3, 6, 4), &limits).unwrap();
+    assert_eq!((img.width(), img.height()), (6, 4));
+    assert_eq!(too_many_frames(decode(&animated_webp(&still, 101, 6, 4), &limits)), (101, 6, 4));
+    let limits = Limits { max_total_pixels: 60, ..Limits::default() };
+    assert_eq!(too_many_frames(decode(&animated_webp(&still, 3, 6, 4), &limits)), (3, 6, 4));
+}
+
+#[test]
+fn tiny_files_declaring_huge_images_are_refused_fast() {
+    let start = Instant::now();
+    // A PNG header declaring 65535×65535.
+    let png = fake_png_header(65_535, 65_535);
+    assert_eq!(
+        decode(&png, &Limits::default()),
+        Err(ImagingError::TooLarge { width: 65_535, height: 65_535 })
+    );
+    // A GIF logical screen of 60000×60000 holding one 1×1 frame.
+    let mut gif = tiny_frames_gif(1);
+    gif[6..10].copy_from_slice(b"\x60\xea\x60\xea");
+    assert_eq!(
+        decode(&gif, &Limits::default()),
+        Err(ImagingError::TooLarge { width: 60_000, height: 60_000 })
+    );
+    // An APNG declaring four billion frames in 100 bytes.
+    let mut apng = fake_png_header(16, 16);
+    let mut actl = u32::MAX.to_be_bytes().to_vec();
+    actl.extend_from_slice(&0u32.to_be_bytes());
+    apng.splice(33..33, chunk(b"acTL", &actl));
+    assert_eq!(too_many_frames(decode(&apng, &Limits::default())), (u32::MAX, 16, 16));
+    // A million frames of GIF is refused at the 101st.
+    let many = tiny_frames_gif(1_000_000);
+    let start_many = Instant::now();
+    assert_eq!(too_many_frames(decode(&many, &Limits::default())), (101, 1, 1));
+    // Generous bounds for a shared machine: decoding any of these would take far longer.
+    assert!(start_many.elapsed() < Duration::from_millis(200), "{:?}", start_many.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+}
+
+#[test]
+fn too_many_frames_message_is_for_users() {
+    let msg = ImagingError::TooManyFrames { frames: 101, width: 8, height: 6 }.to_string();
+    assert!(msg.contains("101 frames of 8x6"), "{msg}");
+}
+
+#[test]
+fn exif_orientation_is_applied() {
+    // 32×16: red left half, blue right half, tagged "rotate 90° clockwise" (orientation 6).
+    let img = RgbImage::from_fn(32, 16, |x, _| if x < 16 { Rgb([230, 20, 20]) } else { Rgb([20, 20, 230]) });
+    let mut exif = b"Exif\0\0MM\0\x2a\0\0\0\x08".to_vec();
+    exif.extend_from_slice(&[0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0]);
+    let mut bytes = Vec::new();
+    let mut enc = jpeg_encoder::Encoder::new(&mut bytes, 95);
+    enc.add_app_segment(1, &exif).unwrap();
+    enc.encode(img.as_raw(), 32, 16, jpeg_encoder::ColorType::Rgb).unwrap();
+    let back = decode(&bytes, &Limits::default()).unwrap().to_rgb8();
+    assert_eq!((back.width(), back.height()), (16, 32));
+    let (top, bottom) = (back.get_pixel(8, 4).0, back.get_pixel(8, 28).0);
+    assert!(top[0] > 200 && top[2] < 60, "left half turned to the top: {top:?}");
+    assert!(bottom[2] > 200 && bottom[0] < 60, "{bottom:?}");
 }

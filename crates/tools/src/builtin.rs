@@ -3,7 +3,8 @@
 
 use atelier_core::params::Params;
 use atelier_imaging::{
-    self as imaging, FabricSource, GarmentRegion, ModelDescription, OutputFormat, ReframeMode,
+    self as imaging, FabricSource, GarmentRegion, GarmentSize, ModelDescription, ModelTier, OutputFormat,
+    ReframeMode, SketchMode, SketchOptions, TryOn, TryOnModel,
 };
 use atelier_video::{Motion, VideoSpec};
 use bytes::Bytes;
@@ -84,6 +85,71 @@ fn region(category: &str) -> GarmentRegion {
     }
 }
 
+/// The try-on parameters. The three try-on tools share this mapping; each tool's schema decides
+/// which parameters can be present (`garment_size` only on `virtual_tryon_pro_fit`,
+/// `model_name` only on `virtual_tryon`, …), and an absent one takes its default.
+fn tryon_options<'a>(
+    p: &'a Params,
+    pose: Option<&'a DynamicImage>,
+    style: Option<&'a DynamicImage>,
+) -> TryOn<'a> {
+    TryOn {
+        region: region(text(p, "category")),
+        size: GarmentSize::from_name(text(p, "garment_size")).unwrap_or_default(),
+        model: TryOnModel::from_name(text(p, "model_name")).unwrap_or_default(),
+        description: text(p, "garment_description"),
+        pose,
+        style,
+        aspect: aspect(text(p, "aspect_ratio")),
+    }
+}
+
+fn model_description(p: &Params) -> ModelDescription<'_> {
+    ModelDescription {
+        gender: text(p, "gender"),
+        ethnicity: text(p, "ethnicity"),
+        dresstype: text(p, "dresstype"),
+        background: text(p, "background"),
+        age: text(p, "age"),
+        closeup: p.get("closeup").and_then(Value::as_bool).unwrap_or(false),
+        prompt: text(p, "improve_prompt"),
+        tier: ModelTier::from_name(text(p, "model_name")).unwrap_or_default(),
+    }
+}
+
+fn sketch_options(p: &Params) -> SketchOptions<'_> {
+    SketchOptions {
+        female: !text(p, "gender").eq_ignore_ascii_case("male"),
+        mode: SketchMode::from_name(text(p, "mode")).unwrap_or_default(),
+        prompt: text(p, "improve_prompt"),
+    }
+}
+
+/// The video's move: `motion`, or for `auto` the first move the prompt names (`zoom in` /
+/// `push in`, `zoom out` / `pull back`, `pan left`, `pan right`), else `auto`.
+fn video_motion(p: &Params) -> Motion {
+    let motion = text(p, "motion").parse::<Motion>().unwrap_or(Motion::Auto);
+    if motion != Motion::Auto {
+        return motion;
+    }
+    let words: Vec<String> = text(p, "prompt")
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    // The earliest two-word phrase wins.
+    for pair in words.windows(2) {
+        return match (pair[0].as_str(), pair[1].as_str()) {
+            ("zoom" | "push", "in") => Motion::ZoomIn,
+            ("zoom" | "pull", "out" | "back") => Motion::ZoomOut,
+            ("pan", "left") => Motion::PanLeft,
+            ("pan", "right") => Motion::PanRight,
+            _ => continue,
+        };
+    }
+    Motion::Auto
+}
+
 fn execute(job: &Job, limits: &imaging::Limits) -> Result<Vec<Artifact>, ToolError> {
     let p = &job.params;
     let seed = job.seed;
@@ -91,36 +157,14 @@ fn execute(job: &Job, limits: &imaging::Limits) -> Result<Vec<Artifact>, ToolErr
         "virtual_tryon" | "virtual_tryon_pro" | "virtual_tryon_pro_fit" => {
             let model = required(job, "model_image", limits)?;
             let garment = required(job, "garment_image", limits)?;
-            let fit = match text(p, "garment_size") {
-                "S" => 0.92,
-                "L" => 1.08,
-                "XL" => 1.15,
-                _ => 1.0,
-            };
-            let out = DynamicImage::ImageRgb8(imaging::tryon(
-                &model,
-                &garment,
-                region(text(p, "category")),
-                fit,
-                seed,
-            ));
-            let out = match aspect(text(p, "aspect_ratio")) {
-                Some(a) => imaging::reframe(&out, a, ReframeMode::Auto),
-                None => out,
-            };
-            Ok(vec![encode(&out, OutputFormat::Png)?])
+            let pose = image_of(job, "pose_image", limits)?;
+            let style = image_of(job, "style_image", limits)?;
+            let opts = tryon_options(p, pose.as_ref(), style.as_ref());
+            png(imaging::tryon(&model, &garment, &opts, seed)).map(|a| vec![a])
         }
         "virtual_model" => {
             let face = image_of(job, "face_reference", limits)?;
-            let desc = ModelDescription {
-                gender: text(p, "gender"),
-                ethnicity: text(p, "ethnicity"),
-                dresstype: text(p, "dresstype"),
-                background: text(p, "background"),
-                age: text(p, "age"),
-                closeup: p.get("closeup").and_then(Value::as_bool).unwrap_or(false),
-                prompt: text(p, "improve_prompt"),
-            };
+            let desc = model_description(p);
             (0..count(p, "num_outputs"))
                 .map(|i| png(imaging::virtual_model(&desc, face.as_ref(), seed, i)))
                 .collect()
@@ -143,13 +187,7 @@ fn execute(job: &Job, limits: &imaging::Limits) -> Result<Vec<Artifact>, ToolErr
         }
         "sketch_to_dress" => {
             let sketch = required(job, "image", limits)?;
-            png(imaging::sketch_to_dress(
-                &sketch,
-                text(p, "gender") != "male",
-                seed,
-                text(p, "improve_prompt"),
-            ))
-            .map(|a| vec![a])
+            png(imaging::sketch_to_dress(&sketch, &sketch_options(p), seed)).map(|a| vec![a])
         }
         "upscale" => {
             let img = required(job, "image", limits)?;
@@ -178,10 +216,9 @@ fn execute(job: &Job, limits: &imaging::Limits) -> Result<Vec<Artifact>, ToolErr
         }
         "video" => {
             let img = required(job, "image", limits)?.to_rgb8();
-            let motion = text(p, "motion").parse::<Motion>().unwrap_or(Motion::Auto);
             let spec = VideoSpec {
                 duration_s: number(p, "duration", 5.0) as f32,
-                motion,
+                motion: video_motion(p),
                 seed,
                 ..VideoSpec::default()
             };
@@ -217,5 +254,224 @@ fn execute(job: &Job, limits: &imaging::Limits) -> Result<Vec<Artifact>, ToolErr
                 .collect()
         }
         other => Err(ToolError::Failed(format!("the built-in engine has no tool '{other}'"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use image::{Rgb, RgbImage};
+    use serde_json::json;
+
+    use super::*;
+
+    fn params(v: Value) -> Params {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn tryon_params_reach_the_imaging_call() {
+        let p = params(json!({
+            "category": "bottoms",
+            "garment_size": "XL",
+            "model_name": "Turbo",
+            "garment_description": "navy stripes",
+            "aspect_ratio": "16:9",
+        }));
+        let pose = DynamicImage::new_rgb8(4, 4);
+        let o = tryon_options(&p, Some(&pose), None);
+        assert_eq!(o.region, GarmentRegion::Bottom);
+        assert_eq!(o.size, GarmentSize::XL);
+        assert_eq!(o.model, TryOnModel::Turbo);
+        assert_eq!(o.description, "navy stripes");
+        assert_eq!(o.aspect, Some((16, 9)));
+        assert!(o.pose.is_some() && o.style.is_none());
+
+        let match_input = params(json!({"aspect_ratio": "match_input_image"}));
+        let defaults = tryon_options(&match_input, None, None);
+        assert_eq!(defaults.region, GarmentRegion::Top);
+        assert_eq!(defaults.size, GarmentSize::M);
+        assert_eq!(defaults.model, TryOnModel::Beta);
+        assert_eq!(defaults.aspect, None);
+        for (category, region) in [
+            ("tops", GarmentRegion::Top),
+            ("dresses", GarmentRegion::Dress),
+            ("accessories", GarmentRegion::Accessory),
+        ] {
+            assert_eq!(tryon_options(&params(json!({"category": category})), None, None).region, region);
+        }
+    }
+
+    #[test]
+    fn model_sketch_and_video_params_are_wired() {
+        let full = params(json!({
+            "model_name": "Plus", "gender": "Male", "ethnicity": "nordic", "dresstype": "grey suit",
+            "background": "beach", "age": "senior", "improve_prompt": "striped", "closeup": true,
+        }));
+        let d = model_description(&full);
+        assert_eq!(d.tier, ModelTier::Plus);
+        assert_eq!((d.gender, d.ethnicity, d.dresstype), ("Male", "nordic", "grey suit"));
+        assert_eq!((d.background, d.age, d.prompt, d.closeup), ("beach", "senior", "striped", true));
+        assert_eq!(model_description(&Params::new()).tier, ModelTier::Standard);
+
+        let male_upload = params(json!({"gender": "male", "mode": "upload", "improve_prompt": "red"}));
+        let s = sketch_options(&male_upload);
+        assert!(!s.female);
+        assert_eq!((s.mode, s.prompt), (SketchMode::Upload, "red"));
+        let empty = params(json!({}));
+        let s = sketch_options(&empty);
+        assert!(s.female);
+        assert_eq!(s.mode, SketchMode::Draw);
+
+        let motion = |v: Value| video_motion(&params(v));
+        assert_eq!(motion(json!({"motion": "pan_left", "prompt": "zoom in"})), Motion::PanLeft);
+        assert_eq!(
+            motion(json!({"motion": "auto", "prompt": "Slowly ZOOM in on the dress"})),
+            Motion::ZoomIn
+        );
+        assert_eq!(motion(json!({"prompt": "pull back to reveal"})), Motion::ZoomOut);
+        assert_eq!(motion(json!({"prompt": "pan right, then pan left"})), Motion::PanRight);
+        assert_eq!(motion(json!({"prompt": "a calm mood"})), Motion::Auto);
+    }
+
+    fn png_bytes(img: RgbImage) -> Bytes {
+        let encoded = imaging::encode(&DynamicImage::ImageRgb8(img), OutputFormat::Png);
+        Bytes::from(encoded.unwrap_or_default())
+    }
+
+    /// A person-like block on a light backdrop, and a red garment on white.
+    fn inputs() -> HashMap<String, Bytes> {
+        let person = RgbImage::from_fn(60, 90, |x, y| {
+            let body = (22..38).contains(&x) && (12..84).contains(&y);
+            if body {
+                Rgb([150, 110, 90])
+            } else {
+                Rgb([236, 236, 232])
+            }
+        });
+        let garment = RgbImage::from_fn(32, 32, |x, y| {
+            if (6..26).contains(&x) && (5..27).contains(&y) {
+                Rgb([200, 30, 40])
+            } else {
+                Rgb([250, 250, 250])
+            }
+        });
+        // A broader, shorter figure than the person, clear of the borders so that it is
+        // segmented as the subject.
+        let pose = RgbImage::from_fn(60, 90, |x, y| {
+            let head = (26..34).contains(&x) && (10..20).contains(&y);
+            let body = (16..44).contains(&x) && (20..70).contains(&y);
+            if head || body {
+                Rgb([20, 20, 20])
+            } else {
+                Rgb([255, 255, 255])
+            }
+        });
+        // Line art: a closed outline, so the region inside is filled.
+        let sketch = RgbImage::from_fn(48, 64, |x, y| {
+            let inside = (8..40).contains(&x) && (8..56).contains(&y);
+            let interior = (10..38).contains(&x) && (10..54).contains(&y);
+            if inside && !interior {
+                Rgb([10, 10, 10])
+            } else {
+                Rgb([255, 255, 255])
+            }
+        });
+        let style = RgbImage::from_pixel(8, 8, Rgb([20, 90, 160]));
+        [
+            ("model_image", person),
+            ("garment_image", garment),
+            ("pose_image", pose),
+            ("style_image", style),
+            ("image", sketch),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), png_bytes(v)))
+        .collect()
+    }
+
+    fn run(tool: &str, p: Value, images: &HashMap<String, Bytes>) -> Vec<Artifact> {
+        let p = params(p);
+        let images =
+            images.iter().filter(|(k, _)| p.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let job = Job { tool: tool.to_string(), params: p, images, seed: 7, index: 0 };
+        match execute(&job, &imaging::Limits::default()) {
+            Ok(a) => a,
+            Err(e) => panic!("{tool}: {e}"),
+        }
+    }
+
+    #[test]
+    fn every_tryon_parameter_changes_the_file() {
+        let images = inputs();
+        let base = json!({"model_image": "m", "garment_image": "g", "category": "tops",
+            "aspect_ratio": "match_input_image", "garment_size": "M"});
+        let a = run("virtual_tryon_pro_fit", base.clone(), &images);
+        assert_eq!(a, run("virtual_tryon_pro_fit", base.clone(), &images), "not deterministic");
+        for (key, value) in [
+            ("category", json!("dresses")),
+            ("garment_size", json!("XL")),
+            ("garment_description", json!("navy")),
+            ("pose_image", json!("p")),
+            ("style_image", json!("s")),
+            ("aspect_ratio", json!("1:1")),
+        ] {
+            let mut changed = base.clone();
+            changed[key] = value;
+            assert_ne!(a, run("virtual_tryon_pro_fit", changed, &images), "{key} is ignored");
+        }
+        let plain = json!({"model_image": "m", "garment_image": "g", "category": "tops"});
+        let beta = run("virtual_tryon", plain.clone(), &images);
+        let mut turbo = plain;
+        turbo["model_name"] = json!("Turbo");
+        assert_ne!(beta, run("virtual_tryon", turbo, &images), "model_name is ignored");
+
+        // The aspect ratio sets the canvas exactly.
+        let mut wide = base;
+        wide["aspect_ratio"] = json!("16:9");
+        let out = run("virtual_tryon_pro_fit", wide, &images);
+        let img = imaging::decode(&out[0].bytes, &imaging::Limits::default()).map_err(|e| e.to_string());
+        let (w, h) = img.map(|i| (i.width(), i.height())).unwrap_or((0, 0));
+        assert_eq!(w * 9, h * 16, "{w}x{h}");
+    }
+
+    #[test]
+    fn sketch_model_and_video_parameters_change_the_file() {
+        let images = inputs();
+        let sketch = |p: Value| {
+            let mut p = p;
+            p["image"] = json!("i");
+            let mut imgs = HashMap::new();
+            imgs.insert("image".to_string(), images["image"].clone());
+            let job =
+                Job { tool: "sketch_to_dress".into(), params: params(p), images: imgs, seed: 7, index: 0 };
+            execute(&job, &imaging::Limits::default()).map_err(|e| e.to_string())
+        };
+        let a = sketch(json!({}));
+        assert!(a.is_ok());
+        assert_ne!(a, sketch(json!({"mode": "upload"})), "mode is ignored");
+        assert_ne!(
+            a,
+            sketch(json!({"improve_prompt": "blue and white checks"})),
+            "improve_prompt is ignored"
+        );
+        assert_ne!(a, sketch(json!({"gender": "male"})), "gender is ignored");
+
+        let model = |p: Value| {
+            let mut p = p;
+            for (k, v) in
+                [("ethnicity", "any"), ("gender", "Female"), ("dresstype", "gown"), ("background", "beach")]
+            {
+                if p.get(k).is_none() {
+                    p[k] = json!(v);
+                }
+            }
+            run("virtual_model", p, &images)
+        };
+        let a = model(json!({}));
+        assert_ne!(a, model(json!({"model_name": "Pro"})), "model_name is ignored");
+        assert_ne!(a, model(json!({"improve_prompt": "polka dots"})), "improve_prompt is ignored");
+        assert_eq!(model(json!({"num_outputs": 3})).len(), 3);
     }
 }

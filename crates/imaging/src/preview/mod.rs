@@ -2,19 +2,24 @@
 //!
 //! These are deliberately simple, deterministic stand-ins for the full generative algorithms:
 //! they produce correctly sized, plausible images derived from the inputs and parameters so the
-//! whole service works end to end on a CPU. Each render documents exactly what it does.
+//! whole service works end to end on a CPU. Every parameter of a render changes its output in a
+//! documented way; each render documents exactly what it does.
 
 pub(crate) mod fabric;
+pub(crate) mod look;
 pub(crate) mod model;
 pub(crate) mod multipose;
 pub(crate) mod product;
 pub(crate) mod sketch;
 pub(crate) mod tryon;
 
-use image::GrayImage;
+use image::imageops;
+use image::{DynamicImage, GrayImage, RgbImage};
 
 use crate::filter::{smoothstep, Plane};
 use crate::geom::{mask_bbox, Rect};
+use crate::reframe::{reframe, ReframeMode};
+use crate::resize::resize;
 
 /// Which part of the body a garment covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -137,4 +142,33 @@ pub(crate) fn weighted_mean(values: &Plane, weight: &Plane) -> f32 {
     } else {
         0.5
     }
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Brings `img` to exactly the aspect `aw:ah`: [`reframe`] (`auto`) gets within a pixel, then
+/// a centre crop to the largest multiple of the reduced ratio that fits (at most one ratio step
+/// smaller on each side). An image smaller than one ratio step is resized to the ratio itself.
+/// A zero side in `aspect` leaves the image as it is.
+pub(crate) fn exact_aspect(img: &DynamicImage, aspect: (u32, u32)) -> RgbImage {
+    let (aw, ah) = aspect;
+    if aw == 0 || ah == 0 {
+        return img.to_rgb8();
+    }
+    let g = gcd(aw, ah);
+    let (aw, ah) = (aw / g, ah / g);
+    let framed = reframe(img, (aw, ah), ReframeMode::Auto).to_rgb8();
+    let (rw, rh) = framed.dimensions();
+    let k = (rw / aw).min(rh / ah);
+    if k == 0 {
+        return resize(&DynamicImage::ImageRgb8(framed), aw, ah).to_rgb8();
+    }
+    let (tw, th) = (k * aw, k * ah);
+    imageops::crop_imm(&framed, (rw - tw) / 2, (rh - th) / 2, tw, th).to_image()
 }

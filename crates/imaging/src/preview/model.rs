@@ -5,11 +5,36 @@ use image::{DynamicImage, RgbImage};
 use crate::draw::{Canvas, Shape};
 use crate::hash::{seed_from, Rng};
 use crate::palette::{self, Colour};
+use crate::preview::look::Look;
 
 /// Output width of [`virtual_model`].
 pub const MODEL_WIDTH: u32 = 768;
 /// Output height of [`virtual_model`].
 pub const MODEL_HEIGHT: u32 = 1024;
+
+/// Detail level of the drawing (`model_name` of the tool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ModelTier {
+    /// The base figure.
+    #[default]
+    Standard,
+    /// Adds eyebrows, a nose and a shadow under the chin.
+    Pro,
+    /// Pro's details plus a hair highlight and a waist seam on the garment.
+    Plus,
+}
+
+impl ModelTier {
+    /// Parses `"Standard"`, `"Pro"` or `"Plus"` (any case).
+    pub fn from_name(name: &str) -> Option<ModelTier> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "standard" => Some(ModelTier::Standard),
+            "pro" => Some(ModelTier::Pro),
+            "plus" => Some(ModelTier::Plus),
+            _ => None,
+        }
+    }
+}
 
 /// Text parameters of a virtual model.
 #[derive(Debug, Clone, Copy, Default)]
@@ -27,8 +52,11 @@ pub struct ModelDescription<'a> {
     pub age: &'a str,
     /// Head-and-shoulders framing instead of full body.
     pub closeup: bool,
-    /// Free text; colour words in it are used when `dresstype` names none.
+    /// Free text; colour words in it are used when `dresstype` names none, pattern words
+    /// likewise; `blonde`/`redhead` set the hair.
     pub prompt: &'a str,
+    /// Detail level of the drawing.
+    pub tier: ModelTier,
 }
 
 const SKIN: &[[u8; 3]] = &[
@@ -131,9 +159,11 @@ fn mean_colour(img: &DynamicImage) -> Option<Colour> {
 /// with trousers) on a vertical gradient backdrop. Backdrop colours come from `background`
 /// (keywords or colour words, else a hash), skin tone from `ethnicity`, garment colour from
 /// colour words in `dresstype`/`prompt` (else a hash of `dresstype`), silhouette from
-/// `gender`/`dresstype`, hair from `age`/`prompt`. `closeup` frames head and shoulders. `index`
-/// (and `seed`) vary arm pose, stance and colour slightly. A `face_reference` tints the face
-/// toward the mean colour of its central region.
+/// `gender`/`dresstype`, hair from `age`/`prompt`. Pattern words (`striped`, `plaid`, `polka
+/// dot`…) in `dresstype` (else `prompt`) pattern the garment, in its second colour word or a
+/// contrasting tone. `closeup` frames head and shoulders. `tier` adds detail (see
+/// [`ModelTier`]). `index` (and `seed`) vary arm pose, stance and colour slightly. A
+/// `face_reference` tints the face toward the mean colour of its central region.
 pub fn virtual_model(
     desc: &ModelDescription,
     face_reference: Option<&DynamicImage>,
@@ -198,6 +228,9 @@ pub fn virtual_model(
             [225.0, 222.0, 215.0]
         }
     });
+    // Pattern words of the dresstype win over the prompt's.
+    let pattern_text = if palette::motif_in(desc.dresstype).is_some() { desc.dresstype } else { desc.prompt };
+    let look = Look { tint: None, ..Look::from_text(pattern_text, seed ^ text_seed) };
     let hair = if senior {
         [200.0, 200.0, 200.0]
     } else if palette::has_any(&prompt_words, &["blonde", "blond"]) {
@@ -304,39 +337,44 @@ pub fn virtual_model(
     // Neck.
     canvas.fill(&Shape::Capsule { a: pt(0.0, 0.11), b: pt(0.0, 0.17), r: 0.022 * scale }, face, light);
 
-    // Torso / garment.
-    if wears_dress {
+    // Torso / garment, patterned when the text names a pattern.
+    let period = (0.03 * scale).max(3.0);
+    let cloth =
+        |x: f32, y: f32| palette::scale(look.apply(garment, 1.0, x / period, y / period), light(x, y));
+    let torso = if wears_dress {
         let hem = if long_dress { 0.965 } else { 0.72 };
         let flare = if long_dress { 0.2 } else { 0.17 } + rng.range(-0.02, 0.02);
-        canvas.fill(
-            &Shape::Polygon(vec![
-                pt(-shoulder * 0.8, 0.165),
-                pt(-0.025, 0.17),
-                pt(0.0, 0.2),
-                pt(0.025, 0.17),
-                pt(shoulder * 0.8, 0.165),
-                pt(waist + sway, 0.40),
-                pt(flare + sway, hem),
-                pt(-flare + sway, hem),
-                pt(-waist + sway, 0.40),
-            ]),
-            garment,
-            light,
-        );
+        Shape::Polygon(vec![
+            pt(-shoulder * 0.8, 0.165),
+            pt(-0.025, 0.17),
+            pt(0.0, 0.2),
+            pt(0.025, 0.17),
+            pt(shoulder * 0.8, 0.165),
+            pt(waist + sway, 0.40),
+            pt(flare + sway, hem),
+            pt(-flare + sway, hem),
+            pt(-waist + sway, 0.40),
+        ])
     } else {
+        Shape::Polygon(vec![
+            pt(0.0, 0.2),
+            pt(-0.03, 0.16),
+            pt(-shoulder, 0.17),
+            pt(-waist - 0.005, 0.40),
+            pt(-hip - 0.005 + sway, 0.53),
+            pt(hip + 0.005 + sway, 0.53),
+            pt(waist + 0.005, 0.40),
+            pt(shoulder, 0.17),
+            pt(0.03, 0.16),
+        ])
+    };
+    canvas.fill_with(&torso, cloth);
+    if desc.tier == ModelTier::Plus {
+        // Waist seam.
+        let (wl, wr) = if wears_dress { (-waist + sway, waist + sway) } else { (-waist, waist) };
         canvas.fill(
-            &Shape::Polygon(vec![
-                pt(0.0, 0.2),
-                pt(-0.03, 0.16),
-                pt(-shoulder, 0.17),
-                pt(-waist - 0.005, 0.40),
-                pt(-hip - 0.005 + sway, 0.53),
-                pt(hip + 0.005 + sway, 0.53),
-                pt(waist + 0.005, 0.40),
-                pt(shoulder, 0.17),
-                pt(0.03, 0.16),
-            ]),
-            garment,
+            &Shape::Capsule { a: pt(wl + 0.004, 0.40), b: pt(wr - 0.004, 0.40), r: 0.0035 * scale },
+            palette::scale(garment, 0.62),
             light,
         );
     }
@@ -358,5 +396,33 @@ pub fn virtual_model(
         lips,
         |_, _| 1.0,
     );
+    if desc.tier != ModelTier::Standard {
+        // Eyebrows, nose and a shadow under the chin.
+        for side in [-1.0f32, 1.0] {
+            canvas.fill(
+                &Shape::Capsule { a: pt(side * 0.010, 0.056), b: pt(side * 0.025, 0.054), r: 0.0022 * scale },
+                palette::scale(hair, 0.8),
+                |_, _| 1.0,
+            );
+        }
+        canvas.fill(
+            &Shape::Capsule { a: pt(0.0, 0.072), b: pt(0.003, 0.085), r: 0.0025 * scale },
+            palette::scale(face, 0.82),
+            |_, _| 1.0,
+        );
+        canvas.fill(
+            &Shape::Ellipse { c: pt(0.0, 0.128), r: [0.02 * scale, 0.006 * scale] },
+            palette::scale(face, 0.78),
+            light,
+        );
+    }
+    if desc.tier == ModelTier::Plus {
+        // Hair highlight.
+        canvas.fill(
+            &Shape::Ellipse { c: pt(-0.015, hair_top - 0.01), r: [0.02 * scale, 0.007 * scale] },
+            palette::mix(hair, [255.0; 3], 0.35),
+            |_, _| 1.0,
+        );
+    }
     canvas.into_image()
 }

@@ -1,7 +1,7 @@
 //! Product shoot preview: the product cut out and staged on a studio backdrop.
 
 use image::imageops::FilterType;
-use image::{DynamicImage, Rgb, RgbImage, RgbaImage};
+use image::{DynamicImage, RgbImage, RgbaImage};
 
 use crate::composite::{alpha_bbox, composite_over, resize_rgba, trim_cutout, TRIM_ALPHA};
 use crate::filter::{smoothstep, to_u8};
@@ -193,24 +193,31 @@ pub fn product_shoot(
     let shadow_rx = pw as f32 * 0.48;
     let shadow_ry = (ph as f32 * 0.05).max(hf * 0.012);
 
+    // The light spot and the contact shadow are separable Gaussians (exp(-(a + b)) =
+    // exp(-a)·exp(-b)); their factors are tabulated once per column and once per row.
+    let spot_x: Vec<f32> =
+        (0..w).map(|x| (-(((x as f32 + 0.5) / wf - light_x) * 1.6).powi(2)).exp()).collect();
+    let shadow_x: Vec<f32> =
+        (0..w).map(|x| (-((x as f32 + 0.5 - shadow_cx) / shadow_rx).powi(2) * 1.6).exp()).collect();
     let mut out = RgbImage::new(w, h);
-    for (x, y, o) in out.enumerate_pixels_mut() {
-        let (fx, fy) = (x as f32 + 0.5, y as f32 + 0.5);
+    for (y, row) in out.chunks_exact_mut(w as usize * 3).enumerate() {
+        let fy = y as f32 + 0.5;
         // Sweep: wall above the horizon, floor below, blended across a soft curve.
         let t = smoothstep(horizon - hf * 0.12, horizon + hf * 0.12, fy);
-        let mut c = palette::mix(wall, floor, t);
-        let spot = (-(((fx / wf - light_x) * 1.6).powi(2) + ((fy / hf - 0.35) * 1.2).powi(2))).exp();
-        c = palette::scale(c, 0.9 + 0.12 * spot);
-        if material != Material::Plain {
-            // Texture on the floor only, faded in across the horizon.
-            let g = material_gain(material, texture_seed, fx, fy, wf.max(hf));
-            c = palette::scale(c, 1.0 + (g - 1.0) * t);
+        let base = palette::mix(wall, floor, t);
+        let spot_y = (-((fy / hf - 0.35) * 1.2).powi(2)).exp();
+        let shadow_y = 0.45 * (-((fy - floor_y) / shadow_ry).powi(2) * 1.6).exp();
+        for (x, o) in row.chunks_exact_mut(3).enumerate() {
+            let fx = x as f32 + 0.5;
+            let mut c = palette::scale(base, 0.9 + 0.12 * (spot_x[x] * spot_y));
+            if material != Material::Plain {
+                // Texture on the floor only, faded in across the horizon.
+                let g = material_gain(material, texture_seed, fx, fy, wf.max(hf));
+                c = palette::scale(c, 1.0 + (g - 1.0) * t);
+            }
+            c = palette::scale(c, 1.0 - shadow_y * shadow_x[x]);
+            o.copy_from_slice(&c.map(to_u8));
         }
-        let sx = (fx - shadow_cx) / shadow_rx;
-        let sy = (fy - floor_y) / shadow_ry;
-        let shadow = 0.45 * (-(sx * sx + sy * sy) * 1.6).exp();
-        c = palette::scale(c, 1.0 - shadow);
-        *o = Rgb(c.map(to_u8));
     }
     // The product's own pixels are kept as they are (no relighting): a product shot must show
     // the product's true colours.

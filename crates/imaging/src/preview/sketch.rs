@@ -7,6 +7,7 @@ use crate::filter::{to_u8, Plane};
 use crate::hash::{seed_from, value_noise, Rng};
 use crate::mask::components;
 use crate::palette::{self, Colour};
+use crate::preview::look::Look;
 
 const FEMININE: &[[u8; 3]] = &[
     [196, 60, 90],
@@ -54,25 +55,69 @@ fn otsu(hist: &[u64; 256]) -> f32 {
     best_t
 }
 
+/// How the sketch was made (`mode` of the tool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SketchMode {
+    /// A clean digital drawing: lines are taken as drawn, gaps of one pixel are closed.
+    #[default]
+    Draw,
+    /// A photographed or scanned drawing: uneven paper lighting is flattened first (each pixel
+    /// divided by a heavily blurred estimate of the paper), gaps of up to two pixels in the
+    /// lines are closed, and the paper in the output is evened out the same way.
+    Upload,
+}
+
+impl SketchMode {
+    /// Parses `"draw"` or `"upload"` (any case).
+    pub fn from_name(name: &str) -> Option<SketchMode> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "draw" => Some(SketchMode::Draw),
+            "upload" => Some(SketchMode::Upload),
+            _ => None,
+        }
+    }
+}
+
+/// Parameters of [`sketch_to_dress`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SketchOptions<'a> {
+    /// Picks the palette when the prompt names no colour (feminine or masculine tones).
+    pub female: bool,
+    pub mode: SketchMode,
+    /// Colour words set the garment colour (the second one the pattern colour); pattern words
+    /// (`stripes`, `checks`, `dots`…) pattern the fill.
+    pub prompt: &'a str,
+}
+
 /// Sketch-to-dress preview, same size as `sketch`.
 ///
 /// Dark line art is found by thresholding (the lower of Otsu's threshold and 70 % of the paper
-/// brightness); lines are thickened by one pixel to close small gaps, and a flood fill from the
-/// image border marks the outside. Every enclosed region is filled with a garment colour — from
-/// colour words in `prompt`, else from a palette chosen by `female`, `seed` and `prompt` — with
-/// a slight per-region tone variation and simple shading (top light, darker near seams, soft
-/// fabric noise). Lines are kept dark; the paper outside is kept.
-pub fn sketch_to_dress(sketch: &DynamicImage, female: bool, seed: u64, prompt: &str) -> RgbImage {
+/// brightness); in [`SketchMode::Upload`] the paper's lighting is flattened before that. Lines
+/// are thickened (one pixel in `Draw`, two in `Upload`) to close small gaps, and a flood fill
+/// from the image border marks the outside. Every enclosed region is filled with a garment
+/// colour — from colour words in `prompt`, else from a palette chosen by `female`, `seed` and
+/// `prompt` — with a slight per-region tone variation and simple shading (top light, darker
+/// near seams, soft fabric noise). Pattern words in `prompt` lay stripes, checks or dots (about
+/// ten repeats across the shorter side) over the fill. Lines are kept dark; the paper outside
+/// is kept (in `Upload`, evened out to a uniform brightness).
+pub fn sketch_to_dress(sketch: &DynamicImage, opts: &SketchOptions, seed: u64) -> RgbImage {
+    let (female, prompt) = (opts.female, opts.prompt);
     let paper_img = flatten(&sketch.to_rgba8(), [255, 255, 255]);
     let (w, h) = paper_img.dimensions();
     let (wu, hu) = (w as usize, h as usize);
     if w == 0 || h == 0 {
         return paper_img;
     }
-    let gray: Vec<u8> = paper_img
+    let mut gray: Vec<u8> = paper_img
         .pixels()
         .map(|p| to_u8(0.299 * f32::from(p[0]) + 0.587 * f32::from(p[1]) + 0.114 * f32::from(p[2])))
         .collect();
+    let paper_light = (opts.mode == SketchMode::Upload).then(|| paper_lighting(&gray, wu, hu));
+    if let Some(light) = &paper_light {
+        for (g, &l) in gray.iter_mut().zip(&light.data) {
+            *g = to_u8(f32::from(*g) * PAPER_WHITE / l.max(16.0));
+        }
+    }
     let mut hist = [0u64; 256];
     for &g in &gray {
         hist[g as usize] += 1;
@@ -91,15 +136,19 @@ pub fn sketch_to_dress(sketch: &DynamicImage, female: bool, seed: u64, prompt: &
     let threshold = otsu(&hist).min(paper * 0.7);
     let lines: Vec<u8> = gray.iter().map(|&g| u8::from(f32::from(g) < threshold)).collect();
 
-    // Barrier = lines dilated by one pixel (closes hairline gaps).
+    // Barrier = lines dilated by one pixel per pass (closes hairline gaps).
+    let passes = if opts.mode == SketchMode::Upload { 2 } else { 1 };
     let mut barrier = lines.clone();
-    for y in 0..hu {
-        for x in 0..wu {
-            if lines[y * wu + x] == 1 {
-                for (dx, dy) in [(-1i64, 0i64), (1, 0), (0, -1), (0, 1)] {
-                    let (nx, ny) = (x as i64 + dx, y as i64 + dy);
-                    if nx >= 0 && ny >= 0 && (nx as usize) < wu && (ny as usize) < hu {
-                        barrier[ny as usize * wu + nx as usize] = 1;
+    for _ in 0..passes {
+        let prev = barrier.clone();
+        for y in 0..hu {
+            for x in 0..wu {
+                if prev[y * wu + x] == 1 {
+                    for (dx, dy) in [(-1i64, 0i64), (1, 0), (0, -1), (0, 1)] {
+                        let (nx, ny) = (x as i64 + dx, y as i64 + dy);
+                        if nx >= 0 && ny >= 0 && (nx as usize) < wu && (ny as usize) < hu {
+                            barrier[ny as usize * wu + nx as usize] = 1;
+                        }
                     }
                 }
             }
@@ -140,22 +189,21 @@ pub fn sketch_to_dress(sketch: &DynamicImage, female: bool, seed: u64, prompt: &
         }
     }
     // Give the outer half of the thickened barrier back to the outside.
-    let grown: Vec<u8> = (0..wu * hu)
-        .map(|i| {
-            if outside[i] == 1 {
-                return 1;
-            }
-            if lines[i] == 1 {
-                return 0;
+    let mut grown = outside;
+    for _ in 0..passes {
+        let prev = grown.clone();
+        for i in 0..wu * hu {
+            if prev[i] == 1 || lines[i] == 1 {
+                continue;
             }
             let (x, y) = (i % wu, i / wu);
-            let near = (x > 0 && outside[i - 1] == 1)
-                || (x + 1 < wu && outside[i + 1] == 1)
-                || (y > 0 && outside[i - wu] == 1)
-                || (y + 1 < hu && outside[i + wu] == 1);
-            u8::from(near)
-        })
-        .collect();
+            let near = (x > 0 && prev[i - 1] == 1)
+                || (x + 1 < wu && prev[i + 1] == 1)
+                || (y > 0 && prev[i - wu] == 1)
+                || (y + 1 < hu && prev[i + wu] == 1);
+            grown[i] = u8::from(near);
+        }
+    }
     let inside: Vec<u8> = (0..wu * hu).map(|i| u8::from(grown[i] == 0 && lines[i] == 0)).collect();
 
     let base = garment_colour(female, seed, prompt);
@@ -167,6 +215,9 @@ pub fn sketch_to_dress(sketch: &DynamicImage, female: bool, seed: u64, prompt: &
     let near_line = line_plane.gaussian((w.min(h) as f32 / 60.0).max(1.5));
     let noise_seed = seed_from(&[&seed.to_le_bytes(), b"sketch-noise"]);
     let noise_scale = (w.min(h) as f32 / 12.0).max(4.0);
+    // The base colour is already chosen; the look only adds the pattern (and its colour).
+    let look = Look { tint: None, ..Look::from_text(prompt, seed) };
+    let period = (w.min(h) as f32 / 10.0).max(4.0);
 
     let mut out = RgbImage::new(w, h);
     for y in 0..hu {
@@ -182,7 +233,11 @@ pub fn sketch_to_dress(sketch: &DynamicImage, female: bool, seed: u64, prompt: &
                 let seam = 1.0 - 0.9 * near_line.at(x, y).min(0.45);
                 let n = 0.95 + 0.1 * value_noise(noise_seed, x as f32 / noise_scale, y as f32 / noise_scale);
                 let k = tone * light * seam * n;
-                Rgb([to_u8(base[0] * k), to_u8(base[1] * k), to_u8(base[2] * k)])
+                let c = look.apply(base, 1.0, x as f32 / period, y as f32 / period);
+                Rgb([to_u8(c[0] * k), to_u8(c[1] * k), to_u8(c[2] * k)])
+            } else if let Some(light) = &paper_light {
+                let k = PAPER_WHITE / light.at(x, y).max(16.0);
+                Rgb(p.0.map(|c| to_u8(f32::from(c) * k)))
             } else {
                 *p
             };
@@ -190,6 +245,26 @@ pub fn sketch_to_dress(sketch: &DynamicImage, female: bool, seed: u64, prompt: &
         }
     }
     out
+}
+
+/// Brightness the paper is evened out to in [`SketchMode::Upload`].
+const PAPER_WHITE: f32 = 245.0;
+
+/// Estimate of the local paper brightness of a photographed sketch: a local maximum over a
+/// 5×5 window (so thin dark lines do not pull the estimate down), blurred with σ = 1/16 of
+/// the shorter side.
+fn paper_lighting(gray: &[u8], w: usize, h: usize) -> Plane {
+    let r = 2usize;
+    let lifted = Plane::from_fn(w, h, |x, y| {
+        let mut m = 0u8;
+        for yy in y.saturating_sub(r)..(y + r + 1).min(h) {
+            for xx in x.saturating_sub(r)..(x + r + 1).min(w) {
+                m = m.max(gray[yy * w + xx]);
+            }
+        }
+        f32::from(m)
+    });
+    lifted.gaussian((w.min(h) as f32 / 16.0).max(1.0))
 }
 
 fn garment_colour(female: bool, seed: u64, prompt: &str) -> Colour {

@@ -13,7 +13,7 @@
 //!   colour guided-filter soft matte with edge colour decontamination.
 //! * **Compositing** ([`flatten`], [`composite_over`]) and **resizing** ([`resize`]: Lanczos3
 //!   through `fast_image_resize`; [`upscale`]: the same plus a luminance unsharp mask;
-//!   [`downscale`]; [`gaussian_blur`]).
+//!   [`downscale`]; [`gaussian_blur`]: three integer box passes per direction sized to σ).
 //! * **Reframing** ([`reframe`]) to an aspect ratio by subject-aware cropping or edge-aware
 //!   canvas extension.
 //! * **Built-in tool renders**: [`fabric`] (garment band of the silhouette re-textured with
@@ -34,6 +34,7 @@
 #![allow(clippy::needless_range_loop)]
 
 mod background;
+mod blur;
 mod codec;
 mod composite;
 mod draw;

@@ -185,26 +185,24 @@ pub fn downscale(img: &DynamicImage, width: u32, height: u32) -> DynamicImage {
     }
 }
 
-/// Gaussian blur of standard deviation `sigma` (pixels) with edge replication, using the
-/// crate's separable filter (three box passes for large sigmas). Output is RGB8, or RGBA8 when
-/// the input has an alpha channel (channels are blurred independently).
+/// Gaussian blur of standard deviation `sigma` (pixels) with edge replication: three box
+/// passes per direction in integer arithmetic, whose variances add up to about `sigma²`
+/// (see `blur.rs`). Output is RGB8, or RGBA8 when the input has an alpha channel (channels
+/// are blurred independently, alpha included). A `sigma` that is not positive leaves the
+/// pixels as they are. Single-threaded.
 pub fn gaussian_blur(img: &DynamicImage, sigma: f32) -> DynamicImage {
-    let has_alpha = img.color().has_alpha();
-    let rgba = img.to_rgba8();
-    let (w, h) = (rgba.width() as usize, rgba.height() as usize);
-    let nc = if has_alpha { 4 } else { 3 };
-    let planes: Vec<Plane> = (0..nc)
-        .map(|c| Plane { w, h, data: rgba.pixels().map(|p| f32::from(p[c])).collect() }.gaussian(sigma))
-        .collect();
-    if has_alpha {
-        DynamicImage::ImageRgba8(RgbaImage::from_fn(w as u32, h as u32, |x, y| {
-            let i = y as usize * w + x as usize;
-            Rgba([0, 1, 2, 3].map(|c| to_u8(planes[c].data[i])))
-        }))
+    let (w, h) = (img.width(), img.height());
+    let (uw, uh) = (w as usize, h as usize);
+    if img.color().has_alpha() {
+        let rgba = img.to_rgba8();
+        let out = crate::blur::gaussian_u8(rgba.as_raw(), uw, uh, 4, sigma);
+        DynamicImage::ImageRgba8(RgbaImage::from_raw(w, h, out).unwrap_or_else(|| RgbaImage::new(w, h)))
     } else {
-        DynamicImage::ImageRgb8(image::RgbImage::from_fn(w as u32, h as u32, |x, y| {
-            let i = y as usize * w + x as usize;
-            image::Rgb([0, 1, 2].map(|c| to_u8(planes[c].data[i])))
-        }))
+        let rgb = match img {
+            DynamicImage::ImageRgb8(rgb) => std::borrow::Cow::Borrowed(rgb),
+            other => std::borrow::Cow::Owned(other.to_rgb8()),
+        };
+        let out = crate::blur::gaussian_u8(rgb.as_raw(), uw, uh, 3, sigma);
+        DynamicImage::ImageRgb8(RgbImage::from_raw(w, h, out).unwrap_or_else(|| RgbImage::new(w, h)))
     }
 }

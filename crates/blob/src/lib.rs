@@ -1,8 +1,10 @@
 //! Object storage for Atelier.
 //!
 //! [`BlobStore`] is a thin wrapper around an [`object_store::ObjectStore`]
-//! (a local directory today, S3-compatible storage later) plus the public
-//! base URL under which the API serves stored objects (`{base}/files/{key}`).
+//! (a local directory or S3-compatible storage, chosen by a storage URL:
+//! [`Location`], [`BlobStore::open`]) plus the public base URL under which the
+//! API serves stored objects (`{base}/files/{key}`), or a CDN base URL that
+//! serves them directly.
 //!
 //! The crate knows nothing about images or databases: objects are opaque
 //! byte strings addressed by `/`-separated keys. Keys that come from the
@@ -30,6 +32,10 @@ use object_store::path::Path;
 use object_store::{ObjectStore, PutPayload};
 
 pub mod http;
+mod location;
+pub mod moto;
+
+pub use location::{Location, S3Settings};
 
 /// Maximum length of an object key, in bytes.
 pub const MAX_KEY_LEN: usize = 1024;
@@ -51,6 +57,10 @@ pub enum BlobError {
     /// deliberately not part of the `Display` text.
     #[error("storage backend error")]
     Backend(String),
+    /// The storage settings are unusable (a bad storage URL, an S3 setting the
+    /// client refuses); the payload says why. Reported at start-up.
+    #[error("invalid storage settings: {0}")]
+    Config(String),
 }
 
 impl BlobError {
@@ -88,6 +98,8 @@ pub struct ObjectMeta {
 pub struct BlobStore {
     store: Arc<dyn ObjectStore>,
     public_base_url: String,
+    /// When set, output URLs point here instead of at the API's `/files` route.
+    cdn_base_url: Option<String>,
 }
 
 impl std::fmt::Debug for BlobStore {
@@ -95,6 +107,7 @@ impl std::fmt::Debug for BlobStore {
         f.debug_struct("BlobStore")
             .field("store", &self.store.to_string())
             .field("public_base_url", &self.public_base_url)
+            .field("cdn_base_url", &self.cdn_base_url)
             .finish()
     }
 }
@@ -117,7 +130,12 @@ impl BlobStore {
 
     /// A store backed by any [`ObjectStore`] (e.g. S3).
     pub fn from_store(store: Arc<dyn ObjectStore>, public_base_url: &str) -> Self {
-        Self { store, public_base_url: public_base_url.trim_end_matches('/').to_string() }
+        Self { store, public_base_url: public_base_url.trim_end_matches('/').to_string(), cdn_base_url: None }
+    }
+
+    /// The same store, with output URLs `{cdn_base_url}/{key}`.
+    pub fn with_cdn(self, cdn_base_url: &str) -> Self {
+        Self { cdn_base_url: Some(cdn_base_url.trim_end_matches('/').to_string()), ..self }
     }
 
     /// Stores `bytes` under `key`, replacing any existing object.
@@ -210,13 +228,18 @@ impl BlobStore {
         }
     }
 
-    /// The public URL of `key`: `{public_base_url}/files/{key}`.
+    /// The public URL of `key`: `{cdn_base_url}/{key}` with a CDN, else
+    /// `{public_base_url}/files/{key}`.
     ///
     /// The key is inserted verbatim (keys produced by [`output_key`] need no
     /// escaping); a trailing slash on the base URL and a leading slash on the
     /// key are not doubled.
     pub fn url(&self, key: &str) -> String {
-        format!("{}/files/{}", self.public_base_url, key.trim_start_matches('/'))
+        let key = key.trim_start_matches('/');
+        match &self.cdn_base_url {
+            Some(cdn) => format!("{cdn}/{key}"),
+            None => format!("{}/files/{key}", self.public_base_url),
+        }
     }
 
     /// The public base URL, without trailing slash.

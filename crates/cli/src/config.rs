@@ -37,6 +37,43 @@ pub struct Server {
 pub struct Storage {
     /// Holds `atelier.db` (SQLite) and `objects/` (outputs).
     pub data_dir: PathBuf,
+    /// Where outputs are stored: `file:///path` or `s3://bucket/prefix`; empty for
+    /// `{data_dir}/objects`.
+    pub url: String,
+    /// Settings of S3-compatible storage (`s3://` URLs).
+    pub s3: StorageS3,
+}
+
+/// `[storage.s3]`: what an `s3://bucket/prefix` URL does not say. Empty strings are unset;
+/// unset credentials come from the `AWS_*` environment variables.
+#[derive(Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageS3 {
+    pub endpoint: String,
+    pub region: String,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    /// Path-style requests; unset: path style when `endpoint` is set.
+    pub path_style: Option<bool>,
+}
+
+impl std::fmt::Debug for StorageS3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.settings().fmt(f)
+    }
+}
+
+impl StorageS3 {
+    pub fn settings(&self) -> atelier_blob::S3Settings {
+        let set = |v: &String| Some(v.clone()).filter(|v| !v.is_empty());
+        atelier_blob::S3Settings {
+            endpoint: set(&self.endpoint),
+            region: set(&self.region),
+            access_key_id: set(&self.access_key_id),
+            secret_access_key: set(&self.secret_access_key),
+            path_style: self.path_style,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -77,6 +114,9 @@ pub struct Outputs {
     /// How long outputs stay readable after a run finishes.
     pub retention_hours: u64,
     pub sweep_interval_secs: u64,
+    /// Base URL that serves the stored objects directly (a CDN in front of the bucket
+    /// prefix); output URLs become `{cdn_base_url}/{key}`. Empty: the API's `/files` route.
+    pub cdn_base_url: String,
 }
 
 impl Default for Server {
@@ -92,7 +132,7 @@ impl Default for Server {
 
 impl Default for Storage {
     fn default() -> Self {
-        Self { data_dir: PathBuf::from("data") }
+        Self { data_dir: PathBuf::from("data"), url: String::new(), s3: StorageS3::default() }
     }
 }
 
@@ -129,7 +169,7 @@ impl Default for Inputs {
 
 impl Default for Outputs {
     fn default() -> Self {
-        Self { retention_hours: 72, sweep_interval_secs: 600 }
+        Self { retention_hours: 72, sweep_interval_secs: 600, cdn_base_url: String::new() }
     }
 }
 
@@ -169,6 +209,15 @@ impl Config {
                 "outputs.retention_hours must be at least 1 (ATELIER__OUTPUTS__RETENTION_HOURS)".into()
             );
         }
+        self.storage_location()
+            .map_err(|e| format!("storage.url: {e} (ATELIER__STORAGE__URL, --storage-url)"))?;
+        let cdn = &self.outputs.cdn_base_url;
+        if !cdn.is_empty() && !cdn.starts_with("http://") && !cdn.starts_with("https://") {
+            return Err(
+                "outputs.cdn_base_url must start with http:// or https:// (ATELIER__OUTPUTS__CDN_BASE_URL)"
+                    .into(),
+            );
+        }
         if !self.server.public_url.is_empty() && !self.server.public_url.starts_with("http") {
             return Err(
                 "server.public_url must start with http:// or https:// (ATELIER__SERVER__PUBLIC_URL)".into(),
@@ -182,6 +231,15 @@ impl Config {
             format!("http://{}", self.server.listen)
         } else {
             self.server.public_url.trim_end_matches('/').to_string()
+        }
+    }
+
+    /// Where outputs are stored: `storage.url`, or `{data_dir}/objects` when it is empty.
+    pub fn storage_location(&self) -> Result<atelier_blob::Location, atelier_blob::BlobError> {
+        if self.storage.url.is_empty() {
+            Ok(atelier_blob::Location::Local(self.storage.data_dir.join("objects")))
+        } else {
+            atelier_blob::Location::parse(&self.storage.url)
         }
     }
 

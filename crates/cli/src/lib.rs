@@ -32,10 +32,13 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
         .with_context(|| format!("opening the database in {}", dir.display()))
 }
 
+/// Opens object storage: `storage.url` (local directory or S3-compatible bucket), by default
+/// `{data_dir}/objects`.
 pub fn open_blob(config: &Config) -> anyhow::Result<BlobStore> {
-    let root = config.storage.data_dir.join("objects");
-    BlobStore::local(&root, &config.public_url())
-        .with_context(|| format!("opening object storage at {}", root.display()))
+    let location = config.storage_location()?;
+    let cdn = Some(config.outputs.cdn_base_url.as_str()).filter(|u| !u.is_empty());
+    BlobStore::open(&location, &config.storage.s3.settings(), &config.public_url(), cdn)
+        .with_context(|| format!("opening object storage at {location:?}"))
 }
 
 pub fn input_policy(config: &Config) -> InputPolicy {

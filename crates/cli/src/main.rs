@@ -18,6 +18,9 @@ struct Cli {
     /// Directory of the database and the stored outputs.
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
+    /// Where outputs are stored: file:///path or s3://bucket/prefix (default: DATA_DIR/objects).
+    #[arg(long, global = true)]
+    storage_url: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -118,6 +121,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let mut config = Config::load(cli.config.as_deref()).map_err(anyhow::Error::msg)?;
     if let Some(dir) = cli.data_dir {
         config.storage.data_dir = dir;
+    }
+    if let Some(url) = cli.storage_url {
+        config.storage.url = url;
+        config.validate().map_err(anyhow::Error::msg)?;
     }
     match cli.command {
         Command::Serve(args) => serve(config, args).await,

@@ -212,3 +212,63 @@ fn allow_private_urls_flag_admits_loopback_image_urls() {
     assert_eq!(accepted["error"], Value::Null, "{accepted}");
     assert!(accepted["id"].as_str().unwrap().starts_with("gen_"));
 }
+
+#[test]
+fn serve_keeps_outputs_in_s3_compatible_storage() {
+    let Some(moto) = atelier_blob::moto::MotoServer::start("atelier-e2e") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (_, out, _) = atelier(dir.path(), &["admin", "account", "create", "s3", "--tokens", "5", "--json"]);
+    let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
+    let env = [
+        ("ATELIER__STORAGE__S3__ENDPOINT", moto.endpoint.as_str()),
+        ("ATELIER__STORAGE__S3__ACCESS_KEY_ID", "test"),
+        ("ATELIER__STORAGE__S3__SECRET_ACCESS_KEY", "test"),
+        ("ATELIER__ENGINE__POLL_MS", "50"),
+    ];
+    let (mut child, addr) = serve(dir.path(), &env, &["--storage-url", "s3://atelier-e2e/prod"]);
+    let image = {
+        use base64::Engine as _;
+        let img = image::RgbImage::from_fn(24, 30, |x, y| image::Rgb([(x * 9) as u8, (y * 7) as u8, 40]));
+        let mut png = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut png, image::ImageFormat::Png).unwrap();
+        base64::engine::general_purpose::STANDARD.encode(png.into_inner())
+    };
+    let body = json!({"type": "node", "target": "upscale", "input": {"image": image, "scale": 2}});
+    let handle = post(&format!("{addr}/api/v3/run"), &key, &body);
+    let id = handle["id"].as_str().unwrap_or_else(|| panic!("{handle}")).to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        let status = get(&format!("{addr}/api/v3/status/{id}"), &key);
+        if status["overall_status"] == "succeeded" {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "run did not complete: {status}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let url = status["output"][0].as_str().unwrap_or_else(|| panic!("{status}")).to_string();
+    assert!(url.starts_with(&format!("{addr}/files/outputs/{id}/")), "{url}");
+    // Served by the API from the bucket.
+    let out = Command::new("curl").args(["-s", "-o", "-", "-w", "%{http_code}", &url]).output().unwrap();
+    let (png, code) = out.stdout.split_at(out.stdout.len() - 3);
+    assert_eq!(code, b"200");
+    let decoded = image::load_from_memory(png).unwrap();
+    assert_eq!((decoded.width(), decoded.height()), (48, 60));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Nothing on local disk; the object is in the bucket under the prefix.
+    assert!(!dir.path().join("objects/outputs").exists());
+    let key_in_bucket = url.split("/files/").nth(1).unwrap().to_string();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let root = atelier_blob::BlobStore::open(
+        &atelier_blob::Location::parse("s3://atelier-e2e").unwrap(),
+        &moto.settings(),
+        "http://unused",
+        None,
+    )
+    .unwrap();
+    assert!(rt.block_on(root.exists(&format!("prod/{key_in_bucket}"))).unwrap());
+
+    // A storage URL that is not one is refused at start with the reason.
+    let (ok, _, err) = atelier(dir.path(), &["--storage-url", "ftp://x", "migrate"]);
+    assert!(!ok && err.contains("storage.url") && err.contains("s3://bucket/prefix"), "{err}");
+}

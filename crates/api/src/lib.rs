@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use atelier_blob::BlobStore;
 use atelier_inputs::InputPolicy;
-use atelier_store::Store;
+use atelier_store::SharedStore;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::routing::get;
@@ -46,7 +46,7 @@ impl Default for ApiConfig {
 /// Shared by every handler.
 #[derive(Clone)]
 pub struct AppState {
-    pub store: Store,
+    pub store: SharedStore,
     pub blob: BlobStore,
     pub config: Arc<ApiConfig>,
 }

@@ -14,7 +14,7 @@ use atelier_api::{ApiConfig, AppState};
 use atelier_blob::BlobStore;
 use atelier_engine::{Engine, EngineConfig, Maintenance};
 use atelier_inputs::{Fetcher, InputPolicy};
-use atelier_store::{Store, StoreConfig};
+use atelier_store::{SharedStore, SqliteStore, StoreConfig};
 use atelier_tools::{BuiltinOptions, Registry};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -22,14 +22,15 @@ use tokio_util::sync::CancellationToken;
 pub use config::Config;
 
 /// Opens the database (creating and migrating it) under the data directory.
-pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
+pub async fn open_store(config: &Config) -> anyhow::Result<SharedStore> {
     let dir = &config.storage.data_dir;
     std::fs::create_dir_all(dir).with_context(|| format!("creating data directory {}", dir.display()))?;
     let store_config =
         StoreConfig { retention: config.retention(), max_attempts: config.engine.max_attempts };
-    Store::open(&dir.join("atelier.db"), store_config)
+    let store = SqliteStore::open(&dir.join("atelier.db"), store_config)
         .await
-        .with_context(|| format!("opening the database in {}", dir.display()))
+        .with_context(|| format!("opening the database in {}", dir.display()))?;
+    Ok(Arc::new(store))
 }
 
 /// Opens object storage: `storage.url` (local directory or S3-compatible bucket), by default
@@ -65,7 +66,7 @@ pub fn builtin_tools(config: &Config) -> Registry {
 /// A running service: HTTP server, workers and maintenance.
 pub struct Running {
     pub addr: SocketAddr,
-    pub store: Store,
+    pub store: SharedStore,
     pub blob: BlobStore,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
@@ -88,8 +89,8 @@ impl Running {
 
 /// Starts the service on an already-open store. `tools` defaults to the
 /// built-in engine.
-pub async fn start(config: &Config, store: Store, tools: Option<Registry>) -> anyhow::Result<Running> {
-    templates::install(&store).await?;
+pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>) -> anyhow::Result<Running> {
+    templates::install(store.as_ref()).await?;
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("listening on {}", config.server.listen))?;

@@ -130,7 +130,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => serve(config, args).await,
         Command::Migrate => {
             let store = open_store(&config).await?;
-            templates::install(&store).await?;
+            templates::install(store.as_ref()).await?;
             println!("database ready in {}", config.storage.data_dir.display());
             Ok(())
         }

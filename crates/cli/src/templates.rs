@@ -14,7 +14,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("sketch-to-video", include_str!("../../../templates/sketch-to-video.json")),
 ];
 
-pub async fn install(store: &Store) -> anyhow::Result<()> {
+pub async fn install(store: &dyn Store) -> anyhow::Result<()> {
     for (name, text) in TEMPLATES {
         let value: serde_json::Value =
             serde_json::from_str(text).with_context(|| format!("template {name}"))?;

@@ -64,9 +64,9 @@ async fn expired_outputs_answer_410_and_are_swept() {
     let blob = &app.running.as_ref().unwrap().blob;
     let key = url.split("/files/").nth(1).unwrap();
     assert!(blob.exists(key).await.unwrap());
-    assert_eq!(atelier_engine::sweep_expired(store, blob).await.unwrap(), 1);
+    assert_eq!(atelier_engine::sweep_expired(store.as_ref(), blob).await.unwrap(), 1);
     assert!(!blob.exists(key).await.unwrap());
-    assert_eq!(atelier_engine::sweep_expired(store, blob).await.unwrap(), 0, "swept once");
+    assert_eq!(atelier_engine::sweep_expired(store.as_ref(), blob).await.unwrap(), 0, "swept once");
     // Status keeps the URLs and expires_at.
     let (_, status) = app.get(&format!("/api/v3/status/{id}")).await;
     assert_eq!(status["output"][0], url.as_str());

@@ -185,8 +185,9 @@ fn a_run_survives_kill_9_and_completes_once_after_restart() {
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let ledger = rt.block_on(async {
-        let store =
-            atelier_store::Store::open(&dir.path().join("atelier.db"), Default::default()).await.unwrap();
+        let store = atelier_store::SqliteStore::open(&dir.path().join("atelier.db"), Default::default())
+            .await
+            .unwrap();
         store.ledger_for_run(&id).await.unwrap()
     });
     assert_eq!(ledger, vec![("reserve".into(), 5), ("charge".into(), 5), ("release".into(), 0)]);

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use atelier_blob::BlobStore;
 use atelier_inputs::Fetcher;
-use atelier_store::Store;
+use atelier_store::SharedStore;
 use atelier_tools::Registry;
 use tokio_util::sync::CancellationToken;
 
@@ -54,7 +54,7 @@ impl Default for EngineConfig {
 /// What workers need, shared.
 #[derive(Clone)]
 pub struct Engine {
-    pub(crate) store: Store,
+    pub(crate) store: SharedStore,
     pub(crate) blob: BlobStore,
     pub(crate) tools: Registry,
     pub(crate) fetcher: Arc<Fetcher>,
@@ -64,7 +64,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(
-        store: Store,
+        store: SharedStore,
         blob: BlobStore,
         tools: Registry,
         fetcher: Arc<Fetcher>,

@@ -7,13 +7,13 @@
 use std::time::Duration;
 
 use atelier_blob::BlobStore;
-use atelier_store::{now_micros, Store};
+use atelier_store::{now_micros, SharedStore, Store};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 #[derive(Clone)]
 pub struct Maintenance {
-    pub store: Store,
+    pub store: SharedStore,
     pub blob: BlobStore,
     pub rescue_interval: Duration,
     pub sweep_interval: Duration,
@@ -31,7 +31,7 @@ impl Maintenance {
                     Ok(n) => info!(tasks = n, "rescued tasks with expired leases"),
                     Err(e) => warn!(error = %e, "rescuer failed"),
                 },
-                _ = sweep.tick() => if let Err(e) = sweep_expired(&self.store, &self.blob).await {
+                _ = sweep.tick() => if let Err(e) = sweep_expired(self.store.as_ref(), &self.blob).await {
                     warn!(error = %e, "sweeper failed");
                 },
             }
@@ -40,7 +40,7 @@ impl Maintenance {
 }
 
 /// Deletes the outputs of every expired run; returns how many runs were swept.
-pub async fn sweep_expired(store: &Store, blob: &BlobStore) -> Result<usize, String> {
+pub async fn sweep_expired(store: &dyn Store, blob: &BlobStore) -> Result<usize, String> {
     let mut swept = 0;
     loop {
         let expired = store.expired_runs(now_micros(), 100).await.map_err(|e| e.to_string())?;

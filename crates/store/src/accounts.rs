@@ -3,7 +3,7 @@
 use atelier_core::ids;
 use sqlx::Row;
 
-use crate::{now_micros, Result, Store, StoreError};
+use crate::{now_micros, Result, SqliteStore, StoreError};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Account {
@@ -18,9 +18,7 @@ pub struct KeyInfo {
     pub revoked: bool,
 }
 
-impl Store {
-    /// Creates an account with an initial grant and its first API key.
-    /// Returns the account and the key (shown once; only its digest is kept).
+impl SqliteStore {
     pub async fn create_account(&self, name: &str, tokens: i64) -> Result<(Account, String)> {
         if tokens < 0 {
             return Err(StoreError::Conflict("tokens must not be negative".into()));
@@ -70,7 +68,6 @@ impl Store {
         Ok(sqlx::query_scalar("SELECT COUNT(*) FROM accounts").fetch_one(&self.read).await?)
     }
 
-    /// A new key for an existing account.
     pub async fn create_key(&self, account: &str) -> Result<String> {
         let account = self.account(account).await?;
         let mut tx = self.begin().await?;
@@ -79,8 +76,6 @@ impl Store {
         Ok(key)
     }
 
-    /// Revokes a key given in full or by its shown prefix (`atl_abcd`).
-    /// A prefix must match exactly one active key.
     pub async fn revoke_key(&self, key_or_prefix: &str) -> Result<KeyInfo> {
         let mut tx = self.begin().await?;
         let digest = ids::key_digest(key_or_prefix);
@@ -111,7 +106,6 @@ impl Store {
         Ok(KeyInfo { prefix: row.get("prefix"), account: row.get("name"), revoked: true })
     }
 
-    /// The account a key belongs to, if the key exists and is not revoked.
     pub async fn authenticate(&self, key: &str) -> Result<Option<Account>> {
         let digest = ids::key_digest(key);
         Ok(sqlx::query(
@@ -124,7 +118,6 @@ impl Store {
         .map(|r| Account { id: r.get("id"), name: r.get("name") }))
     }
 
-    /// Adds tokens to an account's balance; returns the new balance.
     pub async fn grant(&self, account: &str, tokens: i64) -> Result<i64> {
         if tokens <= 0 {
             return Err(StoreError::Conflict("a grant must be a positive number of tokens".into()));
@@ -148,7 +141,6 @@ impl Store {
         Ok(balance)
     }
 
-    /// Available tokens: grants minus charges minus open reservations.
     pub async fn balance(&self, account_id: i64) -> Result<i64> {
         sqlx::query_scalar("SELECT balance FROM accounts WHERE id = ?")
             .bind(account_id)
@@ -157,7 +149,6 @@ impl Store {
             .ok_or(StoreError::NotFound)
     }
 
-    /// Ledger entries of a run, as (kind, amount), oldest first.
     pub async fn ledger_for_run(&self, run_id: &str) -> Result<Vec<(String, i64)>> {
         let rows = sqlx::query("SELECT kind, amount FROM ledger WHERE run_id = ? ORDER BY id")
             .bind(run_id)

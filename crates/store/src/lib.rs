@@ -18,6 +18,7 @@
 mod accounts;
 mod queue;
 mod runs;
+mod store;
 mod workflows;
 
 use std::path::Path;
@@ -34,6 +35,7 @@ use tokio::sync::Notify;
 pub use accounts::{Account, KeyInfo};
 pub use queue::{ClaimedTask, Outcome};
 pub use runs::{NewRun, NodeRecord, RunKind, RunRecord, RunSummary};
+pub use store::{SharedStore, Store};
 pub use workflows::WorkflowRow;
 
 /// Microseconds since the Unix epoch, UTC.
@@ -83,8 +85,9 @@ impl Default for StoreConfig {
     }
 }
 
+/// The embedded backend: SQLite in WAL mode (see the crate documentation).
 #[derive(Clone)]
-pub struct Store {
+pub struct SqliteStore {
     write: SqlitePool,
     read: SqlitePool,
     config: StoreConfig,
@@ -92,7 +95,7 @@ pub struct Store {
     ready: Arc<Notify>,
 }
 
-impl Store {
+impl SqliteStore {
     /// Opens (creating if needed) the database file and applies migrations.
     pub async fn open(path: &Path, config: StoreConfig) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
@@ -114,8 +117,11 @@ impl Store {
         let version: i64 = sqlx::query_scalar("PRAGMA user_version").fetch_one(&mut *tx).await?;
         let mut applied = 0;
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
-            sqlx::raw_sql(sql).execute(&mut *tx).await?;
-            sqlx::query(&format!("PRAGMA user_version = {}", i + 1)).execute(&mut *tx).await?;
+            // `Executor::execute`, not `RawSql::execute`: the latter's higher-ranked bound
+            // keeps the future from being `Send`, which the `Store` trait needs.
+            sqlx::Executor::execute(&mut *tx, sqlx::raw_sql(sql)).await?;
+            let bump = format!("PRAGMA user_version = {}", i + 1);
+            sqlx::query(&bump).execute(&mut *tx).await?;
             applied += 1;
         }
         tx.commit().await?;
@@ -160,9 +166,9 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> String {
 pub(crate) mod testing {
     use super::*;
 
-    pub async fn store() -> (Store, tempfile::TempDir) {
+    pub async fn store() -> (SqliteStore, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("atelier.db"), StoreConfig::default()).await.unwrap();
+        let store = SqliteStore::open(&dir.path().join("atelier.db"), StoreConfig::default()).await.unwrap();
         (store, dir)
     }
 }

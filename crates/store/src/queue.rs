@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use sqlx::{Row, Sqlite, Transaction};
 
 use crate::runs::{load_nodes, node_row, NodeRecord};
-use crate::{now_micros, to_json, Micros, Result, Store, StoreError};
+use crate::{now_micros, to_json, Micros, Result, SqliteStore, StoreError};
 
 /// A task a worker holds.
 #[derive(Debug, Clone)]
@@ -48,9 +48,7 @@ fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
 
-impl Store {
-    /// Claims the next available task, fairly across accounts: the account
-    /// with the fewest running tasks goes first, then the oldest task.
+impl SqliteStore {
     pub async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedTask>> {
         let now = now_micros();
         let mut tx = self.begin().await?;
@@ -110,8 +108,6 @@ impl Store {
         }))
     }
 
-    /// Extends a lease. `false` means the claim is gone (canceled, rescued,
-    /// or the run ended): the worker must stop and not complete.
     pub async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {
         let mut tx = self.begin().await?;
         let done = sqlx::query(
@@ -126,8 +122,6 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Records the end of an attempt. Returns `false` when the claim was
-    /// fenced off (the write changed nothing).
     pub async fn complete(&self, task: &ClaimedTask, outcome: Outcome) -> Result<bool> {
         let now = now_micros();
         let mut tx = self.begin().await?;
@@ -295,7 +289,6 @@ impl Store {
         Ok(())
     }
 
-    /// Gives a task back without counting the attempt (graceful shutdown).
     pub async fn release(&self, task: &ClaimedTask) -> Result<bool> {
         let mut tx = self.begin().await?;
         let done = sqlx::query(
@@ -313,9 +306,6 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Re-queues tasks whose lease expired (their worker died or hung), or
-    /// fails them with `WorkerLost` when no attempt is left. Returns how many
-    /// tasks were rescued or failed.
     pub async fn rescue_expired(&self) -> Result<usize> {
         let now = now_micros();
         let mut tx = self.begin().await?;
@@ -366,7 +356,6 @@ impl Store {
         Ok(expired.len())
     }
 
-    /// Attempt history of a node's task: `[{attempt, at, error}]`.
     pub async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>> {
         let text: Option<String> =
             sqlx::query_scalar("SELECT errors FROM tasks WHERE run_id = ? AND node = ?")

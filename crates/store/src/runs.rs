@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
-use crate::{json_col, now_micros, to_json, Micros, Result, Store, StoreError};
+use crate::{json_col, now_micros, to_json, Micros, Result, SqliteStore, StoreError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunKind {
@@ -145,10 +145,7 @@ pub(crate) async fn load_nodes(conn: &mut sqlx::SqliteConnection, run_id: &str) 
     rows.iter().map(node_row).collect()
 }
 
-impl Store {
-    /// Accepts a run: reserves its price, writes the run and its nodes, and
-    /// queues the nodes that have no upstream — all in one transaction, so a
-    /// refusal (402) leaves nothing behind.
+impl SqliteStore {
     pub async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
         let price = run.plan.price();
         let now = now_micros();
@@ -240,7 +237,6 @@ impl Store {
         Ok(())
     }
 
-    /// A run as its owner sees it. Another account's run is `NotFound`.
     pub async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
         let mut conn = self.read.acquire().await?;
         let row = sqlx::query("SELECT * FROM runs WHERE id = ? AND account_id = ?")
@@ -253,8 +249,6 @@ impl Store {
         run_row(&row, nodes)
     }
 
-    /// The run a generation id belongs to: the run itself, or the workflow
-    /// run that holds it as a node.
     pub async fn run_of_generation(&self, account_id: i64, gen_id: &str) -> Result<RunRecord> {
         let run_id: Option<String> = sqlx::query_scalar(
             "SELECT n.run_id FROM nodes n JOIN runs r ON r.id = n.run_id WHERE n.gen_id = ? AND r.account_id = ?",
@@ -266,7 +260,6 @@ impl Store {
         self.get_run(account_id, &run_id.ok_or(StoreError::NotFound)?).await
     }
 
-    /// Recent runs of an account, newest first.
     pub async fn list_runs(
         &self,
         account_id: i64,
@@ -299,10 +292,6 @@ impl Store {
             .collect()
     }
 
-    /// Cancels a run that has not finished: every unfinished node becomes
-    /// `canceled`, its tasks are fenced off (a running worker's completion
-    /// will match no row), and the run is settled. Canceling a finished run
-    /// changes nothing. Returns the run as it now stands.
     pub async fn cancel_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
         let now = now_micros();
         let mut tx = self.begin().await?;
@@ -404,8 +393,6 @@ impl Store {
         Ok(true)
     }
 
-    /// When a run's outputs expire (None while it runs), for `/files/…`.
-    /// `NotFound` when no such run exists.
     pub async fn run_expiry(&self, run_id: &str) -> Result<Option<Micros>> {
         let row: Option<(Option<i64>,)> = sqlx::query_as("SELECT expires_at FROM runs WHERE id = ?")
             .bind(run_id)
@@ -414,7 +401,6 @@ impl Store {
         row.map(|(e,)| e).ok_or(StoreError::NotFound)
     }
 
-    /// Finished runs whose outputs expired and have not been swept yet.
     pub async fn expired_runs(&self, now: Micros, limit: i64) -> Result<Vec<String>> {
         Ok(sqlx::query_scalar(
             "SELECT id FROM runs WHERE swept = 0 AND expires_at < ? ORDER BY expires_at LIMIT ?",
@@ -432,7 +418,6 @@ impl Store {
         Ok(())
     }
 
-    /// Moves a run's expiry. No command exposes it; tests of retention use it.
     pub async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()> {
         let mut tx = self.begin().await?;
         sqlx::query("UPDATE runs SET expires_at = ? WHERE id = ?")

@@ -4,7 +4,7 @@ use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
 
-use crate::{json_col, now_micros, to_json, Micros, Result, Store, StoreError};
+use crate::{json_col, now_micros, to_json, Micros, Result, SqliteStore, StoreError};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkflowRow {
@@ -25,9 +25,7 @@ fn row(r: &SqliteRow) -> Result<WorkflowRow> {
     })
 }
 
-impl Store {
-    /// Saves a workflow under `name` for `account` (None = system template),
-    /// replacing one of the same name. Returns its id.
+impl SqliteStore {
     pub async fn put_workflow(&self, account: Option<i64>, name: &str, definition: &Value) -> Result<i64> {
         let now = now_micros();
         let mut tx = self.begin().await?;
@@ -48,7 +46,6 @@ impl Store {
         Ok(id)
     }
 
-    /// Deletes an account's workflow. System templates are not deleted here.
     pub async fn delete_workflow(&self, account: i64, name: &str) -> Result<()> {
         let mut tx = self.begin().await?;
         let done = sqlx::query("DELETE FROM workflows WHERE account_id = ? AND name = ?")
@@ -63,7 +60,6 @@ impl Store {
         Ok(())
     }
 
-    /// The workflow a caller sees under `name`: its own, else the system template.
     pub async fn find_workflow(&self, account: Option<i64>, name: &str) -> Result<Option<WorkflowRow>> {
         let found = sqlx::query(
             "SELECT id, account_id, name, definition, created_at FROM workflows
@@ -77,7 +73,6 @@ impl Store {
         found.as_ref().map(row).transpose()
     }
 
-    /// The account's workflows and the system templates it does not shadow.
     pub async fn list_workflows(&self, account: i64) -> Result<Vec<WorkflowRow>> {
         let rows = sqlx::query(
             "SELECT id, account_id, name, definition, created_at FROM workflows w

@@ -8,13 +8,14 @@ use atelier_core::ids;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::{NodeStatus, RunStatus};
 use atelier_core::workflow::WorkflowDef;
-use atelier_store::{NewRun, Outcome, RunKind, Store, StoreConfig, StoreError};
+use atelier_store::{NewRun, Outcome, RunKind, SharedStore, SqliteStore, Store, StoreConfig, StoreError};
 use serde_json::json;
 
-async fn store(config: StoreConfig) -> (Store, tempfile::TempDir) {
+/// The store under test, through the trait every backend implements.
+async fn store(config: StoreConfig) -> (SharedStore, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("atelier.db"), config).await.unwrap();
-    (store, dir)
+    let store = SqliteStore::open(&dir.path().join("atelier.db"), config).await.unwrap();
+    (std::sync::Arc::new(store), dir)
 }
 
 fn diamond() -> Plan {
@@ -33,7 +34,7 @@ fn diamond() -> Plan {
     compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap()).unwrap()
 }
 
-async fn submit(store: &Store, account: i64, plan: &Plan) -> Result<String, StoreError> {
+async fn submit(store: &dyn Store, account: i64, plan: &Plan) -> Result<String, StoreError> {
     let id = ids::workflow_run_id();
     let run = NewRun {
         id: id.clone(),
@@ -67,7 +68,7 @@ async fn a_workflow_advances_through_its_dag_and_settles_once() {
     let (store, _d) = store(StoreConfig::default()).await;
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = diamond();
-    let run = submit(&store, acct.id, &plan).await.unwrap();
+    let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
     assert_eq!(store.balance(acct.id).await.unwrap(), 6, "4 reserved");
 
     let a = store.claim("w", LEASE).await.unwrap().unwrap();
@@ -104,7 +105,7 @@ async fn a_workflow_advances_through_its_dag_and_settles_once() {
 async fn a_failed_node_skips_its_dependents_and_independent_branches_finish() {
     let (store, _d) = store(StoreConfig { max_attempts: 1, ..StoreConfig::default() }).await;
     let (acct, _) = store.create_account("a", 10).await.unwrap();
-    let run = submit(&store, acct.id, &diamond()).await.unwrap();
+    let run = submit(store.as_ref(), acct.id, &diamond()).await.unwrap();
     let a = store.claim("w", LEASE).await.unwrap().unwrap();
     store.complete(&a, ok(&["a0"])).await.unwrap();
     let t1 = store.claim("w", LEASE).await.unwrap().unwrap();
@@ -128,7 +129,7 @@ async fn retryable_failures_are_retried_until_attempts_run_out() {
     let (store, _d) = store(StoreConfig { max_attempts: 2, ..StoreConfig::default() }).await;
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
-    let run = submit(&store, acct.id, &plan).await.unwrap();
+    let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
     let t = store.claim("w", LEASE).await.unwrap().unwrap();
     assert_eq!(t.attempt, 1);
     store.complete(&t, fail(true)).await.unwrap();
@@ -147,7 +148,7 @@ async fn permanent_failures_fail_at_once() {
     let (store, _d) = store(StoreConfig::default()).await;
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
-    let run = submit(&store, acct.id, &plan).await.unwrap();
+    let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
     let t = store.claim("w", LEASE).await.unwrap().unwrap();
     store.complete(&t, fail(false)).await.unwrap();
     assert_eq!(store.get_run(acct.id, &run).await.unwrap().status, RunStatus::Failed);
@@ -158,7 +159,7 @@ async fn expired_leases_are_rescued_and_the_stale_worker_is_fenced() {
     let (store, _d) = store(StoreConfig::default()).await;
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
-    let run = submit(&store, acct.id, &plan).await.unwrap();
+    let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
     let stale = store.claim("dead", Duration::ZERO).await.unwrap().unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
     assert_eq!(store.rescue_expired().await.unwrap(), 1);
@@ -178,7 +179,7 @@ async fn released_tasks_do_not_count_an_attempt() {
     let (store, _d) = store(StoreConfig::default()).await;
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
-    submit(&store, acct.id, &plan).await.unwrap();
+    submit(store.as_ref(), acct.id, &plan).await.unwrap();
     let t = store.claim("w", LEASE).await.unwrap().unwrap();
     assert!(store.release(&t).await.unwrap());
     assert_eq!(store.claim("w", LEASE).await.unwrap().unwrap().attempt, 1);
@@ -188,7 +189,7 @@ async fn released_tasks_do_not_count_an_attempt() {
 async fn cancel_fences_running_work_and_releases_tokens() {
     let (store, _d) = store(StoreConfig::default()).await;
     let (acct, _) = store.create_account("a", 10).await.unwrap();
-    let run = submit(&store, acct.id, &diamond()).await.unwrap();
+    let run = submit(store.as_ref(), acct.id, &diamond()).await.unwrap();
     let a = store.claim("w", LEASE).await.unwrap().unwrap();
     let canceled = store.cancel_run(acct.id, &run).await.unwrap();
     assert_eq!(canceled.status, RunStatus::Canceled);
@@ -206,7 +207,7 @@ async fn runs_of_other_accounts_are_not_found() {
     let (store, _d) = store(StoreConfig::default()).await;
     let (a, _) = store.create_account("a", 10).await.unwrap();
     let (b, _) = store.create_account("b", 10).await.unwrap();
-    let run = submit(&store, a.id, &diamond()).await.unwrap();
+    let run = submit(store.as_ref(), a.id, &diamond()).await.unwrap();
     assert!(matches!(store.get_run(b.id, &run).await, Err(StoreError::NotFound)));
     assert!(matches!(store.cancel_run(b.id, &run).await, Err(StoreError::NotFound)));
 }
@@ -215,7 +216,7 @@ async fn runs_of_other_accounts_are_not_found() {
 async fn insufficient_tokens_leave_nothing_behind() {
     let (store, _d) = store(StoreConfig::default()).await;
     let (acct, _) = store.create_account("a", 3).await.unwrap();
-    match submit(&store, acct.id, &diamond()).await {
+    match submit(store.as_ref(), acct.id, &diamond()).await {
         Err(StoreError::InsufficientTokens { required: 4, balance: 3 }) => {}
         other => panic!("{other:?}"),
     }
@@ -232,7 +233,7 @@ async fn concurrent_reservations_never_overdraw() {
     let attempts = (0..50).map(|_| {
         let store = store.clone();
         let plan = plan.clone();
-        tokio::spawn(async move { submit(&store, acct.id, &plan).await })
+        tokio::spawn(async move { submit(store.as_ref(), acct.id, &plan).await })
     });
     let results: Vec<_> = futures::future::join_all(attempts).await.into_iter().map(|r| r.unwrap()).collect();
     let accepted = results.iter().filter(|r| r.is_ok()).count();
@@ -248,9 +249,9 @@ async fn claims_are_fair_across_accounts() {
     let (b, _) = store.create_account("b", 100).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
     for _ in 0..5 {
-        submit(&store, a.id, &plan).await.unwrap();
+        submit(store.as_ref(), a.id, &plan).await.unwrap();
     }
-    submit(&store, b.id, &plan).await.unwrap();
+    submit(store.as_ref(), b.id, &plan).await.unwrap();
     let first = store.claim("w", LEASE).await.unwrap().unwrap();
     let second = store.claim("w", LEASE).await.unwrap().unwrap();
     assert_eq!(first.account_id, a.id);

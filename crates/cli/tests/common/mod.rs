@@ -46,8 +46,8 @@ impl TestApp {
         Self { base, key, client: reqwest::Client::new(), running: Some(running), dir }
     }
 
-    pub fn store(&self) -> &atelier_store::Store {
-        &self.running.as_ref().unwrap().store
+    pub fn store(&self) -> atelier_store::SharedStore {
+        self.running.as_ref().unwrap().store.clone()
     }
 
     /// A key for a second account.

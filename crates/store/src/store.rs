@@ -1,0 +1,253 @@
+//! The [`Store`] trait: every operation on durable state, one implementation per database
+//! ([`SqliteStore`] for the embedded default). Callers hold an `Arc<dyn Store>`
+//! ([`SharedStore`]) and never see which database answers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::{
+    Account, ClaimedTask, KeyInfo, Micros, NewRun, Outcome, Result, RunRecord, RunSummary, SqliteStore,
+    StoreConfig, WorkflowRow,
+};
+
+/// A store shared by the API, the workers and the maintenance services.
+pub type SharedStore = Arc<dyn Store>;
+
+/// Durable state: accounts and keys, the token ledger, saved workflows, runs and their nodes,
+/// and the leased task queue. The invariants listed in the crate documentation hold for every
+/// implementation.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// The settings the store was opened with.
+    fn config(&self) -> &StoreConfig;
+
+    /// Applies pending migrations; returns how many were applied.
+    async fn migrate(&self) -> Result<usize>;
+
+    /// Whether the database answers; for readiness checks.
+    async fn ping(&self) -> Result<()>;
+
+    /// Resolves when a task may have become available. Workers also poll, so a missed
+    /// wake-up only delays, never loses, work.
+    async fn task_ready(&self);
+
+    // Accounts, keys and the token ledger.
+
+    /// Creates an account with an initial grant and its first API key.
+    /// Returns the account and the key (shown once; only its digest is kept).
+    async fn create_account(&self, name: &str, tokens: i64) -> Result<(Account, String)>;
+    async fn account(&self, name: &str) -> Result<Account>;
+    async fn account_count(&self) -> Result<i64>;
+    /// A new key for an existing account.
+    async fn create_key(&self, account: &str) -> Result<String>;
+    /// Revokes a key given in full or by its shown prefix (`atl_abcd`).
+    /// A prefix must match exactly one active key.
+    async fn revoke_key(&self, key_or_prefix: &str) -> Result<KeyInfo>;
+    /// The account a key belongs to, if the key exists and is not revoked.
+    async fn authenticate(&self, key: &str) -> Result<Option<Account>>;
+    /// Adds tokens to an account's balance; returns the new balance.
+    async fn grant(&self, account: &str, tokens: i64) -> Result<i64>;
+    /// Available tokens: grants minus charges minus open reservations.
+    async fn balance(&self, account_id: i64) -> Result<i64>;
+    /// Ledger entries of a run, as (kind, amount), oldest first.
+    async fn ledger_for_run(&self, run_id: &str) -> Result<Vec<(String, i64)>>;
+
+    // Runs, their nodes, listing and retention.
+
+    /// Accepts a run: reserves its price, writes the run and its nodes, and
+    /// queues the nodes that have no upstream — all in one transaction, so a
+    /// refusal (402) leaves nothing behind.
+    async fn create_run(&self, run: &NewRun<'_>) -> Result<()>;
+    /// A run as its owner sees it. Another account's run is `NotFound`.
+    async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord>;
+    /// The run a generation id belongs to: the run itself, or the workflow
+    /// run that holds it as a node.
+    async fn run_of_generation(&self, account_id: i64, gen_id: &str) -> Result<RunRecord>;
+    /// Recent runs of an account, newest first.
+    async fn list_runs(&self, account_id: i64, limit: i64, before: Option<Micros>)
+        -> Result<Vec<RunSummary>>;
+    /// Cancels a run that has not finished: every unfinished node becomes
+    /// `canceled`, its tasks are fenced off (a running worker's completion
+    /// will match no row), and the run is settled. Canceling a finished run
+    /// changes nothing. Returns the run as it now stands.
+    async fn cancel_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord>;
+    /// When a run's outputs expire (None while it runs), for `/files/…`.
+    /// `NotFound` when no such run exists.
+    async fn run_expiry(&self, run_id: &str) -> Result<Option<Micros>>;
+    /// Finished runs whose outputs expired and have not been swept yet.
+    async fn expired_runs(&self, now: Micros, limit: i64) -> Result<Vec<String>>;
+    async fn mark_swept(&self, run_id: &str) -> Result<()>;
+    /// Moves a run's expiry. No command exposes it; tests of retention use it.
+    async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()>;
+
+    // Saved workflows (an account's, or system templates with `account: None`).
+
+    /// Saves a workflow under `name` for `account` (None = system template),
+    /// replacing one of the same name. Returns its id.
+    async fn put_workflow(&self, account: Option<i64>, name: &str, definition: &Value) -> Result<i64>;
+    /// Deletes an account's workflow. System templates are not deleted here.
+    async fn delete_workflow(&self, account: i64, name: &str) -> Result<()>;
+    /// The workflow a caller sees under `name`: its own, else the system template.
+    async fn find_workflow(&self, account: Option<i64>, name: &str) -> Result<Option<WorkflowRow>>;
+    /// The account's workflows and the system templates it does not shadow.
+    async fn list_workflows(&self, account: i64) -> Result<Vec<WorkflowRow>>;
+
+    // The leased task queue.
+
+    /// Claims the next available task, fairly across accounts: the account
+    /// with the fewest running tasks goes first, then the oldest task.
+    async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedTask>>;
+    /// Extends a lease. `false` means the claim is gone (canceled, rescued,
+    /// or the run ended): the worker must stop and not complete.
+    async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool>;
+    /// Records the end of an attempt. Returns `false` when the claim was
+    /// fenced off (the write changed nothing).
+    async fn complete(&self, task: &ClaimedTask, outcome: Outcome) -> Result<bool>;
+    /// Gives a task back without counting the attempt (graceful shutdown).
+    async fn release(&self, task: &ClaimedTask) -> Result<bool>;
+    /// Re-queues tasks whose lease expired (their worker died or hung), or
+    /// fails them with `WorkerLost` when no attempt is left. Returns how many
+    /// tasks were rescued or failed.
+    async fn rescue_expired(&self) -> Result<usize>;
+    /// Attempt history of a node's task: `[{attempt, at, error}]`.
+    async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>>;
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn config(&self) -> &StoreConfig {
+        SqliteStore::config(self)
+    }
+
+    async fn migrate(&self) -> Result<usize> {
+        SqliteStore::migrate(self).await
+    }
+
+    async fn ping(&self) -> Result<()> {
+        SqliteStore::ping(self).await
+    }
+
+    async fn task_ready(&self) {
+        SqliteStore::task_ready(self).await
+    }
+
+    async fn create_account(&self, name: &str, tokens: i64) -> Result<(Account, String)> {
+        SqliteStore::create_account(self, name, tokens).await
+    }
+
+    async fn account(&self, name: &str) -> Result<Account> {
+        SqliteStore::account(self, name).await
+    }
+
+    async fn account_count(&self) -> Result<i64> {
+        SqliteStore::account_count(self).await
+    }
+
+    async fn create_key(&self, account: &str) -> Result<String> {
+        SqliteStore::create_key(self, account).await
+    }
+
+    async fn revoke_key(&self, key_or_prefix: &str) -> Result<KeyInfo> {
+        SqliteStore::revoke_key(self, key_or_prefix).await
+    }
+
+    async fn authenticate(&self, key: &str) -> Result<Option<Account>> {
+        SqliteStore::authenticate(self, key).await
+    }
+
+    async fn grant(&self, account: &str, tokens: i64) -> Result<i64> {
+        SqliteStore::grant(self, account, tokens).await
+    }
+
+    async fn balance(&self, account_id: i64) -> Result<i64> {
+        SqliteStore::balance(self, account_id).await
+    }
+
+    async fn ledger_for_run(&self, run_id: &str) -> Result<Vec<(String, i64)>> {
+        SqliteStore::ledger_for_run(self, run_id).await
+    }
+
+    async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
+        SqliteStore::create_run(self, run).await
+    }
+
+    async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
+        SqliteStore::get_run(self, account_id, run_id).await
+    }
+
+    async fn run_of_generation(&self, account_id: i64, gen_id: &str) -> Result<RunRecord> {
+        SqliteStore::run_of_generation(self, account_id, gen_id).await
+    }
+
+    async fn list_runs(
+        &self,
+        account_id: i64,
+        limit: i64,
+        before: Option<Micros>,
+    ) -> Result<Vec<RunSummary>> {
+        SqliteStore::list_runs(self, account_id, limit, before).await
+    }
+
+    async fn cancel_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
+        SqliteStore::cancel_run(self, account_id, run_id).await
+    }
+
+    async fn run_expiry(&self, run_id: &str) -> Result<Option<Micros>> {
+        SqliteStore::run_expiry(self, run_id).await
+    }
+
+    async fn expired_runs(&self, now: Micros, limit: i64) -> Result<Vec<String>> {
+        SqliteStore::expired_runs(self, now, limit).await
+    }
+
+    async fn mark_swept(&self, run_id: &str) -> Result<()> {
+        SqliteStore::mark_swept(self, run_id).await
+    }
+
+    async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()> {
+        SqliteStore::set_expiry(self, run_id, expires_at).await
+    }
+
+    async fn put_workflow(&self, account: Option<i64>, name: &str, definition: &Value) -> Result<i64> {
+        SqliteStore::put_workflow(self, account, name, definition).await
+    }
+
+    async fn delete_workflow(&self, account: i64, name: &str) -> Result<()> {
+        SqliteStore::delete_workflow(self, account, name).await
+    }
+
+    async fn find_workflow(&self, account: Option<i64>, name: &str) -> Result<Option<WorkflowRow>> {
+        SqliteStore::find_workflow(self, account, name).await
+    }
+
+    async fn list_workflows(&self, account: i64) -> Result<Vec<WorkflowRow>> {
+        SqliteStore::list_workflows(self, account).await
+    }
+
+    async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedTask>> {
+        SqliteStore::claim(self, worker, lease).await
+    }
+
+    async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {
+        SqliteStore::heartbeat(self, task, lease).await
+    }
+
+    async fn complete(&self, task: &ClaimedTask, outcome: Outcome) -> Result<bool> {
+        SqliteStore::complete(self, task, outcome).await
+    }
+
+    async fn release(&self, task: &ClaimedTask) -> Result<bool> {
+        SqliteStore::release(self, task).await
+    }
+
+    async fn rescue_expired(&self) -> Result<usize> {
+        SqliteStore::rescue_expired(self).await
+    }
+
+    async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>> {
+        SqliteStore::task_errors(self, run_id, node).await
+    }
+}

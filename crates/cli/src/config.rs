@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub struct Config {
     pub server: Server,
     pub storage: Storage,
+    pub database: Database,
     pub engine: Engine,
     pub inputs: Inputs,
     pub outputs: Outputs,
@@ -42,6 +43,41 @@ pub struct Storage {
     pub url: String,
     /// Settings of S3-compatible storage (`s3://` URLs).
     pub s3: StorageS3,
+}
+
+/// `[database]`: which database holds the durable state.
+#[derive(Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Database {
+    /// `sqlite:///path/atelier.db`, or empty for `{data_dir}/atelier.db`. (`postgres://…`
+    /// URLs are recognised and refused until the PostgreSQL backend is wired in.)
+    pub url: String,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").field("url", &redact_password(&self.url)).finish()
+    }
+}
+
+/// `scheme://user:password@host/…` with the password replaced by `***`.
+pub fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let (authority, tail) = rest.split_once('/').map_or((rest, None), |(a, t)| (a, Some(t)));
+    let Some((userinfo, host)) = authority.rsplit_once('@') else { return url.to_string() };
+    let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+    let hidden = if userinfo.contains(':') { format!("{user}:***") } else { user.to_string() };
+    match tail {
+        Some(t) => format!("{scheme}://{hidden}@{host}/{t}"),
+        None => format!("{scheme}://{hidden}@{host}"),
+    }
+}
+
+/// Which database a configuration names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseKind {
+    Sqlite(PathBuf),
+    Postgres(String),
 }
 
 /// `[storage.s3]`: what an `s3://bucket/prefix` URL does not say. Empty strings are unset;
@@ -209,6 +245,7 @@ impl Config {
                 "outputs.retention_hours must be at least 1 (ATELIER__OUTPUTS__RETENTION_HOURS)".into()
             );
         }
+        self.database().map_err(|e| format!("database.url: {e} (ATELIER__DATABASE__URL, --database-url)"))?;
         self.storage_location()
             .map_err(|e| format!("storage.url: {e} (ATELIER__STORAGE__URL, --storage-url)"))?;
         let cdn = &self.outputs.cdn_base_url;
@@ -234,6 +271,26 @@ impl Config {
         }
     }
 
+    /// The database: `database.url`, or `{data_dir}/atelier.db` when it is empty.
+    pub fn database(&self) -> Result<DatabaseKind, String> {
+        let url = self.database.url.trim();
+        if url.is_empty() {
+            return Ok(DatabaseKind::Sqlite(self.storage.data_dir.join("atelier.db")));
+        }
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if !path.starts_with('/') {
+                return Err(format!(
+                    "database URL {url:?}: a sqlite URL needs an absolute path (sqlite:///path/atelier.db)"
+                ));
+            }
+            return Ok(DatabaseKind::Sqlite(PathBuf::from(path)));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(DatabaseKind::Postgres(url.to_string()));
+        }
+        Err(format!("database URL {url:?}: expected sqlite:///path or postgres://…"))
+    }
+
     /// Where outputs are stored: `storage.url`, or `{data_dir}/objects` when it is empty.
     pub fn storage_location(&self) -> Result<atelier_blob::Location, atelier_blob::BlobError> {
         if self.storage.url.is_empty() {
@@ -245,5 +302,68 @@ impl Config {
 
     pub fn retention(&self) -> Duration {
         Duration::from_secs(self.outputs.retention_hours * 3600)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_database(url: &str) -> Config {
+        let mut config = Config::default();
+        config.database.url = url.to_string();
+        config
+    }
+
+    #[test]
+    fn database_urls_name_a_backend_or_say_why_not() {
+        assert_eq!(with_database("").database(), Ok(DatabaseKind::Sqlite(PathBuf::from("data/atelier.db"))));
+        assert_eq!(
+            with_database("sqlite:///srv/a.db").database(),
+            Ok(DatabaseKind::Sqlite("/srv/a.db".into()))
+        );
+        let pg = "postgres://atelier:pw@db:5432/atelier";
+        assert_eq!(with_database(pg).database(), Ok(DatabaseKind::Postgres(pg.into())));
+        assert!(matches!(with_database("postgresql://db/x").database(), Ok(DatabaseKind::Postgres(_))));
+        for (url, why) in [("sqlite://rel.db", "absolute path"), ("mysql://db/x", "expected sqlite")] {
+            let err = with_database(url).validate().unwrap_err();
+            assert!(err.contains(why) && err.contains("ATELIER__DATABASE__URL"), "{url}: {err}");
+        }
+    }
+
+    #[test]
+    fn passwords_never_reach_debug_output() {
+        assert_eq!(redact_password("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(redact_password("postgres://u:p@ss@h/db?x=1"), "postgres://u:***@h/db?x=1");
+        assert_eq!(redact_password("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact_password("postgres://h/db"), "postgres://h/db");
+        assert_eq!(redact_password("not a url"), "not a url");
+        let text = format!("{:?}", with_database("postgres://u:hunter2@h/db"));
+        assert!(!text.contains("hunter2"), "{text}");
+        let mut config = Config::default();
+        config.storage.s3.secret_access_key = "hunter3".into();
+        assert!(!format!("{config:?}").contains("hunter3"));
+    }
+
+    #[test]
+    fn the_example_file_with_every_setting_uncommented_is_valid() {
+        let text = include_str!("../../../atelier.example.toml");
+        let uncommented: String = text
+            .lines()
+            .map(|line| {
+                let setting = line.strip_prefix("# ").filter(|rest| {
+                    rest.split_once(" = ").is_some_and(|(key, _)| {
+                        !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+                    })
+                });
+                setting.unwrap_or(line).to_string() + "\n"
+            })
+            .collect();
+        let config: Config = Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::string(&uncommented))
+            .extract()
+            .unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
+        config.validate().unwrap();
+        assert_eq!(config.storage.s3.endpoint, "http://127.0.0.1:9000");
     }
 }

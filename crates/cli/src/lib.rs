@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use atelier_api::{ApiConfig, AppState};
 use atelier_blob::BlobStore;
 use atelier_engine::{Engine, EngineConfig, Maintenance};
@@ -19,18 +19,29 @@ use atelier_tools::{BuiltinOptions, Registry};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use config::Config;
+pub use config::{Config, DatabaseKind};
 
-/// Opens the database (creating and migrating it) under the data directory.
+/// Opens the database named by `database.url` (by default `{data_dir}/atelier.db`), creating
+/// and migrating it.
 pub async fn open_store(config: &Config) -> anyhow::Result<SharedStore> {
-    let dir = &config.storage.data_dir;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating data directory {}", dir.display()))?;
     let store_config =
         StoreConfig { retention: config.retention(), max_attempts: config.engine.max_attempts };
-    let store = SqliteStore::open(&dir.join("atelier.db"), store_config)
-        .await
-        .with_context(|| format!("opening the database in {}", dir.display()))?;
-    Ok(Arc::new(store))
+    match config.database().map_err(anyhow::Error::msg)? {
+        DatabaseKind::Sqlite(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating data directory {}", dir.display()))?;
+            }
+            let store = SqliteStore::open(&path, store_config)
+                .await
+                .with_context(|| format!("opening the database {}", path.display()))?;
+            Ok(Arc::new(store))
+        }
+        DatabaseKind::Postgres(url) => bail!(
+            "database {}: the PostgreSQL backend is not available in this build yet",
+            config::redact_password(&url)
+        ),
+    }
 }
 
 /// Opens object storage: `storage.url` (local directory or S3-compatible bucket), by default
@@ -120,6 +131,56 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         }
     }));
 
+    spawn_workers(&config, &store, &blob, tools, &shutdown, &mut tasks)?;
+    Ok(Running { addr, store, blob, shutdown, tasks })
+}
+
+/// Starts a worker process's part of the service on an already-open store: the engine's
+/// workers (`engine.workers` slots) and the maintenance services, no HTTP. `tools` defaults
+/// to the built-in engine.
+pub async fn start_worker(
+    config: &Config,
+    store: SharedStore,
+    tools: Option<Registry>,
+) -> anyhow::Result<WorkerProcess> {
+    let blob = open_blob(config)?;
+    let shutdown = CancellationToken::new();
+    let mut tasks = Vec::new();
+    spawn_workers(config, &store, &blob, tools, &shutdown, &mut tasks)?;
+    Ok(WorkerProcess { shutdown, tasks })
+}
+
+/// A running `atelier worker`: engine workers and maintenance.
+pub struct WorkerProcess {
+    shutdown: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl WorkerProcess {
+    /// Stops claiming work, lets in-flight nodes finish within the grace period (or releases
+    /// them), and waits for everything to stop.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+
+    pub fn token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+}
+
+/// Spawns the engine (when `engine.workers > 0`) and the maintenance services (lease rescuer,
+/// output sweeper) onto `tasks`, stopping with `shutdown`.
+fn spawn_workers(
+    config: &Config,
+    store: &SharedStore,
+    blob: &BlobStore,
+    tools: Option<Registry>,
+    shutdown: &CancellationToken,
+    tasks: &mut Vec<JoinHandle<()>>,
+) -> anyhow::Result<()> {
     let engine_config = EngineConfig {
         slots: config.engine.workers,
         lease: Duration::from_secs(config.engine.lease_secs),
@@ -130,8 +191,9 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         shutdown_grace: Duration::from_secs(config.engine.shutdown_grace_secs),
     };
     if config.engine.workers > 0 {
-        let fetcher = Arc::new(Fetcher::new(policy).map_err(|e| anyhow::anyhow!("input fetcher: {e}"))?);
-        let tools = tools.unwrap_or_else(|| builtin_tools(&config));
+        let fetcher =
+            Arc::new(Fetcher::new(input_policy(config)).map_err(|e| anyhow::anyhow!("input fetcher: {e}"))?);
+        let tools = tools.unwrap_or_else(|| builtin_tools(config));
         let engine = Engine::new(store.clone(), blob.clone(), tools, fetcher, engine_config.clone());
         tasks.push(tokio::spawn(engine.run(shutdown.clone())));
     }
@@ -142,5 +204,5 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         sweep_interval: Duration::from_secs(config.outputs.sweep_interval_secs.max(1)),
     };
     tasks.push(tokio::spawn(maintenance.run(shutdown.clone())));
-    Ok(Running { addr, store, blob, shutdown, tasks })
+    Ok(())
 }

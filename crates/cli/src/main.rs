@@ -21,6 +21,9 @@ struct Cli {
     /// Where outputs are stored: file:///path or s3://bucket/prefix (default: DATA_DIR/objects).
     #[arg(long, global = true)]
     storage_url: Option<String>,
+    /// The database: sqlite:///path/atelier.db or postgres://… (default: DATA_DIR/atelier.db).
+    #[arg(long, global = true)]
+    database_url: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -29,6 +32,8 @@ struct Cli {
 enum Command {
     /// Run the HTTP API with in-process workers.
     Serve(ServeArgs),
+    /// Run workers only (no HTTP), sharing the database and storage with `serve`.
+    Worker(WorkerArgs),
     /// Create or upgrade the database schema and install system templates.
     Migrate,
     /// Manage accounts, keys, tokens and workflows (works while `serve` runs).
@@ -41,6 +46,19 @@ struct ServeArgs {
     #[arg(long)]
     listen: Option<SocketAddr>,
     /// Nodes run at once (0 = API only).
+    #[arg(long, conflicts_with = "no_workers")]
+    workers: Option<usize>,
+    /// API only: accept and queue runs, leave executing them to `atelier worker` processes.
+    #[arg(long)]
+    no_workers: bool,
+    /// Accept image URLs on loopback and private addresses (for tests).
+    #[arg(long)]
+    allow_private_urls: bool,
+}
+
+#[derive(Args)]
+struct WorkerArgs {
+    /// Nodes run at once (default: engine.workers).
     #[arg(long)]
     workers: Option<usize>,
     /// Accept image URLs on loopback and private addresses (for tests).
@@ -124,10 +142,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if let Some(url) = cli.storage_url {
         config.storage.url = url;
-        config.validate().map_err(anyhow::Error::msg)?;
     }
+    if let Some(url) = cli.database_url {
+        config.database.url = url;
+    }
+    config.validate().map_err(anyhow::Error::msg)?;
     match cli.command {
         Command::Serve(args) => serve(config, args).await,
+        Command::Worker(args) => worker(config, args).await,
         Command::Migrate => {
             let store = open_store(&config).await?;
             templates::install(store.as_ref()).await?;
@@ -138,18 +160,25 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
+fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),
         )
         .init();
+}
+
+async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
+    init_logging();
     if let Some(listen) = args.listen {
         config.server.listen = listen;
     }
     if let Some(workers) = args.workers {
         config.engine.workers = workers;
+    }
+    if args.no_workers {
+        config.engine.workers = 0;
     }
     if args.allow_private_urls {
         config.inputs.allow_private_addresses = true;
@@ -162,6 +191,31 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
     }
     let running = atelier_cli::start(&config, store, None).await?;
     println!("Atelier listening on http://{}", running.addr);
+    let token = running.token();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        token.cancel();
+    });
+    running.token().cancelled().await;
+    running.shutdown().await;
+    Ok(())
+}
+
+async fn worker(mut config: Config, args: WorkerArgs) -> anyhow::Result<()> {
+    init_logging();
+    if let Some(workers) = args.workers {
+        config.engine.workers = workers;
+    }
+    if args.allow_private_urls {
+        config.inputs.allow_private_addresses = true;
+    }
+    if config.engine.workers == 0 {
+        bail!("a worker needs at least one slot (--workers N, engine.workers)");
+    }
+    let store = open_store(&config).await?;
+    let running = atelier_cli::start_worker(&config, store, None).await?;
+    println!("Atelier worker running with {} slots", config.engine.workers);
     let token = running.token();
     tokio::spawn(async move {
         shutdown_signal().await;

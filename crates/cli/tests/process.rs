@@ -273,3 +273,64 @@ fn serve_keeps_outputs_in_s3_compatible_storage() {
     let (ok, _, err) = atelier(dir.path(), &["--storage-url", "ftp://x", "migrate"]);
     assert!(!ok && err.contains("storage.url") && err.contains("s3://bucket/prefix"), "{err}");
 }
+
+#[test]
+fn api_only_serve_and_a_separate_worker_process_share_the_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, out, _) = atelier(dir.path(), &["admin", "account", "create", "w", "--tokens", "5", "--json"]);
+    let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
+    let env = [("ATELIER__ENGINE__POLL_MS", "50")];
+    let (mut api, addr) = serve(dir.path(), &env, &["--no-workers"]);
+    let image = {
+        use base64::Engine as _;
+        let img = image::RgbImage::from_fn(20, 20, |x, y| image::Rgb([(x * 9) as u8, (y * 9) as u8, 9]));
+        let mut png = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut png, image::ImageFormat::Png).unwrap();
+        base64::engine::general_purpose::STANDARD.encode(png.into_inner())
+    };
+    let body = json!({"type": "node", "target": "upscale", "input": {"image": image}});
+    let id = post(&format!("{addr}/api/v3/run"), &key, &body)["id"].as_str().unwrap().to_string();
+    // Nothing runs it while the API is alone.
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(get(&format!("{addr}/api/v3/status/{id}"), &key)["overall_status"], "queued");
+
+    let mut worker = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["worker", "--workers", "1"])
+        .env("ATELIER__ENGINE__POLL_MS", "50")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let first = BufReader::new(worker.stdout.take().unwrap()).lines().next().unwrap().unwrap();
+    assert_eq!(first, "Atelier worker running with 1 slots");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = get(&format!("{addr}/api/v3/status/{id}"), &key);
+        if status["overall_status"] == "succeeded" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the worker did not run it: {status}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SIGTERM: the idle worker stops promptly and cleanly.
+    let pid = worker.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let code = loop {
+        if let Some(status) = worker.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "worker did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(code.success(), "{code:?}");
+    api.kill().unwrap();
+    api.wait().unwrap();
+
+    let (ok, _, err) = atelier(dir.path(), &["worker", "--workers", "0"]);
+    assert!(!ok && err.contains("at least one slot"), "{err}");
+    let (ok, _, err) = atelier(dir.path(), &["--database-url", "mysql://db/x", "migrate"]);
+    assert!(!ok && err.contains("database.url"), "{err}");
+}

@@ -168,7 +168,7 @@ pub fn resize(img: &DynamicImage, width: u32, height: u32) -> DynamicImage {
     if img.color().has_alpha() {
         DynamicImage::ImageRgba8(crate::composite::resize_rgba(&img.to_rgba8(), w, h, FilterType::Lanczos3))
     } else {
-        DynamicImage::ImageRgb8(crate::fir::resize_rgb8(&img.to_rgb8(), w, h, FilterType::Lanczos3))
+        DynamicImage::ImageRgb8(crate::fir::resize_rgb8(&rgb8(img), w, h, FilterType::Lanczos3))
     }
 }
 
@@ -181,7 +181,7 @@ pub fn downscale(img: &DynamicImage, width: u32, height: u32) -> DynamicImage {
     if img.color().has_alpha() {
         DynamicImage::ImageRgba8(crate::composite::resize_rgba(&img.to_rgba8(), w, h, FilterType::Triangle))
     } else {
-        DynamicImage::ImageRgb8(crate::fir::resize_rgb8(&img.to_rgb8(), w, h, FilterType::Triangle))
+        DynamicImage::ImageRgb8(crate::fir::resize_rgb8(&rgb8(img), w, h, FilterType::Triangle))
     }
 }
 
@@ -198,11 +198,15 @@ pub fn gaussian_blur(img: &DynamicImage, sigma: f32) -> DynamicImage {
         let out = crate::blur::gaussian_u8(rgba.as_raw(), uw, uh, 4, sigma);
         DynamicImage::ImageRgba8(RgbaImage::from_raw(w, h, out).unwrap_or_else(|| RgbaImage::new(w, h)))
     } else {
-        let rgb = match img {
-            DynamicImage::ImageRgb8(rgb) => std::borrow::Cow::Borrowed(rgb),
-            other => std::borrow::Cow::Owned(other.to_rgb8()),
-        };
-        let out = crate::blur::gaussian_u8(rgb.as_raw(), uw, uh, 3, sigma);
+        let out = crate::blur::gaussian_u8(rgb8(img).as_raw(), uw, uh, 3, sigma);
         DynamicImage::ImageRgb8(RgbImage::from_raw(w, h, out).unwrap_or_else(|| RgbImage::new(w, h)))
+    }
+}
+
+/// The image as RGB8: borrowed when it already is, converted otherwise.
+fn rgb8(img: &DynamicImage) -> std::borrow::Cow<'_, RgbImage> {
+    match img {
+        DynamicImage::ImageRgb8(rgb) => std::borrow::Cow::Borrowed(rgb),
+        other => std::borrow::Cow::Owned(other.to_rgb8()),
     }
 }

@@ -173,28 +173,3 @@ async fn insert_key(
         .await?;
     Ok(key)
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::testing::store;
-    use crate::StoreError;
-
-    #[tokio::test]
-    async fn accounts_keys_and_grants() {
-        let (store, _dir) = store().await;
-        let (acct, key) = store.create_account("acme", 10).await.unwrap();
-        assert!(matches!(store.create_account("acme", 1).await, Err(StoreError::Conflict(_))));
-        assert_eq!(store.authenticate(&key).await.unwrap(), Some(acct.clone()));
-        assert_eq!(store.authenticate("atl_wrong").await.unwrap(), None);
-        assert_eq!(store.grant("acme", 5).await.unwrap(), 15);
-        assert_eq!(store.balance(acct.id).await.unwrap(), 15);
-        assert!(store.grant("acme", 0).await.is_err());
-        assert!(matches!(store.grant("nobody", 5).await, Err(StoreError::NotFound)));
-
-        let second = store.create_key("acme").await.unwrap();
-        store.revoke_key(&key).await.unwrap();
-        assert_eq!(store.authenticate(&key).await.unwrap(), None);
-        assert!(store.authenticate(&second).await.unwrap().is_some());
-        assert!(matches!(store.revoke_key(&key).await, Err(StoreError::NotFound)));
-    }
-}

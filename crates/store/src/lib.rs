@@ -1,11 +1,31 @@
 //! Durable state: accounts and keys, the token ledger, saved workflows, runs
 //! and their nodes, and the leased task queue that workers claim from.
 //!
-//! The embedded backend is SQLite in WAL mode. Writes go through a single
-//! connection (SQLite admits one writer at a time anyway), and every write
-//! transaction starts with `BEGIN IMMEDIATE`, so a transaction never has to
-//! upgrade a read lock — other processes (admin commands) wait on the busy
-//! timeout instead of failing. Reads use a separate pool.
+//! Callers hold a [`SharedStore`] (`Arc<dyn Store>`); two backends implement
+//! [`Store`] with the same behaviour, checked by one test suite run on both.
+//!
+//! The embedded backend, [`SqliteStore`], is SQLite in WAL mode. Writes go
+//! through a single connection (SQLite admits one writer at a time anyway),
+//! and every write transaction starts with `BEGIN IMMEDIATE`, so a transaction
+//! never has to upgrade a read lock — other processes (admin commands) wait on
+//! the busy timeout instead of failing. Reads use a separate pool. Wake-ups
+//! are in-process.
+//!
+//! The server backend, [`PgStore`], is PostgreSQL (the same schema in
+//! `migrations/postgres`, applied under an advisory lock and tracked in
+//! `schema_migrations`). Transactions run concurrently, so:
+//! - a claim is one `UPDATE … FROM (SELECT … ORDER BY <fairness> LIMIT 1
+//!   FOR UPDATE SKIP LOCKED)`: claimers never take, or wait on, the same task;
+//! - writes that end or advance a run lock the run's row first, then its
+//!   tasks, nodes and last the account (one order, so no deadlocks), which
+//!   also makes completions of sibling nodes take turns;
+//! - guarded updates (`balance >= $n`, `lease_epoch = $e`, `status IN …`) are
+//!   re-checked by PostgreSQL against the latest committed row, so the guards
+//!   mean what they mean on SQLite;
+//! - creating, re-queueing, releasing or rescuing tasks sends `NOTIFY
+//!   atelier_tasks` in the same transaction (delivered on commit, to every
+//!   process); each store listens on its own connection, subscribed before
+//!   `connect` returns, and falls back to workers' polling if it drops.
 //!
 //! Invariants kept here, not by callers:
 //! - money and work move together: a run, its nodes, its first tasks and the
@@ -16,6 +36,7 @@
 //! - completion of a task is fenced by its lease epoch.
 
 mod accounts;
+mod postgres;
 mod queue;
 mod runs;
 mod store;
@@ -33,8 +54,11 @@ use sqlx::{Sqlite, Transaction};
 use tokio::sync::Notify;
 
 pub use accounts::{Account, KeyInfo};
+pub use postgres::{PgStore, TASKS_CHANNEL};
 pub use queue::{ClaimedTask, Outcome};
 pub use runs::{NewRun, NodeRecord, RunKind, RunRecord, RunSummary};
+/// Connection options for [`PgStore::connect_with`].
+pub use sqlx::postgres::PgConnectOptions;
 pub use store::{SharedStore, Store};
 pub use workflows::WorkflowRow;
 
@@ -160,15 +184,4 @@ pub(crate) fn json_col<T: serde::de::DeserializeOwned>(text: &str, what: &str) -
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> String {
     // Serializing our own plain data types cannot fail.
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
-}
-
-#[cfg(test)]
-pub(crate) mod testing {
-    use super::*;
-
-    pub async fn store() -> (SqliteStore, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(&dir.path().join("atelier.db"), StoreConfig::default()).await.unwrap();
-        (store, dir)
-    }
 }

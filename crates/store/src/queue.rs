@@ -44,8 +44,110 @@ pub enum Outcome {
     Failed { error: Value, retryable: bool, backoff: Duration },
 }
 
-fn micros(d: Duration) -> i64 {
+pub(crate) fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// The columns a claim returns, as both backends read them.
+pub(crate) struct ClaimRow {
+    pub task_id: i64,
+    pub epoch: i64,
+    pub attempt: i64,
+    pub max_attempts: i64,
+    pub run_id: String,
+    pub account_id: i64,
+    pub node: String,
+}
+
+impl ClaimRow {
+    /// The claimed task, given the run's nodes as they stand after the claim.
+    pub(crate) fn into_task(self, nodes: &[NodeRecord]) -> Result<ClaimedTask> {
+        let node = nodes.iter().find(|n| n.name == self.node).cloned().ok_or(StoreError::NotFound)?;
+        let upstream = node
+            .links
+            .iter()
+            .map(|(param, src)| {
+                let keys =
+                    nodes.iter().find(|n| &n.name == src).map(|n| n.outputs.clone()).unwrap_or_default();
+                (param.clone(), keys)
+            })
+            .collect();
+        Ok(ClaimedTask {
+            task_id: self.task_id,
+            epoch: self.epoch,
+            attempt: u32::try_from(self.attempt).unwrap_or(u32::MAX),
+            max_attempts: u32::try_from(self.max_attempts).unwrap_or(1),
+            run_id: self.run_id,
+            account_id: self.account_id,
+            node,
+            upstream,
+        })
+    }
+}
+
+/// The pending children of `finished` (which just succeeded) whose upstream
+/// nodes have all succeeded: they are queued now.
+pub(crate) fn ready_children<'a>(nodes: &'a [NodeRecord], finished: &str) -> Vec<&'a str> {
+    let status_of: HashMap<&str, NodeStatus> = nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
+    nodes
+        .iter()
+        .filter(|n| n.status == NodeStatus::Pending)
+        .filter(|child| {
+            let feeds_on_us = child.links.values().any(|src| src == finished);
+            let all_ready =
+                child.links.values().all(|src| status_of.get(src.as_str()) == Some(&NodeStatus::Succeeded));
+            feeds_on_us && all_ready
+        })
+        .map(|n| n.name.as_str())
+        .collect()
+}
+
+/// Every node downstream of `node`, not counting `node` itself.
+pub(crate) fn downstream_of(nodes: &[NodeRecord], node: &str) -> Vec<String> {
+    let mut doomed = vec![node.to_string()];
+    let mut i = 0;
+    while i < doomed.len() {
+        let src = doomed[i].clone();
+        for child in nodes.iter().filter(|n| n.links.values().any(|s| s == &src)) {
+            if !doomed.contains(&child.name) {
+                doomed.push(child.name.clone());
+            }
+        }
+        i += 1;
+    }
+    doomed.remove(0);
+    doomed
+}
+
+/// The error a node carries when it is skipped because `node` failed.
+pub(crate) fn upstream_failed_error(node: &str) -> Value {
+    json!({"name": "UpstreamFailed", "message": format!("not run: upstream node '{node}' failed")})
+}
+
+/// The error of an attempt whose lease expired.
+pub(crate) fn worker_lost_error() -> Value {
+    json!({"name": "WorkerLost", "message": "the worker running this node stopped responding"})
+}
+
+/// How a run ends once every node is terminal: `None` while a node is left to
+/// run, else its final status and error.
+pub(crate) fn run_outcome(nodes: &[NodeRecord]) -> Option<(RunStatus, Option<Value>)> {
+    if nodes.iter().any(|n| !n.status.is_terminal()) {
+        return None;
+    }
+    Some(match nodes.iter().find(|n| n.status == NodeStatus::Failed) {
+        None => (RunStatus::Succeeded, None),
+        Some(failed) => {
+            let cause = failed.error.clone().unwrap_or_else(|| json!({"name": "ToolFailed", "message": ""}));
+            let error = json!({
+                "name": cause.get("name").cloned().unwrap_or(Value::from("ToolFailed")),
+                "message": format!("node '{}' failed: {}", failed.name,
+                    cause.get("message").and_then(Value::as_str).unwrap_or("")),
+                "node": failed.name,
+            });
+            (RunStatus::Failed, Some(error))
+        }
+    })
 }
 
 impl SqliteStore {
@@ -71,41 +173,29 @@ impl SqliteStore {
             tx.commit().await?;
             return Ok(None);
         };
-        let run_id: String = row.get("run_id");
-        let node_name: String = row.get("node");
+        let claimed = ClaimRow {
+            task_id: row.get("id"),
+            epoch: row.get("lease_epoch"),
+            attempt: row.get("attempt"),
+            max_attempts: row.get("max_attempts"),
+            run_id: row.get("run_id"),
+            account_id: row.get("account_id"),
+            node: row.get("node"),
+        };
+        let (run_id, node_name) = (&claimed.run_id, &claimed.node);
         sqlx::query("UPDATE nodes SET status = 'running', started_at = ? WHERE run_id = ? AND name = ? AND status = 'queued'")
             .bind(now)
-            .bind(&run_id)
-            .bind(&node_name)
+            .bind(run_id)
+            .bind(node_name)
             .execute(&mut *tx)
             .await?;
         sqlx::query("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'")
-            .bind(&run_id)
+            .bind(run_id)
             .execute(&mut *tx)
             .await?;
-        let nodes = load_nodes(&mut tx, &run_id).await?;
+        let nodes = load_nodes(&mut tx, run_id).await?;
         tx.commit().await?;
-
-        let node = nodes.iter().find(|n| n.name == node_name).cloned().ok_or(StoreError::NotFound)?;
-        let upstream = node
-            .links
-            .iter()
-            .map(|(param, src)| {
-                let keys =
-                    nodes.iter().find(|n| &n.name == src).map(|n| n.outputs.clone()).unwrap_or_default();
-                (param.clone(), keys)
-            })
-            .collect();
-        Ok(Some(ClaimedTask {
-            task_id: row.get("id"),
-            epoch: row.get("lease_epoch"),
-            attempt: u32::try_from(row.get::<i64, _>("attempt")).unwrap_or(u32::MAX),
-            max_attempts: u32::try_from(row.get::<i64, _>("max_attempts")).unwrap_or(1),
-            run_id,
-            account_id: row.get("account_id"),
-            node,
-            upstream,
-        }))
+        claimed.into_task(&nodes).map(Some)
     }
 
     pub async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {
@@ -190,22 +280,15 @@ impl SqliteStore {
         .execute(&mut **tx)
         .await?;
         let nodes = load_nodes(tx, &task.run_id).await?;
-        let status_of: HashMap<&str, NodeStatus> =
-            nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
-        for child in nodes.iter().filter(|n| n.status == NodeStatus::Pending) {
-            let feeds_on_us = child.links.values().any(|src| src == &task.node.name);
-            let all_ready =
-                child.links.values().all(|src| status_of.get(src.as_str()) == Some(&NodeStatus::Succeeded));
-            if feeds_on_us && all_ready {
-                sqlx::query(
-                    "UPDATE nodes SET status = 'queued' WHERE run_id = ? AND name = ? AND status = 'pending'",
-                )
-                .bind(&task.run_id)
-                .bind(&child.name)
-                .execute(&mut **tx)
-                .await?;
-                self.insert_task(tx, &task.run_id, &child.name, task.account_id, now).await?;
-            }
+        for child in ready_children(&nodes, &task.node.name) {
+            sqlx::query(
+                "UPDATE nodes SET status = 'queued' WHERE run_id = ? AND name = ? AND status = 'pending'",
+            )
+            .bind(&task.run_id)
+            .bind(child)
+            .execute(&mut **tx)
+            .await?;
+            self.insert_task(tx, &task.run_id, child, task.account_id, now).await?;
         }
         Ok(())
     }
@@ -229,20 +312,8 @@ impl SqliteStore {
         .execute(&mut **tx)
         .await?;
         let nodes = load_nodes(tx, run_id).await?;
-        let mut doomed = vec![node.to_string()];
-        let mut i = 0;
-        while i < doomed.len() {
-            let src = doomed[i].clone();
-            for child in nodes.iter().filter(|n| n.links.values().any(|s| s == &src)) {
-                if !doomed.contains(&child.name) {
-                    doomed.push(child.name.clone());
-                }
-            }
-            i += 1;
-        }
-        let skipped =
-            json!({"name": "UpstreamFailed", "message": format!("not run: upstream node '{node}' failed")});
-        for name in doomed.iter().skip(1) {
+        let skipped = upstream_failed_error(node);
+        for name in downstream_of(&nodes, node) {
             sqlx::query(
                 "UPDATE nodes SET status = 'skipped', error = ?, finished_at = ?
                  WHERE run_id = ? AND name = ? AND status IN ('pending', 'queued')",
@@ -269,23 +340,9 @@ impl SqliteStore {
             .fetch_all(&mut **tx)
             .await?;
         let nodes: Vec<NodeRecord> = rows.iter().map(node_row).collect::<Result<_>>()?;
-        if nodes.iter().any(|n| !n.status.is_terminal()) {
-            return Ok(());
+        if let Some((status, error)) = run_outcome(&nodes) {
+            self.finish_run(tx, run_id, status, error.as_ref(), now).await?;
         }
-        match nodes.iter().find(|n| n.status == NodeStatus::Failed) {
-            None => self.finish_run(tx, run_id, RunStatus::Succeeded, None, now).await?,
-            Some(failed) => {
-                let cause =
-                    failed.error.clone().unwrap_or_else(|| json!({"name": "ToolFailed", "message": ""}));
-                let error = json!({
-                    "name": cause.get("name").cloned().unwrap_or(Value::from("ToolFailed")),
-                    "message": format!("node '{}' failed: {}", failed.name,
-                        cause.get("message").and_then(Value::as_str).unwrap_or("")),
-                    "node": failed.name,
-                });
-                self.finish_run(tx, run_id, RunStatus::Failed, Some(&error), now).await?
-            }
-        };
         Ok(())
     }
 
@@ -316,8 +373,7 @@ impl SqliteStore {
         .bind(now)
         .fetch_all(&mut *tx)
         .await?;
-        let lost =
-            json!({"name": "WorkerLost", "message": "the worker running this node stopped responding"});
+        let lost = worker_lost_error();
         for row in &expired {
             let (id, attempt, max): (i64, i64, i64) =
                 (row.get("id"), row.get("attempt"), row.get("max_attempts"));
@@ -367,6 +423,6 @@ impl SqliteStore {
     }
 }
 
-fn attempt_error(attempt: u32, error: &Value, now: Micros) -> Value {
+pub(crate) fn attempt_error(attempt: u32, error: &Value, now: Micros) -> Value {
     json!({"attempt": attempt, "at": crate::format_time(now), "error": error})
 }

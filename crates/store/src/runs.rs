@@ -5,8 +5,7 @@ use atelier_core::plan::Plan;
 use atelier_core::status::{NodeStatus, RunStatus};
 use indexmap::IndexMap;
 use serde_json::{json, Value};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{ColumnIndex, Decode, Row, Sqlite, Transaction, Type};
 
 use crate::{json_col, now_micros, to_json, Micros, Result, SqliteStore, StoreError};
 
@@ -17,10 +16,18 @@ pub enum RunKind {
 }
 
 impl RunKind {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Node => "node",
             Self::Workflow => "workflow",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Self {
+        if text == "workflow" {
+            Self::Workflow
+        } else {
+            Self::Node
         }
     }
 }
@@ -88,18 +95,28 @@ pub struct RunSummary {
     pub created_at: Micros,
 }
 
-fn parse_status<T: std::str::FromStr<Err = String>>(text: &str) -> Result<T> {
+pub(crate) fn parse_status<T: std::str::FromStr<Err = String>>(text: &str) -> Result<T> {
     text.parse().map_err(StoreError::Corrupt)
 }
 
-pub(crate) fn node_row(r: &SqliteRow) -> Result<NodeRecord> {
+/// Decodes a `nodes` row. Generic over the backend: both schemas keep JSON in
+/// text columns and integers in 64-bit columns, so one decoder serves both.
+pub(crate) fn node_row<'r, R>(r: &'r R) -> Result<NodeRecord>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    &'r str: Decode<'r, R::Database> + Type<R::Database>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    bool: Decode<'r, R::Database> + Type<R::Database>,
+{
     Ok(NodeRecord {
         name: r.get("name"),
         gen_id: r.get("gen_id"),
         tool: r.get("tool"),
         params: json_col(r.get("params"), "node params")?,
         links: json_col(r.get("links"), "node links")?,
-        bypassed: r.get::<i64, _>("bypassed") != 0,
+        bypassed: r.get::<bool, _>("bypassed"),
         fanout: u32::try_from(r.get::<i64, _>("fanout")).unwrap_or(1),
         price: r.get("price"),
         status: parse_status(r.get("status"))?,
@@ -112,11 +129,19 @@ pub(crate) fn node_row(r: &SqliteRow) -> Result<NodeRecord> {
     })
 }
 
-fn run_row(r: &SqliteRow, nodes: Vec<NodeRecord>) -> Result<RunRecord> {
+/// Decodes a `runs` row (see [`node_row`]).
+pub(crate) fn run_row<'r, R>(r: &'r R, nodes: Vec<NodeRecord>) -> Result<RunRecord>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    &'r str: Decode<'r, R::Database> + Type<R::Database>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     Ok(RunRecord {
         id: r.get("id"),
         account_id: r.get("account_id"),
-        kind: if r.get::<&str, _>("kind") == "workflow" { RunKind::Workflow } else { RunKind::Node },
+        kind: RunKind::parse(r.get("kind")),
         family: r.get("family"),
         target: r.get("target"),
         outputs: json_col(r.get("outputs"), "run outputs")?,
@@ -135,6 +160,41 @@ fn run_row(r: &SqliteRow, nodes: Vec<NodeRecord>) -> Result<RunRecord> {
         expires_at: r.get("expires_at"),
         nodes,
     })
+}
+
+/// Decodes a run listing line (see [`node_row`]).
+pub(crate) fn summary_row<'r, R>(r: &'r R) -> Result<RunSummary>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    &'r str: Decode<'r, R::Database> + Type<R::Database>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(RunSummary {
+        id: r.get("id"),
+        kind: RunKind::parse(r.get("kind")),
+        target: r.get("target"),
+        status: parse_status(r.get("status"))?,
+        created_at: r.get("created_at"),
+    })
+}
+
+/// What settling a finished run moves: `(charged, released)` out of the
+/// reservation, given the price of its succeeded nodes.
+pub(crate) fn settlement(reserved: i64, succeeded_price: i64) -> (i64, i64) {
+    let charged = succeeded_price.min(reserved);
+    (charged, reserved - charged)
+}
+
+/// When a run finished at `now` stops being readable.
+pub(crate) fn expiry(now: Micros, retention: std::time::Duration) -> Micros {
+    now.saturating_add(i64::try_from(retention.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// The error every node and the run carry when the run is canceled.
+pub(crate) fn canceled_error() -> Value {
+    json!({"name": "Canceled", "message": "the run was canceled"})
 }
 
 pub(crate) async fn load_nodes(conn: &mut sqlx::SqliteConnection, run_id: &str) -> Result<Vec<NodeRecord>> {
@@ -275,21 +335,7 @@ impl SqliteStore {
         .bind(limit)
         .fetch_all(&self.read)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(RunSummary {
-                    id: r.get("id"),
-                    kind: if r.get::<&str, _>("kind") == "workflow" {
-                        RunKind::Workflow
-                    } else {
-                        RunKind::Node
-                    },
-                    target: r.get("target"),
-                    status: parse_status(r.get("status"))?,
-                    created_at: r.get("created_at"),
-                })
-            })
-            .collect()
+        rows.iter().map(summary_row).collect()
     }
 
     pub async fn cancel_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
@@ -311,7 +357,7 @@ impl SqliteStore {
             .bind(run_id)
             .execute(&mut *tx)
             .await?;
-            let error = json!({"name": "Canceled", "message": "the run was canceled"});
+            let error = canceled_error();
             sqlx::query(
                 "UPDATE nodes SET status = 'canceled', error = ?, finished_at = ?
                  WHERE run_id = ? AND status IN ('pending', 'queued', 'running')",
@@ -339,8 +385,7 @@ impl SqliteStore {
         error: Option<&Value>,
         now: Micros,
     ) -> Result<bool> {
-        let expires =
-            now.saturating_add(i64::try_from(self.config.retention.as_micros()).unwrap_or(i64::MAX));
+        let expires = expiry(now, self.config.retention);
         let changed = sqlx::query(
             "UPDATE runs SET status = ?, error = ?, finished_at = ?, expires_at = ?
              WHERE id = ? AND status IN ('queued', 'running')",
@@ -366,8 +411,7 @@ impl SqliteStore {
         .bind(run_id)
         .fetch_one(&mut **tx)
         .await?;
-        let charged = charged.min(reserved);
-        let release = reserved - charged;
+        let (charged, release) = settlement(reserved, charged);
         sqlx::query("UPDATE runs SET charged = ? WHERE id = ?")
             .bind(charged)
             .bind(run_id)

@@ -1,8 +1,7 @@
 //! Saved workflows: an account's own, and system templates (no account).
 
 use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
-use sqlx::Row;
+use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use crate::{json_col, now_micros, to_json, Micros, Result, SqliteStore, StoreError};
 
@@ -15,7 +14,15 @@ pub struct WorkflowRow {
     pub created_at: Micros,
 }
 
-fn row(r: &SqliteRow) -> Result<WorkflowRow> {
+/// Decodes a `workflows` row; generic over the backend (see `runs::node_row`).
+pub(crate) fn row<'r, R>(r: &'r R) -> Result<WorkflowRow>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    &'r str: Decode<'r, R::Database> + Type<R::Database>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     Ok(WorkflowRow {
         id: r.get("id"),
         name: r.get("name"),
@@ -85,34 +92,5 @@ impl SqliteStore {
         .fetch_all(&self.read)
         .await?;
         rows.iter().map(row).collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::testing::store;
-    use serde_json::json;
-
-    #[tokio::test]
-    async fn account_workflows_shadow_templates() {
-        let (store, _dir) = store().await;
-        let (a, _) = store.create_account("a", 0).await.unwrap();
-        let (b, _) = store.create_account("b", 0).await.unwrap();
-        let sys = store.put_workflow(None, "flow", &json!({"v": "system"})).await.unwrap();
-        assert_eq!(store.put_workflow(None, "flow", &json!({"v": "system2"})).await.unwrap(), sys);
-        store.put_workflow(Some(a.id), "flow", &json!({"v": "mine"})).await.unwrap();
-
-        let seen_by_a = store.find_workflow(Some(a.id), "flow").await.unwrap().unwrap();
-        assert_eq!((seen_by_a.definition["v"].as_str(), seen_by_a.system), (Some("mine"), false));
-        let seen_by_b = store.find_workflow(Some(b.id), "flow").await.unwrap().unwrap();
-        assert_eq!((seen_by_b.definition["v"].as_str(), seen_by_b.system), (Some("system2"), true));
-
-        assert_eq!(store.list_workflows(a.id).await.unwrap().len(), 1);
-        assert!(!store.list_workflows(a.id).await.unwrap()[0].system);
-        assert!(store.list_workflows(b.id).await.unwrap()[0].system);
-
-        store.delete_workflow(a.id, "flow").await.unwrap();
-        assert!(store.find_workflow(Some(a.id), "flow").await.unwrap().unwrap().system);
-        assert!(store.delete_workflow(a.id, "flow").await.is_err());
     }
 }

@@ -1,6 +1,9 @@
-//! Behaviour of the run/queue/ledger store on SQLite.
+//! Behaviour of the run/queue/ledger store, on every backend (see `common`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[macro_use]
+mod common;
 
 use std::time::Duration;
 
@@ -8,15 +11,8 @@ use atelier_core::ids;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::{NodeStatus, RunStatus};
 use atelier_core::workflow::WorkflowDef;
-use atelier_store::{NewRun, Outcome, RunKind, SharedStore, SqliteStore, Store, StoreConfig, StoreError};
+use atelier_store::{NewRun, Outcome, RunKind, SharedStore, Store, StoreConfig, StoreError};
 use serde_json::json;
-
-/// The store under test, through the trait every backend implements.
-async fn store(config: StoreConfig) -> (SharedStore, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("atelier.db"), config).await.unwrap();
-    (std::sync::Arc::new(store), dir)
-}
 
 fn diamond() -> Plan {
     // A feeds B and C; D needs B only. C is independent of B.
@@ -49,6 +45,21 @@ async fn submit(store: &dyn Store, account: i64, plan: &Plan) -> Result<String, 
     store.create_run(&run).await.map(|_| id)
 }
 
+fn single() -> Plan {
+    compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap()
+}
+
+/// A feeds `n` independent nodes B0…B(n-1).
+fn fan_out(n: usize) -> Plan {
+    let mut nodes = vec![json!({"name": "A", "tool": "upscale"})];
+    for i in 0..n {
+        nodes.push(json!({"name": format!("B{i}"), "tool": "upscale", "links": {"image": "A.output"}}));
+    }
+    let def = WorkflowDef::parse(json!({"nodes": nodes, "outputs": {"b": "B0.output"}})).unwrap();
+    def.validate().unwrap();
+    compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap()).unwrap()
+}
+
 fn ok(keys: &[&str]) -> Outcome {
     Outcome::Succeeded(keys.iter().map(|k| k.to_string()).collect())
 }
@@ -63,9 +74,29 @@ fn fail(retryable: bool) -> Outcome {
 
 const LEASE: Duration = Duration::from_secs(30);
 
-#[tokio::test]
-async fn a_workflow_advances_through_its_dag_and_settles_once() {
-    let (store, _d) = store(StoreConfig::default()).await;
+backend_tests! {
+    a_workflow_advances_through_its_dag_and_settles_once(StoreConfig::default());
+    a_failed_node_skips_its_dependents_and_independent_branches_finish(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
+    retryable_failures_are_retried_until_attempts_run_out(StoreConfig { max_attempts: 2, ..StoreConfig::default() });
+    permanent_failures_fail_at_once(StoreConfig::default());
+    expired_leases_are_rescued_and_the_stale_worker_is_fenced(StoreConfig::default());
+    released_tasks_do_not_count_an_attempt(StoreConfig::default());
+    cancel_fences_running_work_and_releases_tokens(StoreConfig::default());
+    runs_of_other_accounts_are_not_found(StoreConfig::default());
+    insufficient_tokens_leave_nothing_behind(StoreConfig::default());
+    concurrent_reservations_never_overdraw(StoreConfig::default());
+    claims_are_fair_across_accounts(StoreConfig::default());
+    concurrent_claimers_never_share_a_task(StoreConfig::default());
+    a_completion_with_a_stale_epoch_is_rejected(StoreConfig::default());
+    siblings_completing_together_finish_the_run(StoreConfig::default());
+    cancel_racing_completions_settles_once(StoreConfig::default());
+    leases_that_expire_on_the_last_attempt_fail_the_node(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
+    queued_work_wakes_a_waiting_worker(StoreConfig::default());
+    runs_are_found_by_generation_and_listed_newest_first(StoreConfig::default());
+    finished_runs_expire_and_are_swept_once(StoreConfig::default());
+}
+
+async fn a_workflow_advances_through_its_dag_and_settles_once(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = diamond();
     let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
@@ -101,9 +132,7 @@ async fn a_workflow_advances_through_its_dag_and_settles_once() {
     );
 }
 
-#[tokio::test]
-async fn a_failed_node_skips_its_dependents_and_independent_branches_finish() {
-    let (store, _d) = store(StoreConfig { max_attempts: 1, ..StoreConfig::default() }).await;
+async fn a_failed_node_skips_its_dependents_and_independent_branches_finish(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let run = submit(store.as_ref(), acct.id, &diamond()).await.unwrap();
     let a = store.claim("w", LEASE).await.unwrap().unwrap();
@@ -124,9 +153,7 @@ async fn a_failed_node_skips_its_dependents_and_independent_branches_finish() {
     assert_eq!(store.balance(acct.id).await.unwrap(), 8);
 }
 
-#[tokio::test]
-async fn retryable_failures_are_retried_until_attempts_run_out() {
-    let (store, _d) = store(StoreConfig { max_attempts: 2, ..StoreConfig::default() }).await;
+async fn retryable_failures_are_retried_until_attempts_run_out(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
     let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
@@ -143,9 +170,7 @@ async fn retryable_failures_are_retried_until_attempts_run_out() {
     assert_eq!(store.balance(acct.id).await.unwrap(), 10);
 }
 
-#[tokio::test]
-async fn permanent_failures_fail_at_once() {
-    let (store, _d) = store(StoreConfig::default()).await;
+async fn permanent_failures_fail_at_once(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
     let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
@@ -154,9 +179,7 @@ async fn permanent_failures_fail_at_once() {
     assert_eq!(store.get_run(acct.id, &run).await.unwrap().status, RunStatus::Failed);
 }
 
-#[tokio::test]
-async fn expired_leases_are_rescued_and_the_stale_worker_is_fenced() {
-    let (store, _d) = store(StoreConfig::default()).await;
+async fn expired_leases_are_rescued_and_the_stale_worker_is_fenced(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
     let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
@@ -174,9 +197,7 @@ async fn expired_leases_are_rescued_and_the_stale_worker_is_fenced() {
     assert_eq!(done.charged, 1);
 }
 
-#[tokio::test]
-async fn released_tasks_do_not_count_an_attempt() {
-    let (store, _d) = store(StoreConfig::default()).await;
+async fn released_tasks_do_not_count_an_attempt(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
     submit(store.as_ref(), acct.id, &plan).await.unwrap();
@@ -185,9 +206,7 @@ async fn released_tasks_do_not_count_an_attempt() {
     assert_eq!(store.claim("w", LEASE).await.unwrap().unwrap().attempt, 1);
 }
 
-#[tokio::test]
-async fn cancel_fences_running_work_and_releases_tokens() {
-    let (store, _d) = store(StoreConfig::default()).await;
+async fn cancel_fences_running_work_and_releases_tokens(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let run = submit(store.as_ref(), acct.id, &diamond()).await.unwrap();
     let a = store.claim("w", LEASE).await.unwrap().unwrap();
@@ -202,9 +221,7 @@ async fn cancel_fences_running_work_and_releases_tokens() {
     assert_eq!(store.ledger_for_run(&run).await.unwrap().len(), 3);
 }
 
-#[tokio::test]
-async fn runs_of_other_accounts_are_not_found() {
-    let (store, _d) = store(StoreConfig::default()).await;
+async fn runs_of_other_accounts_are_not_found(store: SharedStore) {
     let (a, _) = store.create_account("a", 10).await.unwrap();
     let (b, _) = store.create_account("b", 10).await.unwrap();
     let run = submit(store.as_ref(), a.id, &diamond()).await.unwrap();
@@ -212,9 +229,7 @@ async fn runs_of_other_accounts_are_not_found() {
     assert!(matches!(store.cancel_run(b.id, &run).await, Err(StoreError::NotFound)));
 }
 
-#[tokio::test]
-async fn insufficient_tokens_leave_nothing_behind() {
-    let (store, _d) = store(StoreConfig::default()).await;
+async fn insufficient_tokens_leave_nothing_behind(store: SharedStore) {
     let (acct, _) = store.create_account("a", 3).await.unwrap();
     match submit(store.as_ref(), acct.id, &diamond()).await {
         Err(StoreError::InsufficientTokens { required: 4, balance: 3 }) => {}
@@ -225,9 +240,7 @@ async fn insufficient_tokens_leave_nothing_behind() {
     assert_eq!(store.balance(acct.id).await.unwrap(), 3);
 }
 
-#[tokio::test]
-async fn concurrent_reservations_never_overdraw() {
-    let (store, _d) = store(StoreConfig::default()).await;
+async fn concurrent_reservations_never_overdraw(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
     let attempts = (0..50).map(|_| {
@@ -242,9 +255,7 @@ async fn concurrent_reservations_never_overdraw() {
     assert_eq!(store.balance(acct.id).await.unwrap(), 0);
 }
 
-#[tokio::test]
-async fn claims_are_fair_across_accounts() {
-    let (store, _d) = store(StoreConfig::default()).await;
+async fn claims_are_fair_across_accounts(store: SharedStore) {
     let (a, _) = store.create_account("a", 100).await.unwrap();
     let (b, _) = store.create_account("b", 100).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
@@ -256,4 +267,219 @@ async fn claims_are_fair_across_accounts() {
     let second = store.claim("w", LEASE).await.unwrap().unwrap();
     assert_eq!(first.account_id, a.id);
     assert_eq!(second.account_id, b.id, "b's single task is not starved by a's batch");
+}
+
+async fn concurrent_claimers_never_share_a_task(store: SharedStore) {
+    let mut accounts = Vec::new();
+    for name in ["a", "b", "c", "d", "e"] {
+        accounts.push(store.create_account(name, 100).await.unwrap().0);
+    }
+    let plan = single();
+    for i in 0..50 {
+        submit(store.as_ref(), accounts[i % accounts.len()].id, &plan).await.unwrap();
+    }
+    let start = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+    let claimers = (0..8).map(|w| {
+        let (store, start) = (store.clone(), start.clone());
+        tokio::spawn(async move {
+            start.wait().await;
+            let mut mine = Vec::new();
+            while let Some(task) = store.claim(&format!("w{w}"), LEASE).await.unwrap() {
+                mine.push((task.task_id, task.epoch, task.attempt));
+            }
+            mine
+        })
+    });
+    let claimed: Vec<(i64, i64, u32)> =
+        futures::future::join_all(claimers).await.into_iter().flat_map(|r| r.unwrap()).collect();
+    let mut ids: Vec<i64> = claimed.iter().map(|c| c.0).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!((claimed.len(), ids.len()), (50, 50), "every task claimed exactly once");
+    assert!(claimed.iter().all(|&(_, epoch, attempt)| epoch == 1 && attempt == 1));
+    assert!(store.claim("late", LEASE).await.unwrap().is_none());
+}
+
+async fn a_completion_with_a_stale_epoch_is_rejected(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 10).await.unwrap();
+    let run = submit(store.as_ref(), acct.id, &single()).await.unwrap();
+    let first = store.claim("w", LEASE).await.unwrap().unwrap();
+    assert!(store.release(&first).await.unwrap());
+    assert!(!store.release(&first).await.unwrap(), "a release is fenced too");
+    let current = store.claim("w", LEASE).await.unwrap().unwrap();
+    assert_eq!(current.task_id, first.task_id);
+    assert!(current.epoch > first.epoch);
+
+    let mut stale = current.clone();
+    stale.epoch -= 1;
+    assert!(!store.heartbeat(&stale, LEASE).await.unwrap());
+    assert!(!store.complete(&stale, fail(true)).await.unwrap(), "a stale retry is fenced");
+    assert!(!store.complete(&stale, fail(false)).await.unwrap(), "a stale failure is fenced");
+    assert!(!store.complete(&stale, ok(&["stale"])).await.unwrap(), "a stale success is fenced");
+    assert!(store.task_errors(&run, "upscale").await.unwrap().is_empty());
+    assert_eq!(store.get_run(acct.id, &run).await.unwrap().status, RunStatus::Running);
+
+    assert!(store.complete(&current, ok(&["fresh"])).await.unwrap());
+    let done = store.get_run(acct.id, &run).await.unwrap();
+    assert_eq!(done.status, RunStatus::Succeeded);
+    assert_eq!(done.nodes[0].outputs, vec!["fresh".to_string()]);
+    assert_eq!(store.ledger_for_run(&run).await.unwrap().len(), 3, "settled once");
+}
+
+async fn siblings_completing_together_finish_the_run(store: SharedStore) {
+    // Every sibling's completion must see the others': the last one to
+    // commit finishes the run, however they interleave.
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    for round in 0..5 {
+        let run = submit(store.as_ref(), acct.id, &fan_out(6)).await.unwrap();
+        let a = store.claim("w", LEASE).await.unwrap().unwrap();
+        store.complete(&a, ok(&["a0"])).await.unwrap();
+        let mut siblings = Vec::new();
+        while let Some(t) = store.claim("w", LEASE).await.unwrap() {
+            siblings.push(t);
+        }
+        assert_eq!(siblings.len(), 6);
+        let completions = siblings.into_iter().map(|t| {
+            let store = store.clone();
+            tokio::spawn(async move { store.complete(&t, ok(&["b"])).await.unwrap() })
+        });
+        for done in futures::future::join_all(completions).await {
+            assert!(done.unwrap());
+        }
+        let done = store.get_run(acct.id, &run).await.unwrap();
+        assert_eq!(done.status, RunStatus::Succeeded, "round {round}");
+        assert_eq!(done.charged, 7);
+    }
+    assert_eq!(store.balance(acct.id).await.unwrap(), 100 - 5 * 7);
+}
+
+async fn cancel_racing_completions_settles_once(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    for _ in 0..5 {
+        let before = store.balance(acct.id).await.unwrap();
+        let run = submit(store.as_ref(), acct.id, &fan_out(6)).await.unwrap();
+        let a = store.claim("w", LEASE).await.unwrap().unwrap();
+        store.complete(&a, ok(&["a0"])).await.unwrap();
+        let mut siblings = Vec::new();
+        while let Some(t) = store.claim("w", LEASE).await.unwrap() {
+            siblings.push(t);
+        }
+        let completions: Vec<_> = siblings
+            .into_iter()
+            .map(|t| {
+                let store = store.clone();
+                tokio::spawn(async move { store.complete(&t, ok(&["b"])).await.unwrap() })
+            })
+            .collect();
+        let canceled = store.cancel_run(acct.id, &run).await.unwrap();
+        let accepted =
+            futures::future::join_all(completions).await.into_iter().filter(|r| *r.as_ref().unwrap()).count();
+        let done = store.get_run(acct.id, &run).await.unwrap();
+        assert!(done.status.is_terminal());
+        assert!(done.status == RunStatus::Canceled || done.status == RunStatus::Succeeded);
+        assert_eq!(done, canceled, "nothing changes after the cancellation returns");
+        let succeeded = done.nodes.iter().filter(|n| n.status == NodeStatus::Succeeded).count();
+        assert_eq!(succeeded, accepted + 1, "A and each accepted completion");
+        assert_eq!(done.charged, i64::try_from(succeeded).unwrap());
+        let ledger = store.ledger_for_run(&run).await.unwrap();
+        assert_eq!(ledger.len(), 3, "settled once: {ledger:?}");
+        assert_eq!(store.balance(acct.id).await.unwrap(), before - done.charged);
+        assert!(store.claim("w", LEASE).await.unwrap().is_none(), "nothing of the run is left queued");
+    }
+}
+
+async fn leases_that_expire_on_the_last_attempt_fail_the_node(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 10).await.unwrap();
+    let run = submit(store.as_ref(), acct.id, &diamond()).await.unwrap();
+    let a = store.claim("dead", Duration::ZERO).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(store.rescue_expired().await.unwrap(), 1);
+    assert_eq!(store.rescue_expired().await.unwrap(), 0, "rescued once");
+    assert!(!store.complete(&a, ok(&["late"])).await.unwrap());
+    let done = store.get_run(acct.id, &run).await.unwrap();
+    assert_eq!(done.status, RunStatus::Failed);
+    assert_eq!(done.error.as_ref().unwrap()["name"], json!("WorkerLost"));
+    assert_eq!(done.nodes[0].status, NodeStatus::Failed);
+    assert!(done.nodes[1..].iter().all(|n| n.status == NodeStatus::Skipped));
+    let errors = store.task_errors(&run, "A").await.unwrap();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["attempt"], json!(1));
+    assert_eq!(errors[0]["error"]["name"], json!("WorkerLost"));
+    assert_eq!(store.balance(acct.id).await.unwrap(), 10);
+    assert!(store.claim("w", LEASE).await.unwrap().is_none());
+}
+
+async fn queued_work_wakes_a_waiting_worker(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 10).await.unwrap();
+    let waiter = {
+        let store = store.clone();
+        tokio::spawn(async move { store.task_ready().await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    submit(store.as_ref(), acct.id, &single()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("a worker waiting for work is woken when a run is queued")
+        .unwrap();
+    let t = store.claim("w", LEASE).await.unwrap().unwrap();
+    let waiter = {
+        let store = store.clone();
+        tokio::spawn(async move { store.task_ready().await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    store.complete(&t, fail(true)).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("a worker is woken when a task is retried")
+        .unwrap();
+}
+
+async fn runs_are_found_by_generation_and_listed_newest_first(store: SharedStore) {
+    let (a, _) = store.create_account("a", 100).await.unwrap();
+    let (b, _) = store.create_account("b", 100).await.unwrap();
+    let first = submit(store.as_ref(), a.id, &diamond()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    let second = submit(store.as_ref(), a.id, &single()).await.unwrap();
+    submit(store.as_ref(), b.id, &single()).await.unwrap();
+
+    let record = store.get_run(a.id, &first).await.unwrap();
+    assert_eq!(record.kind, RunKind::Workflow);
+    assert_eq!(record.reserved, 4);
+    assert_eq!(record.status, RunStatus::Queued);
+    let plan_order: Vec<String> = diamond().nodes.into_iter().map(|n| n.name).collect();
+    assert_eq!(record.nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>(), plan_order);
+    assert_eq!(record.outputs.keys().collect::<Vec<_>>(), ["d", "c"]);
+    let by_gen = store.run_of_generation(a.id, &record.nodes[2].gen_id).await.unwrap();
+    assert_eq!(by_gen, record);
+    assert!(matches!(
+        store.run_of_generation(b.id, &record.nodes[2].gen_id).await,
+        Err(StoreError::NotFound)
+    ));
+
+    let listed = store.list_runs(a.id, 10, None).await.unwrap();
+    assert_eq!(listed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [second.as_str(), first.as_str()]);
+    assert_eq!(store.list_runs(a.id, 1, None).await.unwrap().len(), 1);
+    let older = store.list_runs(a.id, 10, Some(listed[0].created_at)).await.unwrap();
+    assert_eq!(older.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [first.as_str()]);
+}
+
+async fn finished_runs_expire_and_are_swept_once(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 10).await.unwrap();
+    let run = submit(store.as_ref(), acct.id, &single()).await.unwrap();
+    assert_eq!(store.run_expiry(&run).await.unwrap(), None, "no expiry while it runs");
+    assert!(matches!(store.run_expiry("nope").await, Err(StoreError::NotFound)));
+    let t = store.claim("w", LEASE).await.unwrap().unwrap();
+    store.complete(&t, ok(&["k"])).await.unwrap();
+    let done = store.get_run(acct.id, &run).await.unwrap();
+    let retention = i64::try_from(store.config().retention.as_micros()).unwrap();
+    assert_eq!(done.expires_at, Some(done.finished_at.unwrap() + retention));
+    assert_eq!(store.run_expiry(&run).await.unwrap(), done.expires_at);
+
+    let now = atelier_store::now_micros();
+    assert!(store.expired_runs(now, 10).await.unwrap().is_empty());
+    store.set_expiry(&run, now - 1).await.unwrap();
+    assert_eq!(store.expired_runs(now, 10).await.unwrap(), vec![run.clone()]);
+    assert!(store.expired_runs(now, 0).await.unwrap().is_empty());
+    store.mark_swept(&run).await.unwrap();
+    assert!(store.expired_runs(now, 10).await.unwrap().is_empty());
 }

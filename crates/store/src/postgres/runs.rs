@@ -1,0 +1,298 @@
+//! Runs and their nodes (PostgreSQL): acceptance with reservation, reads,
+//! cancellation, and the single place where a run becomes terminal and is
+//! settled.
+
+use atelier_core::status::{NodeStatus, RunStatus};
+use serde_json::Value;
+use sqlx::postgres::PgConnection;
+use sqlx::{Postgres, Transaction};
+
+use super::{notify_workers, PgStore};
+use crate::runs::{canceled_error, expiry, node_row, parse_status, run_row, settlement, summary_row};
+use crate::{to_json, Micros, NewRun, NodeRecord, Result, RunRecord, RunSummary, StoreError};
+
+pub(crate) async fn load_nodes(conn: &mut PgConnection, run_id: &str) -> Result<Vec<NodeRecord>> {
+    let rows = sqlx::query("SELECT * FROM nodes WHERE run_id = $1 ORDER BY position")
+        .bind(run_id)
+        .fetch_all(conn)
+        .await?;
+    rows.iter().map(node_row).collect()
+}
+
+/// Locks a run's row for the rest of the transaction: the first lock every
+/// write that advances or ends a run takes (see the module documentation).
+pub(crate) async fn lock_run(conn: &mut PgConnection, run_id: &str) -> Result<()> {
+    sqlx::query("SELECT 1 FROM runs WHERE id = $1 FOR NO KEY UPDATE").bind(run_id).execute(conn).await?;
+    Ok(())
+}
+
+impl PgStore {
+    pub async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
+        let price = run.plan.price();
+        let now = crate::now_micros();
+        let mut tx = self.begin().await?;
+        // A concurrent reservation on the same account waits for the row and
+        // re-checks the guard against the committed balance.
+        let reserved =
+            sqlx::query("UPDATE accounts SET balance = balance - $1 WHERE id = $2 AND balance >= $1")
+                .bind(price)
+                .bind(run.account_id)
+                .execute(&mut *tx)
+                .await?;
+        if reserved.rows_affected() == 0 {
+            let balance: i64 = sqlx::query_scalar("SELECT balance FROM accounts WHERE id = $1")
+                .bind(run.account_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            return Err(StoreError::InsufficientTokens { required: price, balance });
+        }
+        sqlx::query(
+            "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES ($1, $2, 'reserve', $3, $4)",
+        )
+        .bind(run.account_id)
+        .bind(&run.id)
+        .bind(price)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', $9, $10)",
+        )
+        .bind(&run.id)
+        .bind(run.account_id)
+        .bind(run.kind.as_str())
+        .bind(run.family)
+        .bind(run.target)
+        .bind(to_json(&run.plan.outputs))
+        .bind(run.echo.as_ref().map(to_json))
+        .bind((!run.plan.warnings.is_empty()).then(|| to_json(&run.plan.warnings)))
+        .bind(price)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        for (position, (node, gen_id)) in run.plan.nodes.iter().zip(&run.node_ids).enumerate() {
+            let ready = node.links.is_empty();
+            sqlx::query(
+                "INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            )
+            .bind(&run.id)
+            .bind(&node.name)
+            .bind(i64::try_from(position).unwrap_or(i64::MAX))
+            .bind(gen_id)
+            .bind(&node.tool)
+            .bind(to_json(&node.params))
+            .bind(to_json(&node.links))
+            .bind(node.bypassed)
+            .bind(i64::from(node.fanout))
+            .bind(node.price)
+            .bind(if ready { NodeStatus::Queued.as_str() } else { NodeStatus::Pending.as_str() })
+            .execute(&mut *tx)
+            .await?;
+            if ready {
+                self.insert_task(&mut tx, &run.id, &node.name, run.account_id, now).await?;
+            }
+        }
+        notify_workers(&mut tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(crate) async fn insert_task(
+        &self,
+        tx: &mut Transaction<'static, Postgres>,
+        run_id: &str,
+        node: &str,
+        account_id: i64,
+        now: Micros,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
+             VALUES ($1, $2, $3, 'available', $4, $5, $6)",
+        )
+        .bind(run_id)
+        .bind(node)
+        .bind(account_id)
+        .bind(i64::from(self.config.max_attempts))
+        .bind(now)
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
+        let mut conn = self.pool.acquire().await?;
+        let row = sqlx::query("SELECT * FROM runs WHERE id = $1 AND account_id = $2")
+            .bind(run_id)
+            .bind(account_id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        let nodes = load_nodes(&mut conn, run_id).await?;
+        run_row(&row, nodes)
+    }
+
+    pub async fn run_of_generation(&self, account_id: i64, gen_id: &str) -> Result<RunRecord> {
+        let run_id: Option<String> = sqlx::query_scalar(
+            "SELECT n.run_id FROM nodes n JOIN runs r ON r.id = n.run_id WHERE n.gen_id = $1 AND r.account_id = $2",
+        )
+        .bind(gen_id)
+        .bind(account_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        self.get_run(account_id, &run_id.ok_or(StoreError::NotFound)?).await
+    }
+
+    pub async fn list_runs(
+        &self,
+        account_id: i64,
+        limit: i64,
+        before: Option<Micros>,
+    ) -> Result<Vec<RunSummary>> {
+        let rows = sqlx::query(
+            "SELECT id, kind, target, status, created_at FROM runs WHERE account_id = $1 AND created_at < $2
+             ORDER BY created_at DESC LIMIT $3",
+        )
+        .bind(account_id)
+        .bind(before.unwrap_or(i64::MAX))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(summary_row).collect()
+    }
+
+    pub async fn cancel_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
+        let now = crate::now_micros();
+        let mut tx = self.begin().await?;
+        // The run's row first: completions of its nodes wait until the
+        // cancellation committed, so no task is queued behind its back.
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM runs WHERE id = $1 AND account_id = $2 FOR NO KEY UPDATE")
+                .bind(run_id)
+                .bind(account_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let status: RunStatus = parse_status(&status.ok_or(StoreError::NotFound)?)?;
+        if !status.is_terminal() {
+            sqlx::query(
+                "UPDATE tasks SET state = 'canceled', lease_epoch = lease_epoch + 1, finalized_at = $1
+                 WHERE run_id = $2 AND state IN ('available', 'running')",
+            )
+            .bind(now)
+            .bind(run_id)
+            .execute(&mut *tx)
+            .await?;
+            let error = canceled_error();
+            sqlx::query(
+                "UPDATE nodes SET status = 'canceled', error = $1, finished_at = $2
+                 WHERE run_id = $3 AND status IN ('pending', 'queued', 'running')",
+            )
+            .bind(to_json(&error))
+            .bind(now)
+            .bind(run_id)
+            .execute(&mut *tx)
+            .await?;
+            self.finish_run(&mut tx, run_id, RunStatus::Canceled, Some(&error), now).await?;
+        }
+        tx.commit().await?;
+        self.get_run(account_id, run_id).await
+    }
+
+    /// Makes a run terminal and settles its tokens, exactly once: the status
+    /// update is guarded (and re-checked against the latest committed row),
+    /// and settlement only follows a guarded update that matched.
+    pub(crate) async fn finish_run(
+        &self,
+        tx: &mut Transaction<'static, Postgres>,
+        run_id: &str,
+        status: RunStatus,
+        error: Option<&Value>,
+        now: Micros,
+    ) -> Result<bool> {
+        let expires = expiry(now, self.config.retention);
+        let changed = sqlx::query(
+            "UPDATE runs SET status = $1, error = $2, finished_at = $3, expires_at = $4
+             WHERE id = $5 AND status IN ('queued', 'running')",
+        )
+        .bind(status.as_str())
+        .bind(error.map(to_json))
+        .bind(now)
+        .bind(expires)
+        .bind(run_id)
+        .execute(&mut **tx)
+        .await?;
+        if changed.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let (account_id, reserved): (i64, i64) =
+            sqlx::query_as("SELECT account_id, reserved FROM runs WHERE id = $1")
+                .bind(run_id)
+                .fetch_one(&mut **tx)
+                .await?;
+        // SUM over BIGINT is NUMERIC in PostgreSQL.
+        let charged: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(SUM(price), 0)::BIGINT FROM nodes WHERE run_id = $1 AND status = 'succeeded'",
+        )
+        .bind(run_id)
+        .fetch_one(&mut **tx)
+        .await?;
+        let (charged, release) = settlement(reserved, charged);
+        sqlx::query("UPDATE runs SET charged = $1 WHERE id = $2")
+            .bind(charged)
+            .bind(run_id)
+            .execute(&mut **tx)
+            .await?;
+        sqlx::query("UPDATE accounts SET balance = balance + $1 WHERE id = $2")
+            .bind(release)
+            .bind(account_id)
+            .execute(&mut **tx)
+            .await?;
+        for (kind, amount) in [("charge", charged), ("release", release)] {
+            sqlx::query(
+                "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(account_id)
+            .bind(run_id)
+            .bind(kind)
+            .bind(amount)
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
+        }
+        Ok(true)
+    }
+
+    pub async fn run_expiry(&self, run_id: &str) -> Result<Option<Micros>> {
+        let row: Option<(Option<i64>,)> = sqlx::query_as("SELECT expires_at FROM runs WHERE id = $1")
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|(e,)| e).ok_or(StoreError::NotFound)
+    }
+
+    pub async fn expired_runs(&self, now: Micros, limit: i64) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM runs WHERE NOT swept AND expires_at < $1 ORDER BY expires_at LIMIT $2",
+        )
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn mark_swept(&self, run_id: &str) -> Result<()> {
+        sqlx::query("UPDATE runs SET swept = TRUE WHERE id = $1").bind(run_id).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    pub async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()> {
+        sqlx::query("UPDATE runs SET expires_at = $1 WHERE id = $2")
+            .bind(expires_at)
+            .bind(run_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}

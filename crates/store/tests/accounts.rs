@@ -1,0 +1,145 @@
+//! Accounts, keys, grants, saved workflows and migrations, on every backend
+//! (see `common`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[macro_use]
+mod common;
+
+use atelier_core::ids;
+use atelier_store::{SharedStore, StoreConfig, StoreError};
+use serde_json::json;
+
+backend_tests! {
+    accounts_keys_and_grants(StoreConfig::default());
+    keys_are_revoked_by_prefix_when_it_is_unambiguous(StoreConfig::default());
+    concurrent_account_creation_conflicts(StoreConfig::default());
+    account_workflows_shadow_templates(StoreConfig::default());
+    migrations_are_applied_once(StoreConfig::default());
+}
+
+async fn accounts_keys_and_grants(store: SharedStore) {
+    let (acct, key) = store.create_account("acme", 10).await.unwrap();
+    assert!(matches!(store.create_account("acme", 1).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(store.create_account("neg", -1).await, Err(StoreError::Conflict(_))));
+    assert_eq!(store.account("acme").await.unwrap(), acct);
+    assert!(matches!(store.account("nobody").await, Err(StoreError::NotFound)));
+    assert_eq!(store.account_count().await.unwrap(), 1);
+    assert_eq!(store.authenticate(&key).await.unwrap(), Some(acct.clone()));
+    assert_eq!(store.authenticate("atl_wrong").await.unwrap(), None);
+    assert_eq!(store.grant("acme", 5).await.unwrap(), 15);
+    assert_eq!(store.balance(acct.id).await.unwrap(), 15);
+    assert!(matches!(store.balance(acct.id + 1000).await, Err(StoreError::NotFound)));
+    assert!(store.grant("acme", 0).await.is_err());
+    assert!(matches!(store.grant("nobody", 5).await, Err(StoreError::NotFound)));
+
+    let second = store.create_key("acme").await.unwrap();
+    assert!(matches!(store.create_key("nobody").await, Err(StoreError::NotFound)));
+    let revoked = store.revoke_key(&key).await.unwrap();
+    assert_eq!(
+        (revoked.prefix, revoked.account, revoked.revoked),
+        (ids::key_prefix(&key), "acme".into(), true)
+    );
+    assert_eq!(store.authenticate(&key).await.unwrap(), None);
+    assert!(store.authenticate(&second).await.unwrap().is_some());
+    assert!(matches!(store.revoke_key(&key).await, Err(StoreError::NotFound)));
+
+    let (empty, _) = store.create_account("empty", 0).await.unwrap();
+    assert_eq!(store.balance(empty.id).await.unwrap(), 0);
+    assert_eq!(store.account_count().await.unwrap(), 2);
+}
+
+async fn keys_are_revoked_by_prefix_when_it_is_unambiguous(store: SharedStore) {
+    let (acct, key) = store.create_account("acme", 0).await.unwrap();
+    let prefix = ids::key_prefix(&key);
+    let info = store.revoke_key(&prefix).await.unwrap();
+    assert_eq!(info.account, acct.name);
+    assert_eq!(store.authenticate(&key).await.unwrap(), None);
+    assert!(matches!(store.revoke_key(&prefix).await, Err(StoreError::NotFound)));
+}
+
+async fn concurrent_account_creation_conflicts(store: SharedStore) {
+    let attempts = (0..8).map(|_| {
+        let store = store.clone();
+        tokio::spawn(async move { store.create_account("same", 5).await })
+    });
+    let results: Vec<_> = futures::future::join_all(attempts).await.into_iter().map(|r| r.unwrap()).collect();
+    let created = results.iter().filter(|r| r.is_ok()).count();
+    let conflicts = results.iter().filter(|r| matches!(r, Err(StoreError::Conflict(_)))).count();
+    assert_eq!((created, conflicts), (1, 7));
+    let acct = store.account("same").await.unwrap();
+    assert_eq!(store.balance(acct.id).await.unwrap(), 5);
+}
+
+async fn account_workflows_shadow_templates(store: SharedStore) {
+    let (a, _) = store.create_account("a", 0).await.unwrap();
+    let (b, _) = store.create_account("b", 0).await.unwrap();
+    let sys = store.put_workflow(None, "flow", &json!({"v": "system"})).await.unwrap();
+    assert_eq!(store.put_workflow(None, "flow", &json!({"v": "system2"})).await.unwrap(), sys);
+    let mine = store.put_workflow(Some(a.id), "flow", &json!({"v": "mine"})).await.unwrap();
+    assert_ne!(mine, sys);
+
+    let seen_by_a = store.find_workflow(Some(a.id), "flow").await.unwrap().unwrap();
+    assert_eq!((seen_by_a.definition["v"].as_str(), seen_by_a.system), (Some("mine"), false));
+    let seen_by_b = store.find_workflow(Some(b.id), "flow").await.unwrap().unwrap();
+    assert_eq!((seen_by_b.definition["v"].as_str(), seen_by_b.system), (Some("system2"), true));
+    let seen_by_nobody = store.find_workflow(None, "flow").await.unwrap().unwrap();
+    assert_eq!(seen_by_nobody.id, sys);
+    assert_eq!(store.find_workflow(Some(a.id), "other").await.unwrap(), None);
+
+    assert_eq!(store.list_workflows(a.id).await.unwrap().len(), 1);
+    assert!(!store.list_workflows(a.id).await.unwrap()[0].system);
+    assert!(store.list_workflows(b.id).await.unwrap()[0].system);
+
+    // The account's own first, then templates; each by name, bytewise.
+    for name in ["b-flow", "B-flow", "a-flow"] {
+        store.put_workflow(None, name, &json!({})).await.unwrap();
+    }
+    store.put_workflow(Some(b.id), "zeta", &json!({})).await.unwrap();
+    store.put_workflow(Some(b.id), "Alpha", &json!({})).await.unwrap();
+    let names: Vec<String> = store.list_workflows(b.id).await.unwrap().into_iter().map(|w| w.name).collect();
+    assert_eq!(names, ["Alpha", "zeta", "B-flow", "a-flow", "b-flow", "flow"]);
+
+    store.delete_workflow(a.id, "flow").await.unwrap();
+    assert!(store.find_workflow(Some(a.id), "flow").await.unwrap().unwrap().system);
+    assert!(matches!(store.delete_workflow(a.id, "flow").await, Err(StoreError::NotFound)));
+}
+
+async fn migrations_are_applied_once(store: SharedStore) {
+    store.ping().await.unwrap();
+    assert_eq!(store.migrate().await.unwrap(), 0);
+    assert_eq!(store.config().max_attempts, StoreConfig::default().max_attempts);
+}
+
+/// Two processes starting together on one database: the advisory lock makes
+/// one of them apply the schema and the other find it applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stores_starting_together_migrate_once() {
+    let Some(mut admin) = common::admin().await else { return };
+    let schema = common::Schema::create(&mut admin).await;
+    let (a, b) = tokio::join!(
+        atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default()),
+        atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default()),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let versions: Vec<i32> =
+        sqlx::query_scalar(&format!("SELECT version FROM {}.schema_migrations", schema.name))
+            .fetch_all(&mut admin)
+            .await
+            .unwrap();
+    assert_eq!(versions, [1]);
+    assert_eq!(a.migrate().await.unwrap(), 0);
+
+    // A URL can select the schema too.
+    let url = common::database_url();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let c = atelier_store::PgStore::connect(
+        &format!("{url}{sep}options=-c%20search_path%3D{}", schema.name),
+        StoreConfig::default(),
+    )
+    .await
+    .unwrap();
+    let (acct, _) = a.create_account("shared", 3).await.unwrap();
+    assert_eq!(b.balance(acct.id).await.unwrap(), 3);
+    assert_eq!(c.account("shared").await.unwrap(), acct);
+}

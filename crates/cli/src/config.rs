@@ -49,8 +49,8 @@ pub struct Storage {
 #[derive(Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Database {
-    /// `sqlite:///path/atelier.db`, or empty for `{data_dir}/atelier.db`. (`postgres://…`
-    /// URLs are recognised and refused until the PostgreSQL backend is wired in.)
+    /// `sqlite:///path/atelier.db`, `postgres://user:password@host:port/database`, or empty
+    /// for `{data_dir}/atelier.db`.
     pub url: String,
 }
 

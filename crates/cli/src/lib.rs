@@ -9,12 +9,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use atelier_api::{ApiConfig, AppState};
 use atelier_blob::BlobStore;
 use atelier_engine::{Engine, EngineConfig, Maintenance};
 use atelier_inputs::{Fetcher, InputPolicy};
-use atelier_store::{SharedStore, SqliteStore, StoreConfig};
+use atelier_store::{PgStore, SharedStore, SqliteStore, StoreConfig};
 use atelier_tools::{BuiltinOptions, Registry};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -37,10 +37,12 @@ pub async fn open_store(config: &Config) -> anyhow::Result<SharedStore> {
                 .with_context(|| format!("opening the database {}", path.display()))?;
             Ok(Arc::new(store))
         }
-        DatabaseKind::Postgres(url) => bail!(
-            "database {}: the PostgreSQL backend is not available in this build yet",
-            config::redact_password(&url)
-        ),
+        DatabaseKind::Postgres(url) => {
+            let store = PgStore::connect(&url, store_config)
+                .await
+                .with_context(|| format!("connecting to the database {}", config::redact_password(&url)))?;
+            Ok(Arc::new(store))
+        }
     }
 }
 

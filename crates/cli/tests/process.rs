@@ -334,3 +334,132 @@ fn api_only_serve_and_a_separate_worker_process_share_the_work() {
     let (ok, _, err) = atelier(dir.path(), &["--database-url", "mysql://db/x", "migrate"]);
     assert!(!ok && err.contains("database.url"), "{err}");
 }
+
+/// A fresh schema in the test PostgreSQL database and the URL that selects it, or `None`
+/// (after saying why) when PostgreSQL is unreachable and `ATELIER_REQUIRE_POSTGRES` is not 1.
+fn postgres_schema() -> Option<(String, String)> {
+    let base = std::env::var("ATELIER_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let schema = format!("t_{}", &atelier_core::ids::generation_id()[4..16].to_lowercase());
+    let created = Command::new("psql")
+        .args([base.as_str(), "-v", "ON_ERROR_STOP=1", "-qc", &format!("CREATE SCHEMA {schema}")])
+        .output();
+    match created {
+        Ok(out) if out.status.success() => {}
+        other => {
+            let why = format!("PostgreSQL at {base} is not usable: {other:?}");
+            assert!(std::env::var("ATELIER_REQUIRE_POSTGRES").as_deref() != Ok("1"), "{why}");
+            eprintln!("skipped: {why}");
+            return None;
+        }
+    }
+    let sep = if base.contains('?') { '&' } else { '?' };
+    Some((format!("{base}{sep}options=-c%20search_path%3D{schema}"), schema))
+}
+
+#[test]
+fn api_and_two_workers_on_postgres_and_s3_complete_every_run_once() {
+    let Some((db, schema)) = postgres_schema() else { return };
+    let Some(moto) = atelier_blob::moto::MotoServer::start("atelier-scale") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--database-url", db.as_str(), "--storage-url", "s3://atelier-scale/o"];
+    let env = [
+        ("ATELIER__STORAGE__S3__ENDPOINT", moto.endpoint.as_str()),
+        ("ATELIER__STORAGE__S3__ACCESS_KEY_ID", "test"),
+        ("ATELIER__STORAGE__S3__SECRET_ACCESS_KEY", "test"),
+        ("ATELIER__ENGINE__POLL_MS", "200"),
+    ];
+    let admin = |args: &[&str]| {
+        let out = Command::new(BIN).args(flags).args(args).envs(env).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (ok, out, err) = admin(&["admin", "account", "create", "pg", "--tokens", "100", "--json"]);
+    assert!(ok, "{err}");
+    let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
+
+    let mut api_cmd = Command::new(BIN);
+    api_cmd.arg("--data-dir").arg(dir.path()).args(flags).args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--no-workers",
+    ]);
+    let (mut api, addr) = {
+        let mut child = api_cmd.envs(env).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines.next().expect("serve exited before listening").unwrap();
+            if let Some(addr) = line.strip_prefix("Atelier listening on ") {
+                break addr.to_string();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        (child, addr)
+    };
+    let mut workers: Vec<Child> = (0..2)
+        .map(|_| {
+            Command::new(BIN)
+                .args(flags)
+                .args(["worker", "--workers", "2"])
+                .envs(env)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+
+    let image = {
+        use base64::Engine as _;
+        let img = image::RgbImage::from_fn(32, 40, |x, y| image::Rgb([(x * 7) as u8, (y * 5) as u8, 120]));
+        let mut png = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut png, image::ImageFormat::Png).unwrap();
+        base64::engine::general_purpose::STANDARD.encode(png.into_inner())
+    };
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        let body = if i % 4 == 0 {
+            json!({"type": "workflow", "target": "product-reframes", "input": {"Shoot.product_image": image}})
+        } else {
+            json!({"type": "node", "target": "upscale", "input": {"image": image}})
+        };
+        let handle = post(&format!("{addr}/api/v3/run"), &key, &body);
+        ids.push(handle["id"].as_str().unwrap_or_else(|| panic!("{handle}")).to_string());
+    }
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut charged = 0;
+    for id in &ids {
+        let status = loop {
+            let status = get(&format!("{addr}/api/v3/status/{id}"), &key);
+            if status["overall_status"] == "succeeded" {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "run {id} did not complete: {status}");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        charged += status["tokens"].as_i64().unwrap();
+        match status["nodes"].as_object() {
+            Some(nodes) => {
+                for (name, node) in nodes {
+                    assert_eq!(node["output"].as_array().map(Vec::len), Some(1), "{id}/{name}: {status}");
+                }
+            }
+            None => assert_eq!(status["output"].as_array().map(Vec::len), Some(1), "{id}: {status}"),
+        }
+    }
+    let balance = get(&format!("{addr}/api/v2/user/tokens"), &key)["tokens"].as_i64().unwrap();
+    assert_eq!(balance, 100 - charged, "the balance matches what the runs report");
+    assert_eq!(charged, 9 + 3 * 5, "nine upscales at 1, three workflows at 5");
+
+    for child in workers.iter_mut().chain(std::iter::once(&mut api)) {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let base = db.split('?').next().unwrap().to_string();
+    let _ =
+        Command::new("psql").args([base.as_str(), "-qc", &format!("DROP SCHEMA {schema} CASCADE")]).output();
+}

@@ -1,4 +1,6 @@
-//! Maintenance services: small loops with documented intervals.
+//! Maintenance services: small loops with documented intervals, run by the one process that
+//! leads maintenance ([`atelier_store::Store::lead_maintenance`]; on PostgreSQL an advisory
+//! lock, taken over by another process within one interval when the leader stops).
 //!
 //! - rescuer: re-queues tasks whose lease expired (every `lease / 2`);
 //! - sweeper: deletes the objects of runs whose retention ended (every
@@ -26,14 +28,30 @@ impl Maintenance {
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = rescue.tick() => match self.store.rescue_expired().await {
-                    Ok(0) => {}
-                    Ok(n) => info!(tasks = n, "rescued tasks with expired leases"),
-                    Err(e) => warn!(error = %e, "rescuer failed"),
+                _ = rescue.tick() => if self.leads().await {
+                    match self.store.rescue_expired().await {
+                        Ok(0) => {}
+                        Ok(n) => info!(tasks = n, "rescued tasks with expired leases"),
+                        Err(e) => warn!(error = %e, "rescuer failed"),
+                    }
                 },
-                _ = sweep.tick() => if let Err(e) = sweep_expired(self.store.as_ref(), &self.blob).await {
-                    warn!(error = %e, "sweeper failed");
+                _ = sweep.tick() => if self.leads().await {
+                    if let Err(e) = sweep_expired(self.store.as_ref(), &self.blob).await {
+                        warn!(error = %e, "sweeper failed");
+                    }
                 },
+            }
+        }
+    }
+}
+
+impl Maintenance {
+    async fn leads(&self) -> bool {
+        match self.store.lead_maintenance().await {
+            Ok(lead) => lead,
+            Err(e) => {
+                warn!(error = %e, "checking the maintenance lead failed");
+                false
             }
         }
     }

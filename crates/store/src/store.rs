@@ -34,6 +34,11 @@ pub trait Store: Send + Sync + 'static {
     /// wake-up only delays, never loses, work.
     async fn task_ready(&self);
 
+    /// Whether this process leads maintenance (the lease rescuer and the output sweeper run
+    /// in one process at a time). Called before each maintenance round; a process that does
+    /// not lead tries again next round, and the lead passes on when its holder stops.
+    async fn lead_maintenance(&self) -> Result<bool>;
+
     // Accounts, keys and the token ledger.
 
     /// Creates an account with an initial grant and its first API key.
@@ -132,6 +137,12 @@ impl Store for SqliteStore {
 
     async fn task_ready(&self) {
         SqliteStore::task_ready(self).await
+    }
+
+    /// Always: the processes sharing a SQLite file share one machine, and every maintenance
+    /// step is an idempotent transaction behind SQLite's single writer.
+    async fn lead_maintenance(&self) -> Result<bool> {
+        Ok(true)
     }
 
     async fn create_account(&self, name: &str, tokens: i64) -> Result<(Account, String)> {

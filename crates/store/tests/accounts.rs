@@ -143,3 +143,29 @@ async fn postgres_stores_starting_together_migrate_once() {
     assert_eq!(b.balance(acct.id).await.unwrap(), 3);
     assert_eq!(c.account("shared").await.unwrap(), acct);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_maintenance_is_led_by_one_store_and_passes_on_when_it_stops() {
+    let Some(mut admin) = common::admin().await else { return };
+    let schema = common::Schema::create(&mut admin).await;
+    let first = atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default()).await.unwrap();
+    let second =
+        atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default()).await.unwrap();
+    assert!(first.lead_maintenance().await.unwrap(), "the first asker leads");
+    assert!(first.lead_maintenance().await.unwrap(), "and keeps the lead");
+    assert!(!second.lead_maintenance().await.unwrap(), "one leader at a time");
+    // Another installation (schema) in the same database has its own leader.
+    let other_schema = common::Schema::create(&mut admin).await;
+    let other =
+        atelier_store::PgStore::connect_with(other_schema.options(), StoreConfig::default()).await.unwrap();
+    assert!(other.lead_maintenance().await.unwrap());
+    drop(first);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !second.lead_maintenance().await.unwrap() {
+        assert!(std::time::Instant::now() < deadline, "the lead did not pass on");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // SQLite: every process leads.
+    let fixture = common::sqlite(StoreConfig::default()).await;
+    assert!(fixture.store.lead_maintenance().await.unwrap());
+}

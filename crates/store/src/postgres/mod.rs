@@ -59,6 +59,10 @@ pub struct PgStore {
     ready: Arc<Notify>,
     /// Stops the listener task when the last clone of the store is dropped.
     _listener: Arc<ListenerTask>,
+    /// The connection that holds (or keeps asking for) the maintenance lock, and whether it
+    /// holds it. A session-level advisory lock: it ends with the connection, so the lead
+    /// passes on when this process stops or loses the database.
+    leader: Arc<tokio::sync::Mutex<Option<(PgConnection, bool)>>>,
 }
 
 struct ListenerTask(tokio::task::JoinHandle<()>);
@@ -69,7 +73,36 @@ impl Drop for ListenerTask {
     }
 }
 
+/// The maintenance lock: an advisory lock keyed by the schema, so installations in
+/// different schemas of one database do not share it.
+const LEAD_SQL: &str = "SELECT pg_try_advisory_lock(hashtext(current_schema() || ':atelier-maintenance'))";
+
 impl PgStore {
+    /// See [`crate::Store::lead_maintenance`].
+    pub async fn lead_maintenance(&self) -> Result<bool> {
+        use sqlx::Connection;
+        let mut slot = self.leader.lock().await;
+        if let Some((conn, held)) = slot.as_mut() {
+            let still = if *held {
+                sqlx::query("SELECT 1").execute(&mut *conn).await.map(|_| true)
+            } else {
+                sqlx::query_scalar::<_, bool>(LEAD_SQL).fetch_one(&mut *conn).await
+            };
+            match still {
+                Ok(now) => {
+                    *held = now;
+                    return Ok(now);
+                }
+                // The connection broke (and with it any lock it held): start over.
+                Err(_) => *slot = None,
+            }
+        }
+        let mut conn = PgConnection::connect_with(&self.pool.connect_options()).await?;
+        let held: bool = sqlx::query_scalar(LEAD_SQL).fetch_one(&mut conn).await?;
+        *slot = Some((conn, held));
+        Ok(held)
+    }
+
     /// Connects to `url` (`postgres://user@host:port/db`; `?options=-c%20search_path%3Dname`
     /// selects a schema), applies pending migrations and starts listening for wake-ups.
     pub async fn connect(url: &str, config: StoreConfig) -> Result<Self> {
@@ -91,7 +124,13 @@ impl PgStore {
         let mut listener = PgListener::connect_with(&listen_pool).await?;
         listener.listen(TASKS_CHANNEL).await?;
         let task = tokio::spawn(forward_notifications(listener, ready.clone()));
-        let store = Self { pool, config, ready, _listener: Arc::new(ListenerTask(task)) };
+        let store = Self {
+            pool,
+            config,
+            ready,
+            _listener: Arc::new(ListenerTask(task)),
+            leader: Arc::new(tokio::sync::Mutex::new(None)),
+        };
         store.migrate().await?;
         Ok(store)
     }

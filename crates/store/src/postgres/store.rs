@@ -29,6 +29,10 @@ impl Store for PgStore {
         PgStore::task_ready(self).await
     }
 
+    async fn lead_maintenance(&self) -> Result<bool> {
+        PgStore::lead_maintenance(self).await
+    }
+
     async fn create_account(&self, name: &str, tokens: i64) -> Result<(Account, String)> {
         PgStore::create_account(self, name, tokens).await
     }

@@ -42,6 +42,17 @@ fn serve(dir: &Path, env: &[(&str, &str)], flags: &[&str]) -> (Child, String) {
     (child, addr)
 }
 
+/// A `w`×`h` gradient PNG as base64: red grows by `k[0]` per column, green by `k[1]` per row,
+/// blue is `k[2]`.
+fn png_base64(w: u32, h: u32, k: [u32; 3]) -> String {
+    use base64::Engine as _;
+    let img =
+        image::RgbImage::from_fn(w, h, |x, y| image::Rgb([(x * k[0]) as u8, (y * k[1]) as u8, k[2] as u8]));
+    let mut png = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut png, image::ImageFormat::Png).unwrap();
+    base64::engine::general_purpose::STANDARD.encode(png.into_inner())
+}
+
 fn get(url: &str, key: &str) -> Value {
     let out = Command::new("curl").args(["-s", "-H", &format!("X-API-KEY: {key}"), url]).output().unwrap();
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
@@ -134,13 +145,7 @@ fn a_run_survives_kill_9_and_completes_once_after_restart() {
         ("ATELIER__ENGINE__POLL_MS", "50"),
     ];
     let (mut first, addr) = serve(dir.path(), &env, &[]);
-    let image = {
-        use base64::Engine as _;
-        let img = image::RgbImage::from_fn(48, 60, |x, y| image::Rgb([(x * 5) as u8, (y * 4) as u8, 90]));
-        let mut png = std::io::Cursor::new(Vec::new());
-        img.write_to(&mut png, image::ImageFormat::Png).unwrap();
-        base64::engine::general_purpose::STANDARD.encode(png.into_inner())
-    };
+    let image = png_base64(48, 60, [5, 4, 90]);
     let body =
         json!({"type": "workflow", "target": "product-reframes", "input": {"Shoot.product_image": image}});
     let handle = post(&format!("{addr}/api/v3/run"), &key, &body);
@@ -227,13 +232,7 @@ fn serve_keeps_outputs_in_s3_compatible_storage() {
         ("ATELIER__ENGINE__POLL_MS", "50"),
     ];
     let (mut child, addr) = serve(dir.path(), &env, &["--storage-url", "s3://atelier-e2e/prod"]);
-    let image = {
-        use base64::Engine as _;
-        let img = image::RgbImage::from_fn(24, 30, |x, y| image::Rgb([(x * 9) as u8, (y * 7) as u8, 40]));
-        let mut png = std::io::Cursor::new(Vec::new());
-        img.write_to(&mut png, image::ImageFormat::Png).unwrap();
-        base64::engine::general_purpose::STANDARD.encode(png.into_inner())
-    };
+    let image = png_base64(24, 30, [9, 7, 40]);
     let body = json!({"type": "node", "target": "upscale", "input": {"image": image, "scale": 2}});
     let handle = post(&format!("{addr}/api/v3/run"), &key, &body);
     let id = handle["id"].as_str().unwrap_or_else(|| panic!("{handle}")).to_string();
@@ -281,13 +280,7 @@ fn api_only_serve_and_a_separate_worker_process_share_the_work() {
     let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
     let env = [("ATELIER__ENGINE__POLL_MS", "50")];
     let (mut api, addr) = serve(dir.path(), &env, &["--no-workers"]);
-    let image = {
-        use base64::Engine as _;
-        let img = image::RgbImage::from_fn(20, 20, |x, y| image::Rgb([(x * 9) as u8, (y * 9) as u8, 9]));
-        let mut png = std::io::Cursor::new(Vec::new());
-        img.write_to(&mut png, image::ImageFormat::Png).unwrap();
-        base64::engine::general_purpose::STANDARD.encode(png.into_inner())
-    };
+    let image = png_base64(20, 20, [9, 9, 9]);
     let body = json!({"type": "node", "target": "upscale", "input": {"image": image}});
     let id = post(&format!("{addr}/api/v3/run"), &key, &body)["id"].as_str().unwrap().to_string();
     // Nothing runs it while the API is alone.
@@ -369,37 +362,13 @@ fn api_and_two_workers_on_postgres_and_s3_complete_every_run_once() {
         ("ATELIER__STORAGE__S3__SECRET_ACCESS_KEY", "test"),
         ("ATELIER__ENGINE__POLL_MS", "200"),
     ];
-    let admin = |args: &[&str]| {
-        let out = Command::new(BIN).args(flags).args(args).envs(env).output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).to_string(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
-    };
-    let (ok, out, err) = admin(&["admin", "account", "create", "pg", "--tokens", "100", "--json"]);
+    let (ok, out, err) = atelier(
+        dir.path(),
+        &[&flags[..], &["admin", "account", "create", "pg", "--tokens", "100", "--json"]].concat(),
+    );
     assert!(ok, "{err}");
     let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
-
-    let mut api_cmd = Command::new(BIN);
-    api_cmd.arg("--data-dir").arg(dir.path()).args(flags).args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--no-workers",
-    ]);
-    let (mut api, addr) = {
-        let mut child = api_cmd.envs(env).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines.next().expect("serve exited before listening").unwrap();
-            if let Some(addr) = line.strip_prefix("Atelier listening on ") {
-                break addr.to_string();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        (child, addr)
-    };
+    let (mut api, addr) = serve(dir.path(), &env, &[&flags[..], &["--no-workers"]].concat());
     let mut workers: Vec<Child> = (0..2)
         .map(|_| {
             Command::new(BIN)
@@ -413,13 +382,7 @@ fn api_and_two_workers_on_postgres_and_s3_complete_every_run_once() {
         })
         .collect();
 
-    let image = {
-        use base64::Engine as _;
-        let img = image::RgbImage::from_fn(32, 40, |x, y| image::Rgb([(x * 7) as u8, (y * 5) as u8, 120]));
-        let mut png = std::io::Cursor::new(Vec::new());
-        img.write_to(&mut png, image::ImageFormat::Png).unwrap();
-        base64::engine::general_purpose::STANDARD.encode(png.into_inner())
-    };
+    let image = png_base64(32, 40, [7, 5, 120]);
     let mut ids = Vec::new();
     for i in 0..12 {
         let body = if i % 4 == 0 {

@@ -8,6 +8,8 @@
 //! rows at once (the compiler vectorises it): the columns are filtered first, then the image
 //! is transposed, its columns (the original rows) filtered, and transposed back.
 
+use crate::filter::{to_u8, Plane};
+
 /// Below this σ the kernel is applied directly (three boxes would be at most 3 pixels wide).
 const SMALL_SIGMA: f32 = 2.0;
 
@@ -52,12 +54,7 @@ pub(crate) fn gaussian_u8(src: &[u8], w: usize, h: usize, c: usize, sigma: f32) 
         return src.to_vec();
     }
     if sigma < SMALL_SIGMA {
-        return match c {
-            1 => convolve::<1>(src, w, h, &crate::filter::gaussian_kernel(sigma)),
-            2 => convolve::<2>(src, w, h, &crate::filter::gaussian_kernel(sigma)),
-            3 => convolve::<3>(src, w, h, &crate::filter::gaussian_kernel(sigma)),
-            _ => convolve::<4>(src, w, h, &crate::filter::gaussian_kernel(sigma)),
-        };
+        return sampled_kernel(src, w, h, c, sigma);
     }
     let radii = box_radii(sigma, w.max(h));
     match c {
@@ -177,35 +174,14 @@ fn transpose<const C: usize, T: Copy, U: Copy>(
     }
 }
 
-/// Separable convolution with the odd-length `kernel` (weights summing to 1), edges
-/// replicated: for small σ, where box passes are too coarse.
-fn convolve<const C: usize>(src: &[u8], w: usize, h: usize, kernel: &[f32]) -> Vec<u8> {
-    let (stride, r) = (w * C, (kernel.len() / 2) as isize);
-    let mut plane = vec![0f32; stride * h];
-    for (row, dst) in src.chunks_exact(stride).zip(plane.chunks_exact_mut(stride)) {
-        for x in 0..w as isize {
-            for ch in 0..C {
-                let mut acc = 0.0;
-                for (k, &kv) in kernel.iter().enumerate() {
-                    let sx = (x + k as isize - r).clamp(0, w as isize - 1) as usize;
-                    acc += f32::from(row[sx * C + ch]) * kv;
-                }
-                dst[x as usize * C + ch] = acc;
-            }
-        }
-    }
-    let mut out = vec![0u8; stride * h];
-    let mut acc = vec![0f32; stride];
-    for y in 0..h as isize {
-        acc.fill(0.0);
-        for (k, &kv) in kernel.iter().enumerate() {
-            let sy = (y + k as isize - r).clamp(0, h as isize - 1) as usize;
-            for (a, &v) in acc.iter_mut().zip(&plane[sy * stride..(sy + 1) * stride]) {
-                *a += v * kv;
-            }
-        }
-        for (d, &a) in out[y as usize * stride..][..stride].iter_mut().zip(&acc) {
-            *d = (a + 0.5).clamp(0.0, 255.0) as u8;
+/// The sampled Gaussian kernel itself, channel by channel, through [`Plane::gaussian`]
+/// (which convolves with the kernel for σ ≤ 4): for small σ, where box passes are too coarse.
+fn sampled_kernel(src: &[u8], w: usize, h: usize, c: usize, sigma: f32) -> Vec<u8> {
+    let mut out = vec![0u8; src.len()];
+    for ch in 0..c {
+        let plane = Plane { w, h, data: src.iter().skip(ch).step_by(c).map(|&v| f32::from(v)).collect() };
+        for (o, &v) in out.iter_mut().skip(ch).step_by(c).zip(&plane.gaussian(sigma).data) {
+            *o = to_u8(v);
         }
     }
     out
@@ -300,7 +276,7 @@ mod tests {
             .collect();
         for sigma in [2.5f32, 4.0] {
             let boxes = gaussian_u8(&src, w, h, 3, sigma);
-            let exact = convolve::<3>(&src, w, h, &crate::filter::gaussian_kernel(sigma));
+            let exact = sampled_kernel(&src, w, h, 3, sigma);
             // Away from the borders: there a cascade of replicated-edge boxes and a
             // replicated-edge Gaussian weigh the last rows differently.
             let m = (3.0 * sigma).ceil() as usize;

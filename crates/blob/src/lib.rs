@@ -12,6 +12,9 @@
 //! be checked with [`validate_key`]; every [`BlobStore`] method validates its
 //! key as well, so a malformed key can never escape the store's root.
 //!
+//! [`copy_objects`] copies every object of one store into another and verifies the
+//! result (count, and each object's size), for moving an installation's outputs.
+//!
 //! The [`http`] module holds small, framework-independent helpers for serving
 //! objects over HTTP: `Range` parsing, `Content-Type` guessing and
 //! `If-None-Match` comparison.
@@ -31,10 +34,12 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ObjectStore, PutPayload};
 
+mod copy;
 pub mod http;
 mod location;
 pub mod moto;
 
+pub use copy::{copy_objects, CopyError, CopyReport};
 pub use location::{Location, S3Settings};
 
 /// Maximum length of an object key, in bytes.
@@ -89,6 +94,14 @@ pub struct ObjectMeta {
     pub etag: String,
     /// Last modification time.
     pub last_modified: DateTime<Utc>,
+}
+
+/// An object found by [`BlobStore::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedObject {
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
 }
 
 /// Object storage with a public base URL.
@@ -217,6 +230,39 @@ impl BlobStore {
             }
         }
         Ok(count)
+    }
+
+    /// Every object whose key lies under `prefix` (whole path segments, as for
+    /// [`BlobStore::delete_prefix`]), or every object in the store with `None`, sorted by key.
+    /// Staging files of unfinished local writes are not listed.
+    pub async fn list(&self, prefix: Option<&str>) -> Result<Vec<ListedObject>, BlobError> {
+        let path = match prefix {
+            Some(p) => Some(to_path(p.strip_suffix('/').unwrap_or(p))?),
+            None => None,
+        };
+        let what = prefix.unwrap_or("");
+        let mut objects: Vec<ListedObject> = self
+            .store
+            .list(path.as_ref())
+            .map_ok(|meta| ListedObject { key: meta.location.to_string(), size: meta.size })
+            .try_collect()
+            .await
+            .map_err(|e| BlobError::from_store(e, "list", what))?;
+        objects.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(objects)
+    }
+
+    /// Whether the storage answers: one listing request at its root (which also fails when
+    /// an S3 bucket does not exist). Bounded only by the backend's own retries; callers that
+    /// want a quick answer put a timeout around it.
+    pub async fn ping(&self) -> Result<(), BlobError> {
+        // Every failure here is the backend's: at the root, even "not found" is the bucket
+        // (or directory) missing, not an object.
+        self.store.list_with_delimiter(None).await.map(|_| ()).map_err(|e| {
+            let detail = format!("listing the root: {e}");
+            tracing::warn!(error = %detail, "blob storage backend error");
+            BlobError::Backend(detail)
+        })
     }
 
     /// Whether an object exists under `key`.

@@ -43,3 +43,39 @@ async fn s3_round_trip_with_prefix_ranges_and_prefix_deletion() {
     assert!(blobs.exists(&other).await.unwrap());
     drop(server);
 }
+
+#[tokio::test]
+async fn local_objects_copy_into_s3_under_a_prefix_and_are_verified() {
+    let Some(server) = MotoServer::start("atelier-copy") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local = BlobStore::local(dir.path(), "http://api.example").unwrap();
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    local.put(&output_key("run1", "upscale", 0, "png"), Bytes::from(big.clone())).await.unwrap();
+    local.put(&output_key("run2", "Shoot", 0, "png"), Bytes::from_static(b"shoot")).await.unwrap();
+    local.put(&output_key("run2", "Story", 0, "jpg"), Bytes::from_static(b"story")).await.unwrap();
+
+    let location = Location::parse("s3://atelier-copy/migrated").unwrap();
+    let s3 = BlobStore::open(&location, &server.settings(), "http://api.example", None).unwrap();
+    s3.ping().await.unwrap();
+    let report = atelier_blob::copy_objects(&local, &s3).await.unwrap();
+    assert_eq!((report.objects, report.bytes, report.copied), (3, 200_010, 3));
+    assert_eq!(s3.get(&output_key("run1", "upscale", 0, "png")).await.unwrap(), big);
+    let listed: Vec<(String, u64)> =
+        s3.list(None).await.unwrap().into_iter().map(|o| (o.key, o.size)).collect();
+    assert_eq!(
+        listed,
+        vec![
+            ("outputs/run1/upscale/0.png".to_string(), 200_000),
+            ("outputs/run2/Shoot/0.png".to_string(), 5),
+            ("outputs/run2/Story/0.jpg".to_string(), 5),
+        ]
+    );
+    let again = atelier_blob::copy_objects(&local, &s3).await.unwrap();
+    assert_eq!((again.objects, again.copied, again.already_present), (3, 0, 3));
+
+    // A bucket that does not exist does not answer a ping.
+    let missing = Location::parse("s3://no-such-bucket").unwrap();
+    let nowhere = BlobStore::open(&missing, &server.settings(), "http://api.example", None).unwrap();
+    assert!(matches!(nowhere.ping().await, Err(BlobError::Backend(_))));
+    drop(server);
+}

@@ -2,6 +2,7 @@
 //! environment variables → command-line flags. Every key is documented in
 //! `atelier.example.toml` at the repository root.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -117,6 +118,10 @@ impl StorageS3 {
 pub struct Engine {
     /// Nodes run at once by this process; 0 = API only.
     pub workers: usize,
+    /// Tool name → the most nodes of that tool this process runs at once (within
+    /// `workers`); 0 = this process never runs that tool. Tools not listed are bounded by
+    /// `workers` only.
+    pub tool_slots: BTreeMap<String, usize>,
     pub lease_secs: u64,
     pub heartbeat_secs: u64,
     pub poll_ms: u64,
@@ -176,6 +181,7 @@ impl Default for Engine {
     fn default() -> Self {
         Self {
             workers: 4,
+            tool_slots: BTreeMap::new(),
             lease_secs: 30,
             heartbeat_secs: 10,
             poll_ms: 1000,
@@ -236,6 +242,14 @@ impl Config {
         let e = &self.engine;
         if e.lease_secs == 0 || e.heartbeat_secs == 0 || e.heartbeat_secs >= e.lease_secs {
             return Err("engine.heartbeat_secs must be at least 1 and less than engine.lease_secs (ATELIER__ENGINE__HEARTBEAT_SECS, ATELIER__ENGINE__LEASE_SECS)".into());
+        }
+        if let Some(unknown) = e.tool_slots.keys().find(|tool| atelier_core::tools::tool(tool).is_err()) {
+            let known: Vec<&str> = atelier_core::tools::TOOLS.iter().map(|t| t.name).collect();
+            return Err(format!(
+                "engine.tool_slots: unknown tool {unknown:?}; the tools are {} (ATELIER__ENGINE__TOOL_SLOTS__{})",
+                known.join(", "),
+                unknown.to_uppercase()
+            ));
         }
         if e.max_attempts == 0 {
             return Err("engine.max_attempts must be at least 1 (ATELIER__ENGINE__MAX_ATTEMPTS)".into());
@@ -365,5 +379,22 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
         config.validate().unwrap();
         assert_eq!(config.storage.s3.endpoint, "http://127.0.0.1:9000");
+        let tool_slots: Vec<(&str, usize)> =
+            config.engine.tool_slots.iter().map(|(tool, &n)| (tool.as_str(), n)).collect();
+        assert_eq!(tool_slots, [("video", 1), ("virtual_tryon_pro", 2)]);
+    }
+
+    #[test]
+    fn tool_slots_name_known_tools_only() {
+        let mut config = Config::default();
+        config.engine.tool_slots = BTreeMap::from([("video".into(), 0), ("upscale".into(), 2)]);
+        config.validate().unwrap();
+        config.engine.tool_slots.insert("vidoe".into(), 1);
+        let err = config.validate().unwrap_err();
+        for part in
+            ["engine.tool_slots", "\"vidoe\"", "background_removal", "ATELIER__ENGINE__TOOL_SLOTS__VIDOE"]
+        {
+            assert!(err.contains(part), "{part} missing from: {err}");
+        }
     }
 }

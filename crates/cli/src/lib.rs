@@ -3,6 +3,7 @@
 //! Logic lives in the library crates; this crate only connects them.
 
 pub mod config;
+pub mod migrate_data;
 pub mod templates;
 
 use std::net::SocketAddr;
@@ -185,6 +186,7 @@ fn spawn_workers(
 ) -> anyhow::Result<()> {
     let engine_config = EngineConfig {
         slots: config.engine.workers,
+        tool_slots: config.engine.tool_slots.clone(),
         lease: Duration::from_secs(config.engine.lease_secs),
         heartbeat: Duration::from_secs(config.engine.heartbeat_secs),
         poll: Duration::from_millis(config.engine.poll_ms.max(10)),

@@ -68,6 +68,20 @@ struct WorkerArgs {
 
 #[derive(Subcommand)]
 enum Admin {
+    #[command(flatten)]
+    Store(StoreAdmin),
+    /// Copy an embedded installation to PostgreSQL and object storage, verified.
+    ///
+    /// Copies accounts, keys, the ledger, workflows, runs and outputs from --from-data-dir to
+    /// the database and storage this configuration names (--database-url, --storage-url, or
+    /// their settings), then checks row counts, balances, ledger sums and every object's size.
+    /// Stop the embedded server first; the target database must be empty.
+    MigrateData(MigrateDataArgs),
+}
+
+/// The admin commands that work on the configured database.
+#[derive(Subcommand)]
+enum StoreAdmin {
     #[command(subcommand)]
     Account(AccountCmd),
     #[command(subcommand)]
@@ -76,6 +90,16 @@ enum Admin {
     Tokens(TokensCmd),
     #[command(subcommand)]
     Workflow(WorkflowCmd),
+}
+
+#[derive(Args)]
+struct MigrateDataArgs {
+    /// The embedded installation's data directory (holding atelier.db and objects/).
+    #[arg(long, value_name = "DIR")]
+    from_data_dir: PathBuf,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -156,7 +180,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("database ready in {}", config.storage.data_dir.display());
             Ok(())
         }
-        Command::Admin(admin) => self::admin(config, admin).await,
+        Command::Admin(Admin::MigrateData(args)) => {
+            let migration = atelier_cli::migrate_data::migrate_data(&config, &args.from_data_dir).await?;
+            if args.json {
+                println!("{}", migration.to_json());
+            } else {
+                print!("{}", migration.to_text());
+            }
+            Ok(())
+        }
+        Command::Admin(Admin::Store(admin)) => self::admin(config, admin).await,
     }
 }
 
@@ -185,9 +218,16 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
     }
     let store = open_store(&config).await?;
     if store.account_count().await? == 0 {
-        let (_, key) = store.create_account("default", config.server.default_tokens).await?;
-        println!("Created account 'default' with {} tokens.", config.server.default_tokens);
-        println!("API key (shown once): {key}");
+        // API processes starting together on an empty shared database race here: one
+        // creates `default` and prints its key, the others find it taken and go on.
+        match store.create_account("default", config.server.default_tokens).await {
+            Ok((_, key)) => {
+                println!("Created account 'default' with {} tokens.", config.server.default_tokens);
+                println!("API key (shown once): {key}");
+            }
+            Err(atelier_store::StoreError::Conflict(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     let running = atelier_cli::start(&config, store, None).await?;
     println!("Atelier listening on http://{}", running.addr);
@@ -245,10 +285,10 @@ async fn shutdown_signal() {
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
 }
 
-async fn admin(config: Config, admin: Admin) -> anyhow::Result<()> {
+async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
     let store = open_store(&config).await?;
     match admin {
-        Admin::Account(AccountCmd::Create { name, tokens, json }) => {
+        StoreAdmin::Account(AccountCmd::Create { name, tokens, json }) => {
             if !valid_name(&name) {
                 bail!("account names are 1-64 characters of A-Z a-z 0-9 _ -");
             }
@@ -262,20 +302,20 @@ async fn admin(config: Config, admin: Admin) -> anyhow::Result<()> {
                 );
             }
         }
-        Admin::Key(KeyCmd::Create { account }) => {
+        StoreAdmin::Key(KeyCmd::Create { account }) => {
             let key = store.create_key(&account).await.with_context(|| format!("account '{account}'"))?;
             println!("{key}");
         }
-        Admin::Key(KeyCmd::Revoke { key }) => {
+        StoreAdmin::Key(KeyCmd::Revoke { key }) => {
             let info = store.revoke_key(&key).await.context("no active key matches")?;
             println!("Revoked key {}… of account '{}'.", info.prefix, info.account);
         }
-        Admin::Tokens(TokensCmd::Grant { account, tokens }) => {
+        StoreAdmin::Tokens(TokensCmd::Grant { account, tokens }) => {
             let balance =
                 store.grant(&account, tokens).await.with_context(|| format!("account '{account}'"))?;
             println!("Granted {tokens} tokens to '{account}'; balance {balance}.");
         }
-        Admin::Workflow(WorkflowCmd::Import { file, name, account, system }) => {
+        StoreAdmin::Workflow(WorkflowCmd::Import { file, name, account, system }) => {
             if account.is_none() && !system {
                 bail!("say where to save it: --account NAME or --system");
             }
@@ -301,7 +341,7 @@ async fn admin(config: Config, admin: Admin) -> anyhow::Result<()> {
                 account.map_or(" as a system template".to_string(), |a| format!(" to account '{a}'"))
             );
         }
-        Admin::Workflow(WorkflowCmd::Export { name, account }) => {
+        StoreAdmin::Workflow(WorkflowCmd::Export { name, account }) => {
             let owner = match &account {
                 Some(a) => Some(store.account(a).await.with_context(|| format!("account '{a}'"))?.id),
                 None => None,

@@ -73,6 +73,78 @@ impl Executor for Sleeps {
     }
 }
 
+/// What the stubs of `a_tool_limit_holds_while_other_tools_keep_running` share.
+#[derive(Default)]
+struct Probe {
+    /// Video nodes executing now, and the most seen at once.
+    videos: AtomicUsize,
+    most_videos: AtomicUsize,
+    /// Upscale nodes that finished while a video was executing.
+    overlapped: AtomicUsize,
+    /// Bumped on every change of the above, for the stubs to wait on.
+    changed: tokio::sync::Notify,
+}
+
+impl Probe {
+    /// Waits (at most 10 s) until `ready` holds; false if it never did.
+    async fn until(&self, ready: impl Fn(&Probe) -> bool) -> bool {
+        let wait = async {
+            loop {
+                let changed = self.changed.notified();
+                if ready(self) {
+                    return;
+                }
+                changed.await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), wait).await.is_ok()
+    }
+
+    fn bump(&self) {
+        self.changed.notify_waiters();
+    }
+}
+
+/// A video node: counted while it executes; it ends only after both upscale
+/// nodes did, so they must have run beside it.
+struct Video(Arc<Probe>);
+
+#[async_trait::async_trait]
+impl Executor for Video {
+    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+        let now = self.0.videos.fetch_add(1, Ordering::SeqCst) + 1;
+        self.0.most_videos.fetch_max(now, Ordering::SeqCst);
+        self.0.bump();
+        let others_done = self.0.until(|p| p.overlapped.load(Ordering::SeqCst) == 2).await;
+        self.0.videos.fetch_sub(1, Ordering::SeqCst);
+        self.0.bump();
+        if others_done {
+            Ok(artifact())
+        } else {
+            Err(ToolError::Failed("the upscale nodes did not run beside this video".into()))
+        }
+    }
+}
+
+/// An upscale node: meets the other one at a barrier, then waits for a video
+/// to be executing.
+struct UpscaleBesideVideo(Arc<Probe>, Arc<Barrier>);
+
+#[async_trait::async_trait]
+impl Executor for UpscaleBesideVideo {
+    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+        if tokio::time::timeout(Duration::from_secs(10), self.1.wait()).await.is_err() {
+            return Err(ToolError::Failed("the other upscale never ran at the same time".into()));
+        }
+        if !self.0.until(|p| p.videos.load(Ordering::SeqCst) > 0).await {
+            return Err(ToolError::Failed("no video ran beside this upscale".into()));
+        }
+        self.0.overlapped.fetch_add(1, Ordering::SeqCst);
+        self.0.bump();
+        Ok(artifact())
+    }
+}
+
 async fn put_flow(app: &TestApp, name: &str, flow: serde_json::Value) {
     let (code, body) =
         app.call("PUT", &format!("/api/v3/workflow/{name}"), Some(&app.key.clone()), Some(&flow)).await;
@@ -210,8 +282,76 @@ async fn shutdown_gives_unfinished_work_back_without_counting_an_attempt() {
     assert!(running, "the node was claimed before shutdown");
     let store = app.store().clone();
     app.running.take().unwrap().shutdown().await;
-    let task =
-        store.claim("next-process", Duration::from_secs(5)).await.unwrap().expect("the task was released");
+    let task = store
+        .claim("next-process", Duration::from_secs(5), &[])
+        .await
+        .unwrap()
+        .expect("the task was released");
     assert_eq!(task.run_id, id);
     assert_eq!(task.attempt, 1, "the interrupted attempt was not counted");
+}
+
+#[tokio::test]
+async fn a_tool_limit_holds_while_other_tools_keep_running() {
+    let probe = Arc::new(Probe::default());
+    let mut tools = registry();
+    tools.set("video", Arc::new(Video(probe.clone())));
+    tools.set("upscale", Arc::new(UpscaleBesideVideo(probe.clone(), Arc::new(Barrier::new(2)))));
+    let app = TestApp::start_with(
+        |c| {
+            c.engine.workers = 4;
+            c.engine.tool_slots.insert("video".into(), 1);
+        },
+        Some(tools),
+        100,
+    )
+    .await;
+    // Five independent nodes for four slots: without the limit, the videos
+    // (queued first) would take three of them at once.
+    put_flow(
+        &app,
+        "mixed",
+        json!({
+            "nodes": [
+                {"name": "V0", "tool": "video"}, {"name": "V1", "tool": "video"}, {"name": "V2", "tool": "video"},
+                {"name": "U0", "tool": "upscale"}, {"name": "U1", "tool": "upscale"}
+            ],
+            "outputs": {"v": "V2.output", "u": "U1.output"}
+        }),
+    )
+    .await;
+    let img = png_base64(8, 8);
+    let input: serde_json::Map<String, serde_json::Value> =
+        ["V0", "V1", "V2", "U0", "U1"].iter().map(|n| (format!("{n}.image"), json!(img))).collect();
+    let status =
+        app.wait(&app.run(&json!({"type": "workflow", "target": "mixed", "input": input})).await).await;
+    assert_eq!(status["overall_status"], "succeeded", "{status}");
+    assert_eq!(probe.most_videos.load(Ordering::SeqCst), 1, "one video at a time");
+    assert_eq!(probe.overlapped.load(Ordering::SeqCst), 2, "both upscales ran beside a video");
+}
+
+#[tokio::test]
+async fn a_tool_with_no_slots_is_left_queued_for_other_processes() {
+    let app = TestApp::start_with(
+        |c| {
+            c.engine.tool_slots.insert("video".into(), 0);
+        },
+        None,
+        100,
+    )
+    .await;
+    let img = png_base64(8, 8);
+    // The video is older, so it would be claimed first if this process could run it.
+    let video = app.run(&json!({"type": "node", "target": "video", "input": {"image": img}})).await;
+    let upscale = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": img}})).await;
+    assert_eq!(app.wait(&upscale).await["overall_status"], "succeeded");
+    let (_, status) = app.get(&format!("/api/v3/status/{video}")).await;
+    assert_eq!(status["overall_status"], "queued", "this process never runs video: {status}");
+    let task = app
+        .store()
+        .claim("video-worker", Duration::from_secs(5), &[])
+        .await
+        .unwrap()
+        .expect("the video is still queued for another process");
+    assert_eq!(task.run_id, video);
 }

@@ -13,7 +13,13 @@ use serde_json::{json, Value};
 const BIN: &str = env!("CARGO_BIN_EXE_atelier");
 
 fn atelier(dir: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN).arg("--data-dir").arg(dir).args(args).output().unwrap();
+    atelier_env(dir, &[], args)
+}
+
+/// [`atelier`] with environment variables.
+fn atelier_env(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
+    let out =
+        Command::new(BIN).arg("--data-dir").arg(dir).args(args).envs(env.iter().copied()).output().unwrap();
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into(),
@@ -425,4 +431,261 @@ fn api_and_two_workers_on_postgres_and_s3_complete_every_run_once() {
     let base = db.split('?').next().unwrap().to_string();
     let _ =
         Command::new("psql").args([base.as_str(), "-qc", &format!("DROP SCHEMA {schema} CASCADE")]).output();
+}
+
+/// Polls a run's v3 status until it has succeeded.
+fn wait_succeeded(addr: &str, key: &str, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = get(&format!("{addr}/api/v3/status/{id}"), key);
+        if status["overall_status"] == "succeeded" {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "run {id} did not succeed: {status}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The body of a public URL, and its HTTP status.
+fn fetch(url: &str) -> (u16, Vec<u8>) {
+    let out = Command::new("curl").args(["-s", "-o", "-", "-w", "%{http_code}", url]).output().unwrap();
+    let (body, code) = out.stdout.split_at(out.stdout.len() - 3);
+    (std::str::from_utf8(code).unwrap().parse().unwrap(), body.to_vec())
+}
+
+/// Every output URL in a status: a node run's `output`, a workflow run's nodes' outputs.
+fn output_urls(status: &Value) -> Vec<String> {
+    let mut urls: Vec<String> = match status["nodes"].as_object() {
+        Some(nodes) => {
+            nodes.values().flat_map(|n| n["output"].as_array().cloned().unwrap_or_default()).collect()
+        }
+        None => status["output"].as_array().cloned().unwrap_or_default(),
+    }
+    .into_iter()
+    .map(|u| u.as_str().unwrap().to_string())
+    .collect();
+    urls.sort();
+    urls
+}
+
+fn psql_count(db: &str, table: &str) -> i64 {
+    let out =
+        Command::new("psql").args([db, "-tAc", &format!("SELECT COUNT(*) FROM {table}")]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+#[test]
+fn migrate_data_moves_an_embedded_installation_to_postgres_and_s3() {
+    let Some((db, schema)) = postgres_schema() else { return };
+    let Some(moto) = atelier_blob::moto::MotoServer::start("atelier-move") else { return };
+    let embedded = tempfile::tempdir().unwrap();
+    let (ok, out, err) =
+        atelier(embedded.path(), &["admin", "account", "create", "shop", "--tokens", "40", "--json"]);
+    assert!(ok, "{err}");
+    let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
+
+    // The embedded installation does some work.
+    let (mut child, old_addr) = serve(embedded.path(), &[("ATELIER__ENGINE__POLL_MS", "50")], &[]);
+    let image = png_base64(30, 24, [8, 9, 70]);
+    let bodies = [
+        json!({"type": "node", "target": "upscale", "input": {"image": image, "scale": 2}}),
+        json!({"type": "workflow", "target": "product-reframes", "input": {"Shoot.product_image": image}}),
+    ];
+    let ids: Vec<String> = bodies
+        .iter()
+        .map(|body| {
+            let handle = post(&format!("{old_addr}/api/v3/run"), &key, body);
+            handle["id"].as_str().unwrap_or_else(|| panic!("{handle}")).to_string()
+        })
+        .collect();
+    let before: Vec<Value> = ids.iter().map(|id| wait_succeeded(&old_addr, &key, id)).collect();
+    let files: Vec<(String, Vec<u8>)> = before
+        .iter()
+        .flat_map(output_urls)
+        .map(|url| {
+            let (code, body) = fetch(&url);
+            assert_eq!(code, 200, "{url}");
+            (url.strip_prefix(&old_addr).unwrap().to_string(), body)
+        })
+        .collect();
+    assert_eq!(files.len(), 5, "one upscale, the shoot and three reframes");
+    let listing = get(&format!("{old_addr}/api/v3/runs"), &key);
+    let balance = get(&format!("{old_addr}/api/v2/user/tokens"), &key)["tokens"].as_i64().unwrap();
+    assert_eq!(balance, 40 - 1 - 5);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Move it.
+    let s3 = [
+        ("ATELIER__STORAGE__S3__ENDPOINT", moto.endpoint.as_str()),
+        ("ATELIER__STORAGE__S3__ACCESS_KEY_ID", "test"),
+        ("ATELIER__STORAGE__S3__SECRET_ACCESS_KEY", "test"),
+        ("ATELIER__ENGINE__POLL_MS", "50"),
+    ];
+    let target = ["--database-url", db.as_str(), "--storage-url", "s3://atelier-move/prod"];
+    let scratch = tempfile::tempdir().unwrap();
+    let from = embedded.path().to_str().unwrap();
+    let (ok, out, err) = atelier_env(
+        scratch.path(),
+        &s3,
+        &[&target[..], &["admin", "migrate-data", "--from-data-dir", from, "--json"]].concat(),
+    );
+    assert!(ok, "{out}{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(summary["verified"], true);
+    let tables = &summary["tables"];
+    assert_eq!(
+        (&tables["accounts"], &tables["api_keys"], &tables["runs"], &tables["nodes"]),
+        (&json!(1), &json!(1), &json!(2), &json!(5))
+    );
+    assert_eq!(tables["tasks"], 5);
+    assert_eq!(tables["workflows"], 4, "the system templates serve installed");
+    // grant; reserve, charge, release for each run.
+    assert_eq!(tables["ledger"], 7);
+    assert_eq!(summary["ledger"]["balance"], balance);
+    assert_eq!((&summary["ledger"]["granted"], &summary["ledger"]["charged"]), (&json!(40), &json!(6)));
+    let bytes: usize = files.iter().map(|(_, body)| body.len()).sum();
+    assert_eq!(
+        summary["objects"],
+        json!({"count": 5, "bytes": bytes, "copied": 5, "already_present": 0, "in_place": false})
+    );
+    assert_eq!(summary["database"], db);
+    assert_eq!(summary["storage"], "s3://atelier-move/prod");
+    assert_eq!(summary["requeued_tasks"], 0);
+
+    // The text summary, and a second run, which finds the target no longer empty.
+    let (ok, _, err) = atelier_env(
+        scratch.path(),
+        &s3,
+        &[&target[..], &["admin", "migrate-data", "--from-data-dir", from]].concat(),
+    );
+    assert!(!ok && err.contains("not empty") && err.contains("accounts: 1"), "{err}");
+
+    // The embedded installation is gone; the new one answers for it.
+    drop(embedded);
+    let (mut child, addr) = serve(scratch.path(), &s3, &target);
+    assert_eq!(get(&format!("{addr}/api/v2/user/tokens"), &key)["tokens"], balance, "same key, same balance");
+    let moved =
+        |v: &Value| -> Value { serde_json::from_str(&v.to_string().replace(&old_addr, &addr)).unwrap() };
+    for (id, status) in ids.iter().zip(&before) {
+        assert_eq!(get(&format!("{addr}/api/v3/status/{id}"), &key), moved(status), "{id}");
+    }
+    assert_eq!(get(&format!("{addr}/api/v3/runs"), &key), moved(&listing));
+    for (path, body) in &files {
+        let (code, served) = fetch(&format!("{addr}{path}"));
+        assert_eq!((code, served.len()), (200, body.len()), "{path}");
+        assert!(served == *body, "{path}: same bytes");
+    }
+    assert!(!scratch.path().join("objects").exists(), "nothing is read or written locally");
+
+    // New work runs on the new installation.
+    let handle = post(&format!("{addr}/api/v3/run"), &key, &bodies[0]);
+    let id = handle["id"].as_str().unwrap_or_else(|| panic!("{handle}")).to_string();
+    let status = wait_succeeded(&addr, &key, &id);
+    let url = output_urls(&status).pop().unwrap();
+    assert_eq!(fetch(&url).0, 200);
+    assert_eq!(get(&format!("{addr}/api/v2/user/tokens"), &key)["tokens"], balance - 1);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let base = db.split('?').next().unwrap().to_string();
+    let _ =
+        Command::new("psql").args([base.as_str(), "-qc", &format!("DROP SCHEMA {schema} CASCADE")]).output();
+}
+
+#[test]
+fn migrate_data_refuses_a_missing_source_a_sqlite_target_unreachable_storage_and_a_non_empty_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("embedded");
+    let from = source.to_str().unwrap();
+    let pg = ["--database-url", "postgres://postgres@127.0.0.1:5432/test"];
+    let (ok, _, err) =
+        atelier(dir.path(), &[&pg[..], &["admin", "migrate-data", "--from-data-dir", from]].concat());
+    assert!(!ok && err.contains("no embedded installation") && err.contains("does not exist"), "{err}");
+    std::fs::create_dir(&source).unwrap();
+    let (ok, _, err) =
+        atelier(dir.path(), &[&pg[..], &["admin", "migrate-data", "--from-data-dir", from]].concat());
+    assert!(!ok && err.contains("atelier.db does not exist"), "{err}");
+    assert!(!source.join("atelier.db").exists(), "the check creates nothing");
+
+    let (ok, _, err) = atelier(&source, &["admin", "account", "create", "src", "--tokens", "3"]);
+    assert!(ok, "{err}");
+    // Without a database URL the target is the (SQLite) default; a sqlite URL is no better.
+    for extra in [&[][..], &["--database-url", "sqlite:///tmp/elsewhere.db"][..]] {
+        let (ok, _, err) =
+            atelier(dir.path(), &[extra, &["admin", "migrate-data", "--from-data-dir", from]].concat());
+        assert!(!ok && err.contains("not PostgreSQL") && err.contains("--database-url"), "{err}");
+    }
+
+    let Some((db, schema)) = postgres_schema() else { return };
+    // Storage that does not answer: refused before anything is copied.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let s3 = [
+        ("ATELIER__STORAGE__S3__ENDPOINT", endpoint.as_str()),
+        ("ATELIER__STORAGE__S3__ACCESS_KEY_ID", "test"),
+        ("ATELIER__STORAGE__S3__SECRET_ACCESS_KEY", "test"),
+    ];
+    let target = ["--database-url", db.as_str(), "--storage-url", "s3://nowhere/x"];
+    let (ok, _, err) = atelier_env(
+        dir.path(),
+        &s3,
+        &[&target[..], &["admin", "migrate-data", "--from-data-dir", from]].concat(),
+    );
+    assert!(!ok && err.contains("s3://nowhere/x is unreachable"), "{err}");
+    assert_eq!(psql_count(&db, "accounts"), 0);
+
+    // A target that already holds an account: refused, and left as it was.
+    let (ok, _, err) =
+        atelier(dir.path(), &[&target[..2], &["admin", "account", "create", "there"]].concat());
+    assert!(ok, "{err}");
+    let local = dir.path().join("target-objects");
+    let storage = format!("file://{}", local.display());
+    let (ok, _, err) = atelier(
+        dir.path(),
+        &[
+            &target[..2],
+            &["--storage-url", storage.as_str(), "admin", "migrate-data", "--from-data-dir", from],
+        ]
+        .concat(),
+    );
+    assert!(!ok && err.contains("not empty") && err.contains("accounts: 1"), "{err}");
+    assert_eq!((psql_count(&db, "accounts"), psql_count(&db, "ledger")), (1, 0));
+    assert!(!local.join("outputs").exists(), "no object was copied");
+
+    // Objects that are already where the target keeps them (PostgreSQL on the same machine,
+    // the same directory) stay in place.
+    let Some((db2, schema2)) = postgres_schema() else { return };
+    std::fs::create_dir_all(source.join("objects/outputs/gen_x/upscale")).unwrap();
+    std::fs::write(source.join("objects/outputs/gen_x/upscale/0.png"), b"0123").unwrap();
+    let storage = format!("file://{}", source.join("objects").display());
+    let (ok, out, err) = atelier(
+        dir.path(),
+        &[
+            "--database-url",
+            db2.as_str(),
+            "--storage-url",
+            storage.as_str(),
+            "admin",
+            "migrate-data",
+            "--from-data-dir",
+            from,
+            "--json",
+        ],
+    );
+    assert!(ok, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        summary["objects"],
+        json!({"count": 1, "bytes": 4, "copied": 0, "already_present": 1, "in_place": true})
+    );
+    assert_eq!(summary["tables"]["accounts"], 1);
+    assert_eq!(psql_count(&db2, "accounts"), 1);
+
+    let base = db.split('?').next().unwrap().to_string();
+    for schema in [schema, schema2] {
+        let _ = Command::new("psql")
+            .args([base.as_str(), "-qc", &format!("DROP SCHEMA {schema} CASCADE")])
+            .output();
+    }
 }

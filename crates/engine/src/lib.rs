@@ -7,10 +7,16 @@
 //! the lease (cancellation, rescue after a stall) stops the work, and the
 //! epoch-fenced completion makes a stale worker's result a no-op. Outputs go
 //! to deterministic keys, so a retried attempt overwrites rather than adds.
+//!
+//! A process runs at most `slots` nodes at once, and at most
+//! `tool_slots[tool]` nodes of a listed tool: a claim names the tools whose
+//! slots are full, so their tasks stay queued for this or another process.
 
 mod maintenance;
+mod slots;
 mod worker;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +32,9 @@ pub use maintenance::{sweep_expired, Maintenance};
 pub struct EngineConfig {
     /// Tasks run at once by this process.
     pub slots: usize,
+    /// Tool → the most nodes of that tool run at once by this process, within `slots`;
+    /// 0 = never (other processes run them). Tools not listed are bounded by `slots` only.
+    pub tool_slots: BTreeMap<String, usize>,
     pub lease: Duration,
     pub heartbeat: Duration,
     /// Fallback poll when no wake-up arrives.
@@ -41,6 +50,7 @@ impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             slots: 4,
+            tool_slots: BTreeMap::new(),
             lease: Duration::from_secs(30),
             heartbeat: Duration::from_secs(10),
             poll: Duration::from_secs(1),

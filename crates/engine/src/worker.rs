@@ -1,6 +1,7 @@
 //! The dispatcher and the execution of one task.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use atelier_blob::output_key;
@@ -15,32 +16,48 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::slots::ToolSlots;
 use crate::Engine;
 
-/// Claims tasks while slots are free; waits for a wake-up or the poll
-/// interval when the queue is empty.
+/// Claims tasks while slots are free; waits for a wake-up, a tool slot given
+/// back or the poll interval when nothing it may take is queued.
+///
+/// Two bounds hold at once: `slots` nodes in all, and `tool_slots` nodes of
+/// each listed tool. A claim names the tools whose slots are full, so the
+/// store hands out only work this process can start now and leaves the rest
+/// to other workers.
 pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
-    let slots = std::sync::Arc::new(Semaphore::new(engine.config.slots.max(1)));
+    let slots = Arc::new(Semaphore::new(engine.config.slots.max(1)));
+    let tool_slots = ToolSlots::new(engine.config.tool_slots.clone());
+    if !engine.config.tool_slots.is_empty() {
+        info!(slots = engine.config.slots, tool_slots = ?engine.config.tool_slots, "per-tool slots");
+    }
     let mut running = tokio::task::JoinSet::new();
     loop {
         let permit = tokio::select! {
             _ = shutdown.cancelled() => break,
             permit = slots.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => break },
         };
-        match engine.store.claim(&engine.worker_id, engine.config.lease).await {
+        let skip = tool_slots.full();
+        match engine.store.claim(&engine.worker_id, engine.config.lease, &skip).await {
             Ok(Some(task)) => {
+                let tool_permit = tool_slots.take(&task.node.tool);
                 let engine = engine.clone();
                 let shutdown = shutdown.clone();
                 running.spawn(async move {
                     execute(&engine, task, shutdown).await;
+                    drop(tool_permit);
                     drop(permit);
                 });
             }
             Ok(None) => {
                 drop(permit);
+                // With tools skipped, a slot given back may make queued work claimable.
+                let some_skipped = !skip.is_empty();
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
                     _ = engine.store.task_ready() => {}
+                    _ = tool_slots.freed(), if some_skipped => {}
                     _ = tokio::time::sleep(engine.config.poll) => {}
                 }
             }

@@ -27,6 +27,10 @@
 //!   process); each store listens on its own connection, subscribed before
 //!   `connect` returns, and falls back to workers' polling if it drops.
 //!
+//! [`copy_to_postgres`] moves an embedded installation's database into an empty PostgreSQL
+//! one (`atelier admin migrate-data`): every table with its ids, in one transaction that
+//! compares row counts, balances and ledger sums with the source before it commits.
+//!
 //! Invariants kept here, not by callers:
 //! - money and work move together: a run, its nodes, its first tasks and the
 //!   reservation of its price commit in one transaction; settlement (charge
@@ -36,6 +40,7 @@
 //! - completion of a task is fenced by its lease epoch.
 
 mod accounts;
+mod copy;
 mod postgres;
 mod queue;
 mod runs;
@@ -54,6 +59,7 @@ use sqlx::{Sqlite, Transaction};
 use tokio::sync::Notify;
 
 pub use accounts::{Account, KeyInfo};
+pub use copy::{check_target_empty, copy_to_postgres, AccountTotals, CopyError, CopyReport, TableCount};
 pub use postgres::{PgStore, TASKS_CHANNEL};
 pub use queue::{ClaimedTask, Outcome};
 pub use runs::{NewRun, NodeRecord, RunKind, RunRecord, RunSummary};

@@ -151,14 +151,23 @@ pub(crate) fn run_outcome(nodes: &[NodeRecord]) -> Option<(RunStatus, Option<Val
 }
 
 impl SqliteStore {
-    pub async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedTask>> {
+    pub async fn claim(
+        &self,
+        worker: &str,
+        lease: Duration,
+        skip_tools: &[&str],
+    ) -> Result<Option<ClaimedTask>> {
         let now = now_micros();
         let mut tx = self.begin().await?;
+        // The tool is the node's (nodes are keyed by run and name); the tools to skip
+        // arrive as one JSON array.
         let row = sqlx::query(
             "UPDATE tasks SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
                  lease_owner = ?1, lease_expires_at = ?2
              WHERE id = (
                  SELECT t.id FROM tasks t WHERE t.state = 'available' AND t.scheduled_at <= ?3
+                     AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.run_id = t.run_id AND n.name = t.node
+                                     AND n.tool IN (SELECT value FROM json_each(?4)))
                  ORDER BY (SELECT COUNT(*) FROM tasks r WHERE r.account_id = t.account_id AND r.state = 'running'),
                           t.scheduled_at, t.id
                  LIMIT 1)
@@ -167,6 +176,7 @@ impl SqliteStore {
         .bind(worker)
         .bind(now + micros(lease))
         .bind(now)
+        .bind(to_json(&skip_tools))
         .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else {

@@ -102,9 +102,11 @@ pub trait Store: Send + Sync + 'static {
 
     // The leased task queue.
 
-    /// Claims the next available task, fairly across accounts: the account
-    /// with the fewest running tasks goes first, then the oldest task.
-    async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedTask>>;
+    /// Claims the next available task whose node's tool is not in `skip_tools` (the tools
+    /// the caller has no free slot for), fairly across accounts: the account with the fewest
+    /// running tasks goes first, then the oldest task. Tasks of skipped tools stay queued
+    /// for other claims; they do not hold back the tasks behind them.
+    async fn claim(&self, worker: &str, lease: Duration, skip_tools: &[&str]) -> Result<Option<ClaimedTask>>;
     /// Extends a lease. `false` means the claim is gone (canceled, rescued,
     /// or the run ended): the worker must stop and not complete.
     async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool>;
@@ -238,8 +240,8 @@ impl Store for SqliteStore {
         SqliteStore::list_workflows(self, account).await
     }
 
-    async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedTask>> {
-        SqliteStore::claim(self, worker, lease).await
+    async fn claim(&self, worker: &str, lease: Duration, skip_tools: &[&str]) -> Result<Option<ClaimedTask>> {
+        SqliteStore::claim(self, worker, lease, skip_tools).await
     }
 
     async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {

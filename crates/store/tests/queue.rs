@@ -86,6 +86,8 @@ backend_tests! {
     insufficient_tokens_leave_nothing_behind(StoreConfig::default());
     concurrent_reservations_never_overdraw(StoreConfig::default());
     claims_are_fair_across_accounts(StoreConfig::default());
+    claims_skip_the_tools_they_are_told_to_and_take_the_rest(StoreConfig::default());
+    skipped_tools_neither_block_nor_break_fairness(StoreConfig::default());
     concurrent_claimers_never_share_a_task(StoreConfig::default());
     a_completion_with_a_stale_epoch_is_rejected(StoreConfig::default());
     siblings_completing_together_finish_the_run(StoreConfig::default());
@@ -102,21 +104,21 @@ async fn a_workflow_advances_through_its_dag_and_settles_once(store: SharedStore
     let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
     assert_eq!(store.balance(acct.id).await.unwrap(), 6, "4 reserved");
 
-    let a = store.claim("w", LEASE).await.unwrap().unwrap();
+    let a = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert_eq!(a.node.name, "A");
-    assert!(store.claim("w", LEASE).await.unwrap().is_none(), "B and C wait for A");
+    assert!(store.claim("w", LEASE, &[]).await.unwrap().is_none(), "B and C wait for A");
     assert_eq!(store.get_run(acct.id, &run).await.unwrap().status, RunStatus::Running);
     assert!(store.complete(&a, ok(&["a0"])).await.unwrap());
 
-    let first = store.claim("w", LEASE).await.unwrap().unwrap();
-    let second = store.claim("w", LEASE).await.unwrap().unwrap();
+    let first = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    let second = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     let mut names = [first.node.name.clone(), second.node.name.clone()];
     names.sort();
     assert_eq!(names, ["B", "C"], "independent nodes are ready together");
     assert_eq!(first.upstream["image"], vec!["a0".to_string()]);
     store.complete(&first, ok(&["x"])).await.unwrap();
     store.complete(&second, ok(&["y"])).await.unwrap();
-    let d = store.claim("w", LEASE).await.unwrap().unwrap();
+    let d = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert_eq!(d.node.name, "D");
     assert!(store.complete(&d, ok(&["d0"])).await.unwrap());
     assert!(!store.complete(&d, ok(&["d1"])).await.unwrap(), "a second completion is fenced off");
@@ -135,10 +137,10 @@ async fn a_workflow_advances_through_its_dag_and_settles_once(store: SharedStore
 async fn a_failed_node_skips_its_dependents_and_independent_branches_finish(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let run = submit(store.as_ref(), acct.id, &diamond()).await.unwrap();
-    let a = store.claim("w", LEASE).await.unwrap().unwrap();
+    let a = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     store.complete(&a, ok(&["a0"])).await.unwrap();
-    let t1 = store.claim("w", LEASE).await.unwrap().unwrap();
-    let t2 = store.claim("w", LEASE).await.unwrap().unwrap();
+    let t1 = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    let t2 = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     let (b, c) = if t1.node.name == "B" { (t1, t2) } else { (t2, t1) };
     store.complete(&b, fail(true)).await.unwrap();
     let mid = store.get_run(acct.id, &run).await.unwrap();
@@ -157,11 +159,11 @@ async fn retryable_failures_are_retried_until_attempts_run_out(store: SharedStor
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
     let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
-    let t = store.claim("w", LEASE).await.unwrap().unwrap();
+    let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert_eq!(t.attempt, 1);
     store.complete(&t, fail(true)).await.unwrap();
     assert_eq!(store.get_run(acct.id, &run).await.unwrap().status, RunStatus::Running);
-    let t = store.claim("w", LEASE).await.unwrap().unwrap();
+    let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert_eq!(t.attempt, 2);
     store.complete(&t, fail(true)).await.unwrap();
     let done = store.get_run(acct.id, &run).await.unwrap();
@@ -174,7 +176,7 @@ async fn permanent_failures_fail_at_once(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
     let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
-    let t = store.claim("w", LEASE).await.unwrap().unwrap();
+    let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     store.complete(&t, fail(false)).await.unwrap();
     assert_eq!(store.get_run(acct.id, &run).await.unwrap().status, RunStatus::Failed);
 }
@@ -183,11 +185,11 @@ async fn expired_leases_are_rescued_and_the_stale_worker_is_fenced(store: Shared
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
     let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
-    let stale = store.claim("dead", Duration::ZERO).await.unwrap().unwrap();
+    let stale = store.claim("dead", Duration::ZERO, &[]).await.unwrap().unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
     assert_eq!(store.rescue_expired().await.unwrap(), 1);
     assert!(!store.heartbeat(&stale, LEASE).await.unwrap());
-    let fresh = store.claim("alive", LEASE).await.unwrap().unwrap();
+    let fresh = store.claim("alive", LEASE, &[]).await.unwrap().unwrap();
     assert_eq!(fresh.attempt, 2);
     assert!(!store.complete(&stale, ok(&["stale"])).await.unwrap());
     assert!(store.heartbeat(&fresh, LEASE).await.unwrap());
@@ -201,15 +203,15 @@ async fn released_tasks_do_not_count_an_attempt(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
     submit(store.as_ref(), acct.id, &plan).await.unwrap();
-    let t = store.claim("w", LEASE).await.unwrap().unwrap();
+    let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert!(store.release(&t).await.unwrap());
-    assert_eq!(store.claim("w", LEASE).await.unwrap().unwrap().attempt, 1);
+    assert_eq!(store.claim("w", LEASE, &[]).await.unwrap().unwrap().attempt, 1);
 }
 
 async fn cancel_fences_running_work_and_releases_tokens(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let run = submit(store.as_ref(), acct.id, &diamond()).await.unwrap();
-    let a = store.claim("w", LEASE).await.unwrap().unwrap();
+    let a = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     let canceled = store.cancel_run(acct.id, &run).await.unwrap();
     assert_eq!(canceled.status, RunStatus::Canceled);
     assert!(canceled.nodes.iter().all(|n| n.status == NodeStatus::Canceled));
@@ -236,7 +238,7 @@ async fn insufficient_tokens_leave_nothing_behind(store: SharedStore) {
         other => panic!("{other:?}"),
     }
     assert!(store.list_runs(acct.id, 10, None).await.unwrap().is_empty());
-    assert!(store.claim("w", LEASE).await.unwrap().is_none());
+    assert!(store.claim("w", LEASE, &[]).await.unwrap().is_none());
     assert_eq!(store.balance(acct.id).await.unwrap(), 3);
 }
 
@@ -263,10 +265,83 @@ async fn claims_are_fair_across_accounts(store: SharedStore) {
         submit(store.as_ref(), a.id, &plan).await.unwrap();
     }
     submit(store.as_ref(), b.id, &plan).await.unwrap();
-    let first = store.claim("w", LEASE).await.unwrap().unwrap();
-    let second = store.claim("w", LEASE).await.unwrap().unwrap();
+    let first = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    let second = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert_eq!(first.account_id, a.id);
     assert_eq!(second.account_id, b.id, "b's single task is not starved by a's batch");
+}
+
+/// One node of `tool` (named `Job`, not after the tool: the claim must read the node's tool).
+fn one_of(tool: &str) -> Plan {
+    let def = WorkflowDef::parse(json!({
+        "nodes": [{"name": "Job", "tool": tool}],
+        "outputs": {"out": "Job.output"}
+    }))
+    .unwrap();
+    def.validate().unwrap();
+    compile_workflow(&def, json!({"Job.image": "x"}).as_object().unwrap()).unwrap()
+}
+
+async fn claims_skip_the_tools_they_are_told_to_and_take_the_rest(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    let mut runs = Vec::new();
+    for tool in ["video", "upscale", "background_removal", "video"] {
+        runs.push((tool, submit(store.as_ref(), acct.id, &one_of(tool)).await.unwrap()));
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let claim = |skip: &'static [&'static str]| {
+        let store = store.clone();
+        async move { store.claim("w", LEASE, skip).await.unwrap() }
+    };
+    let tool_of = |run: &str| runs.iter().find(|(_, id)| id == run).unwrap().0;
+
+    let t = claim(&["video"]).await.unwrap();
+    assert_eq!(
+        (t.node.tool.as_str(), t.run_id.as_str()),
+        ("upscale", runs[1].1.as_str()),
+        "the oldest task not skipped"
+    );
+    assert!(claim(&["video", "background_removal"]).await.is_none(), "only skipped tools are left");
+    let t = claim(&["video", "upscale"]).await.unwrap();
+    assert_eq!(tool_of(&t.run_id), "background_removal");
+    assert!(claim(&["video"]).await.is_none());
+    let t = claim(&["upscale"]).await.unwrap();
+    assert_eq!(
+        (tool_of(&t.run_id), t.run_id.as_str()),
+        ("video", runs[0].1.as_str()),
+        "skipping other tools takes video"
+    );
+    let t = claim(&[]).await.unwrap();
+    assert_eq!(t.run_id, runs[3].1);
+    assert!(claim(&[]).await.is_none());
+    for (_, run) in &runs {
+        assert_eq!(store.get_run(acct.id, run).await.unwrap().status, RunStatus::Running, "{run}");
+    }
+}
+
+async fn skipped_tools_neither_block_nor_break_fairness(store: SharedStore) {
+    let (a, _) = store.create_account("a", 100).await.unwrap();
+    let (b, _) = store.create_account("b", 100).await.unwrap();
+    let mut a_runs = Vec::new();
+    for _ in 0..3 {
+        a_runs.push(submit(store.as_ref(), a.id, &one_of("upscale")).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let b_video = submit(store.as_ref(), b.id, &one_of("video")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    let b_upscale = submit(store.as_ref(), b.id, &one_of("upscale")).await.unwrap();
+
+    let claim = || store.claim("w", LEASE, &["video"]);
+    // Both accounts run nothing: the oldest task goes first.
+    assert_eq!(claim().await.unwrap().unwrap().run_id, a_runs[0]);
+    // b runs less than a, and its oldest task is skipped: its next one is taken, not a's.
+    assert_eq!(claim().await.unwrap().unwrap().run_id, b_upscale, "b is not passed over for its video");
+    // One running each: the oldest task not skipped.
+    assert_eq!(claim().await.unwrap().unwrap().run_id, a_runs[1]);
+    // b runs less, but only its video is left: a's task is not held back by it.
+    assert_eq!(claim().await.unwrap().unwrap().run_id, a_runs[2]);
+    assert!(claim().await.unwrap().is_none(), "only the skipped video is left");
+    assert_eq!(store.claim("w", LEASE, &[]).await.unwrap().unwrap().run_id, b_video);
 }
 
 async fn concurrent_claimers_never_share_a_task(store: SharedStore) {
@@ -284,7 +359,7 @@ async fn concurrent_claimers_never_share_a_task(store: SharedStore) {
         tokio::spawn(async move {
             start.wait().await;
             let mut mine = Vec::new();
-            while let Some(task) = store.claim(&format!("w{w}"), LEASE).await.unwrap() {
+            while let Some(task) = store.claim(&format!("w{w}"), LEASE, &[]).await.unwrap() {
                 mine.push((task.task_id, task.epoch, task.attempt));
             }
             mine
@@ -297,16 +372,16 @@ async fn concurrent_claimers_never_share_a_task(store: SharedStore) {
     ids.dedup();
     assert_eq!((claimed.len(), ids.len()), (50, 50), "every task claimed exactly once");
     assert!(claimed.iter().all(|&(_, epoch, attempt)| epoch == 1 && attempt == 1));
-    assert!(store.claim("late", LEASE).await.unwrap().is_none());
+    assert!(store.claim("late", LEASE, &[]).await.unwrap().is_none());
 }
 
 async fn a_completion_with_a_stale_epoch_is_rejected(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let run = submit(store.as_ref(), acct.id, &single()).await.unwrap();
-    let first = store.claim("w", LEASE).await.unwrap().unwrap();
+    let first = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert!(store.release(&first).await.unwrap());
     assert!(!store.release(&first).await.unwrap(), "a release is fenced too");
-    let current = store.claim("w", LEASE).await.unwrap().unwrap();
+    let current = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert_eq!(current.task_id, first.task_id);
     assert!(current.epoch > first.epoch);
 
@@ -332,10 +407,10 @@ async fn siblings_completing_together_finish_the_run(store: SharedStore) {
     let (acct, _) = store.create_account("a", 100).await.unwrap();
     for round in 0..5 {
         let run = submit(store.as_ref(), acct.id, &fan_out(6)).await.unwrap();
-        let a = store.claim("w", LEASE).await.unwrap().unwrap();
+        let a = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
         store.complete(&a, ok(&["a0"])).await.unwrap();
         let mut siblings = Vec::new();
-        while let Some(t) = store.claim("w", LEASE).await.unwrap() {
+        while let Some(t) = store.claim("w", LEASE, &[]).await.unwrap() {
             siblings.push(t);
         }
         assert_eq!(siblings.len(), 6);
@@ -358,10 +433,10 @@ async fn cancel_racing_completions_settles_once(store: SharedStore) {
     for _ in 0..5 {
         let before = store.balance(acct.id).await.unwrap();
         let run = submit(store.as_ref(), acct.id, &fan_out(6)).await.unwrap();
-        let a = store.claim("w", LEASE).await.unwrap().unwrap();
+        let a = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
         store.complete(&a, ok(&["a0"])).await.unwrap();
         let mut siblings = Vec::new();
-        while let Some(t) = store.claim("w", LEASE).await.unwrap() {
+        while let Some(t) = store.claim("w", LEASE, &[]).await.unwrap() {
             siblings.push(t);
         }
         let completions: Vec<_> = siblings
@@ -384,14 +459,14 @@ async fn cancel_racing_completions_settles_once(store: SharedStore) {
         let ledger = store.ledger_for_run(&run).await.unwrap();
         assert_eq!(ledger.len(), 3, "settled once: {ledger:?}");
         assert_eq!(store.balance(acct.id).await.unwrap(), before - done.charged);
-        assert!(store.claim("w", LEASE).await.unwrap().is_none(), "nothing of the run is left queued");
+        assert!(store.claim("w", LEASE, &[]).await.unwrap().is_none(), "nothing of the run is left queued");
     }
 }
 
 async fn leases_that_expire_on_the_last_attempt_fail_the_node(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let run = submit(store.as_ref(), acct.id, &diamond()).await.unwrap();
-    let a = store.claim("dead", Duration::ZERO).await.unwrap().unwrap();
+    let a = store.claim("dead", Duration::ZERO, &[]).await.unwrap().unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
     assert_eq!(store.rescue_expired().await.unwrap(), 1);
     assert_eq!(store.rescue_expired().await.unwrap(), 0, "rescued once");
@@ -406,7 +481,7 @@ async fn leases_that_expire_on_the_last_attempt_fail_the_node(store: SharedStore
     assert_eq!(errors[0]["attempt"], json!(1));
     assert_eq!(errors[0]["error"]["name"], json!("WorkerLost"));
     assert_eq!(store.balance(acct.id).await.unwrap(), 10);
-    assert!(store.claim("w", LEASE).await.unwrap().is_none());
+    assert!(store.claim("w", LEASE, &[]).await.unwrap().is_none());
 }
 
 async fn queued_work_wakes_a_waiting_worker(store: SharedStore) {
@@ -421,7 +496,7 @@ async fn queued_work_wakes_a_waiting_worker(store: SharedStore) {
         .await
         .expect("a worker waiting for work is woken when a run is queued")
         .unwrap();
-    let t = store.claim("w", LEASE).await.unwrap().unwrap();
+    let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     let waiter = {
         let store = store.clone();
         tokio::spawn(async move { store.task_ready().await })
@@ -468,7 +543,7 @@ async fn finished_runs_expire_and_are_swept_once(store: SharedStore) {
     let run = submit(store.as_ref(), acct.id, &single()).await.unwrap();
     assert_eq!(store.run_expiry(&run).await.unwrap(), None, "no expiry while it runs");
     assert!(matches!(store.run_expiry("nope").await, Err(StoreError::NotFound)));
-    let t = store.claim("w", LEASE).await.unwrap().unwrap();
+    let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     store.complete(&t, ok(&["k"])).await.unwrap();
     let done = store.get_run(acct.id, &run).await.unwrap();
     let retention = i64::try_from(store.config().retention.as_micros()).unwrap();

@@ -1,4 +1,11 @@
 //! A test harness that drives Atelier over HTTP, as a client would.
+//!
+//! Each app runs on the embedded default (SQLite, outputs on local disk) unless
+//! `ATELIER_TEST_BACKEND=postgres-s3`, when it runs on a fresh PostgreSQL schema
+//! (`ATELIER_TEST_DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/test`) and a
+//! fresh prefix of an S3-compatible bucket: the server at `ATELIER_TEST_S3_ENDPOINT`
+//! (bucket `atelier-test`, created if missing), or else moto's server started for the app.
+//! The interface suites are the same on both.
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -16,6 +23,70 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub running: Option<atelier_cli::Running>,
     pub dir: tempfile::TempDir,
+    /// What the PostgreSQL + S3 backend needs to outlive the app (dropped last).
+    backend: Option<Backend>,
+}
+
+/// A fresh PostgreSQL schema (dropped with the app) and, unless an S3 endpoint was
+/// given, the moto server that holds the outputs.
+struct Backend {
+    admin_url: String,
+    schema: String,
+    _moto: Option<atelier_blob::moto::MotoServer>,
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        let sql = format!("SET lock_timeout = '10s'; DROP SCHEMA {} CASCADE", self.schema);
+        let _ = std::process::Command::new("psql").args([self.admin_url.as_str(), "-qc", &sql]).output();
+    }
+}
+
+const S3_BUCKET: &str = "atelier-test";
+
+/// Points `config` at a fresh schema and a fresh bucket prefix when
+/// `ATELIER_TEST_BACKEND=postgres-s3`; `None` (the embedded default) otherwise.
+fn select_backend(config: &mut Config) -> Option<Backend> {
+    match std::env::var("ATELIER_TEST_BACKEND").as_deref() {
+        Err(_) | Ok("" | "embedded") => return None,
+        Ok("postgres-s3") => {}
+        Ok(other) => panic!("ATELIER_TEST_BACKEND={other}: expected embedded or postgres-s3"),
+    }
+    let admin_url = std::env::var("ATELIER_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let schema = format!("t_{}", &atelier_core::ids::generation_id()[4..16].to_lowercase());
+    let created = std::process::Command::new("psql")
+        .args([admin_url.as_str(), "-v", "ON_ERROR_STOP=1", "-qc", &format!("CREATE SCHEMA {schema}")])
+        .output()
+        .expect("psql runs");
+    assert!(
+        created.status.success(),
+        "creating schema {schema}: {}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let sep = if admin_url.contains('?') { '&' } else { '?' };
+    config.database.url = format!("{admin_url}{sep}options=-c%20search_path%3D{schema}");
+
+    let (endpoint, moto) = match std::env::var("ATELIER_TEST_S3_ENDPOINT") {
+        Ok(endpoint) => {
+            // moto and MinIO accept an unsigned bucket creation; an existing bucket answers 409.
+            let _ = std::process::Command::new("curl")
+                .args(["-s", "-o", "/dev/null", "-X", "PUT", &format!("{endpoint}/{S3_BUCKET}")])
+                .status();
+            (endpoint, None)
+        }
+        Err(_) => {
+            let moto = atelier_blob::moto::MotoServer::start(S3_BUCKET)
+                .expect("ATELIER_TEST_BACKEND=postgres-s3 needs moto_server or ATELIER_TEST_S3_ENDPOINT");
+            (moto.endpoint.clone(), Some(moto))
+        }
+    };
+    config.storage.url = format!("s3://{S3_BUCKET}/{schema}");
+    config.storage.s3.endpoint = endpoint;
+    config.storage.s3.region = "us-east-1".into();
+    config.storage.s3.access_key_id = "test".into();
+    config.storage.s3.secret_access_key = "test".into();
+    Some(Backend { admin_url, schema, _moto: moto })
 }
 
 pub fn test_config(dir: &std::path::Path) -> Config {
@@ -38,12 +109,13 @@ impl TestApp {
     pub async fn start_with(tweak: impl FnOnce(&mut Config), tools: Option<Registry>, tokens: i64) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config(dir.path());
+        let backend = select_backend(&mut config);
         tweak(&mut config);
         let store = atelier_cli::open_store(&config).await.unwrap();
         let (_, key) = store.create_account("test", tokens).await.unwrap();
         let running = atelier_cli::start(&config, store, tools).await.unwrap();
         let base = format!("http://{}", running.addr);
-        Self { base, key, client: reqwest::Client::new(), running: Some(running), dir }
+        Self { base, key, client: reqwest::Client::new(), running: Some(running), dir, backend }
     }
 
     pub fn store(&self) -> atelier_store::SharedStore {

@@ -25,16 +25,25 @@ use crate::{now_micros, to_json, ClaimedTask, Micros, Outcome, Result};
 // key order (a jsonb round trip would reorder keys).
 
 impl PgStore {
-    pub async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedTask>> {
+    pub async fn claim(
+        &self,
+        worker: &str,
+        lease: Duration,
+        skip_tools: &[&str],
+    ) -> Result<Option<ClaimedTask>> {
         let now = now_micros();
         let mut tx = self.begin().await?;
         // Fairness as on SQLite: the account with the fewest running tasks
-        // first, then the oldest task. Rows another claimer holds are skipped,
-        // not waited for.
+        // first, then the oldest task, among tasks whose node's tool is not
+        // skipped. Rows another claimer holds are skipped, not waited for; the
+        // nodes row is only read, never locked.
         let row = sqlx::query(
             "UPDATE tasks SET state = 'running', attempt = tasks.attempt + 1,
                  lease_epoch = tasks.lease_epoch + 1, lease_owner = $1, lease_expires_at = $2
              FROM (SELECT t.id FROM tasks t WHERE t.state = 'available' AND t.scheduled_at <= $3
+                       AND NOT EXISTS (SELECT 1 FROM nodes n
+                                       WHERE n.run_id = t.run_id AND n.name = t.node
+                                         AND n.tool = ANY($4))
                    ORDER BY (SELECT COUNT(*) FROM tasks r
                              WHERE r.account_id = t.account_id AND r.state = 'running'),
                             t.scheduled_at, t.id
@@ -47,6 +56,7 @@ impl PgStore {
         .bind(worker)
         .bind(now + micros(lease))
         .bind(now)
+        .bind(skip_tools)
         .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else {

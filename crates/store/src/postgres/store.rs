@@ -126,8 +126,8 @@ impl Store for PgStore {
         PgStore::list_workflows(self, account).await
     }
 
-    async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedTask>> {
-        PgStore::claim(self, worker, lease).await
+    async fn claim(&self, worker: &str, lease: Duration, skip_tools: &[&str]) -> Result<Option<ClaimedTask>> {
+        PgStore::claim(self, worker, lease, skip_tools).await
     }
 
     async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {

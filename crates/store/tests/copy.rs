@@ -1,0 +1,246 @@
+//! Copying an embedded (SQLite) installation into PostgreSQL: everything arrives with its
+//! ids, counts and ledger sums are verified, running tasks are handed back to the queue,
+//! and a target that already holds data is refused without a write. Skipped (with a
+//! message) when PostgreSQL is unreachable, unless `ATELIER_REQUIRE_POSTGRES=1`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// The shared fixtures; this suite compares two backends instead of running on each.
+#[allow(unused_macros)]
+mod common;
+
+use atelier_core::ids;
+use atelier_core::plan::{compile_node, compile_workflow, Plan};
+use atelier_core::workflow::WorkflowDef;
+use atelier_store::{
+    check_target_empty, copy_to_postgres, now_micros, CopyError, NewRun, PgStore, RunKind, SqliteStore,
+    Store, StoreConfig,
+};
+use serde_json::json;
+use sqlx::{Connection, Row, SqliteConnection};
+
+use common::Schema;
+
+fn node_plan() -> Plan {
+    compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap()
+}
+
+fn workflow_plan() -> Plan {
+    let def = WorkflowDef::parse(json!({
+        "nodes": [
+            {"name": "A", "tool": "upscale"},
+            {"name": "B", "tool": "reframe", "links": {"image": "A.output"}}
+        ],
+        "outputs": {"b": "B.output"}
+    }))
+    .unwrap();
+    def.validate().unwrap();
+    compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap()).unwrap()
+}
+
+async fn submit(store: &dyn Store, account: i64, kind: RunKind, family: Option<&str>, plan: &Plan) -> String {
+    let id = match kind {
+        RunKind::Workflow => ids::workflow_run_id(),
+        RunKind::Node => ids::generation_id(),
+    };
+    let run = NewRun {
+        id: id.clone(),
+        account_id: account,
+        kind,
+        family,
+        target: "t",
+        plan,
+        node_ids: plan.nodes.iter().map(|_| ids::generation_id()).collect(),
+        echo: family.map(|_| json!({"category": "tops", "model_image": "<base64>"})),
+    };
+    store.create_run(&run).await.unwrap();
+    id
+}
+
+/// An embedded installation with a bit of everything: two accounts (one key revoked, one
+/// grant), saved workflows and a custom system template, a canceled (settled, swept) run, a
+/// queued v2 run, and a workflow run whose first node a worker was running when the server
+/// stopped.
+struct Source {
+    _dir: tempfile::TempDir,
+    store: SqliteStore,
+    key: String,
+    acme: i64,
+    /// (owner, run id)
+    runs: Vec<(i64, String)>,
+    running: String,
+}
+
+async fn source() -> Source {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("atelier.db");
+    let store = SqliteStore::open(&path, StoreConfig::default()).await.unwrap();
+    let (acme, revoked) = store.create_account("acme", 20).await.unwrap();
+    let key = store.create_key("acme").await.unwrap();
+    store.revoke_key(&revoked).await.unwrap();
+    store.grant("acme", 7).await.unwrap();
+    let (other, _) = store.create_account("other", 3).await.unwrap();
+    store.put_workflow(Some(acme.id), "mine", &json!({"v": "acme"})).await.unwrap();
+    store.put_workflow(None, "custom-template", &json!({"v": "system"})).await.unwrap();
+    store.put_workflow(Some(other.id), "theirs", &json!({"v": "other"})).await.unwrap();
+
+    let canceled = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan()).await;
+    store.cancel_run(acme.id, &canceled).await.unwrap();
+    store.mark_swept(&canceled).await.unwrap();
+    let queued = submit(&store, other.id, RunKind::Node, Some("tryon"), &node_plan()).await;
+    let running = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan()).await;
+    // What a claim writes (the server stopped with the node in a worker's hands).
+    let mut conn = SqliteConnection::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    let now = now_micros();
+    sqlx::query(
+        "UPDATE tasks SET state = 'running', attempt = 1, lease_epoch = 1, lease_owner = 'w1',
+             lease_expires_at = ?1 WHERE run_id = ?2",
+    )
+    .bind(now + 30_000_000)
+    .bind(&running)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE nodes SET status = 'running', started_at = ?1 WHERE run_id = ?2 AND name = 'A'")
+        .bind(now)
+        .bind(&running)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE runs SET status = 'running' WHERE id = ?1")
+        .bind(&running)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+
+    Source {
+        _dir: dir,
+        store,
+        key,
+        acme: acme.id,
+        runs: vec![(acme.id, canceled), (other.id, queued), (acme.id, running.clone())],
+        running,
+    }
+}
+
+async fn target() -> Option<(Schema, PgStore)> {
+    let mut admin = common::admin().await?;
+    let schema = Schema::create(&mut admin).await;
+    let store = PgStore::connect_with(schema.options(), StoreConfig::default()).await.unwrap();
+    Some((schema, store))
+}
+
+async fn count(target: &PgStore, table: &str) -> i64 {
+    sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(target.pool()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_is_copied_with_its_ids_and_verified() {
+    let Some((_schema, target)) = target().await else { return };
+    let src = source().await;
+    // A template installed by `migrate` on the target is replaced by the source's templates.
+    target.put_workflow(None, "shipped", &json!({"v": "target"})).await.unwrap();
+    check_target_empty(&target).await.unwrap();
+
+    let report = copy_to_postgres(&src.store, &target).await.unwrap();
+    let rows: Vec<(&str, u64)> = report.tables.iter().map(|t| (t.table.as_str(), t.rows)).collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("accounts", 2),
+            ("api_keys", 3),
+            // acme: grant, grant, then reserve, charge (0), release for the canceled run, and
+            // reserve for the running one; other: grant, reserve.
+            ("ledger", 8),
+            ("workflows", 3),
+            ("runs", 3),
+            ("nodes", 5),
+            ("tasks", 3),
+        ]
+    );
+    assert_eq!((report.requeued_tasks, report.replaced_templates), (1, 1));
+    let acme = &report.accounts[0];
+    assert_eq!(
+        (
+            acme.name.as_str(),
+            acme.balance,
+            acme.granted,
+            acme.reserved,
+            acme.charged,
+            acme.released,
+            acme.entries
+        ),
+        // Two runs of price 2 reserved, one of them canceled and released.
+        ("acme", 27 - 2, 27, 4, 0, 2, 6)
+    );
+    assert_eq!((report.accounts[1].name.as_str(), report.accounts[1].balance), ("other", 2));
+
+    // The same key authenticates the same account, with the same balance.
+    let account = target.authenticate(&src.key).await.unwrap().unwrap();
+    assert_eq!(account, src.store.authenticate(&src.key).await.unwrap().unwrap());
+    assert_eq!(target.balance(src.acme).await.unwrap(), src.store.balance(src.acme).await.unwrap());
+    assert_eq!(target.authenticate(&ids::generation_id()).await.unwrap(), None);
+    // Runs read back identically, ledger entries too; the swept flag survives as a boolean.
+    for (owner, id) in &src.runs {
+        let before = src.store.get_run(*owner, id).await.unwrap();
+        // The running run's node stays `running` though its task goes back to the queue:
+        // states only move forward, as across a retry.
+        assert_eq!(target.get_run(*owner, id).await.unwrap(), before, "{id}");
+        assert_eq!(target.ledger_for_run(id).await.unwrap(), src.store.ledger_for_run(id).await.unwrap());
+    }
+    let far_future = now_micros() + 10 * 365 * 86_400_000_000;
+    assert_eq!(
+        target.expired_runs(far_future, 10).await.unwrap(),
+        src.store.expired_runs(far_future, 10).await.unwrap()
+    );
+    assert_eq!(
+        target.list_workflows(src.acme).await.unwrap(),
+        src.store.list_workflows(src.acme).await.unwrap()
+    );
+
+    // The running task is available again, its attempt not counted and its lease fenced off.
+    let task = sqlx::query("SELECT state, attempt, lease_epoch, lease_owner FROM tasks WHERE run_id = $1")
+        .bind(&src.running)
+        .fetch_one(target.pool())
+        .await
+        .unwrap();
+    assert_eq!(task.get::<String, _>("state"), "available");
+    assert_eq!((task.get::<i64, _>("attempt"), task.get::<i64, _>("lease_epoch")), (0, 2));
+    assert_eq!(task.get::<Option<String>, _>("lease_owner"), None);
+
+    // New rows take ids after the copied ones.
+    let (fresh, _) = target.create_account("fresh", 1).await.unwrap();
+    assert_eq!(fresh.id, 3);
+    let flow = target.put_workflow(Some(fresh.id), "f", &json!({})).await.unwrap();
+    let max_flow: i64 = sqlx::query_scalar("SELECT MAX(id) FROM workflows WHERE id <> $1")
+        .bind(flow)
+        .fetch_one(target.pool())
+        .await
+        .unwrap();
+    assert!(flow > max_flow, "{flow} after {max_flow}");
+    target.create_key("acme").await.unwrap();
+    assert_eq!(target.grant("acme", 1).await.unwrap(), 26);
+
+    // A second copy into the now populated target is refused and writes nothing.
+    let ledger = count(&target, "ledger").await;
+    match copy_to_postgres(&src.store, &target).await {
+        Err(CopyError::TargetNotEmpty(what)) => assert!(what.contains("accounts: 3"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((count(&target, "accounts").await, count(&target, "ledger").await), (3, ledger));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_with_accounts_is_refused_before_anything_is_written() {
+    let Some((_schema, target)) = target().await else { return };
+    let src = source().await;
+    target.create_account("already-here", 5).await.unwrap();
+    let refused = check_target_empty(&target).await.unwrap_err();
+    assert!(matches!(&refused, CopyError::TargetNotEmpty(w) if w.contains("accounts: 1")), "{refused}");
+    assert!(refused.to_string().contains("not empty"), "{refused}");
+    assert!(matches!(copy_to_postgres(&src.store, &target).await, Err(CopyError::TargetNotEmpty(_))));
+    assert_eq!(count(&target, "accounts").await, 1);
+    assert_eq!((count(&target, "runs").await, count(&target, "api_keys").await), (0, 1));
+    assert_eq!(target.account("already-here").await.unwrap().id, 1);
+}

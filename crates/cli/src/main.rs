@@ -150,10 +150,21 @@ enum WorkflowCmd {
     },
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let cli = Cli::parse();
-    if let Err(e) = run(cli).await {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let result = runtime.block_on(run(cli));
+    // After shutdown, a tool may still be computing on a blocking thread for a node that
+    // was given back to the queue: its result would be discarded, so the process does not
+    // wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    if let Err(e) = result {
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }

@@ -34,12 +34,21 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
     }
     let mut running = tokio::task::JoinSet::new();
     loop {
+        // `biased`: once shutdown is signalled, no branch that leads to a claim is taken.
         let permit = tokio::select! {
+            biased;
             _ = shutdown.cancelled() => break,
             permit = slots.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => break },
         };
         let skip = tool_slots.full();
         match engine.store.claim(&engine.worker_id, engine.config.lease, &skip).await {
+            Ok(Some(task)) if shutdown.is_cancelled() => {
+                // Claimed while shutdown began: give it back at once, without an attempt.
+                if let Err(e) = engine.store.release(&task).await {
+                    warn!(error = %e, "releasing a task at shutdown failed; its lease will expire");
+                }
+                break;
+            }
             Ok(Some(task)) => {
                 let tool_permit = tool_slots.take(&task.node.tool);
                 let engine = engine.clone();
@@ -55,6 +64,7 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
                 // With tools skipped, a slot given back may make queued work claimable.
                 let some_skipped = !skip.is_empty();
                 tokio::select! {
+                    biased;
                     _ = shutdown.cancelled() => break,
                     _ = engine.store.task_ready() => {}
                     _ = tool_slots.freed(), if some_skipped => {}

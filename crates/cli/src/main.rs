@@ -205,7 +205,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn init_logging() {
+    use std::io::IsTerminal as _;
     tracing_subscriber::fmt()
+        // Colours for a terminal only, not for log files and collectors.
+        .with_ansi(std::io::stdout().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),

@@ -70,3 +70,25 @@ fn unknown_tools_in_tool_slots_stop_start_up() {
     assert!(!ok);
     assert!(stderr.contains("unknown tool \"sketch\"") && stderr.contains("sketch_to_dress"), "{stderr}");
 }
+
+/// The `atelier.toml` that the Kubernetes manifests ship (deploy/k8s/configmap.yaml) loads
+/// and validates: a renamed or misspelt key there would stop every pod at start-up.
+#[test]
+fn the_kubernetes_configmap_holds_a_valid_configuration() {
+    let manifest =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/k8s/configmap.yaml"))
+            .unwrap();
+    let toml: Vec<&str> = manifest
+        .lines()
+        .skip_while(|line| line.trim() != "atelier.toml: |")
+        .skip(1)
+        .map(|line| line.strip_prefix("    ").unwrap_or(line.trim()))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("atelier.toml");
+    std::fs::write(&file, toml.join("\n")).unwrap();
+    let config = Config::load(Some(&file)).unwrap();
+    assert_eq!(config.storage.url, "s3://atelier-outputs/prod");
+    assert_eq!(config.server.listen.to_string(), "0.0.0.0:8080");
+    assert_eq!(config.engine.shutdown_grace_secs, 30);
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Checks the deployment files against their schemas, without a container engine
+# or a cluster: deploy/compose.yaml against the Compose specification's JSON
+# schema (as shipped in PyPI's docker-compose 1.29.2), and the Kubernetes
+# manifests (rendered by `kubectl kustomize`, plus secret.example.yaml) against
+# the Kubernetes 1.31 API schemas (PyPI's kubernetes-validate, strict: unknown
+# fields are errors). Installs the Python packages it needs.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+python3 -c 'import yaml, jsonschema' 2>/dev/null || python3 -m pip install --quiet pyyaml jsonschema
+command -v kubernetes-validate >/dev/null || {
+    python3 -m pip install --quiet kubernetes-validate
+    if command -v pyenv >/dev/null; then pyenv rehash; fi
+}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python3 -m pip download --quiet --no-deps --dest "$work" docker-compose==1.29.2
+python3 - "$work" <<'PY'
+import glob, json, sys, zipfile, yaml, jsonschema
+wheel = glob.glob(f"{sys.argv[1]}/docker_compose-*.whl")[0]
+schema = json.loads(zipfile.ZipFile(wheel).read("compose/config/compose_spec.json"))
+errors = list(jsonschema.Draft7Validator(schema).iter_errors(yaml.safe_load(open("compose.yaml"))))
+for e in errors:
+    print(f"compose.yaml: {'/'.join(map(str, e.path))}: {e.message}")
+if errors:
+    sys.exit(1)
+print("compose.yaml: valid against the Compose specification")
+PY
+
+command -v kubectl >/dev/null || { echo "deploy/check.sh: kubectl is needed to render deploy/k8s (kubectl kustomize)" >&2; exit 1; }
+kubectl kustomize k8s >"$work/rendered.yaml"
+kubernetes-validate --strict --quiet -k 1.31.0 "$work/rendered.yaml" k8s/secret.example.yaml
+echo "k8s: $(grep -c '^kind:' "$work/rendered.yaml") rendered resources and the example secret valid against Kubernetes 1.31"

@@ -2,6 +2,7 @@
 
 use atelier_core::RequestError;
 use atelier_store::StoreError;
+use axum::http::header::{self, HeaderValue};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -28,6 +29,14 @@ pub enum ApiError {
     OutputExpired,
     #[error("system templates are read-only: '{0}' cannot be changed here")]
     ReadOnlyTemplate(String),
+    #[error("a request with this Idempotency-Key is still being processed; retry it later")]
+    IdempotencyConflict,
+    #[error("this Idempotency-Key was used for a different request (another endpoint or body)")]
+    IdempotencyKeyReused,
+    #[error("too many requests with this API key: retry after {retry_after} s")]
+    RateLimited { retry_after: u64 },
+    #[error("the account has {limit} unfinished runs, its limit: retry once one has finished")]
+    ConcurrencyLimited { limit: i64 },
     /// Detail is logged, never shown.
     #[error("internal error")]
     Internal(String),
@@ -39,10 +48,16 @@ impl From<StoreError> for ApiError {
             StoreError::InsufficientTokens { required, balance } => {
                 Self::InsufficientTokens { required, balance }
             }
+            StoreError::ConcurrencyLimited { limit } => Self::ConcurrencyLimited { limit },
+            StoreError::IdempotencyConflict => Self::IdempotencyConflict,
             other => Self::Internal(other.to_string()),
         }
     }
 }
+
+/// `Retry-After` of 429 `ConcurrencyLimited`. When one of the account's runs will finish is
+/// unknown; this is the upper end of the polling interval the interface recommends.
+pub const CONCURRENCY_RETRY_AFTER_SECS: u64 = 5;
 
 impl ApiError {
     /// Maps a store error from looking up run `id`: `NotFound` is the
@@ -67,7 +82,9 @@ impl ApiError {
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidImage { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::OutputExpired => StatusCode::GONE,
-            Self::ReadOnlyTemplate(_) => StatusCode::CONFLICT,
+            Self::ReadOnlyTemplate(_) | Self::IdempotencyConflict => StatusCode::CONFLICT,
+            Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::RateLimited { .. } | Self::ConcurrencyLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -83,6 +100,10 @@ impl ApiError {
             Self::FileNotFound => "FileNotFound",
             Self::OutputExpired => "OutputExpired",
             Self::ReadOnlyTemplate(_) => "ReadOnlyTemplate",
+            Self::IdempotencyConflict => "IdempotencyConflict",
+            Self::IdempotencyKeyReused => "IdempotencyKeyReused",
+            Self::RateLimited { .. } => "RateLimited",
+            Self::ConcurrencyLimited { .. } => "ConcurrencyLimited",
             Self::Internal(_) => "InternalError",
         }
     }
@@ -111,6 +132,13 @@ impl ApiError {
                 obj.insert("required".into(), json!(required));
                 obj.insert("balance".into(), json!(balance));
             }
+            Self::RateLimited { retry_after } => {
+                obj.insert("retry_after".into(), json!(retry_after));
+            }
+            Self::ConcurrencyLimited { limit } => {
+                obj.insert("limit".into(), json!(limit));
+                obj.insert("retry_after".into(), json!(CONCURRENCY_RETRY_AFTER_SECS));
+            }
             Self::Request(_)
             | Self::Unauthorized
             | Self::RunNotFound(_)
@@ -118,9 +146,41 @@ impl ApiError {
             | Self::FileNotFound
             | Self::OutputExpired
             | Self::ReadOnlyTemplate(_)
+            | Self::IdempotencyConflict
+            | Self::IdempotencyKeyReused
             | Self::Internal(_) => {}
         }
         Value::Object(obj)
+    }
+
+    /// The `Retry-After` of a 429, in seconds.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Self::RateLimited { retry_after } => Some(*retry_after),
+            Self::ConcurrencyLimited { .. } => Some(CONCURRENCY_RETRY_AFTER_SECS),
+            Self::Request(_)
+            | Self::Unauthorized
+            | Self::RunNotFound(_)
+            | Self::InsufficientTokens { .. }
+            | Self::PayloadTooLarge { .. }
+            | Self::InvalidImage { .. }
+            | Self::FileNotFound
+            | Self::OutputExpired
+            | Self::ReadOnlyTemplate(_)
+            | Self::IdempotencyConflict
+            | Self::IdempotencyKeyReused
+            | Self::Internal(_) => None,
+        }
+    }
+
+    /// The status, `Retry-After` where it applies, and `body` as JSON.
+    fn respond(&self, body: Value) -> Response {
+        self.log();
+        let mut response = (self.status(), Json(body)).into_response();
+        if let Some(secs) = self.retry_after() {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
     }
 
     fn log(&self) {
@@ -132,8 +192,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        self.log();
-        (self.status(), Json(json!({"error": self.body()}))).into_response()
+        self.respond(json!({"error": self.body()}))
     }
 }
 
@@ -150,7 +209,6 @@ impl<E: Into<ApiError>> From<E> for RunError {
 
 impl IntoResponse for RunError {
     fn into_response(self) -> Response {
-        self.0.log();
-        (self.0.status(), Json(json!({"id": null, "error": self.0.body()}))).into_response()
+        self.0.respond(json!({"id": null, "error": self.0.body()}))
     }
 }

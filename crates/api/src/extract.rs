@@ -5,7 +5,7 @@ use atelier_store::Account;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -15,19 +15,97 @@ use crate::AppState;
 /// handler, so a request without a valid key gets 401 before anything else.
 pub struct Caller(pub Account);
 
+/// The account the rate-limit middleware authenticated, handed to [`Caller`] in the
+/// request's extensions so the key is looked up once.
+#[derive(Clone)]
+pub(crate) struct Authenticated(pub Account);
+
+/// The `X-API-KEY` header, trimmed; `None` when absent, empty or too long to be a key.
+pub(crate) fn api_key(headers: &HeaderMap) -> Option<&str> {
+    let key = headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim)?;
+    (!key.is_empty() && key.len() <= 128).then_some(key)
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key = parts.headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim).unwrap_or("");
-        if key.is_empty() || key.len() > 128 {
-            return Err(ApiError::Unauthorized);
+        // Before any key is looked at: a key in the URL is refused, never used.
+        if let Some(name) = parts.uri.query().and_then(key_in_query) {
+            return Err(RequestError::InvalidRequest(format!(
+                "API keys are not accepted in the URL (query parameter '{name}'): send the key in the \
+                 X-API-KEY header, and replace this one, since URLs end up in logs"
+            ))
+            .into());
         }
+        if let Some(Authenticated(account)) = parts.extensions.remove::<Authenticated>() {
+            return Ok(Caller(account));
+        }
+        let key = api_key(&parts.headers).ok_or(ApiError::Unauthorized)?;
         match state.store.authenticate(key).await? {
             Some(account) => Ok(Caller(account)),
             None => Err(ApiError::Unauthorized),
         }
     }
+}
+
+/// The name of the first query parameter that carries an API key: one named
+/// like a key (`api_key`, `apikey`, `api-key`, `key`, `x-api-key`,
+/// `access_token`, `token`, `auth`, `authorization`, in any case, with `-`,
+/// `_` or `.` anywhere, percent-encoded or not), or any parameter whose
+/// value looks like an Atelier key (`atl_` + 40 characters). Truncated to 32
+/// characters.
+fn key_in_query(query: &str) -> Option<String> {
+    const KEY_NAMES: [&str; 9] = [
+        "apikey",
+        "key",
+        "xapikey",
+        "accesstoken",
+        "token",
+        "apitoken",
+        "authtoken",
+        "auth",
+        "authorization",
+    ];
+    query.split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = percent_decode(name);
+        let normalized: String = name
+            .chars()
+            .filter(|c| !matches!(c, '-' | '_' | '.' | ' '))
+            .flat_map(char::to_lowercase)
+            .collect();
+        let value = percent_decode(value);
+        let value = value.trim();
+        let looks_like_key =
+            value.len() == 44 && value.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("atl_"));
+        (KEY_NAMES.contains(&normalized.as_str()) || looks_like_key).then(|| name.chars().take(32).collect())
+    })
+}
+
+/// `%XX` escapes and `+` (as a space) decoded; invalid escapes kept as they are.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A JSON object body. Not JSON, or not an object → 400 `InvalidRequest`;
@@ -69,6 +147,34 @@ impl FromRequestParts<AppState> for RunId {
             Ok(Self(id))
         } else {
             Err(ApiError::RunNotFound(id))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_in_query;
+
+    #[test]
+    fn keys_in_the_query_are_found_by_name_or_by_shape() {
+        let key = format!("atl_{}", "a".repeat(40));
+        for (query, name) in [
+            ("api_key=x", "api_key"),
+            ("limit=5&key=x", "key"),
+            ("X-API-KEY=x", "X-API-KEY"),
+            ("x_api_key", "x_api_key"),
+            ("apiKey=", "apiKey"),
+            ("api%5Fkey=x", "api_key"),
+            ("Access_Token=x", "Access_Token"),
+            ("token=x", "token"),
+            ("authorization=Bearer+x", "authorization"),
+            (&format!("k={key}"), "k"),
+            (&format!("before=1&x={}", key.to_uppercase()), "x"),
+        ] {
+            assert_eq!(key_in_query(query).as_deref(), Some(name), "{query}");
+        }
+        for query in ["", "limit=5&before=1700000000000000", "keys=1", "monkey=1", "k=atl_short", "=", "&&"] {
+            assert_eq!(key_in_query(query), None, "{query}");
         }
     }
 }

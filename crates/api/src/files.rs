@@ -47,6 +47,9 @@ pub(crate) async fn get_file(
         (header::CACHE_CONTROL, cache),
         (header::CONTENT_TYPE, content_type_for(&key).to_string()),
         (header::ACCEPT_RANGES, "bytes".to_string()),
+        // Served as the type its extension says, never sniffed: a bypassed node copies its
+        // input through, and an input may be an image/HTML polyglot.
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
     ];
     match parse_range(range, meta.size) {
         RangeRequest::Full => {

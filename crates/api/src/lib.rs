@@ -7,6 +7,8 @@
 pub mod error;
 mod extract;
 mod files;
+pub mod idempotency;
+mod limits;
 pub mod openapi;
 pub mod ops;
 pub mod render;
@@ -22,6 +24,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
+pub use limits::{Decision, RateLimit, RateLimiter};
 use serde_json::json;
 
 /// Settings of the HTTP layer.
@@ -31,6 +34,9 @@ pub struct ApiConfig {
     pub inputs: InputPolicy,
     /// `Cache-Control` max-age of `/files/…` responses.
     pub file_max_age_secs: u64,
+    /// Requests per API key on `/api/v3` and `/api/v2`; off by default here (the
+    /// program's defaults are in its configuration).
+    pub rate_limit: RateLimit,
 }
 
 impl Default for ApiConfig {
@@ -39,6 +45,7 @@ impl Default for ApiConfig {
             max_body_bytes: 40 * 1024 * 1024,
             inputs: InputPolicy::default(),
             file_max_age_secs: 3 * 24 * 3600,
+            rate_limit: RateLimit::default(),
         }
     }
 }
@@ -54,16 +61,37 @@ pub struct AppState {
 /// The whole interface.
 pub fn router(state: AppState) -> Router {
     let limit = state.config.max_body_bytes;
+    // Every keyed route is rate-limited per key; /files, health and OpenAPI are not.
+    let mut keyed = v3::routes().merge(v2::routes());
+    if let Some(limiter) = RateLimiter::new(state.config.rate_limit) {
+        let limits = limits::Limits { state: state.clone(), limiter: Arc::new(limiter) };
+        keyed = keyed.route_layer(axum::middleware::from_fn_with_state(limits, limits::limit_requests));
+    }
     Router::new()
-        .merge(v3::routes())
-        .merge(v2::routes())
+        .merge(keyed)
         .route("/files/{*key}", get(files::get_file))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(readyz))
         .route("/openapi.json", get(|| async { Json(openapi::document()) }))
         .layer(DefaultBodyLimit::max(limit))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(axum::middleware::map_request(mark_key_sensitive))
         .with_state(state)
+}
+
+/// The span of one request: method and path only. Neither the query string
+/// (where a misplaced key would be) nor any header goes into logs or traces.
+fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Span {
+    tracing::debug_span!("request", method = %request.method(), path = %request.uri().path())
+}
+
+/// Marks the `X-API-KEY` header sensitive before anything else sees the
+/// request, so a layer that prints headers shows `Sensitive` instead of the key.
+async fn mark_key_sensitive(mut request: axum::extract::Request) -> axum::extract::Request {
+    if let Some(value) = request.headers_mut().get_mut("x-api-key") {
+        value.set_sensitive(true);
+    }
+    request
 }
 
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {

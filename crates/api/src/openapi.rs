@@ -17,23 +17,76 @@ const ERROR_NAMES: &[&str] = &[
     "InvalidInput",
     "InvalidImage",
     "ReadOnlyTemplate",
+    "IdempotencyConflict",
+    "IdempotencyKeyReused",
+    "RateLimited",
+    "ConcurrencyLimited",
     "InternalError",
 ];
 
+/// Names of the error a failed or canceled run, or one of its nodes, carries in status answers
+/// (`store/src/runs.rs` and `queue.rs`, `engine/src/worker.rs`, `tools/src/lib.rs`).
+const RUN_ERROR_NAMES: &[&str] = &[
+    "Canceled",
+    "ToolFailed",
+    "InvalidImage",
+    "InputFetchFailed",
+    "EngineUnavailable",
+    "Timeout",
+    "UpstreamFailed",
+    "WorkerLost",
+];
+
+/// The `RateLimit-*` headers every answer to a keyed request carries while rate limits are on.
+fn rate_limit_headers() -> Map<String, Value> {
+    ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]
+        .iter()
+        .map(|h| (h.to_string(), json!({"$ref": format!("#/components/headers/{h}")})))
+        .collect()
+}
+
 fn op(summary: &str, body: Option<&str>, ok: &str, errors: &[u16]) -> Value {
     let mut responses = Map::new();
-    responses.insert("200".into(), json!({"description": "OK", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{ok}")}}}}));
-    for code in errors {
-        responses.insert(
-            code.to_string(),
-            json!({"description": "Error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}}),
-        );
+    responses.insert("200".into(), json!({"description": "OK", "headers": rate_limit_headers(), "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{ok}")}}}}));
+    // Every keyed operation may answer 429 RateLimited; run endpoints (which answer a run
+    // handle) also ConcurrencyLimited.
+    let mut codes = errors.to_vec();
+    codes.push(429);
+    codes.sort_unstable();
+    for code in codes {
+        let mut response = json!({"description": "Error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}});
+        if code == 429 {
+            let mut headers = rate_limit_headers();
+            headers.insert("Retry-After".into(), json!({"$ref": "#/components/headers/Retry-After"}));
+            response["description"] = json!(if ok == "RunHandle" {
+                "Too many requests with this key (RateLimited), or too many unfinished runs (ConcurrencyLimited)"
+            } else {
+                "Too many requests with this key (RateLimited)"
+            });
+            response["headers"] = Value::Object(headers);
+        }
+        responses.insert(code.to_string(), response);
     }
     let mut o = json!({"summary": summary, "security": [{"ApiKey": []}], "responses": responses});
     if let Some(body) = body {
         o["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{body}")}}}});
     }
     o
+}
+
+/// A run endpoint: it takes an optional `Idempotency-Key`, marks a replayed answer with
+/// `Idempotent-Replayed: true`, and may answer 409 `IdempotencyConflict` (422
+/// `IdempotencyKeyReused` shares the 422 of invalid input).
+fn idempotent(mut operation: Value) -> Value {
+    operation["parameters"] = json!([{"name": "Idempotency-Key", "in": "header", "required": false,
+        "description": "The same key with the same body within 24 hours gets the first accepted answer again (with Idempotent-Replayed: true) and starts nothing; a refused request leaves its key unused. Per account; 1-255 visible ASCII characters",
+        "schema": {"type": "string", "minLength": 1, "maxLength": crate::idempotency::MAX_KEY_LEN, "pattern": "^[!-~]+$"}}]);
+    operation["responses"]["200"]["headers"]["Idempotent-Replayed"] = json!({
+        "description": "Present, `true`, when this is the recorded answer of an earlier request with the same Idempotency-Key",
+        "schema": {"type": "string", "enum": ["true"]}});
+    operation["responses"]["409"]["description"] =
+        json!("A request with the same Idempotency-Key is still being processed (IdempotencyConflict)");
+    operation
 }
 
 fn path_param(mut operation: Value, name: &str) -> Value {
@@ -76,10 +129,22 @@ fn tool_schema(params: &[atelier_core::params::ParamSpec]) -> Value {
     json!({"type": "object", "additionalProperties": false, "properties": props, "required": required})
 }
 
+/// Response headers of rate and concurrency limits (IETF RateLimit fields, draft 03+).
+fn headers() -> Value {
+    let int =
+        |description: &str| json!({"description": description, "schema": {"type": "integer", "minimum": 0}});
+    json!({
+        "RateLimit-Limit": int("Requests this key may make at once (the burst)"),
+        "RateLimit-Remaining": int("Requests this key may still make at once"),
+        "RateLimit-Reset": int("Seconds until the full burst is available again"),
+        "Retry-After": int("Seconds to wait before trying again"),
+    })
+}
+
 /// The OpenAPI 3.1 document of the whole interface.
 pub fn document() -> Value {
     let mut paths = Map::new();
-    paths.insert("/api/v3/run".into(), json!({"post": op("Start a run of a tool or a saved workflow", Some("RunRequest"), "RunHandle", &[400, 401, 402, 404, 413, 422])}));
+    paths.insert("/api/v3/run".into(), json!({"post": idempotent(op("Start a run of a tool or a saved workflow", Some("RunRequest"), "RunHandle", &[400, 401, 402, 404, 409, 413, 422]))}));
     paths.insert(
         "/api/v3/status/{run_id}".into(),
         json!({"get": path_param(op("Poll a run", None, "RunStatus", &[401, 404]), "run_id")}),
@@ -113,7 +178,7 @@ pub fn document() -> Value {
         let path = family.path();
         paths.insert(
             format!("/api/v2/{path}/run"),
-            json!({"post": op(&format!("Start a v2 {path} run"), Some(&format!("V2Run_{}", family.as_str())), "RunHandle", &[400, 401, 402, 413, 422])}),
+            json!({"post": idempotent(op(&format!("Start a v2 {path} run"), Some(&format!("V2Run_{}", family.as_str())), "RunHandle", &[400, 401, 402, 409, 413, 422]))}),
         );
         paths.insert(
             format!("/api/v2/{path}/status/{{run_id}}"),
@@ -132,10 +197,17 @@ pub fn document() -> Value {
 
     let mut schemas = Map::new();
     let nullable_error = json!({"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/Error"}]});
+    let nullable_run_error = json!({"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/RunError"}]});
+    schemas.insert("RunError".into(), json!({"type": "object", "required": ["name", "message"],
+        "description": "Why a run or node failed, or that it was canceled",
+        "properties": {"name": {"type": "string", "enum": RUN_ERROR_NAMES}, "message": {"type": "string"},
+            "node": {"type": "string", "description": "The failed node (run errors)"}}}));
     schemas.insert("Error".into(), json!({"type": "object", "required": ["name", "message"], "properties": {
         "name": {"type": "string", "enum": ERROR_NAMES}, "message": {"type": "string"},
         "missing": {"type": "array", "items": {"type": "string"}}, "field": {"type": "string"}, "reason": {"type": "string"},
-        "allowed": {"type": "array"}, "required": {"type": "integer"}, "balance": {"type": "integer"}}}));
+        "allowed": {"type": "array"}, "required": {"type": "integer"}, "balance": {"type": "integer"},
+        "retry_after": {"type": "integer", "description": "Seconds to wait (429)"},
+        "limit": {"type": "integer", "description": "The account's cap on unfinished runs (ConcurrencyLimited)"}}}));
     schemas.insert("ErrorResponse".into(), json!({"type": "object", "properties": {"id": {"type": "null"}, "error": {"$ref": "#/components/schemas/Error"}}}));
     schemas.insert("RunRequest".into(), json!({"type": "object", "required": ["type", "target", "input"], "properties": {
         "type": {"type": "string", "enum": ["node", "workflow"]},
@@ -148,11 +220,11 @@ pub fn document() -> Value {
         "overall_status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "canceled"]},
         "outputs": {"type": "object"}, "nodes": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/NodeResult"}},
         "output": {"type": "array", "items": {"type": "string"}}, "model_name": {"type": "string"},
-        "error": nullable_error, "created_at": {"type": "string"}, "finished_at": {"type": ["string", "null"]},
+        "error": nullable_run_error, "created_at": {"type": "string"}, "finished_at": {"type": ["string", "null"]},
         "expires_at": {"type": ["string", "null"]}, "tokens": {"type": "integer"}}}));
     schemas.insert("NodeResult".into(), json!({"type": "object", "required": ["id", "status", "output", "error", "model_name"], "properties": {
         "id": {"type": "string"}, "status": {"type": "string", "enum": ["pending", "queued", "running", "succeeded", "failed", "skipped", "canceled"]},
-        "output": {"type": "array", "items": {"type": "string"}}, "error": nullable_error, "model_name": {"type": "string"}}}));
+        "output": {"type": "array", "items": {"type": "string"}}, "error": nullable_run_error, "model_name": {"type": "string"}}}));
     schemas.insert("RunList".into(), json!({"type": "object", "properties": {"runs": {"type": "array"}, "next_before": {"type": ["integer", "null"]}}}));
     schemas.insert(
         "Workflow".into(),
@@ -174,7 +246,7 @@ pub fn document() -> Value {
     schemas.insert("Estimate".into(), json!({"type": "object", "properties": {"tokens": {"type": "integer"}, "nodes": {"type": "object"}, "balance": {"type": "integer"}}}));
     schemas.insert("V2Status".into(), json!({"type": "object", "required": ["id", "status", "output", "error"], "properties": {
         "id": {"type": "string"}, "status": {"type": "string", "enum": ["in_queue", "processing", "completed", "failed", "canceled"]},
-        "output": {"description": "Array of URLs; a single URL string (or null) for fabric"}, "error": nullable_error,
+        "output": {"description": "Array of URLs; a single URL string (or null) for fabric"}, "error": nullable_run_error,
         "input": {"type": "object"}, "model_name": {"type": "string"}}}));
     schemas.insert(
         "Tokens".into(),
@@ -192,11 +264,95 @@ pub fn document() -> Value {
     for tool in TOOLS {
         schemas.insert(format!("Tool_{}", tool.name), tool_schema(tool.params));
     }
+    links_and_examples(&mut paths, &mut schemas);
     json!({
         "openapi": "3.1.0",
         "info": {"title": "Atelier", "version": env!("CARGO_PKG_VERSION"),
                  "description": "Asynchronous fashion image generation: v3 unified runs and workflows, v2 per-tool endpoints."},
         "paths": paths,
-        "components": {"schemas": schemas, "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-KEY"}}},
+        "components": {"schemas": schemas, "headers": headers(), "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-KEY"}}},
     })
+}
+
+/// A 16×16 PNG (a red rectangle on grey) as a data URI: the image of the request examples.
+const EXAMPLE_IMAGE: &str = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAHElEQVR42mN4TSJgoK+GExo2WNGohuGmYXAkPgAeOkKPWvYVBAAAAABJRU5ErkJggg==";
+
+/// `{method}_{path}` with the path's segments joined by `_` and braces dropped, e.g.
+/// `get_api_v3_status_run_id`.
+fn operation_id(method: &str, path: &str) -> String {
+    let segments: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.trim_matches(|c| c == '{' || c == '}').replace(['-', '.', '*'], "_"))
+        .collect();
+    format!("{method}_{}", segments.join("_"))
+}
+
+/// What lets a client (or a generated test) follow one answer into the next request, and
+/// request examples that are accepted as they are:
+/// * an `operationId` on every operation;
+/// * links from the answers that create runs and workflows to the operations that read them
+///   (a run's `id` → its status and cancel; a saved workflow's name → describe, delete; a
+///   description's `sample_payload` → estimate);
+/// * examples of the run, workflow and v2 bodies, with a real image;
+/// * the `key` parameter of `/files/{key}`.
+fn links_and_examples(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value>) {
+    for (path, item) in paths.iter_mut() {
+        if let Some(item) = item.as_object_mut() {
+            for (method, operation) in item.iter_mut() {
+                operation["operationId"] = json!(operation_id(method, path));
+            }
+        }
+    }
+    let link = |path: &str, method: &str, parameters: Value| json!({"operationId": operation_id(method, path), "parameters": parameters});
+    let run_links = json!({
+        "status": link("/api/v3/status/{run_id}", "get", json!({"run_id": "$response.body#/id"})),
+        "cancel": link("/api/v3/cancel/{run_id}", "post", json!({"run_id": "$response.body#/id"})),
+    });
+    paths["/api/v3/run"]["post"]["responses"]["200"]["links"] = run_links;
+    for family in Family::ALL {
+        let status = format!("/api/v2/{}/status/{{run_id}}", family.path());
+        paths[&format!("/api/v2/{}/run", family.path())]["post"]["responses"]["200"]["links"] =
+            json!({"status": link(&status, "get", json!({"run_id": "$response.body#/id"}))});
+    }
+    let estimate = json!({"operationId": operation_id("post", "/api/v3/estimate"), "requestBody": "$response.body#/sample_payload"});
+    let workflow = &mut paths["/api/v3/workflow/{name}"];
+    workflow["put"]["responses"]["200"]["links"] = json!({
+        "describe": link("/api/v3/workflow/{name}", "get", json!({"name": "$request.path.name"})),
+        "delete": link("/api/v3/workflow/{name}", "delete", json!({"name": "$request.path.name"})),
+        "estimate": estimate,
+    });
+    workflow["get"]["responses"]["200"]["links"] = json!({"estimate": estimate});
+    paths["/files/{key}"]["get"]["parameters"] = json!([{"name": "key", "in": "path", "required": true,
+        "description": "The object key from an output URL, e.g. outputs/{run}/{node}/0.png (its slashes are part of the path)",
+        "schema": {"type": "string"}}]);
+
+    let img = EXAMPLE_IMAGE;
+    schemas["RunRequest"]["examples"] = json!([
+        {"type": "node", "target": "upscale", "input": {"image": img, "scale": 2}},
+        {"type": "workflow", "target": "tryon-upscale", "input": {"garment": img, "Tryon.model_image": img}},
+    ]);
+    schemas["Workflow"]["examples"] = json!([{
+        "name": "Try-on then upscale",
+        "variables": {"garment": {"type": "image", "targets": ["Tryon.garment_image"]}},
+        "nodes": [
+            {"name": "Tryon", "tool": "virtual_tryon", "params": {"category": "tops"}},
+            {"name": "Upscale", "tool": "upscale", "params": {"scale": 2}, "links": {"image": "Tryon.output"}},
+        ],
+        "outputs": {"final_image": "Upscale.output"},
+    }]);
+    for family in Family::ALL {
+        let example = match family {
+            Family::Tryon | Family::TryonPro => {
+                json!({"category": "top", "model_image": img, "garment_image": img})
+            }
+            Family::VirtualModel => json!({"model_name": "Standard", "ethnicity": "any", "gender": "Female",
+                "dresstype": "summer dress", "background": "studio"}),
+            Family::Fabric => {
+                json!({"category": "top", "model_image": img, "fabric_description": "red silk"})
+            }
+            Family::SketchToDress => json!({"image": img}),
+        };
+        schemas[&format!("V2Run_{}", family.as_str())]["examples"] = json!([example]);
+    }
 }

@@ -5,12 +5,12 @@ use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::tools;
 use atelier_core::workflow::WorkflowDef;
 use atelier_core::{ids, RequestError};
-use atelier_inputs::ImageSource;
-use atelier_store::{Account, NewRun, RunKind};
+use atelier_inputs::{ImageSource, InputError};
+use atelier_store::{Account, IdempotentAnswer, NewRun, RunKind};
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
-use crate::AppState;
+use crate::{render, AppState};
 
 /// What to run: a parsed v3 run body (or a v2 body mapped onto a tool).
 #[derive(Debug, Clone)]
@@ -83,7 +83,16 @@ pub async fn check_images(state: &AppState, plan: &Plan, node_run: bool) -> Resu
             let field =
                 if node_run { param.name.to_string() } else { format!("{}.{}", node.name, param.name) };
             let invalid = |reason: String| ApiError::InvalidImage { field: field.clone(), reason };
-            match atelier_inputs::parse(value).map_err(|e| invalid(e.to_string()))? {
+            // A URL of another scheme (file:, ftp:, gopher:, ...) is a URL the policy
+            // refuses (`InvalidInput`, like a private address); anything else that is not a
+            // URL, a data URI or base64 is not an image (`InvalidImage`).
+            let source = atelier_inputs::parse(value).map_err(|e| match e {
+                InputError::UnsupportedScheme(_) => {
+                    ApiError::Request(RequestError::invalid(&field, e.to_string()))
+                }
+                other => invalid(other.to_string()),
+            })?;
+            match source {
                 ImageSource::Url(url) => {
                     atelier_inputs::check_url(&url, policy)
                         .await
@@ -109,33 +118,61 @@ pub struct Accepted {
     pub warnings: Vec<String>,
 }
 
+impl Accepted {
+    /// The answer: the run handle.
+    pub fn handle(&self) -> Value {
+        render::run_handle(&self.id, &self.warnings)
+    }
+}
+
+/// A run request on its way in.
+pub struct Submission<'a> {
+    pub request: RunRequest,
+    /// v2 tool family, for v2 runs.
+    pub family: Option<&'a str>,
+    /// What a v2 status echoes back as `input`.
+    pub echo: Option<Value>,
+    /// The run's id, chosen before anything is written, so that an idempotency key can be
+    /// claimed for this run.
+    pub id: String,
+}
+
+impl<'a> Submission<'a> {
+    pub fn new(request: RunRequest, family: Option<&'a str>, echo: Option<Value>) -> Self {
+        let id = match request.kind {
+            RunKind::Node => ids::generation_id(),
+            RunKind::Workflow => ids::workflow_run_id(),
+        };
+        Self { request, family, echo, id }
+    }
+}
+
 /// Validates, prices and accepts a run (reserving its price). On any
-/// error nothing is written and nothing is charged.
+/// error nothing is written and nothing is charged. With `idempotency_key` (claimed for this
+/// submission's id), the answer is recorded under the key in the transaction that creates the
+/// run.
 pub async fn submit(
     state: &AppState,
     account: &Account,
-    request: &RunRequest,
-    family: Option<&str>,
-    echo: Option<Value>,
+    submission: Submission<'_>,
+    idempotency_key: Option<&str>,
 ) -> Result<Accepted, ApiError> {
-    let plan = plan(state, account, request).await?;
+    let Submission { request, family, echo, id } = submission;
+    let plan = plan(state, account, &request).await?;
     check_images(state, &plan, request.kind == RunKind::Node).await?;
     for warning in &plan.warnings {
         tracing::warn!(account = %account.name, target = %request.target, "{warning}");
     }
-    let (id, node_ids) = match request.kind {
-        RunKind::Node => {
-            let id = ids::generation_id();
-            (id.clone(), vec![id])
-        }
-        RunKind::Workflow => {
-            (ids::workflow_run_id(), plan.nodes.iter().map(|_| ids::generation_id()).collect())
-        }
+    let node_ids = match request.kind {
+        RunKind::Node => vec![id.clone()],
+        RunKind::Workflow => plan.nodes.iter().map(|_| ids::generation_id()).collect(),
     };
+    let accepted = Accepted { id, warnings: plan.warnings.clone() };
+    let answer = accepted.handle();
     state
         .store
         .create_run(&NewRun {
-            id: id.clone(),
+            id: accepted.id.clone(),
             account_id: account.id,
             kind: request.kind,
             family,
@@ -143,9 +180,10 @@ pub async fn submit(
             plan: &plan,
             node_ids,
             echo,
+            idempotency: idempotency_key.map(|key| IdempotentAnswer { key, status: 200, body: &answer }),
         })
         .await?;
-    Ok(Accepted { id, warnings: plan.warnings })
+    Ok(accepted)
 }
 
 /// `POST /api/v3/estimate`: the price, per node, without reserving.

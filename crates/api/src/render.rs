@@ -23,6 +23,16 @@ fn tokens(run: &RunRecord) -> i64 {
     run.nodes.iter().filter(|n| n.status == NodeStatus::Succeeded).map(|n| n.price).sum()
 }
 
+/// The answer of an accepted run (v3 and v2): `{"id", "error": null}`, plus `warnings`
+/// when linked inputs were ignored.
+pub fn run_handle(id: &str, warnings: &[String]) -> Value {
+    let mut handle = json!({"id": id, "error": null});
+    if !warnings.is_empty() {
+        handle["warnings"] = json!(warnings);
+    }
+    handle
+}
+
 /// A node result inside a workflow status (spec 2.2).
 fn node_result(blob: &BlobStore, node: &NodeRecord) -> Value {
     json!({

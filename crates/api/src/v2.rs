@@ -3,14 +3,16 @@
 use atelier_core::v2::Family;
 use atelier_store::RunKind;
 use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
 use crate::error::{ApiError, RunError};
 use crate::extract::{Caller, JsonObject, RunId};
-use crate::ops::{self, RunRequest};
-use crate::{render, AppState};
+use crate::ops::{RunRequest, Submission};
+use crate::{idempotency, render, AppState};
 
 pub(crate) fn routes() -> Router<AppState> {
     let mut router = Router::new().route("/api/v2/user/tokens", get(tokens));
@@ -18,8 +20,8 @@ pub(crate) fn routes() -> Router<AppState> {
         router = router
             .route(
                 &format!("/api/v2/{}/run", family.path()),
-                post(move |state: State<AppState>, caller: Caller, body: JsonObject| {
-                    run(state, caller, body, family)
+                post(move |state: State<AppState>, caller: Caller, headers: HeaderMap, body: JsonObject| {
+                    run(state, caller, headers, body, family)
                 }),
             )
             .route(
@@ -57,14 +59,16 @@ fn redact(body: &Map<String, Value>) -> Value {
 async fn run(
     State(state): State<AppState>,
     Caller(account): Caller,
+    headers: HeaderMap,
     JsonObject(body): JsonObject,
     family: Family,
-) -> Result<Json<Value>, RunError> {
+) -> Result<Response, RunError> {
+    let key = idempotency::key(&headers)?;
     let (tool, input) = family.to_v3(&body)?;
     let request = RunRequest { kind: RunKind::Node, target: tool.to_string(), input };
-    let accepted =
-        ops::submit(&state, &account, &request, Some(family.as_str()), Some(redact(&body))).await?;
-    Ok(Json(json!({"id": accepted.id, "error": null})))
+    let submission = Submission::new(request, Some(family.as_str()), Some(redact(&body)));
+    let endpoint = format!("/api/v2/{}/run", family.path());
+    idempotency::submit_once(&state, &account, key, &endpoint, &body, submission).await
 }
 
 async fn status(

@@ -4,6 +4,8 @@ use atelier_core::workflow::{valid_name, WorkflowDef};
 use atelier_core::RequestError;
 use atelier_store::{format_time, StoreError};
 use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -11,8 +13,8 @@ use serde_json::{json, Value};
 
 use crate::error::{ApiError, RunError};
 use crate::extract::{Caller, JsonObject, RunId};
-use crate::ops::{self, RunRequest};
-use crate::{render, AppState};
+use crate::ops::{self, RunRequest, Submission};
+use crate::{idempotency, render, AppState};
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
@@ -29,15 +31,13 @@ pub(crate) fn routes() -> Router<AppState> {
 async fn run(
     State(state): State<AppState>,
     Caller(account): Caller,
+    headers: HeaderMap,
     JsonObject(body): JsonObject,
-) -> Result<Json<Value>, RunError> {
+) -> Result<Response, RunError> {
+    let key = idempotency::key(&headers)?;
     let request = RunRequest::parse(&body)?;
-    let accepted = ops::submit(&state, &account, &request, None, None).await?;
-    let mut handle = json!({"id": accepted.id, "error": null});
-    if !accepted.warnings.is_empty() {
-        handle["warnings"] = json!(accepted.warnings);
-    }
-    Ok(Json(handle))
+    let submission = Submission::new(request, None, None);
+    idempotency::submit_once(&state, &account, key, "/api/v3/run", &body, submission).await
 }
 
 async fn status(

@@ -20,6 +20,7 @@ pub struct Config {
     pub engine: Engine,
     pub inputs: Inputs,
     pub outputs: Outputs,
+    pub limits: Limits,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -160,6 +161,23 @@ pub struct Outputs {
     pub cdn_base_url: String,
 }
 
+/// `[limits]`: request rates per API key and concurrency per account. 0 turns a limit off.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Requests per second one API key may make, sustained, to `/api/v3` and `/api/v2`
+    /// (counted in each API process); beyond it, 429 `RateLimited`. 0 = no limit.
+    pub requests_per_second: f64,
+    /// Requests one API key may make at once before `requests_per_second` applies.
+    pub burst: u32,
+    /// Soft cap: nodes of one account running at once, over all workers; its other
+    /// nodes wait in the queue. 0 = no cap.
+    pub running_nodes_per_account: u32,
+    /// Hard cap: unfinished (queued or running) runs of one account; a new run beyond it
+    /// gets 429 `ConcurrencyLimited`. 0 = no cap.
+    pub unfinished_runs_per_account: u32,
+}
+
 impl Default for Server {
     fn default() -> Self {
         Self {
@@ -215,6 +233,19 @@ impl Default for Outputs {
     }
 }
 
+impl Default for Limits {
+    fn default() -> Self {
+        // Far above what a client polling every few seconds, or a test suite, sends: the
+        // rate limit only stops runaway loops. Per-tenant limits are the operator's choice.
+        Self {
+            requests_per_second: 100.0,
+            burst: 1000,
+            running_nodes_per_account: 0,
+            unfinished_runs_per_account: 0,
+        }
+    }
+}
+
 impl Config {
     /// Loads defaults, then the file (if it exists), then the environment.
     pub fn load(file: Option<&std::path::Path>) -> Result<Self, String> {
@@ -253,6 +284,13 @@ impl Config {
         }
         if e.max_attempts == 0 {
             return Err("engine.max_attempts must be at least 1 (ATELIER__ENGINE__MAX_ATTEMPTS)".into());
+        }
+        let l = &self.limits;
+        if !l.requests_per_second.is_finite() || l.requests_per_second < 0.0 {
+            return Err("limits.requests_per_second must be 0 (no limit) or a positive number (ATELIER__LIMITS__REQUESTS_PER_SECOND)".into());
+        }
+        if l.requests_per_second > 0.0 && l.burst == 0 {
+            return Err("limits.burst must be at least 1 while limits.requests_per_second is set (ATELIER__LIMITS__BURST)".into());
         }
         if self.outputs.retention_hours == 0 {
             return Err(
@@ -382,6 +420,24 @@ mod tests {
         let tool_slots: Vec<(&str, usize)> =
             config.engine.tool_slots.iter().map(|(tool, &n)| (tool.as_str(), n)).collect();
         assert_eq!(tool_slots, [("video", 1), ("virtual_tryon_pro", 2)]);
+    }
+
+    #[test]
+    fn limits_are_checked_and_zero_turns_them_off() {
+        let mut config = Config::default();
+        assert_eq!((config.limits.requests_per_second, config.limits.burst), (100.0, 1000));
+        config.limits = Limits { requests_per_second: 0.0, burst: 0, ..Limits::default() };
+        config.validate().expect("0 = no rate limit, burst unused");
+        for (rate, burst, part) in [
+            (-1.0, 10, "ATELIER__LIMITS__REQUESTS_PER_SECOND"),
+            (f64::NAN, 10, "ATELIER__LIMITS__REQUESTS_PER_SECOND"),
+            (0.5, 0, "ATELIER__LIMITS__BURST"),
+        ] {
+            config.limits.requests_per_second = rate;
+            config.limits.burst = burst;
+            let err = config.validate().unwrap_err();
+            assert!(err.contains(part), "{rate}/{burst}: {err}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use atelier_api::{ApiConfig, AppState};
+use atelier_api::{ApiConfig, AppState, RateLimit};
 use atelier_blob::BlobStore;
 use atelier_engine::{Engine, EngineConfig, Maintenance};
 use atelier_inputs::{Fetcher, InputPolicy};
@@ -25,8 +25,12 @@ pub use config::{Config, DatabaseKind};
 /// Opens the database named by `database.url` (by default `{data_dir}/atelier.db`), creating
 /// and migrating it.
 pub async fn open_store(config: &Config) -> anyhow::Result<SharedStore> {
-    let store_config =
-        StoreConfig { retention: config.retention(), max_attempts: config.engine.max_attempts };
+    let store_config = StoreConfig {
+        retention: config.retention(),
+        max_attempts: config.engine.max_attempts,
+        max_unfinished_runs: config.limits.unfinished_runs_per_account,
+        max_running_nodes: config.limits.running_nodes_per_account,
+    };
     match config.database().map_err(anyhow::Error::msg)? {
         DatabaseKind::Sqlite(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -119,6 +123,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         max_body_bytes: config.server.max_body_bytes,
         inputs: policy.clone(),
         file_max_age_secs: config.retention().as_secs(),
+        rate_limit: RateLimit { per_second: config.limits.requests_per_second, burst: config.limits.burst },
     };
     let state = AppState { store: store.clone(), blob: blob.clone(), config: Arc::new(api_config) };
     let shutdown = CancellationToken::new();
@@ -175,7 +180,7 @@ impl WorkerProcess {
 }
 
 /// Spawns the engine (when `engine.workers > 0`) and the maintenance services (lease rescuer,
-/// output sweeper) onto `tasks`, stopping with `shutdown`.
+/// output sweeper, idempotency-key janitor) onto `tasks`, stopping with `shutdown`.
 fn spawn_workers(
     config: &Config,
     store: &SharedStore,
@@ -206,6 +211,7 @@ fn spawn_workers(
         blob: blob.clone(),
         rescue_interval: (engine_config.lease / 2).max(Duration::from_millis(100)),
         sweep_interval: Duration::from_secs(config.outputs.sweep_interval_secs.max(1)),
+        janitor_interval: atelier_engine::JANITOR_INTERVAL,
     };
     tasks.push(tokio::spawn(maintenance.run(shutdown.clone())));
     Ok(())

@@ -60,8 +60,11 @@ pub async fn migrate_data(config: &Config, from: &Path) -> anyhow::Result<Migrat
         Location::Local(dir) => dir.display().to_string(),
         Location::S3 { .. } => config.storage.url.clone(),
     };
-    let store_config =
-        StoreConfig { retention: config.retention(), max_attempts: config.engine.max_attempts };
+    let store_config = StoreConfig {
+        retention: config.retention(),
+        max_attempts: config.engine.max_attempts,
+        ..StoreConfig::default()
+    };
 
     let target = PgStore::connect(&url, store_config.clone())
         .await

@@ -161,9 +161,9 @@ impl Cluster {
         cmd
     }
 
-    /// Spawns a process with its stdout and stderr in one file of the temp dir, and waits for
-    /// the line that starts with `ready` (returned).
-    fn spawn(&mut self, name: &str, args: &[&str], env: &[(&str, &str)], ready: &str) -> (ProcId, String) {
+    /// Spawns a process with its stdout and stderr in one file of the temp dir, without
+    /// waiting for it to be ready.
+    fn launch(&mut self, name: &str, args: &[&str], env: &[(&str, &str)]) -> ProcId {
         let name = format!("{name}-{}", self.procs.len());
         let log = self.dir.path().join(format!("{name}.log"));
         let file = File::create(&log).unwrap();
@@ -176,7 +176,14 @@ impl Cluster {
             .spawn()
             .unwrap();
         let id = ProcId(self.procs.len());
-        self.procs.push(Proc { name: name.clone(), child, log: log.clone(), addr: None, exited: None });
+        self.procs.push(Proc { name, child, log, addr: None, exited: None });
+        id
+    }
+
+    /// [`Cluster::launch`], then waits for the line that starts with `ready` (returned).
+    fn spawn(&mut self, name: &str, args: &[&str], env: &[(&str, &str)], ready: &str) -> (ProcId, String) {
+        let id = self.launch(name, args, env);
+        let (name, log) = (self.procs[id.0].name.clone(), self.procs[id.0].log.clone());
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -203,6 +210,12 @@ impl Cluster {
     fn start_worker(&mut self, name: &str, slots: usize, env: &[(&str, &str)]) -> ProcId {
         let slots = slots.to_string();
         self.spawn(name, &["worker", "--workers", &slots], env, "Atelier worker running").0
+    }
+
+    /// Sets an environment variable of every process started from now on.
+    fn set_env(&mut self, key: &str, value: &str) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_string(), value.to_string()));
     }
 
     fn pid(&self, id: ProcId) -> u32 {
@@ -876,4 +889,157 @@ fn sigterm_lets_a_short_node_finish_and_gives_a_long_one_back_without_an_attempt
     assert_eq!(c.finished_lines(&[fresh]), vec![(long.clone(), "upscale".to_string())]);
     c.assert_books(2, 2, 0);
     eprintln!("SIGTERM: {:?}", started.elapsed());
+}
+
+/// How a process ended: `Some(6)` for SIGABRT.
+fn signal_of(status: ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(&status)
+}
+
+/// (f) A worker aborts (the `after_publish` failpoint, `std::process::abort`) after writing a
+/// node's outputs to the bucket and before committing its completion. The objects are there
+/// while the task is still running under the dead worker's claim; the rescuer re-queues it,
+/// a fresh worker runs it again (attempt 2, `WorkerLost` recorded) and overwrites the same
+/// keys with the same bytes; the run succeeds, the bucket holds exactly the recorded outputs
+/// and each node is charged once.
+#[test]
+fn a_worker_dying_between_publishing_outputs_and_committing_is_rescued_and_publishes_once() {
+    let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
+    let started = Instant::now();
+    c.start_api();
+    c.start_api();
+    let leader = c.wait_maintenance_leader();
+    assert!(leader.starts_with("api"), "maintenance is led by {leader}");
+    let doomed = c.start_worker("doomed", 1, &[("ATELIER_FAILPOINT", "after_publish")]);
+    let image = png_base64(24, 32, [6, 3, 150]);
+    let run = c.submit(&[product_reframes(&image)]).remove(0);
+
+    let (status, _) = c.wait_exit(doomed, Duration::from_secs(30));
+    assert_eq!(signal_of(status), Some(6), "the worker aborted: {status:?}");
+    let died_at = started.elapsed();
+    let log = c.log(doomed);
+    assert!(log.contains("failpoint reached") && log.contains("after_publish"), "{log}");
+    // What the crash left: Shoot's outputs published, its task still held by the dead worker,
+    // nothing recorded or charged.
+    let left = c.bucket_objects();
+    assert!(!left.is_empty(), "the outputs were put before the abort");
+    assert!(left.keys().all(|k| k.starts_with(&format!("outputs/{run}/Shoot/"))), "{left:?}");
+    let t = task(&c, &run, "Shoot");
+    assert_eq!(t[..2], ["running", "1"], "not completed: {t:?}");
+    assert!(t[3].starts_with(&format!("{}-", c.pid(doomed))), "still the dead worker's claim: {t:?}");
+    let outputs = c.sql(&format!(
+        "SELECT COALESCE(outputs, 'none') FROM nodes WHERE run_id = '{run}' AND name = 'Shoot'"
+    ));
+    assert!(matches!(outputs[0][0].as_str(), "none" | "[]"), "no outputs recorded: {outputs:?}");
+    let kinds = c.sql(&format!("SELECT kind FROM ledger WHERE run_id = '{run}' ORDER BY id"));
+    assert_eq!(kinds, vec![vec!["reserve".to_string()]], "reserved, nothing charged yet");
+
+    let rescuer = c.start_worker("rescuer", 2, &[]);
+    c.wait_all_finished(Duration::from_secs(30));
+    let shoot = task(&c, &run, "Shoot");
+    assert_eq!(shoot[..2], ["completed", "2"], "{shoot:?}");
+    assert!(shoot[4].contains("WorkerLost"), "the lost attempt is recorded: {shoot:?}");
+    // Published once: the same keys, overwritten with the same bytes.
+    let after = c.bucket_objects();
+    for (key, meta) in &left {
+        assert_eq!(after.get(key), Some(meta), "{key} is the same object after the rerun");
+    }
+    assert_eq!(c.finished_lines(&[rescuer]).len(), 4, "the rescuer finished the four nodes");
+    assert_eq!(c.status(0, &run)["overall_status"], "succeeded");
+    c.assert_books(1, 5, 0);
+    eprintln!(
+        "after_publish: worker aborted {died_at:?} in with {} objects published; run succeeded once in {:?}",
+        left.len(),
+        started.elapsed()
+    );
+}
+
+/// (g) A poison node: every worker that starts a `video` node aborts (the
+/// `abort_on_tool:video` failpoint), and a supervisor loop restarts whichever worker died.
+/// The video run fails with `WorkerLost` after `max_attempts` (3) attempts, one crash each,
+/// costing nothing; the runs submitted with it all succeed on their first attempt (one slot
+/// per worker, so a crash loses no bystander), charged once.
+#[test]
+fn a_poison_node_that_kills_every_worker_fails_after_max_attempts_while_other_runs_succeed() {
+    let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
+    let started = Instant::now();
+    c.set_env("ATELIER__ENGINE__MAX_ATTEMPTS", "3");
+    c.start_api();
+    c.start_api();
+    let leader = c.wait_maintenance_leader();
+    assert!(leader.starts_with("api"), "maintenance is led by {leader}");
+    let poison_env = [("ATELIER_FAILPOINT", "abort_on_tool:video")];
+    let args = ["worker", "--workers", "1"];
+    let mut workers = [c.launch("w", &args, &poison_env), c.launch("w", &args, &poison_env)];
+
+    let image = png_base64(24, 32, [8, 2, 90]);
+    let video = Submission {
+        path: "/api/v3/run",
+        body: json!({"type": "node", "target": "video", "input": {"image": image}}),
+        price: 5,
+        nodes: 1,
+    };
+    let mut runs = vec![video];
+    runs.extend(load(24, 12));
+    let ids = c.submit(&runs);
+    let poison = ids[0].clone();
+
+    // The supervisor: restart any worker that died, until every run has finished.
+    let mut crashes = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        for slot in workers.iter_mut() {
+            if !c.procs[slot.0].alive() {
+                crashes.push((c.procs[slot.0].name.clone(), c.procs[slot.0].exited.unwrap()));
+                *slot = c.launch("w", &args, &poison_env);
+            }
+        }
+        if c.number("SELECT count(*) FROM runs WHERE status IN ('queued', 'running')") == 0 {
+            break;
+        }
+        if Instant::now() > deadline {
+            c.fail(&format!("runs did not finish; crashes so far: {crashes:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let status = c.status(0, &poison);
+    assert_eq!(status["overall_status"], "failed", "{status}");
+    assert_eq!(status["error"]["name"], "WorkerLost", "{status}");
+    let t = task(&c, &poison, "video");
+    assert_eq!(t[..2], ["failed", "3"], "{t:?}");
+    assert_eq!(t[4].matches("WorkerLost").count(), 3, "one lost worker per attempt: {t:?}");
+    assert_eq!(crashes.len(), 3, "one crash per attempt: {crashes:?}");
+    assert!(crashes.iter().all(|(_, s)| signal_of(*s) == Some(6)), "{crashes:?}");
+    for (name, _) in &crashes {
+        let id = c.procs.iter().position(|p| &p.name == name).map(ProcId).unwrap();
+        assert!(c.log(id).contains("failpoint reached"), "{name} died at the failpoint");
+    }
+
+    // Everything else succeeded on its first attempt, untouched by the crashes.
+    for (i, id) in ids.iter().enumerate().skip(1) {
+        assert_eq!(c.status(i, id)["overall_status"], "succeeded", "{id}");
+    }
+    let bystanders = c.sql(&format!(
+        "SELECT run_id, node, attempt, errors FROM tasks WHERE run_id <> '{poison}' AND (attempt <> 1 OR errors <> '[]')"
+    ));
+    assert!(bystanders.is_empty(), "{bystanders:?}");
+    let charged: i64 = runs.iter().skip(1).map(|r| r.price).sum();
+    let poison_ledger =
+        c.sql(&format!("SELECT kind, amount FROM ledger WHERE run_id = '{poison}' ORDER BY id"));
+    let charged_poison: i64 =
+        poison_ledger.iter().filter(|r| r[0] == "charge").map(|r| r[1].parse::<i64>().unwrap()).sum();
+    assert_eq!(charged_poison, 0, "the poison run costs nothing: {poison_ledger:?}");
+    assert_eq!(c.number("SELECT COALESCE(sum(amount), 0) FROM ledger WHERE kind = 'charge'"), charged);
+    assert_eq!(c.number("SELECT balance FROM accounts WHERE name = 'crash'"), GRANT - charged);
+    assert!(
+        c.bucket_objects().keys().all(|k| !k.starts_with(&format!("outputs/{poison}/"))),
+        "the poison run published nothing"
+    );
+    eprintln!(
+        "poison: {} crashes, video failed WorkerLost after 3 attempts; {} other runs succeeded; {:?}",
+        crashes.len(),
+        ids.len() - 1,
+        started.elapsed()
+    );
 }

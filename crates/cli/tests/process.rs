@@ -209,7 +209,8 @@ fn allow_private_urls_flag_admits_loopback_image_urls() {
     let dir = tempfile::tempdir().unwrap();
     let (_, out, _) = atelier(dir.path(), &["admin", "account", "create", "t", "--tokens", "5", "--json"]);
     let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
-    let body = json!({"type": "node", "target": "upscale", "input": {"image": "http://127.0.0.1:9/x.png"}});
+    let body =
+        json!({"type": "node", "target": "upscale", "input": {"image": "http://127.0.0.1:65535/x.png"}});
 
     let (mut strict, addr) = serve(dir.path(), &[], &[]);
     let refused = post(&format!("{addr}/api/v3/run"), &key, &body);
@@ -688,4 +689,62 @@ fn migrate_data_refuses_a_missing_source_a_sqlite_target_unreachable_storage_and
             .args([base.as_str(), "-qc", &format!("DROP SCHEMA {schema} CASCADE")])
             .output();
     }
+}
+
+/// Row 4: revoking a key with `atelier admin key revoke` takes effect at once on every API
+/// process: two `serve --no-workers` on one PostgreSQL database answer the very next request
+/// with that key 401 (there is no cache of keys to wait out), while the account's other key
+/// keeps working on both.
+#[test]
+fn revoking_a_key_takes_effect_at_once_on_every_api_process() {
+    let Some((db, schema)) = postgres_schema() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--database-url", db.as_str()];
+    let (ok, out, err) = atelier(
+        dir.path(),
+        &[&flags[..], &["admin", "account", "create", "rev", "--tokens", "5", "--json"]].concat(),
+    );
+    assert!(ok, "{err}");
+    let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
+    let (ok, other, err) = atelier(dir.path(), &[&flags[..], &["admin", "key", "create", "rev"]].concat());
+    assert!(ok, "{err}");
+    let other = other.trim().to_string();
+    let apis: Vec<(Child, String)> =
+        (0..2).map(|_| serve(dir.path(), &[], &[&flags[..], &["--no-workers"]].concat())).collect();
+
+    // Status code of GET /api/v2/user/tokens with `key` on `addr`.
+    let code = |addr: &str, key: &str| -> String {
+        let out = Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", &format!("X-API-KEY: {key}")])
+            .arg(format!("{addr}/api/v2/user/tokens"))
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // Both processes have answered with the key (connections, statements, anything a
+    // process might keep, are warm).
+    for _ in 0..3 {
+        for (_, addr) in &apis {
+            assert_eq!(code(addr, &key), "200");
+        }
+    }
+    let started = Instant::now();
+    let (ok, out, err) = atelier(dir.path(), &[&flags[..], &["admin", "key", "revoke", &key]].concat());
+    assert!(ok && out.contains("rev"), "{out}{err}");
+    let revoked_in = started.elapsed();
+    for (_, addr) in &apis {
+        assert_eq!(code(addr, &key), "401", "{addr}: the very next request after the revocation");
+        assert_eq!(code(addr, &other), "200", "{addr}: the account's other key still works");
+    }
+    eprintln!(
+        "revocation: admin command took {revoked_in:?}; 401 on both APIs {:?} after it started",
+        started.elapsed()
+    );
+    for (mut child, _) in apis {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let base = db.split('?').next().unwrap().to_string();
+    let _ =
+        Command::new("psql").args([base.as_str(), "-qc", &format!("DROP SCHEMA {schema} CASCADE")]).output();
 }

@@ -31,6 +31,10 @@ pub struct PlanNode {
     pub price: i64,
 }
 
+/// Most files one node of a plan may produce (its outputs per run × its
+/// fan-out). Larger plans are refused with `InvalidInput` naming the node.
+pub const MAX_NODE_OUTPUTS: u32 = 1000;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     /// In topological order: every node comes after its sources.
@@ -217,10 +221,24 @@ pub fn compile_workflow(def: &WorkflowDef, input: &Params) -> Result<Plan, Reque
             continue;
         }
         let fanout = multi.first().map_or(1, |(_, c)| *c);
+        // Fan-out multiplies along every chain of multi-output nodes (8 × 8 × …),
+        // so the product is bounded before it can overflow or queue a runaway run.
+        let outputs =
+            tool.outputs_per_run(&resolved).checked_mul(fanout).filter(|&n| n <= MAX_NODE_OUTPUTS);
+        let Some(outputs) = outputs else {
+            first_error.get_or_insert(RequestError::invalid(
+                &node.name,
+                format!(
+                    "the node would run {fanout} times and produce more than {MAX_NODE_OUTPUTS} files; \
+                     lower num_outputs upstream"
+                ),
+            ));
+            continue;
+        };
         nodes.push(PlanNode {
             name: node.name.clone(),
             tool: tool.name.to_string(),
-            outputs: tool.outputs_per_run(&resolved) * fanout,
+            outputs,
             price: tool.unit_price(&resolved) * i64::from(fanout),
             params: resolved,
             links,
@@ -336,6 +354,40 @@ mod tests {
         assert_eq!(plan.node("Cut").unwrap().fanout, 3);
         assert_eq!(plan.price(), 3 + 3 + 3);
         assert_eq!(plan.descendants("Model"), vec!["Up", "Cut"]);
+    }
+
+    /// Found by the `workflow` fuzz target (fuzz/seeds/workflow/regression-fanout-overflow.bin):
+    /// twelve chained multipose nodes of 8 outputs each multiplied the fan-out past `u32::MAX`
+    /// (a panic with overflow checks, a wrapped output count and price without).
+    #[test]
+    fn fan_out_is_bounded_instead_of_overflowing() {
+        let chain = |n: usize| {
+            let nodes: Vec<Value> = (0..n)
+                .map(|i| {
+                    let mut node = json!({"name": format!("N{i}"), "tool": "multipose", "params": {"num_outputs": 8}});
+                    if i == 0 {
+                        node["params"]["image"] = json!("https://example.com/i.png");
+                    } else {
+                        node["links"] = json!({"image": format!("N{}.output", i - 1)});
+                    }
+                    node
+                })
+                .collect();
+            wf(json!({"nodes": nodes, "outputs": {"result": format!("N{}.output", n - 1)}}))
+        };
+        // 8 × 8 × 8 = 512 files: within the limit.
+        let plan = compile_workflow(&chain(3), &Params::new()).unwrap();
+        assert_eq!(plan.node("N2").map(|n| (n.fanout, n.outputs, n.price)), Some((64, 512, 512)));
+        // 8^4 and beyond, up to the 8^12 that overflowed: refused, naming the first node over.
+        for n in [4, 12] {
+            match compile_workflow(&chain(n), &Params::new()).unwrap_err() {
+                RequestError::InvalidInput { field, reason, .. } => {
+                    assert_eq!(field, "N3");
+                    assert!(reason.contains(&MAX_NODE_OUTPUTS.to_string()), "{reason}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The engine: workers that claim tasks from the store's queue, run the
 //! node's tool, publish its outputs to the blob store and complete the task
 //! (which advances the run's DAG), plus the maintenance services that keep
-//! the queue and the storage healthy (lease rescuer, output sweeper).
+//! the queue and the storage healthy (lease rescuer, output sweeper, and the
+//! janitor of expired idempotency keys).
 //!
 //! A worker holds a lease on each task and extends it by heartbeat; losing
 //! the lease (cancellation, rescue after a stall) stops the work, and the
@@ -12,6 +13,7 @@
 //! `tool_slots[tool]` nodes of a listed tool: a claim names the tools whose
 //! slots are full, so their tasks stay queued for this or another process.
 
+mod failpoint;
 mod maintenance;
 mod slots;
 mod worker;
@@ -26,7 +28,7 @@ use atelier_store::SharedStore;
 use atelier_tools::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use maintenance::{sweep_expired, Maintenance};
+pub use maintenance::{delete_expired_idempotency_keys, sweep_expired, Maintenance, JANITOR_INTERVAL};
 
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -70,6 +72,8 @@ pub struct Engine {
     pub(crate) fetcher: Arc<Fetcher>,
     pub(crate) config: EngineConfig,
     pub(crate) worker_id: String,
+    /// Crash-test failpoints (inert unless built with the `failpoints` feature and armed).
+    pub(crate) failpoints: failpoint::Failpoints,
 }
 
 impl Engine {
@@ -81,7 +85,7 @@ impl Engine {
         config: EngineConfig,
     ) -> Self {
         let worker_id = format!("{}-{}", std::process::id(), &atelier_core::ids::generation_id()[4..12]);
-        Self { store, blob, tools, fetcher, config, worker_id }
+        Self { store, blob, tools, fetcher, config, worker_id, failpoints: failpoint::Failpoints::from_env() }
     }
 
     /// Runs workers until `shutdown` is canceled, then lets in-flight tasks

@@ -153,7 +153,10 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: CancellationToken
             }
             return;
         }
-        Ended::Done(Ok(keys)) => Outcome::Succeeded(keys),
+        Ended::Done(Ok(keys)) => {
+            engine.failpoints.after_publish(&task);
+            Outcome::Succeeded(keys)
+        }
         Ended::Done(Err(f)) => {
             let backoff = backoff(engine.config.retry_backoff, task.attempt, task.task_id);
             Outcome::Failed {
@@ -186,6 +189,7 @@ fn backoff(base: Duration, attempt: u32, salt: i64) -> Duration {
 /// Loads the node's inputs, runs its tool once per fan-out element, and
 /// writes the outputs. Returns the blob keys.
 async fn run_node(engine: &Engine, task: &ClaimedTask) -> Result<Vec<String>, Failure> {
+    engine.failpoints.before_tool(task);
     let node = &task.node;
     let spec = tools::tool(&node.tool).map_err(|e| Failure {
         name: "ToolFailed",

@@ -159,7 +159,36 @@ fn decode_error(e: ImageError, width: u32, height: u32) -> ImagingError {
     }
 }
 
-/// Decodes an image after checking its header dimensions and frames against `limits`.
+/// What [`probe`] read from an image's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageInfo {
+    /// The format, from the magic bytes.
+    pub format: InputFormat,
+    /// Width declared by the header (the canvas width of an animation), never 0.
+    pub width: u32,
+    /// Height declared by the header, never 0.
+    pub height: u32,
+}
+
+/// The checks [`decode`] makes before decoding any pixel: the format from magic bytes, the
+/// header's dimensions (non-zero, within [`Limits::check`]) and, for animated inputs, the frames
+/// counted from the container structure against [`Limits::max_frames`] and
+/// [`Limits::max_total_pixels`].
+pub fn probe(bytes: &[u8], limits: &Limits) -> Result<ImageInfo, ImagingError> {
+    let format = sniff(bytes).ok_or(ImagingError::UnsupportedFormat)?;
+    let mut header = ImageReader::with_format(Cursor::new(bytes), format.image_format());
+    header.no_limits();
+    let (width, height) = header.into_dimensions().map_err(|e| decode_error(e, 0, 0))?;
+    if width == 0 || height == 0 {
+        return Err(ImagingError::Decode("the image has no pixels".into()));
+    }
+    limits.check(width, height)?;
+    frames::check(bytes, format, width, height, limits)?;
+    Ok(ImageInfo { format, width, height })
+}
+
+/// Decodes an image after checking its header dimensions and frames against `limits`
+/// ([`probe`]).
 ///
 /// The format is sniffed from magic bytes; the header is parsed for the dimensions and
 /// [`ImagingError::TooLarge`] is returned before any pixel data is decoded. Animated inputs (GIF,
@@ -170,16 +199,7 @@ fn decode_error(e: ImageError, width: u32, height: u32) -> ImagingError {
 /// matching limits. Animated inputs yield their first frame. EXIF orientation (JPEG/WebP) is
 /// applied so the returned image is upright.
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<DynamicImage, ImagingError> {
-    let format = sniff(bytes).ok_or(ImagingError::UnsupportedFormat)?;
-
-    let mut header = ImageReader::with_format(Cursor::new(bytes), format.image_format());
-    header.no_limits();
-    let (width, height) = header.into_dimensions().map_err(|e| decode_error(e, 0, 0))?;
-    if width == 0 || height == 0 {
-        return Err(ImagingError::Decode("the image has no pixels".into()));
-    }
-    limits.check(width, height)?;
-    frames::check(bytes, format, width, height, limits)?;
+    let ImageInfo { format, width, height } = probe(bytes, limits)?;
 
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format.image_format());
     let mut decoder_limits = image::Limits::default();

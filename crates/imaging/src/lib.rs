@@ -4,7 +4,7 @@
 //!
 //! This crate owns:
 //!
-//! * **Codecs with limits** ([`sniff`], [`decode`], [`encode`]): format detection by magic
+//! * **Codecs with limits** ([`sniff`], [`probe`], [`decode`], [`encode`]): format detection by magic
 //!   bytes, size and frame-count checks against [`Limits`] (from the header and the container
 //!   structure) *before* any pixel is decoded, and deterministic PNG / JPEG / WebP encoding.
 //! * **Masks and matting** ([`subject_mask`], [`remove_background`]): a background model
@@ -51,7 +51,7 @@ mod preview;
 mod reframe;
 mod resize;
 
-pub use codec::{decode, encode, sniff, InputFormat, Limits, OutputFormat, JPEG_QUALITY};
+pub use codec::{decode, encode, probe, sniff, ImageInfo, InputFormat, Limits, OutputFormat, JPEG_QUALITY};
 pub use composite::{composite_over, flatten};
 pub use error::ImagingError;
 pub use hash::seed_from;

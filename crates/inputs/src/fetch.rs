@@ -12,8 +12,8 @@ use reqwest::redirect;
 use url::Url;
 
 use crate::{
-    check_ip_literal, check_scheme, forbid_nothing, is_forbidden_ip, Forbid, ImageSource, InputError,
-    InputPolicy,
+    check_ip_literal, check_port, check_scheme, forbid_nothing, is_forbidden_ip, Forbid, ImageSource,
+    InputError, InputPolicy,
 };
 
 const USER_AGENT: &str = concat!("atelier/", env!("CARGO_PKG_VERSION"));
@@ -83,7 +83,8 @@ impl Fetcher {
     /// Returns the bytes of `source`.
     ///
     /// Inline data is checked against [`InputPolicy::max_bytes`]. URLs are
-    /// fetched with `GET`: only `http`/`https`, only to permitted addresses
+    /// fetched with `GET`: only `http`/`https`, only on allowed ports
+    /// ([`crate::is_allowed_port`]), only to permitted addresses
     /// (IP literals checked up front, host names filtered by the client's
     /// resolver, every redirect re-checked), at most
     /// [`InputPolicy::max_redirects`] redirects, within
@@ -115,6 +116,7 @@ impl Fetcher {
         check_scheme(url)?;
         // The resolver is not consulted for IP literals: check them here.
         check_ip_literal(url, self.forbid)?;
+        check_port(url)?;
 
         let max = self.policy.max_bytes;
         let mut response = self
@@ -146,12 +148,13 @@ impl Fetcher {
     }
 }
 
-/// Scheme and IP-literal check of a redirect target.
+/// Scheme, IP-literal and port check of a redirect target.
 fn check_target(url: &Url, forbid: Forbid) -> Result<(), Refusal> {
-    match check_scheme(url).and_then(|()| check_ip_literal(url, forbid)) {
-        Ok(_) => Ok(()),
+    match check_scheme(url).and_then(|()| check_ip_literal(url, forbid)).and_then(|_| check_port(url)) {
+        Ok(()) => Ok(()),
         Err(InputError::UnsupportedScheme(scheme)) => Err(Refusal::Scheme(scheme)),
         Err(InputError::ForbiddenAddress(host)) => Err(Refusal::Forbidden(host)),
+        Err(InputError::ForbiddenPort(port)) => Err(Refusal::Port(port)),
         Err(_) => Err(Refusal::Forbidden(url.host_str().unwrap_or("(none)").to_string())),
     }
 }
@@ -162,6 +165,7 @@ fn check_target(url: &Url, forbid: Forbid) -> Result<(), Refusal> {
 enum Refusal {
     Forbidden(String),
     Scheme(String),
+    Port(u16),
     TooManyRedirects,
 }
 
@@ -170,6 +174,7 @@ impl fmt::Display for Refusal {
         match self {
             Refusal::Forbidden(host) => write!(f, "address of '{host}' is forbidden"),
             Refusal::Scheme(scheme) => write!(f, "scheme '{scheme}' is not allowed"),
+            Refusal::Port(port) => write!(f, "port {port} is not allowed"),
             Refusal::TooManyRedirects => f.write_str("too many redirects"),
         }
     }
@@ -185,6 +190,7 @@ fn classify(err: &reqwest::Error) -> InputError {
             return match refusal {
                 Refusal::Forbidden(host) => InputError::ForbiddenAddress(host.clone()),
                 Refusal::Scheme(scheme) => InputError::UnsupportedScheme(scheme.clone()),
+                Refusal::Port(port) => InputError::ForbiddenPort(*port),
                 Refusal::TooManyRedirects => InputError::TooManyRedirects,
             };
         }
@@ -282,6 +288,19 @@ mod tests {
         (StatusCode::FOUND, [(header::LOCATION, state.elsewhere.as_str().to_string())]).into_response()
     }
 
+    /// `n` redirects on this server, then one to `elsewhere`.
+    async fn chain_elsewhere(State(state): State<AppState>, Path(n): Path<u32>) -> Response {
+        let next = if n == 0 { state.elsewhere.as_str().to_string() } else { format!("/chain/{}", n - 1) };
+        (StatusCode::FOUND, [(header::LOCATION, next)]).into_response()
+    }
+
+    /// 64 KiB chunks for ever.
+    async fn endless_chunked() -> Response {
+        let chunks =
+            futures::stream::repeat_with(|| Ok::<_, std::io::Error>(Bytes::from(vec![7u8; 64 * 1024])));
+        Body::from_stream(chunks).into_response()
+    }
+
     async fn big() -> Response {
         vec![7u8; 5000].into_response()
     }
@@ -329,6 +348,8 @@ mod tests {
             .route("/big-chunked", get(big_chunked))
             .route("/redirect/{n}", get(redirect_chain))
             .route("/elsewhere", get(redirect_elsewhere))
+            .route("/chain/{n}", get(chain_elsewhere))
+            .route("/endless", get(endless_chunked))
             .route("/slow", get(slow))
             .route("/slow-body", get(slow_body))
             .layer(axum::middleware::from_fn_with_state(
@@ -532,6 +553,257 @@ mod tests {
         assert_eq!(err, InputError::ForbiddenAddress("localhost".into()));
         assert_eq!(origin.hits(), 1);
         assert_eq!(target.hits(), 0);
+    }
+
+    /// A bare TCP server on 127.0.0.1 for responses no HTTP library would
+    /// send: it reads each request's head, then plays `script` on the socket.
+    /// Returns its address and a count of the connections it accepted.
+    async fn raw_server<F, Fut>(script: F) -> (SocketAddr, Arc<AtomicUsize>)
+    where
+        F: Fn(tokio::net::TcpStream) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        use tokio::io::AsyncReadExt as _;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counted = hits.clone();
+        let script = Arc::new(script);
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let script = script.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match socket.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    script(socket).await;
+                });
+            }
+        });
+        (addr, hits)
+    }
+
+    /// Writes `head`, then `body_byte` `count` times (`None`: for ever), one
+    /// write each, sleeping `every` between writes.
+    async fn play(
+        mut socket: tokio::net::TcpStream,
+        head: &'static [u8],
+        piece: &'static [u8],
+        count: Option<usize>,
+        every: Duration,
+    ) {
+        use tokio::io::AsyncWriteExt as _;
+        if socket.write_all(head).await.is_err() {
+            return;
+        }
+        let mut written = 0;
+        while count.is_none_or(|c| written < c) {
+            if socket.write_all(piece).await.is_err() {
+                return;
+            }
+            written += 1;
+            if !every.is_zero() {
+                tokio::time::sleep(every).await;
+            }
+        }
+        let _ = socket.shutdown().await;
+    }
+
+    fn raw_url(addr: SocketAddr) -> ImageSource {
+        ImageSource::Url(Url::parse(&format!("http://{addr}/img")).unwrap())
+    }
+
+    #[tokio::test]
+    async fn lying_content_lengths_never_yield_more_than_the_cap() {
+        let max = 1000;
+        let fetcher =
+            Fetcher::new(InputPolicy { max_bytes: max, timeout: Duration::from_secs(5), ..lax() }).unwrap();
+        let started = std::time::Instant::now();
+
+        // Declares 10 bytes, sends 5000: exactly the declared 10 are read.
+        let (addr, _) = raw_server(|s| {
+            play(s, b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", &[7u8; 1000], Some(5), Duration::ZERO)
+        })
+        .await;
+        assert_eq!(fetcher.load(&raw_url(addr)).await.unwrap(), &[7u8; 10][..]);
+
+        // Declares 999 (under the cap), then streams for ever: only 999 are read.
+        let (addr, _) = raw_server(|s| {
+            play(s, b"HTTP/1.1 200 OK\r\nContent-Length: 999\r\n\r\n", &[7u8; 4096], None, Duration::ZERO)
+        })
+        .await;
+        assert_eq!(fetcher.load(&raw_url(addr)).await.unwrap().len(), 999);
+
+        // Declares more than it sends, then closes: a (retryable) read error, not a short image.
+        let (addr, _) = raw_server(|s| {
+            play(s, b"HTTP/1.1 200 OK\r\nContent-Length: 800\r\n\r\n", &[7u8; 10], Some(1), Duration::ZERO)
+        })
+        .await;
+        let err = fetcher.load(&raw_url(addr)).await.unwrap_err();
+        assert!(matches!(err, InputError::Fetch(_)) && err.is_retryable(), "{err:?}");
+
+        // Declares a terabyte: refused before the body is read.
+        let (addr, _) = raw_server(|s| {
+            play(
+                s,
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n",
+                &[7u8; 4096],
+                None,
+                Duration::ZERO,
+            )
+        })
+        .await;
+        assert_eq!(fetcher.load(&raw_url(addr)).await, Err(InputError::TooLarge { limit: max }));
+        // Declares more than 64 bits hold: a malformed response.
+        let (addr, _) = raw_server(|s| {
+            play(
+                s,
+                b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551616\r\n\r\n",
+                &[7u8; 4096],
+                None,
+                Duration::ZERO,
+            )
+        })
+        .await;
+        assert!(matches!(fetcher.load(&raw_url(addr)).await, Err(InputError::Fetch(_))));
+
+        // Two different lengths: a malformed response.
+        let (addr, _) = raw_server(|s| {
+            play(
+                s,
+                b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nContent-Length: 5000\r\n\r\n",
+                &[7u8; 1000],
+                Some(5),
+                Duration::ZERO,
+            )
+        })
+        .await;
+        assert!(matches!(fetcher.load(&raw_url(addr)).await, Err(InputError::Fetch(_))));
+
+        // A small length beside chunked encoding, chunks for ever: chunked wins, and the cap stops it.
+        let (addr, _) = raw_server(|s| {
+            play(
+                s,
+                b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nTransfer-Encoding: chunked\r\n\r\n",
+                b"100\r\n________________________________________________________________\
+                  ________________________________________________________________\
+                  ________________________________________________________________\
+                  ________________________________________________________________\r\n",
+                None,
+                Duration::ZERO,
+            )
+        })
+        .await;
+        assert_eq!(fetcher.load(&raw_url(addr)).await, Err(InputError::TooLarge { limit: max }));
+
+        // No length at all, the body read until the server closes, which it never does.
+        let (addr, _) = raw_server(|s| {
+            play(s, b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", &[7u8; 4096], None, Duration::ZERO)
+        })
+        .await;
+        assert_eq!(fetcher.load(&raw_url(addr)).await, Err(InputError::TooLarge { limit: max }));
+        assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn an_endless_chunked_body_stops_at_the_cap() {
+        let server = serve(String::new()).await;
+        let max = 1024 * 1024;
+        let fetcher = Fetcher::new(InputPolicy { max_bytes: max, ..lax() }).unwrap();
+        let started = std::time::Instant::now();
+        let err = fetcher.load(&ImageSource::Url(server.url("/endless"))).await.unwrap_err();
+        assert_eq!(err, InputError::TooLarge { limit: max });
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        assert_eq!(server.hits(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_source_trickling_one_byte_a_second_hits_the_total_timeout() {
+        // Each byte arrives long before any idle timeout would fire: only a
+        // bound on the whole transfer stops these.
+        let timeout = Duration::from_millis(2500);
+        let fetcher = Fetcher::new(InputPolicy { timeout, ..lax() }).unwrap();
+        let second = Duration::from_secs(1);
+        let (chunked, _) = raw_server(move |s| {
+            play(s, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"1\r\nx\r\n", None, second)
+        })
+        .await;
+        let (declared, _) = raw_server(move |s| {
+            play(s, b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", b"x", None, second)
+        })
+        .await;
+        // The status line and headers themselves, a byte every 200 ms.
+        let (headers, _) = raw_server(move |s| {
+            play(s, b"HTTP/1.1 200 OK\r\nX-Slow: ", b"x", None, Duration::from_millis(200))
+        })
+        .await;
+        let started = std::time::Instant::now();
+        let results = futures::future::join3(
+            fetcher.load(&raw_url(chunked)),
+            fetcher.load(&raw_url(declared)),
+            fetcher.load(&raw_url(headers)),
+        )
+        .await;
+        let took = started.elapsed();
+        assert_eq!(results.0, Err(InputError::Timeout));
+        assert_eq!(results.1, Err(InputError::Timeout));
+        assert_eq!(results.2, Err(InputError::Timeout));
+        assert!(took >= timeout && took < timeout + Duration::from_millis(1500), "{took:?}");
+    }
+
+    #[tokio::test]
+    async fn redirect_chains_to_any_spelling_of_a_forbidden_address_are_refused() {
+        fn forbid_127_0_0_2(ip: IpAddr) -> bool {
+            ip.to_canonical() == IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2))
+        }
+        let Some(target) = serve_on(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)), String::new()).await else {
+            // Platform without 127.0.0.0/8 loopback; nothing to test.
+            return;
+        };
+        let p = target.addr.port();
+        let fetcher = Fetcher::with_filter(lax(), forbid_127_0_0_2).unwrap();
+        for spelling in [
+            format!("http://127.0.0.2:{p}/img"),
+            format!("http://2130706434:{p}/img"),
+            format!("http://0x7f000002:{p}/img"),
+            format!("http://0x7f.0.0.2:{p}/img"),
+            format!("http://0177.0.0.02:{p}/img"),
+            format!("http://127.2:{p}/img"),
+            format!("http://127.0.0.2.:{p}/img"),
+            format!("http://user:pass@127.0.0.2:{p}/img"),
+            format!("http://[::ffff:127.0.0.2]:{p}/img"),
+            format!("http://[::ffff:7f00:2]:{p}/img"),
+        ] {
+            let origin = serve(spelling.clone()).await;
+            // Two hops on the origin, then the forbidden one.
+            let err = fetcher.load(&ImageSource::Url(origin.url("/chain/2"))).await.unwrap_err();
+            assert!(matches!(err, InputError::ForbiddenAddress(_)), "{spelling}: {err:?}");
+            assert_eq!(origin.hits(), 3, "{spelling}");
+        }
+        assert_eq!(target.hits(), 0, "the forbidden address was never contacted");
+        eprintln!(
+            "redirect chains: 10 spellings of 127.0.0.2 refused after two hops, target contacted 0 times"
+        );
+        // The target itself is reachable when allowed: the refusals above were the policy's.
+        let open = Fetcher::new(lax()).unwrap();
+        assert_eq!(open.load(&ImageSource::Url(target.url("/img"))).await.unwrap(), IMAGE);
+    }
+
+    #[tokio::test]
+    async fn ports_outside_the_allow_list_are_refused_directly_and_in_redirects() {
+        let fetcher = Fetcher::new(lax()).unwrap();
+        let direct = Url::parse("http://127.0.0.1:25/x").unwrap();
+        assert_eq!(fetcher.load(&ImageSource::Url(direct)).await, Err(InputError::ForbiddenPort(25)));
+        let origin = serve("http://127.0.0.1:6667/x".into()).await;
+        let err = fetcher.load(&ImageSource::Url(origin.url("/chain/1"))).await.unwrap_err();
+        assert_eq!(err, InputError::ForbiddenPort(6667));
+        assert!(!err.is_retryable());
     }
 
     #[tokio::test]

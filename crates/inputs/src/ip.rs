@@ -1,4 +1,5 @@
-//! Which IP addresses user-supplied URLs may not reach.
+//! Which IP addresses user-supplied URLs may not reach, and which ports
+//! they may name.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -25,6 +26,30 @@ pub fn is_forbidden_ip(ip: IpAddr) -> bool {
         IpAddr::V6(v6) => is_forbidden_v6(v6),
     }
 }
+
+/// Whether an image URL may name `port`: 80, 443, or an unprivileged port
+/// (1024–65535) outside the Fetch standard's "bad ports" (those browsers
+/// refuse: SIP, X11, IRC, NFS, ...).
+///
+/// Ports below 1024 other than 80 and 443 belong to services that do not
+/// speak HTTP (SMTP 25, SSH 22, ...); an HTTP request smuggled into one of
+/// them is an attack, never an image. Unprivileged ports stay open because
+/// image hosts and object stores do serve on 8080, 8443, 9000 and the like.
+/// The rule holds whatever the address policy.
+pub fn is_allowed_port(port: u16) -> bool {
+    match port {
+        80 | 443 => true,
+        0..=1023 => false,
+        _ => !BAD_UNPRIVILEGED_PORTS.contains(&port),
+    }
+}
+
+/// The Fetch standard's bad ports from 1024 up
+/// (<https://fetch.spec.whatwg.org/#bad-port>).
+const BAD_UNPRIVILEGED_PORTS: [u16; 19] = [
+    1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679,
+    6697, 10080,
+];
 
 fn is_forbidden_v4(ip: Ipv4Addr) -> bool {
     let [a, b, c, _] = ip.octets();
@@ -141,6 +166,19 @@ mod tests {
             "3fff::1",
             "3fff:fff::1",
             "5f00::1",
+            // Boundaries, cloud metadata services and mapped forms of each range.
+            "100.64.0.0",
+            "100.100.100.200",
+            "169.254.0.1",
+            "224.0.0.0",
+            "239.255.255.255",
+            "ff0e::1",
+            "fd00:ec2::254",
+            "::ffff:0.0.0.0",
+            "::ffff:100.64.0.1",
+            "::ffff:224.0.0.1",
+            "::ffff:240.0.0.1",
+            "64:ff9b::a40:1",
         ];
         for ip in forbidden {
             let parsed: IpAddr = ip.parse().unwrap();
@@ -169,6 +207,19 @@ mod tests {
         for ip in allowed {
             let parsed: IpAddr = ip.parse().unwrap();
             assert!(!is_forbidden_ip(parsed), "{ip} should be allowed");
+        }
+    }
+
+    #[test]
+    fn port_allow_list() {
+        for port in [80, 443, 1024, 3000, 8080, 8443, 9000, 32768, 65535] {
+            assert!(is_allowed_port(port), "{port} should be allowed");
+        }
+        for port in [0, 1, 21, 22, 23, 25, 53, 79, 81, 110, 143, 442, 444, 587, 993, 1023] {
+            assert!(!is_allowed_port(port), "{port} should be refused");
+        }
+        for port in BAD_UNPRIVILEGED_PORTS {
+            assert!(!is_allowed_port(port), "{port} is a bad port");
         }
     }
 }

@@ -6,9 +6,10 @@
 //! * a data URI (`data:image/png;base64,...`),
 //! * raw standard base64 (padding optional, whitespace and newlines ignored).
 //!
-//! [`parse`] classifies a value into an [`ImageSource`]. [`check_url`] is a
-//! cheap pre-check run when a request is accepted, and [`Fetcher::load`]
-//! turns a source into bytes.
+//! [`parse`] classifies a value into an [`ImageSource`]. [`classify_url`]
+//! is the network-free part of the URL policy, [`check_url`] a cheap
+//! pre-check run when a request is accepted (it also resolves host names),
+//! and [`Fetcher::load`] turns a source into bytes.
 //!
 //! # SSRF protection
 //!
@@ -21,16 +22,22 @@
 //!   that drops forbidden addresses, so a connection is only ever made to an
 //!   address that was checked (no DNS-rebinding window between check and
 //!   connect);
-//! * every redirect target is checked again (scheme and IP literal in the
-//!   redirect policy, host names through the resolver), and the number of
-//!   redirects is limited;
+//! * every redirect target is checked again (scheme, port and IP literal in
+//!   the redirect policy, host names through the resolver), and the number
+//!   of redirects is limited;
 //! * proxies from the environment are ignored.
+//!
+//! Whatever the address policy, a URL may only name port 80, 443 or an
+//! unprivileged port (1024–65535) that browsers do not block
+//! ([`is_allowed_port`]), so the fetcher cannot be used to speak HTTP to
+//! mail, SSH, IRC or similar services.
 //!
 //! Downloads are bounded in time ([`InputPolicy::timeout`], for the whole
 //! transfer) and size ([`InputPolicy::max_bytes`], enforced while
 //! streaming).
 
 use std::fmt;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use base64::alphabet;
@@ -40,11 +47,13 @@ use base64::Engine as _;
 use bytes::Bytes;
 use url::{Host, Url};
 
+#[cfg(feature = "fetch")]
 mod fetch;
 mod ip;
 
+#[cfg(feature = "fetch")]
 pub use fetch::Fetcher;
-pub use ip::is_forbidden_ip;
+pub use ip::{is_allowed_port, is_forbidden_ip};
 
 /// How image values may be fetched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +124,12 @@ pub enum InputError {
     /// the host as written in the URL).
     #[error("refusing to fetch from '{0}': it is not a public internet address")]
     ForbiddenAddress(String),
+    /// The URL names a port outside [`is_allowed_port`] (payload: the port).
+    #[error(
+        "refusing to fetch from port {0}: image URLs may use ports 80, 443 and 1024-65535 \
+         (except ports that browsers block)"
+    )]
+    ForbiddenPort(u16),
     /// The image is larger than the policy allows.
     #[error("image is larger than the limit of {limit} bytes")]
     TooLarge {
@@ -147,6 +162,7 @@ impl InputError {
             InputError::NotAnImageValue(_)
             | InputError::UnsupportedScheme(_)
             | InputError::ForbiddenAddress(_)
+            | InputError::ForbiddenPort(_)
             | InputError::TooLarge { .. }
             | InputError::TooManyRedirects => false,
         }
@@ -271,51 +287,92 @@ fn truncate(s: &str, max_chars: usize) -> String {
 }
 
 /// Predicate deciding whether an address is off limits.
-pub(crate) type Forbid = fn(std::net::IpAddr) -> bool;
+pub(crate) type Forbid = fn(IpAddr) -> bool;
 
 /// Predicate used when private addresses are allowed.
-pub(crate) fn forbid_nothing(_: std::net::IpAddr) -> bool {
+pub(crate) fn forbid_nothing(_: IpAddr) -> bool {
     false
 }
 
 /// How long [`check_url`] waits for DNS at most.
+#[cfg(feature = "fetch")]
 const CHECK_DNS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where a URL that passed [`classify_url`] points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlHost {
+    /// An IP-literal host, already checked against the policy: nothing is
+    /// resolved, and the HTTP client connects to exactly this address.
+    Ip(IpAddr),
+    /// A host name (lower case, as the URL spells it). Its addresses are
+    /// only known after resolution, and each must be checked then.
+    Domain(String),
+}
+
+/// The checks of [`check_url`] that need no network: the scheme
+/// (`http`/`https`), a host present, an IP-literal host against
+/// [`is_forbidden_ip`], the port against [`is_allowed_port`] (whatever the
+/// policy), and `localhost` / `*.localhost` refused by name (the address
+/// checks unless `policy.allow_private_addresses`).
+///
+/// `Ok(UrlHost::Ip(ip))` means `ip` may be contacted; `Ok(UrlHost::Domain)`
+/// means the name still has to be resolved and every address checked.
+pub fn classify_url(url: &Url, policy: &InputPolicy) -> Result<UrlHost, InputError> {
+    if policy.allow_private_addresses {
+        classify_with(url, forbid_nothing, false)
+    } else {
+        classify_with(url, is_forbidden_ip, true)
+    }
+}
+
+pub(crate) fn classify_with(
+    url: &Url,
+    forbid: Forbid,
+    refuse_localhost_names: bool,
+) -> Result<UrlHost, InputError> {
+    check_scheme(url)?;
+    let host = check_ip_literal(url, forbid)?;
+    check_port(url)?;
+    let domain = match host {
+        UrlHost::Ip(ip) => return Ok(UrlHost::Ip(ip)),
+        UrlHost::Domain(domain) => domain,
+    };
+    let name = domain.trim_end_matches('.').to_ascii_lowercase();
+    if refuse_localhost_names && (name == "localhost" || name.ends_with(".localhost")) {
+        return Err(InputError::ForbiddenAddress(domain));
+    }
+    Ok(UrlHost::Domain(domain))
+}
 
 /// Cheap pre-check of a URL, meant for request acceptance.
 ///
-/// Verifies the scheme (`http`/`https`) and that a host is present. Unless
-/// `policy.allow_private_addresses` is set, an IP-literal host is checked
-/// with [`is_forbidden_ip`], `localhost` (and `*.localhost`) is refused by
-/// name, and any other host name is resolved and refused if *any* of its
-/// addresses is forbidden. Resolution failures are reported as
-/// [`InputError::Fetch`] (retryable), a slow resolver as
-/// [`InputError::Timeout`].
+/// [`classify_url`], then, unless `policy.allow_private_addresses` is set,
+/// any host name is resolved and refused if *any* of its addresses is
+/// forbidden. Resolution failures are reported as [`InputError::Fetch`]
+/// (retryable), a slow resolver as [`InputError::Timeout`].
 ///
 /// This does not replace the checks [`Fetcher::load`] performs at connect
 /// time; DNS answers can change between the two.
+#[cfg(feature = "fetch")]
 pub async fn check_url(url: &Url, policy: &InputPolicy) -> Result<(), InputError> {
     if policy.allow_private_addresses {
-        check_scheme(url)?;
-        check_ip_literal(url, forbid_nothing)?;
+        classify_url(url, policy)?;
         return Ok(());
     }
     check_url_with(url, is_forbidden_ip, true, policy.timeout).await
 }
 
+#[cfg(feature = "fetch")]
 pub(crate) async fn check_url_with(
     url: &Url,
     forbid: Forbid,
     refuse_localhost_names: bool,
     timeout: Duration,
 ) -> Result<(), InputError> {
-    check_scheme(url)?;
-    let Some(domain) = check_ip_literal(url, forbid)? else {
+    let UrlHost::Domain(domain) = classify_with(url, forbid, refuse_localhost_names)? else {
         return Ok(());
     };
     let name = domain.trim_end_matches('.').to_ascii_lowercase();
-    if refuse_localhost_names && (name == "localhost" || name.ends_with(".localhost")) {
-        return Err(InputError::ForbiddenAddress(domain));
-    }
     let port = url.port_or_known_default().unwrap_or(80);
     let lookup = tokio::net::lookup_host((name.as_str(), port));
     let addrs = match tokio::time::timeout(timeout.min(CHECK_DNS_TIMEOUT), lookup).await {
@@ -343,26 +400,36 @@ pub(crate) fn check_scheme(url: &Url) -> Result<(), InputError> {
     }
 }
 
-/// Checks an IP-literal host against `forbid`. Returns the host name when
-/// the host is a domain (which the caller must resolve and check).
-pub(crate) fn check_ip_literal(url: &Url, forbid: Forbid) -> Result<Option<String>, InputError> {
+/// Refuses a port outside [`is_allowed_port`] (the scheme's default port
+/// when the URL names none).
+pub(crate) fn check_port(url: &Url) -> Result<(), InputError> {
+    match url.port_or_known_default() {
+        Some(port) if is_allowed_port(port) => Ok(()),
+        Some(port) => Err(InputError::ForbiddenPort(port)),
+        None => Err(InputError::NotAnImageValue("the URL has no port".into())),
+    }
+}
+
+/// Checks an IP-literal host against `forbid`. A domain is returned
+/// unchecked (the caller must resolve it and check its addresses).
+pub(crate) fn check_ip_literal(url: &Url, forbid: Forbid) -> Result<UrlHost, InputError> {
     match url.host() {
         None => Err(InputError::NotAnImageValue("the URL has no host".into())),
         Some(Host::Ipv4(v4)) => {
             if forbid(v4.into()) {
                 Err(InputError::ForbiddenAddress(v4.to_string()))
             } else {
-                Ok(None)
+                Ok(UrlHost::Ip(v4.into()))
             }
         }
         Some(Host::Ipv6(v6)) => {
             if forbid(v6.into()) {
                 Err(InputError::ForbiddenAddress(format!("[{v6}]")))
             } else {
-                Ok(None)
+                Ok(UrlHost::Ip(v6.into()))
             }
         }
-        Some(Host::Domain(domain)) => Ok(Some(domain.to_string())),
+        Some(Host::Domain(domain)) => Ok(UrlHost::Domain(domain.to_string())),
     }
 }
 
@@ -504,7 +571,7 @@ mod tests {
         let strict = InputPolicy::default();
         let lax = InputPolicy { allow_private_addresses: true, ..InputPolicy::default() };
         for (u, host) in [
-            ("http://127.0.0.1:1/x", "127.0.0.1"),
+            ("http://127.0.0.1:8081/x", "127.0.0.1"),
             ("http://localhost/x", "localhost"),
             ("http://LOCALHOST./x", "localhost."),
             ("http://a.b.localhost/x", "a.b.localhost"),
@@ -523,6 +590,44 @@ mod tests {
             );
             assert_eq!(check_url(&parsed, &lax).await, Ok(()), "{u}");
         }
+    }
+
+    #[tokio::test]
+    async fn check_url_refuses_ports_outside_the_allow_list_under_every_policy() {
+        let strict = InputPolicy::default();
+        let lax = InputPolicy { allow_private_addresses: true, ..InputPolicy::default() };
+        let port = InputError::ForbiddenPort;
+        let address = |host: &str| InputError::ForbiddenAddress(host.into());
+        // (URL, strict answer, lax answer)
+        for (u, under_strict, under_lax) in [
+            ("http://8.8.8.8:25/x", port(25), port(25)),
+            ("http://8.8.8.8:22/x", port(22), port(22)),
+            ("https://8.8.8.8:0/x", port(0), port(0)),
+            ("http://8.8.8.8:1023/x", port(1023), port(1023)),
+            ("http://8.8.8.8:6667/x", port(6667), port(6667)),
+            ("http://8.8.8.8:10080/x", port(10080), port(10080)),
+            // An IP literal's address is judged first; a name's port before any lookup.
+            ("http://127.0.0.1:25/x", address("127.0.0.1"), port(25)),
+            ("http://localhost:25/x", port(25), port(25)),
+            ("http://no-such-host.invalid:25/x", port(25), port(25)),
+        ] {
+            let parsed = url(u);
+            assert_eq!(check_url(&parsed, &strict).await, Err(under_strict), "{u}");
+            assert_eq!(check_url(&parsed, &lax).await, Err(under_lax), "{u}");
+        }
+        assert!(!InputError::ForbiddenPort(25).is_retryable());
+        for u in [
+            "http://8.8.8.8/x",
+            "https://8.8.8.8/x",
+            "http://8.8.8.8:443/x",
+            "http://8.8.8.8:8080/x",
+            "https://8.8.8.8:8443/x",
+            "http://8.8.8.8:1024/x",
+            "http://8.8.8.8:65535/x",
+        ] {
+            assert_eq!(check_url(&url(u), &strict).await, Ok(()), "{u}");
+        }
+        assert_eq!(check_url(&url("http://127.0.0.1:6379/x"), &lax).await, Ok(()), "6379 is unprivileged");
     }
 
     #[tokio::test]
@@ -550,7 +655,7 @@ mod tests {
             ip == std::net::IpAddr::from([127, 0, 0, 2])
         }
         // Bypass the by-name rule so that "localhost" goes through DNS.
-        let u = url("http://localhost:9/x");
+        let u = url("http://localhost:8081/x");
         assert_eq!(
             check_url_with(&u, loopback, false, Duration::from_secs(5)).await,
             Err(InputError::ForbiddenAddress("localhost".into()))

@@ -37,10 +37,17 @@
 //!   succeeded nodes, release the rest) happens once, in the transaction that
 //!   makes the run terminal;
 //! - a balance never goes below zero (`CHECK` plus a guarded `UPDATE`);
-//! - completion of a task is fenced by its lease epoch.
+//! - completion of a task is fenced by its lease epoch;
+//! - an idempotency key creates at most one run: its answer is recorded in the
+//!   transaction that creates the run, fenced by the run id the key was claimed for
+//!   (see [`IdempotencyClaim`]);
+//! - an account never has more unfinished runs than `StoreConfig::max_unfinished_runs`:
+//!   they are counted in the transaction that accepts a run, after locking the
+//!   account's row on PostgreSQL.
 
 mod accounts;
 mod copy;
+mod idempotency;
 mod postgres;
 mod queue;
 mod runs;
@@ -60,6 +67,9 @@ use tokio::sync::Notify;
 
 pub use accounts::{Account, KeyInfo};
 pub use copy::{check_target_empty, copy_to_postgres, AccountTotals, CopyError, CopyReport, TableCount};
+pub use idempotency::{
+    IdempotencyClaim, IdempotencyRecord, IdempotencyStart, IdempotentAnswer, StoredAnswer,
+};
 pub use postgres::{PgStore, TASKS_CHANNEL};
 pub use queue::{ClaimedTask, Outcome};
 pub use runs::{NewRun, NodeRecord, RunKind, RunRecord, RunSummary};
@@ -86,10 +96,17 @@ pub fn format_time(t: Micros) -> String {
 pub enum StoreError {
     #[error("insufficient tokens: {required} required, {balance} available")]
     InsufficientTokens { required: i64, balance: i64 },
+    /// The account already has `limit` unfinished runs (`StoreConfig::max_unfinished_runs`).
+    #[error("too many unfinished runs: the limit is {limit}")]
+    ConcurrencyLimited { limit: i64 },
     #[error("not found")]
     NotFound,
     #[error("{0}")]
     Conflict(String),
+    /// The idempotency key is no longer held for this run (taken over, or expired): the run
+    /// was not created.
+    #[error("the idempotency key is held by another request")]
+    IdempotencyConflict,
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
     #[error("stored data is corrupt: {0}")]
@@ -98,7 +115,11 @@ pub enum StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/sqlite/0001_init.sql"),
+    include_str!("../migrations/sqlite/0002_idempotency_keys.sql"),
+    include_str!("../migrations/sqlite/0003_unfinished_runs.sql"),
+];
 
 /// Settings that shape what the store writes.
 #[derive(Debug, Clone)]
@@ -107,11 +128,24 @@ pub struct StoreConfig {
     pub retention: Duration,
     /// Attempts per task before a retryable failure becomes final.
     pub max_attempts: u32,
+    /// The hard cap: unfinished (queued or running) runs one account may have; a run beyond
+    /// it is refused with [`StoreError::ConcurrencyLimited`], checked in the transaction that
+    /// accepts it. 0 = no cap.
+    pub max_unfinished_runs: u32,
+    /// The soft cap: nodes of one account running at once, over every worker. While an
+    /// account has this many running, claims pass over its tasks (they stay queued), which
+    /// keeps slots free for other accounts. 0 = no cap.
+    pub max_running_nodes: u32,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { retention: Duration::from_secs(3 * 24 * 3600), max_attempts: 3 }
+        Self {
+            retention: Duration::from_secs(3 * 24 * 3600),
+            max_attempts: 3,
+            max_unfinished_runs: 0,
+            max_running_nodes: 0,
+        }
     }
 }
 

@@ -160,7 +160,8 @@ impl SqliteStore {
         let now = now_micros();
         let mut tx = self.begin().await?;
         // The tool is the node's (nodes are keyed by run and name); the tools to skip
-        // arrive as one JSON array.
+        // arrive as one JSON array. With the soft cap (?5 > 0), tasks of an account that
+        // already runs that many nodes are passed over and stay queued.
         let row = sqlx::query(
             "UPDATE tasks SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
                  lease_owner = ?1, lease_expires_at = ?2
@@ -168,6 +169,8 @@ impl SqliteStore {
                  SELECT t.id FROM tasks t WHERE t.state = 'available' AND t.scheduled_at <= ?3
                      AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.run_id = t.run_id AND n.name = t.node
                                      AND n.tool IN (SELECT value FROM json_each(?4)))
+                     AND (?5 = 0 OR (SELECT COUNT(*) FROM tasks r
+                                     WHERE r.account_id = t.account_id AND r.state = 'running') < ?5)
                  ORDER BY (SELECT COUNT(*) FROM tasks r WHERE r.account_id = t.account_id AND r.state = 'running'),
                           t.scheduled_at, t.id
                  LIMIT 1)
@@ -177,6 +180,7 @@ impl SqliteStore {
         .bind(now + micros(lease))
         .bind(now)
         .bind(to_json(&skip_tools))
+        .bind(i64::from(self.config.max_running_nodes))
         .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else {

@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 use serde_json::{json, Value};
 use sqlx::{ColumnIndex, Decode, Row, Sqlite, Transaction, Type};
 
-use crate::{json_col, now_micros, to_json, Micros, Result, SqliteStore, StoreError};
+use crate::{json_col, now_micros, to_json, IdempotentAnswer, Micros, Result, SqliteStore, StoreError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunKind {
@@ -46,6 +46,9 @@ pub struct NewRun<'a> {
     pub node_ids: Vec<String>,
     /// What a v2 status echoes back as `input`.
     pub echo: Option<Value>,
+    /// The answer to record under the idempotency key this run's request claimed (for the
+    /// run id `id`), in the transaction that creates the run.
+    pub idempotency: Option<IdempotentAnswer<'a>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -209,7 +212,25 @@ impl SqliteStore {
     pub async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
         let price = run.plan.price();
         let now = now_micros();
+        // `BEGIN IMMEDIATE`: this process's single writer, and other processes wait for the
+        // lock, so the count below cannot change before this transaction commits.
         let mut tx = self.begin().await?;
+        let cap = self.config.max_unfinished_runs;
+        if cap > 0 {
+            let unfinished: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM runs WHERE account_id = ? AND status IN ('queued', 'running')",
+            )
+            .bind(run.account_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            if unfinished >= i64::from(cap) {
+                return Err(StoreError::ConcurrencyLimited { limit: i64::from(cap) });
+            }
+        }
+        // A key taken over since it was claimed rolls everything back (`idempotency`).
+        if let Some(answer) = &run.idempotency {
+            crate::idempotency::record_answer(&mut tx, run.account_id, &run.id, answer).await?;
+        }
         let reserved =
             sqlx::query("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2 AND balance >= ?1")
                 .bind(price)

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::{
-    Account, ClaimedTask, KeyInfo, Micros, NewRun, Outcome, Result, RunRecord, RunSummary, SqliteStore,
-    StoreConfig, WorkflowRow,
+    Account, ClaimedTask, IdempotencyClaim, IdempotencyRecord, IdempotencyStart, KeyInfo, Micros, NewRun,
+    Outcome, Result, RunRecord, RunSummary, SqliteStore, StoreConfig, WorkflowRow,
 };
 
 /// A store shared by the API, the workers and the maintenance services.
@@ -64,7 +64,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Accepts a run: reserves its price, writes the run and its nodes, and
     /// queues the nodes that have no upstream — all in one transaction, so a
-    /// refusal (402) leaves nothing behind.
+    /// refusal (402) leaves nothing behind. With `StoreConfig::max_unfinished_runs`, an
+    /// account that already has that many queued or running runs is refused with
+    /// `ConcurrencyLimited`, counted in the same transaction (concurrent submits take turns).
     async fn create_run(&self, run: &NewRun<'_>) -> Result<()>;
     /// A run as its owner sees it. Another account's run is `NotFound`.
     async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord>;
@@ -105,7 +107,9 @@ pub trait Store: Send + Sync + 'static {
     /// Claims the next available task whose node's tool is not in `skip_tools` (the tools
     /// the caller has no free slot for), fairly across accounts: the account with the fewest
     /// running tasks goes first, then the oldest task. Tasks of skipped tools stay queued
-    /// for other claims; they do not hold back the tasks behind them.
+    /// for other claims; they do not hold back the tasks behind them. With
+    /// `StoreConfig::max_running_nodes`, tasks of an account running that many nodes are
+    /// passed over the same way.
     async fn claim(&self, worker: &str, lease: Duration, skip_tools: &[&str]) -> Result<Option<ClaimedTask>>;
     /// Extends a lease. `false` means the claim is gone (canceled, rescued,
     /// or the run ended): the worker must stop and not complete.
@@ -121,6 +125,27 @@ pub trait Store: Send + Sync + 'static {
     async fn rescue_expired(&self) -> Result<usize>;
     /// Attempt history of a node's task: `[{attempt, at, error}]`.
     async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>>;
+
+    // Idempotency keys (see `IdempotencyClaim` for the protocol).
+
+    /// Claims an idempotency key for a request, in its own transaction: `Claimed` when the key
+    /// is free, expired, or held by a claim older than `stale_after` (taken over); otherwise
+    /// what it holds — the answer to replay, a different request's fingerprint, or a request
+    /// still in progress. A claimed key is completed by `create_run` with
+    /// [`NewRun::idempotency`](crate::NewRun::idempotency), or given back with
+    /// [`Store::release_idempotency_key`].
+    async fn claim_idempotency_key(&self, claim: &IdempotencyClaim<'_>) -> Result<IdempotencyStart>;
+    /// Gives back a key claimed for `run_id` that recorded no answer (its request created
+    /// nothing). Returns whether a claim was deleted; an answered key, or one claimed since by
+    /// another request, is left alone.
+    async fn release_idempotency_key(&self, account_id: i64, key: &str, run_id: &str) -> Result<bool>;
+    /// A key's record, expired or not.
+    async fn idempotency_record(&self, account_id: i64, key: &str) -> Result<Option<IdempotencyRecord>>;
+    /// Deletes up to `limit` records that expired before `now` (the janitor); returns how many.
+    async fn delete_expired_idempotency_keys(&self, now: Micros, limit: i64) -> Result<u64>;
+    /// Moves a key's expiry (`NotFound` without a record). No command exposes it; tests of
+    /// expiry use it.
+    async fn set_idempotency_expiry(&self, account_id: i64, key: &str, expires_at: Micros) -> Result<()>;
 }
 
 #[async_trait]
@@ -262,5 +287,25 @@ impl Store for SqliteStore {
 
     async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>> {
         SqliteStore::task_errors(self, run_id, node).await
+    }
+
+    async fn claim_idempotency_key(&self, claim: &IdempotencyClaim<'_>) -> Result<IdempotencyStart> {
+        SqliteStore::claim_idempotency_key(self, claim).await
+    }
+
+    async fn release_idempotency_key(&self, account_id: i64, key: &str, run_id: &str) -> Result<bool> {
+        SqliteStore::release_idempotency_key(self, account_id, key, run_id).await
+    }
+
+    async fn idempotency_record(&self, account_id: i64, key: &str) -> Result<Option<IdempotencyRecord>> {
+        SqliteStore::idempotency_record(self, account_id, key).await
+    }
+
+    async fn delete_expired_idempotency_keys(&self, now: Micros, limit: i64) -> Result<u64> {
+        SqliteStore::delete_expired_idempotency_keys(self, now, limit).await
+    }
+
+    async fn set_idempotency_expiry(&self, account_id: i64, key: &str, expires_at: Micros) -> Result<()> {
+        SqliteStore::set_idempotency_expiry(self, account_id, key, expires_at).await
     }
 }

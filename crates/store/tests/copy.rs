@@ -9,12 +9,14 @@
 #[allow(unused_macros)]
 mod common;
 
+use std::time::Duration;
+
 use atelier_core::ids;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::workflow::WorkflowDef;
 use atelier_store::{
-    check_target_empty, copy_to_postgres, now_micros, CopyError, NewRun, PgStore, RunKind, SqliteStore,
-    Store, StoreConfig,
+    check_target_empty, copy_to_postgres, now_micros, CopyError, IdempotencyClaim, IdempotencyStart,
+    IdempotentAnswer, NewRun, PgStore, RunKind, SqliteStore, Store, StoreConfig,
 };
 use serde_json::json;
 use sqlx::{Connection, Row, SqliteConnection};
@@ -38,11 +40,30 @@ fn workflow_plan() -> Plan {
     compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap()).unwrap()
 }
 
-async fn submit(store: &dyn Store, account: i64, kind: RunKind, family: Option<&str>, plan: &Plan) -> String {
+async fn submit(
+    store: &dyn Store,
+    account: i64,
+    kind: RunKind,
+    family: Option<&str>,
+    plan: &Plan,
+    key: Option<&str>,
+) -> String {
     let id = match kind {
         RunKind::Workflow => ids::workflow_run_id(),
         RunKind::Node => ids::generation_id(),
     };
+    let answer = json!({"id": id, "error": null});
+    if let Some(key) = key {
+        let claim = IdempotencyClaim {
+            account_id: account,
+            key,
+            fingerprint: "f",
+            run_id: &id,
+            ttl: Duration::from_secs(24 * 3600),
+            stale_after: Duration::from_secs(120),
+        };
+        assert_eq!(store.claim_idempotency_key(&claim).await.unwrap(), IdempotencyStart::Claimed);
+    }
     let run = NewRun {
         id: id.clone(),
         account_id: account,
@@ -52,6 +73,7 @@ async fn submit(store: &dyn Store, account: i64, kind: RunKind, family: Option<&
         plan,
         node_ids: plan.nodes.iter().map(|_| ids::generation_id()).collect(),
         echo: family.map(|_| json!({"category": "tops", "model_image": "<base64>"})),
+        idempotency: key.map(|key| IdempotentAnswer { key, status: 200, body: &answer }),
     };
     store.create_run(&run).await.unwrap();
     id
@@ -84,11 +106,12 @@ async fn source() -> Source {
     store.put_workflow(None, "custom-template", &json!({"v": "system"})).await.unwrap();
     store.put_workflow(Some(other.id), "theirs", &json!({"v": "other"})).await.unwrap();
 
-    let canceled = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan()).await;
+    let canceled = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan(), None).await;
     store.cancel_run(acme.id, &canceled).await.unwrap();
     store.mark_swept(&canceled).await.unwrap();
-    let queued = submit(&store, other.id, RunKind::Node, Some("tryon"), &node_plan()).await;
-    let running = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan()).await;
+    // Sent with an idempotency key: its record is copied with the run.
+    let queued = submit(&store, other.id, RunKind::Node, Some("tryon"), &node_plan(), Some("k-1")).await;
+    let running = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan(), None).await;
     // What a claim writes (the server stopped with the node in a worker's hands).
     let mut conn = SqliteConnection::connect(&format!("sqlite://{}", path.display())).await.unwrap();
     let now = now_micros();
@@ -157,6 +180,7 @@ async fn everything_is_copied_with_its_ids_and_verified() {
             ("runs", 3),
             ("nodes", 5),
             ("tasks", 3),
+            ("idempotency_keys", 1),
         ]
     );
     assert_eq!((report.requeued_tasks, report.replaced_templates), (1, 1));
@@ -189,6 +213,11 @@ async fn everything_is_copied_with_its_ids_and_verified() {
         assert_eq!(target.get_run(*owner, id).await.unwrap(), before, "{id}");
         assert_eq!(target.ledger_for_run(id).await.unwrap(), src.store.ledger_for_run(id).await.unwrap());
     }
+    // The v2 run's idempotency key reads back the same, its answer included.
+    let (other, queued) = &src.runs[1];
+    let record = target.idempotency_record(*other, "k-1").await.unwrap().unwrap();
+    assert_eq!(Some(&record), src.store.idempotency_record(*other, "k-1").await.unwrap().as_ref());
+    assert_eq!((record.run_id.as_str(), record.answer.map(|a| a.status)), (queued.as_str(), Some(200)));
     let far_future = now_micros() + 10 * 365 * 86_400_000_000;
     assert_eq!(
         target.expired_runs(far_future, 10).await.unwrap(),

@@ -41,6 +41,7 @@ async fn submit(store: &dyn Store, account: i64, plan: &Plan) -> Result<String, 
         plan,
         node_ids: plan.nodes.iter().map(|_| ids::generation_id()).collect(),
         echo: None,
+        idempotency: None,
     };
     store.create_run(&run).await.map(|_| id)
 }

@@ -18,6 +18,7 @@
 //! finish together from each missing the other's success.
 
 mod accounts;
+mod idempotency;
 mod queue;
 mod runs;
 mod store;
@@ -36,7 +37,11 @@ use crate::{now_micros, Result, StoreConfig};
 /// The channel `NOTIFY`d when tasks may have become available.
 pub const TASKS_CHANNEL: &str = "atelier_tasks";
 
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/postgres/0001_init.sql"),
+    include_str!("../../migrations/postgres/0002_idempotency_keys.sql"),
+    include_str!("../../migrations/postgres/0003_unfinished_runs.sql"),
+];
 
 /// Key of the transaction-scoped advisory lock taken while migrating, so that
 /// two processes starting together apply each migration once (the bytes of

@@ -35,8 +35,11 @@ impl PgStore {
         let mut tx = self.begin().await?;
         // Fairness as on SQLite: the account with the fewest running tasks
         // first, then the oldest task, among tasks whose node's tool is not
-        // skipped. Rows another claimer holds are skipped, not waited for; the
-        // nodes row is only read, never locked.
+        // skipped and whose account is under the soft cap ($5 > 0). Rows another
+        // claimer holds are skipped, not waited for; the nodes row is only read,
+        // never locked. The cap's count is not locked either: claims for one
+        // account made at the same instant may each see it under the cap and
+        // together pass it (a soft cap; on SQLite claims take turns).
         let row = sqlx::query(
             "UPDATE tasks SET state = 'running', attempt = tasks.attempt + 1,
                  lease_epoch = tasks.lease_epoch + 1, lease_owner = $1, lease_expires_at = $2
@@ -44,6 +47,8 @@ impl PgStore {
                        AND NOT EXISTS (SELECT 1 FROM nodes n
                                        WHERE n.run_id = t.run_id AND n.name = t.node
                                          AND n.tool = ANY($4))
+                       AND ($5 = 0 OR (SELECT COUNT(*) FROM tasks r
+                                       WHERE r.account_id = t.account_id AND r.state = 'running') < $5)
                    ORDER BY (SELECT COUNT(*) FROM tasks r
                              WHERE r.account_id = t.account_id AND r.state = 'running'),
                             t.scheduled_at, t.id
@@ -57,6 +62,7 @@ impl PgStore {
         .bind(now + micros(lease))
         .bind(now)
         .bind(skip_tools)
+        .bind(i64::from(self.config.max_running_nodes))
         .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else {

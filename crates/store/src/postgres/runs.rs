@@ -31,6 +31,29 @@ impl PgStore {
         let price = run.plan.price();
         let now = crate::now_micros();
         let mut tx = self.begin().await?;
+        let cap = self.config.max_unfinished_runs;
+        if cap > 0 {
+            // The account's row first (the lock the reservation below takes anyway): submits
+            // of one account then take turns, and each count is read after the previous
+            // submit committed, so concurrent submits cannot pass the cap together.
+            sqlx::query("SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE")
+                .bind(run.account_id)
+                .execute(&mut *tx)
+                .await?;
+            let unfinished: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM runs WHERE account_id = $1 AND status IN ('queued', 'running')",
+            )
+            .bind(run.account_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            if unfinished >= i64::from(cap) {
+                return Err(StoreError::ConcurrencyLimited { limit: i64::from(cap) });
+            }
+        }
+        // A key taken over since it was claimed rolls everything back (`idempotency`).
+        if let Some(answer) = &run.idempotency {
+            super::idempotency::record_answer(&mut tx, run.account_id, &run.id, answer).await?;
+        }
         // A concurrent reservation on the same account waits for the row and
         // re-checks the guard against the committed balance.
         let reserved =

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::PgStore;
 use crate::{
-    Account, ClaimedTask, KeyInfo, Micros, NewRun, Outcome, Result, RunRecord, RunSummary, Store,
-    StoreConfig, WorkflowRow,
+    Account, ClaimedTask, IdempotencyClaim, IdempotencyRecord, IdempotencyStart, KeyInfo, Micros, NewRun,
+    Outcome, Result, RunRecord, RunSummary, Store, StoreConfig, WorkflowRow,
 };
 
 #[async_trait]
@@ -148,5 +148,25 @@ impl Store for PgStore {
 
     async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>> {
         PgStore::task_errors(self, run_id, node).await
+    }
+
+    async fn claim_idempotency_key(&self, claim: &IdempotencyClaim<'_>) -> Result<IdempotencyStart> {
+        PgStore::claim_idempotency_key(self, claim).await
+    }
+
+    async fn release_idempotency_key(&self, account_id: i64, key: &str, run_id: &str) -> Result<bool> {
+        PgStore::release_idempotency_key(self, account_id, key, run_id).await
+    }
+
+    async fn idempotency_record(&self, account_id: i64, key: &str) -> Result<Option<IdempotencyRecord>> {
+        PgStore::idempotency_record(self, account_id, key).await
+    }
+
+    async fn delete_expired_idempotency_keys(&self, now: Micros, limit: i64) -> Result<u64> {
+        PgStore::delete_expired_idempotency_keys(self, now, limit).await
+    }
+
+    async fn set_idempotency_expiry(&self, account_id: i64, key: &str, expires_at: Micros) -> Result<()> {
+        PgStore::set_idempotency_expiry(self, account_id, key, expires_at).await
     }
 }

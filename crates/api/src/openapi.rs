@@ -198,10 +198,13 @@ pub fn document() -> Value {
     let mut schemas = Map::new();
     let nullable_error = json!({"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/Error"}]});
     let nullable_run_error = json!({"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/RunError"}]});
-    schemas.insert("RunError".into(), json!({"type": "object", "required": ["name", "message"],
+    schemas.insert(
+        "RunError".into(),
+        json!({"type": "object", "required": ["name", "message"],
         "description": "Why a run or node failed, or that it was canceled",
         "properties": {"name": {"type": "string", "enum": RUN_ERROR_NAMES}, "message": {"type": "string"},
-            "node": {"type": "string", "description": "The failed node (run errors)"}}}));
+            "node": {"type": "string", "description": "The failed node (run errors)"}}}),
+    );
     schemas.insert("Error".into(), json!({"type": "object", "required": ["name", "message"], "properties": {
         "name": {"type": "string", "enum": ERROR_NAMES}, "message": {"type": "string"},
         "missing": {"type": "array", "items": {"type": "string"}}, "field": {"type": "string"}, "reason": {"type": "string"},

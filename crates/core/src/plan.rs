@@ -223,8 +223,7 @@ pub fn compile_workflow(def: &WorkflowDef, input: &Params) -> Result<Plan, Reque
         let fanout = multi.first().map_or(1, |(_, c)| *c);
         // Fan-out multiplies along every chain of multi-output nodes (8 × 8 × …),
         // so the product is bounded before it can overflow or queue a runaway run.
-        let outputs =
-            tool.outputs_per_run(&resolved).checked_mul(fanout).filter(|&n| n <= MAX_NODE_OUTPUTS);
+        let outputs = tool.outputs_per_run(&resolved).checked_mul(fanout).filter(|&n| n <= MAX_NODE_OUTPUTS);
         let Some(outputs) = outputs else {
             first_error.get_or_insert(RequestError::invalid(
                 &node.name,
@@ -364,7 +363,8 @@ mod tests {
         let chain = |n: usize| {
             let nodes: Vec<Value> = (0..n)
                 .map(|i| {
-                    let mut node = json!({"name": format!("N{i}"), "tool": "multipose", "params": {"num_outputs": 8}});
+                    let mut node =
+                        json!({"name": format!("N{i}"), "tool": "multipose", "params": {"num_outputs": 8}});
                     if i == 0 {
                         node["params"]["image"] = json!("https://example.com/i.png");
                     } else {

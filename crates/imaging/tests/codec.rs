@@ -6,7 +6,9 @@ use atelier_imaging::image::codecs::gif::GifEncoder;
 use atelier_imaging::image::{DynamicImage, Rgb, RgbImage, Rgba, RgbaImage};
 use std::time::{Duration, Instant};
 
-use atelier_imaging::{decode, encode, sniff, ImagingError, InputFormat, Limits, OutputFormat};
+use atelier_imaging::{
+    decode, encode, probe, sniff, ImageInfo, ImagingError, InputFormat, Limits, OutputFormat,
+};
 
 fn sample_rgb(w: u32, h: u32) -> RgbImage {
     RgbImage::from_fn(w, h, |x, y| Rgb([(x * 7 % 256) as u8, (y * 5 % 256) as u8, ((x + y) * 3 % 256) as u8]))
@@ -145,6 +147,25 @@ fn header_claiming_9000_px_is_too_large_without_decoding() {
     let small = encode(&DynamicImage::ImageRgb8(RgbImage::new(20, 20)), OutputFormat::Png).unwrap();
     assert_eq!(decode(&small, &limits), Err(ImagingError::TooLarge { width: 20, height: 20 }));
     assert!(decode(&small, &Limits::default()).is_ok());
+}
+
+#[test]
+fn probe_reads_the_header_and_refuses_what_decode_refuses() {
+    // Junk pixel data: the probe never decodes it.
+    let header_only = fake_png_header(300, 200);
+    assert_eq!(
+        probe(&header_only, &Limits::default()),
+        Ok(ImageInfo { format: InputFormat::Png, width: 300, height: 200 })
+    );
+    assert!(matches!(decode(&header_only, &Limits::default()), Err(ImagingError::Decode(_))));
+    let limits = Limits { max_side: 250, ..Limits::default() };
+    assert_eq!(probe(&header_only, &limits), Err(ImagingError::TooLarge { width: 300, height: 200 }));
+    assert_eq!(probe(b"not an image", &limits), Err(ImagingError::UnsupportedFormat));
+    let real = encode(&DynamicImage::ImageRgb8(sample_rgb(12, 7)), OutputFormat::Jpeg).unwrap();
+    assert_eq!(
+        probe(&real, &Limits::default()),
+        Ok(ImageInfo { format: InputFormat::Jpeg, width: 12, height: 7 })
+    );
 }
 
 #[test]

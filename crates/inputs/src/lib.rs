@@ -566,6 +566,28 @@ mod tests {
         Url::parse(s).unwrap()
     }
 
+    #[test]
+    fn classify_url_needs_no_network() {
+        let strict = InputPolicy::default();
+        let lax = InputPolicy { allow_private_addresses: true, ..InputPolicy::default() };
+        let classify = |u: &str, policy: &InputPolicy| classify_url(&url(u), policy);
+        assert_eq!(classify("http://8.8.8.8/x", &strict), Ok(UrlHost::Ip([8, 8, 8, 8].into())));
+        assert_eq!(classify("https://Example.COM./x", &strict), Ok(UrlHost::Domain("example.com.".into())));
+        assert_eq!(
+            classify("http://0x7f.1/", &strict),
+            Err(InputError::ForbiddenAddress("127.0.0.1".into()))
+        );
+        assert_eq!(classify("http://0x7f.1/", &lax), Ok(UrlHost::Ip([127, 0, 0, 1].into())));
+        assert_eq!(
+            classify("http://a.localhost/", &strict),
+            Err(InputError::ForbiddenAddress("a.localhost".into()))
+        );
+        assert_eq!(classify("http://a.localhost/", &lax), Ok(UrlHost::Domain("a.localhost".into())));
+        assert_eq!(classify("http://example.com:25/", &lax), Err(InputError::ForbiddenPort(25)));
+        assert_eq!(classify("ftp://8.8.8.8/", &lax), Err(InputError::UnsupportedScheme("ftp".into())));
+    }
+
+    #[cfg(feature = "fetch")]
     #[tokio::test]
     async fn check_url_refuses_private_targets() {
         let strict = InputPolicy::default();
@@ -592,6 +614,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "fetch")]
     #[tokio::test]
     async fn check_url_refuses_ports_outside_the_allow_list_under_every_policy() {
         let strict = InputPolicy::default();
@@ -630,6 +653,7 @@ mod tests {
         assert_eq!(check_url(&url("http://127.0.0.1:6379/x"), &lax).await, Ok(()), "6379 is unprivileged");
     }
 
+    #[cfg(feature = "fetch")]
     #[tokio::test]
     async fn check_url_accepts_public_literals_and_rejects_schemes() {
         let strict = InputPolicy::default();
@@ -646,6 +670,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "fetch")]
     #[tokio::test]
     async fn check_url_resolves_host_names() {
         fn loopback(ip: std::net::IpAddr) -> bool {

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Contract test: Schemathesis generates requests from the OpenAPI document that
+# a running `atelier serve` publishes (/openapi.json), sends them with a valid
+# API key, and fails on any 5xx or any answer the document does not describe
+# (status code, content type, headers, body schema).
+#
+# Usage: tests/contract.sh [MAX_EXAMPLES]   (default 100 per operation)
+# Environment:
+#   ATELIER_BIN       binary to test (default: target/debug/atelier, brought
+#                     up to date with `cargo build -p atelier-cli` first)
+#   CONTRACT_SEED     Schemathesis seed (default 1, so CI runs are repeatable;
+#                     set another to explore other cases)
+#   CONTRACT_REPORT   directory for the JUnit report and the server log
+#                     (default: a temporary directory, printed at the end)
+# Needs python3; installs Schemathesis from PyPI when `schemathesis` is missing.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+MAX_EXAMPLES="${1:-100}"
+SEED="${CONTRACT_SEED:-1}"
+BIN="${ATELIER_BIN:-target/debug/atelier}"
+CHECKS=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance
+
+if ! command -v schemathesis >/dev/null; then
+    python3 -m pip install --quiet 'schemathesis>=4,<5'
+    if command -v pyenv >/dev/null; then pyenv rehash; fi
+fi
+if [[ -z "${ATELIER_BIN:-}" ]]; then
+    cargo build -p atelier-cli # a no-op when `cargo test` has just built it
+fi
+
+WORK=$(mktemp -d)
+REPORT="${CONTRACT_REPORT:-$WORK/report}"
+mkdir -p "$REPORT"
+REPORT=$(cd "$REPORT" && pwd)
+SERVER_PID=
+cleanup() {
+    if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+    rm -rf "$WORK/data"
+}
+trap cleanup EXIT
+
+# A fresh data directory and an account with a balance large enough that
+# generated runs are not all refused for tokens.
+KEY=$("$BIN" --data-dir "$WORK/data" admin account create contract --tokens 1000000 --json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["api_key"])')
+
+# One worker, so accepted runs also execute and status answers cover every
+# state; the built-in engine is deterministic and needs no GPU.
+"$BIN" --data-dir "$WORK/data" serve --listen 127.0.0.1:0 --workers 1 >"$REPORT/serve.log" 2>&1 &
+SERVER_PID=$!
+BASE=
+for _ in $(seq 1 100); do
+    BASE=$(sed -n 's/^Atelier listening on //p' "$REPORT/serve.log" | head -1)
+    [[ -n "$BASE" ]] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$REPORT/serve.log"; echo "serve exited" >&2; exit 1; }
+    sleep 0.1
+done
+[[ -n "$BASE" ]] || { cat "$REPORT/serve.log"; echo "serve did not start" >&2; exit 1; }
+echo "server: $BASE (log: $REPORT/serve.log)"
+
+started=$(date +%s)
+status=0
+# From the temporary directory: Schemathesis keeps a cache in ./.schemathesis.
+(cd "$WORK" && schemathesis run "$BASE/openapi.json" \
+    --header "X-API-KEY: $KEY" \
+    --checks "$CHECKS" \
+    --max-examples "$MAX_EXAMPLES" \
+    --seed "$SEED" \
+    --workers 2 \
+    --request-timeout 30 \
+    --generation-database none \
+    --suppress-health-check all \
+    --no-color \
+    --report junit --report-junit-path "$REPORT/junit.xml") || status=$?
+echo "schemathesis: exit $status after $(($(date +%s) - started)) s; report: $REPORT/junit.xml"
+
+if grep -n 'panicked' "$REPORT/serve.log"; then
+    echo "the server panicked (see above)" >&2
+    status=1
+fi
+exit "$status"

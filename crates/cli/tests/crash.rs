@@ -22,6 +22,10 @@ use atelier_blob::moto::MotoServer;
 use futures::StreamExt as _;
 use serde_json::{json, Value};
 
+#[path = "common/pg.rs"]
+mod pg;
+use pg::PgSchema;
+
 const BIN: &str = env!("CARGO_BIN_EXE_atelier");
 const BUCKET: &str = "atelier-crash";
 /// The bucket prefix of the cluster's storage URL (`s3://BUCKET/PREFIX`).
@@ -65,11 +69,8 @@ struct ProcId(usize);
 /// the schema.
 struct Cluster {
     dir: tempfile::TempDir,
-    /// The database without a schema (for `DROP SCHEMA`).
-    admin_url: String,
-    schema: String,
-    /// The database URL that selects the schema.
-    db: String,
+    /// Dropped after the processes are killed (fields drop after `Drop::drop`).
+    schema: PgSchema,
     env: Vec<(String, String)>,
     procs: Vec<Proc>,
     /// The API processes to submit through and read from, alternately.
@@ -90,8 +91,6 @@ impl Drop for Cluster {
                 let _ = proc.child.wait();
             }
         }
-        let sql = format!("SET lock_timeout = '10s'; DROP SCHEMA {} CASCADE", self.schema);
-        let _ = Command::new("psql").args([self.admin_url.as_str(), "-qc", &sql]).output();
     }
 }
 
@@ -107,7 +106,7 @@ impl Cluster {
     fn start(engine: Engine) -> Option<Cluster> {
         let turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
         let moto = MotoServer::start(BUCKET)?;
-        let (admin_url, db, schema) = postgres_schema()?;
+        let schema = PgSchema::create()?;
         let settings = [
             ("ATELIER__STORAGE__S3__ENDPOINT", moto.endpoint.as_str()),
             ("ATELIER__STORAGE__S3__REGION", "us-east-1"),
@@ -124,9 +123,7 @@ impl Cluster {
         ];
         let mut cluster = Cluster {
             dir: tempfile::tempdir().unwrap(),
-            admin_url,
             schema,
-            db,
             env: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             procs: Vec::new(),
             apis: Vec::new(),
@@ -154,7 +151,7 @@ impl Cluster {
         cmd.arg("--data-dir")
             .arg(self.dir.path())
             .arg("--database-url")
-            .arg(format!("{}&application_name={name}", self.db))
+            .arg(format!("{}&application_name={name}", self.schema.url))
             .arg("--storage-url")
             .arg(format!("s3://{BUCKET}/{PREFIX}"))
             .envs(self.env.iter().map(|(k, v)| (k, v)));
@@ -290,7 +287,18 @@ impl Cluster {
     /// Rows of a query on the cluster's schema, columns split.
     fn sql(&self, query: &str) -> Vec<Vec<String>> {
         let out = Command::new("psql")
-            .args([self.db.as_str(), "-v", "ON_ERROR_STOP=1", "-X", "-A", "-t", "-F", "\x1f", "-c", query])
+            .args([
+                self.schema.url.as_str(),
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-X",
+                "-A",
+                "-t",
+                "-F",
+                "\x1f",
+                "-c",
+                query,
+            ])
             .output()
             .unwrap();
         assert!(out.status.success(), "{query}: {}", String::from_utf8_lossy(&out.stderr));
@@ -310,6 +318,17 @@ impl Cluster {
 
     /// Waits until the maintenance lead (the rescuer) is held, and returns the
     /// `application_name` of the process that holds it.
+    /// Starts the two API processes and waits until one of them leads maintenance (the
+    /// rescuer runs there, so a worker a test stops or kills never holds the lead); returns
+    /// the leader's name.
+    fn start_apis_leading_maintenance(&mut self) -> String {
+        self.start_api();
+        self.start_api();
+        let leader = self.wait_maintenance_leader();
+        assert!(leader.starts_with("api"), "maintenance is led by {leader}");
+        leader
+    }
+
     fn wait_maintenance_leader(&self) -> String {
         // pg_try_advisory_lock(bigint) shows as classid = high and objid = low 32 bits.
         let query = "WITH k AS (SELECT hashtext(current_schema() || ':atelier-maintenance')::BIGINT AS h)
@@ -487,30 +506,6 @@ impl Cluster {
     }
 }
 
-/// A fresh schema in the test database: (database URL, URL that selects the schema, schema),
-/// or `None` (after saying why) when PostgreSQL is unreachable and `ATELIER_REQUIRE_POSTGRES`
-/// is not 1.
-fn postgres_schema() -> Option<(String, String, String)> {
-    let base = std::env::var("ATELIER_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let schema = format!("t_{}", &atelier_core::ids::generation_id()[4..16].to_lowercase());
-    let created = Command::new("psql")
-        .args([base.as_str(), "-v", "ON_ERROR_STOP=1", "-qc", &format!("CREATE SCHEMA {schema}")])
-        .output();
-    match created {
-        Ok(out) if out.status.success() => {}
-        other => {
-            let why = format!("PostgreSQL at {base} is not usable: {other:?}");
-            assert!(std::env::var("ATELIER_REQUIRE_POSTGRES").as_deref() != Ok("1"), "{why}");
-            eprintln!("skipped: {why}");
-            return None;
-        }
-    }
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let db = format!("{base}{sep}options=-c%20search_path%3D{schema}");
-    Some((base, db, schema))
-}
-
 /// The text of the first `<name>…</name>` element.
 fn tag<'a>(xml: &'a str, name: &str) -> Option<&'a str> {
     let start = xml.find(&format!("<{name}>"))? + name.len() + 2;
@@ -650,9 +645,7 @@ fn two_apis_and_two_workers_complete_200_mixed_runs_once() {
 fn kill_9_of_a_worker_mid_load_loses_no_run_and_charges_each_node_once() {
     let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
-    c.start_api();
-    c.start_api();
-    let leader = c.wait_maintenance_leader();
+    let leader = c.start_apis_leading_maintenance();
     let slow = [("ATELIER__ENGINE__SIMULATED_LATENCY_MS", "150")];
     let victim = c.start_worker("victim", 2, &slow);
     c.start_worker("survivor", 2, &slow);
@@ -720,12 +713,7 @@ fn snapshot(c: &Cluster, run: &str) -> (Vec<Vec<String>>, BTreeMap<String, Strin
 fn a_worker_stopped_past_its_lease_is_rescued_and_its_late_completion_changes_nothing() {
     let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
-    c.start_api();
-    c.start_api();
-    // The rescuer runs where maintenance is led: that must not be the worker to be stopped
-    // (its advisory lock would outlive the stop). The APIs start first and take it.
-    let leader = c.wait_maintenance_leader();
-    assert!(leader.starts_with("api"), "maintenance is led by {leader}");
+    c.start_apis_leading_maintenance();
     let stale = c.start_worker("stale", 1, &[("ATELIER__ENGINE__SIMULATED_LATENCY_MS", "3000")]);
     let image = png_base64(24, 32, [3, 5, 200]);
     let run = c.submit(&[product_reframes(&image)]).remove(0);
@@ -832,9 +820,7 @@ fn a_full_restart_with_500_runs_queued_completes_each_once() {
 fn sigterm_lets_a_short_node_finish_and_gives_a_long_one_back_without_an_attempt() {
     let Some(mut c) = Cluster::start(Engine { lease_secs: 3, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
-    c.start_api();
-    c.start_api();
-    c.wait_maintenance_leader();
+    c.start_apis_leading_maintenance();
     let image = png_base64(24, 32, [4, 6, 10]);
 
     // A short node (1.5 s) and a long grace (20 s): the node finishes, then the worker exits.
@@ -906,10 +892,7 @@ fn signal_of(status: ExitStatus) -> Option<i32> {
 fn a_worker_dying_between_publishing_outputs_and_committing_is_rescued_and_publishes_once() {
     let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
-    c.start_api();
-    c.start_api();
-    let leader = c.wait_maintenance_leader();
-    assert!(leader.starts_with("api"), "maintenance is led by {leader}");
+    c.start_apis_leading_maintenance();
     let doomed = c.start_worker("doomed", 1, &[("ATELIER_FAILPOINT", "after_publish")]);
     let image = png_base64(24, 32, [6, 3, 150]);
     let run = c.submit(&[product_reframes(&image)]).remove(0);
@@ -964,10 +947,7 @@ fn a_poison_node_that_kills_every_worker_fails_after_max_attempts_while_other_ru
     let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
     c.set_env("ATELIER__ENGINE__MAX_ATTEMPTS", "3");
-    c.start_api();
-    c.start_api();
-    let leader = c.wait_maintenance_leader();
-    assert!(leader.starts_with("api"), "maintenance is led by {leader}");
+    c.start_apis_leading_maintenance();
     let poison_env = [("ATELIER_FAILPOINT", "abort_on_tool:video")];
     let args = ["worker", "--workers", "1"];
     let mut workers = [c.launch("w", &args, &poison_env), c.launch("w", &args, &poison_env)];

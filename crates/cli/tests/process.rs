@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+#[path = "common/pg.rs"]
+mod pg;
+use pg::PgSchema;
+
 const BIN: &str = env!("CARGO_BIN_EXE_atelier");
 
 fn atelier(dir: &Path, args: &[&str]) -> (bool, String, String) {
@@ -335,31 +339,10 @@ fn api_only_serve_and_a_separate_worker_process_share_the_work() {
     assert!(!ok && err.contains("database.url"), "{err}");
 }
 
-/// A fresh schema in the test PostgreSQL database and the URL that selects it, or `None`
-/// (after saying why) when PostgreSQL is unreachable and `ATELIER_REQUIRE_POSTGRES` is not 1.
-fn postgres_schema() -> Option<(String, String)> {
-    let base = std::env::var("ATELIER_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let schema = format!("t_{}", &atelier_core::ids::generation_id()[4..16].to_lowercase());
-    let created = Command::new("psql")
-        .args([base.as_str(), "-v", "ON_ERROR_STOP=1", "-qc", &format!("CREATE SCHEMA {schema}")])
-        .output();
-    match created {
-        Ok(out) if out.status.success() => {}
-        other => {
-            let why = format!("PostgreSQL at {base} is not usable: {other:?}");
-            assert!(std::env::var("ATELIER_REQUIRE_POSTGRES").as_deref() != Ok("1"), "{why}");
-            eprintln!("skipped: {why}");
-            return None;
-        }
-    }
-    let sep = if base.contains('?') { '&' } else { '?' };
-    Some((format!("{base}{sep}options=-c%20search_path%3D{schema}"), schema))
-}
-
 #[test]
 fn api_and_two_workers_on_postgres_and_s3_complete_every_run_once() {
-    let Some((db, schema)) = postgres_schema() else { return };
+    let Some(schema) = PgSchema::create() else { return };
+    let db = schema.url.clone();
     let Some(moto) = atelier_blob::moto::MotoServer::start("atelier-scale") else { return };
     let dir = tempfile::tempdir().unwrap();
     let flags = ["--database-url", db.as_str(), "--storage-url", "s3://atelier-scale/o"];
@@ -429,9 +412,6 @@ fn api_and_two_workers_on_postgres_and_s3_complete_every_run_once() {
         child.kill().unwrap();
         child.wait().unwrap();
     }
-    let base = db.split('?').next().unwrap().to_string();
-    let _ =
-        Command::new("psql").args([base.as_str(), "-qc", &format!("DROP SCHEMA {schema} CASCADE")]).output();
 }
 
 /// Polls a run's v3 status until it has succeeded.
@@ -478,7 +458,8 @@ fn psql_count(db: &str, table: &str) -> i64 {
 
 #[test]
 fn migrate_data_moves_an_embedded_installation_to_postgres_and_s3() {
-    let Some((db, schema)) = postgres_schema() else { return };
+    let Some(schema) = PgSchema::create() else { return };
+    let db = schema.url.clone();
     let Some(moto) = atelier_blob::moto::MotoServer::start("atelier-move") else { return };
     let embedded = tempfile::tempdir().unwrap();
     let (ok, out, err) =
@@ -589,9 +570,6 @@ fn migrate_data_moves_an_embedded_installation_to_postgres_and_s3() {
     assert_eq!(get(&format!("{addr}/api/v2/user/tokens"), &key)["tokens"], balance - 1);
     child.kill().unwrap();
     child.wait().unwrap();
-    let base = db.split('?').next().unwrap().to_string();
-    let _ =
-        Command::new("psql").args([base.as_str(), "-qc", &format!("DROP SCHEMA {schema} CASCADE")]).output();
 }
 
 #[test]
@@ -618,7 +596,8 @@ fn migrate_data_refuses_a_missing_source_a_sqlite_target_unreachable_storage_and
         assert!(!ok && err.contains("not PostgreSQL") && err.contains("--database-url"), "{err}");
     }
 
-    let Some((db, schema)) = postgres_schema() else { return };
+    let Some(schema) = PgSchema::create() else { return };
+    let db = schema.url.clone();
     // Storage that does not answer: refused before anything is copied.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let endpoint = format!("http://127.0.0.1:{port}");
@@ -656,7 +635,8 @@ fn migrate_data_refuses_a_missing_source_a_sqlite_target_unreachable_storage_and
 
     // Objects that are already where the target keeps them (PostgreSQL on the same machine,
     // the same directory) stay in place.
-    let Some((db2, schema2)) = postgres_schema() else { return };
+    let Some(schema2) = PgSchema::create() else { return };
+    let db2 = schema2.url.clone();
     std::fs::create_dir_all(source.join("objects/outputs/gen_x/upscale")).unwrap();
     std::fs::write(source.join("objects/outputs/gen_x/upscale/0.png"), b"0123").unwrap();
     let storage = format!("file://{}", source.join("objects").display());
@@ -682,13 +662,6 @@ fn migrate_data_refuses_a_missing_source_a_sqlite_target_unreachable_storage_and
     );
     assert_eq!(summary["tables"]["accounts"], 1);
     assert_eq!(psql_count(&db2, "accounts"), 1);
-
-    let base = db.split('?').next().unwrap().to_string();
-    for schema in [schema, schema2] {
-        let _ = Command::new("psql")
-            .args([base.as_str(), "-qc", &format!("DROP SCHEMA {schema} CASCADE")])
-            .output();
-    }
 }
 
 /// Row 4: revoking a key with `atelier admin key revoke` takes effect at once on every API
@@ -697,7 +670,8 @@ fn migrate_data_refuses_a_missing_source_a_sqlite_target_unreachable_storage_and
 /// keeps working on both.
 #[test]
 fn revoking_a_key_takes_effect_at_once_on_every_api_process() {
-    let Some((db, schema)) = postgres_schema() else { return };
+    let Some(schema) = PgSchema::create() else { return };
+    let db = schema.url.clone();
     let dir = tempfile::tempdir().unwrap();
     let flags = ["--database-url", db.as_str()];
     let (ok, out, err) = atelier(
@@ -744,7 +718,4 @@ fn revoking_a_key_takes_effect_at_once_on_every_api_process() {
         child.kill().unwrap();
         child.wait().unwrap();
     }
-    let base = db.split('?').next().unwrap().to_string();
-    let _ =
-        Command::new("psql").args([base.as_str(), "-qc", &format!("DROP SCHEMA {schema} CASCADE")]).output();
 }

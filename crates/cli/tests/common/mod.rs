@@ -9,6 +9,8 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod pg;
+
 use std::io::Cursor;
 use std::time::{Duration, Instant};
 
@@ -30,16 +32,8 @@ pub struct TestApp {
 /// A fresh PostgreSQL schema (dropped with the app) and, unless an S3 endpoint was
 /// given, the moto server that holds the outputs.
 struct Backend {
-    admin_url: String,
-    schema: String,
+    _schema: pg::PgSchema,
     _moto: Option<atelier_blob::moto::MotoServer>,
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        let sql = format!("SET lock_timeout = '10s'; DROP SCHEMA {} CASCADE", self.schema);
-        let _ = std::process::Command::new("psql").args([self.admin_url.as_str(), "-qc", &sql]).output();
-    }
 }
 
 const S3_BUCKET: &str = "atelier-test";
@@ -52,24 +46,12 @@ fn select_backend(config: &mut Config) -> Option<Backend> {
         Ok("postgres-s3") => {}
         Ok(other) => panic!("ATELIER_TEST_BACKEND={other}: expected embedded or postgres-s3"),
     }
-    let admin_url = std::env::var("ATELIER_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let schema = format!("t_{}", &atelier_core::ids::generation_id()[4..16].to_lowercase());
-    let created = std::process::Command::new("psql")
-        .args([admin_url.as_str(), "-v", "ON_ERROR_STOP=1", "-qc", &format!("CREATE SCHEMA {schema}")])
-        .output()
-        .expect("psql runs");
-    assert!(
-        created.status.success(),
-        "creating schema {schema}: {}",
-        String::from_utf8_lossy(&created.stderr)
-    );
-    let sep = if admin_url.contains('?') { '&' } else { '?' };
-    config.database.url = format!("{admin_url}{sep}options=-c%20search_path%3D{schema}");
+    let schema = pg::PgSchema::create().expect("ATELIER_TEST_BACKEND=postgres-s3 needs PostgreSQL");
+    config.database.url = schema.url.clone();
 
     let (endpoint, moto) = match std::env::var("ATELIER_TEST_S3_ENDPOINT") {
         Ok(endpoint) => {
-            // moto and MinIO accept an unsigned bucket creation; an existing bucket answers 409.
+            // moto accepts an unsigned bucket creation; an existing bucket answers 409.
             let _ = std::process::Command::new("curl")
                 .args(["-s", "-o", "/dev/null", "-X", "PUT", &format!("{endpoint}/{S3_BUCKET}")])
                 .status();
@@ -81,12 +63,12 @@ fn select_backend(config: &mut Config) -> Option<Backend> {
             (moto.endpoint.clone(), Some(moto))
         }
     };
-    config.storage.url = format!("s3://{S3_BUCKET}/{schema}");
+    config.storage.url = format!("s3://{S3_BUCKET}/{}", schema.name);
     config.storage.s3.endpoint = endpoint;
     config.storage.s3.region = "us-east-1".into();
     config.storage.s3.access_key_id = "test".into();
     config.storage.s3.secret_access_key = "test".into();
-    Some(Backend { admin_url, schema, _moto: moto })
+    Some(Backend { _schema: schema, _moto: moto })
 }
 
 pub fn test_config(dir: &std::path::Path) -> Config {

@@ -22,48 +22,17 @@ Prints a Markdown report.
 """
 
 import argparse
-import base64
-import json
 import os
-import platform
 import random
-import re
-import signal
-import sqlite3
 import statistics
-import struct
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "atelier")
-
-
-def png_base64(w, h):
-    """A small PNG (a red rectangle on grey), as base64."""
-    def px(x, y):
-        return (200, 40, 60) if w // 4 <= x < 3 * w // 4 and h // 5 <= y < 4 * h // 5 else (235, 235, 235)
-    raw = b"".join(b"\x00" + bytes(c for x in range(w) for c in px(x, y)) for y in range(h))
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
-    return base64.b64encode(png).decode()
-
-
-def call(method, url, key, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"X-API-KEY": key, "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        return json.load(resp)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+from benchlib import call  # noqa: E402
 
 
 def seconds(timestamp):
@@ -85,63 +54,33 @@ def one_run(base, key, body):
         time.sleep(0.01)
 
 
-def queued_runs(db, account):
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        return conn.execute("SELECT count(*) FROM runs WHERE account_id = (SELECT id FROM accounts WHERE name = ?)"
-                            " AND status = 'queued'", (account,)).fetchone()[0]
-
-
 def measure(cap, args, image):
-    env = dict(os.environ,
-               ATELIER__ENGINE__WORKERS=str(args.slots),
-               ATELIER__ENGINE__SIMULATED_LATENCY_MS=str(args.latency_ms),
-               ATELIER__LIMITS__RUNNING_NODES_PER_ACCOUNT=str(cap),
-               # The flood is submitted at once; request rates are not what is measured.
-               ATELIER__LIMITS__REQUESTS_PER_SECOND="0",
-               RUST_LOG="warn")
+    env = {"ATELIER__ENGINE__SIMULATED_LATENCY_MS": str(args.latency_ms),
+           "ATELIER__LIMITS__RUNNING_NODES_PER_ACCOUNT": str(cap)}
     body = {"type": "node", "target": "upscale", "input": {"image": image}}
-    with tempfile.TemporaryDirectory() as data:
-        keys = {}
-        for name in ("a", "b"):
-            out = subprocess.run([BIN, "--data-dir", data, "admin", "account", "create", name,
-                                  "--tokens", "1000000", "--json"], env=env, check=True,
-                                 capture_output=True, text=True).stdout
-            keys[name] = json.loads(out)["api_key"]
-        server = subprocess.Popen([BIN, "--data-dir", data, "serve", "--listen", "127.0.0.1:0"], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
-            base = None
-            for line in server.stdout:
-                m = re.match(r"Atelier listening on (\S+)", line)
-                if m:
-                    base = m.group(1)
-                    break
-            if base is None:
-                sys.exit("the server exited before listening")
+    with benchlib.Atelier(workers=args.slots, env=env, tokens=1_000_000) as svc:
+        keys = {name: svc.create_account(name) for name in ("a", "b")}
+        base = svc.base
 
-            one_run(base, keys["b"], body)  # warm-up, not counted
-            alone = [one_run(base, keys["b"], body) for _ in range(args.samples)]
+        one_run(base, keys["b"], body)  # warm-up, not counted
+        alone = [one_run(base, keys["b"], body) for _ in range(args.samples)]
 
-            with ThreadPoolExecutor(16) as pool:
-                handles = list(pool.map(lambda _: call("POST", f"{base}/api/v3/run", keys["a"], body),
-                                        range(args.flood)))
-            if any(h.get("id") is None for h in handles):
-                sys.exit(f"a flood run was refused: {next(h for h in handles if h.get('id') is None)}")
-            time.sleep(args.latency_ms / 1000 * 2)  # the flood has taken the slots
-            rng = random.Random(7)
-            flood = []
-            for _ in range(args.samples):
-                time.sleep(rng.uniform(0, args.latency_ms / 1000))
-                flood.append(one_run(base, keys["b"], body))
-            left = queued_runs(os.path.join(data, "atelier.db"), "a")
-            if left == 0:
-                sys.exit("the flood ran dry before B's last run: use a larger --flood")
-        finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                server.kill()
+        with ThreadPoolExecutor(16) as pool:
+            handles = list(pool.map(lambda _: call("POST", f"{base}/api/v3/run", keys["a"], body),
+                                    range(args.flood)))
+        if any(h.get("id") is None for h in handles):
+            sys.exit(f"a flood run was refused: {next(h for h in handles if h.get('id') is None)}")
+        time.sleep(args.latency_ms / 1000 * 2)  # the flood has taken the slots
+        rng = random.Random(7)
+        flood = []
+        for _ in range(args.samples):
+            time.sleep(rng.uniform(0, args.latency_ms / 1000))
+            flood.append(one_run(base, keys["b"], body))
+        [[left]] = svc.sql("SELECT count(*) FROM runs WHERE status = 'queued' "
+                           "AND account_id = (SELECT id FROM accounts WHERE name = 'a')")
+        left = int(left)
+        if left == 0:
+            sys.exit("the flood ran dry before B's last run: use a larger --flood")
     return alone, flood, left
 
 
@@ -156,8 +95,8 @@ def main():
     args = parser.parse_args()
     caps = [int(c) for c in args.caps.split(",")]
     if not args.no_build:
-        subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "atelier-cli"], cwd=ROOT, check=True)
-    image = png_base64(64, 96)
+        benchlib.build()
+    image = benchlib.png_base64(64, 96)
     rows = []
     for cap in caps:
         alone, flood, left = measure(cap, args, image)
@@ -165,9 +104,7 @@ def main():
         print(f"  soft cap {cap}: alone {statistics.median(alone):.3f} s, "
               f"flood {statistics.median(flood):.3f} s", file=sys.stderr)
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
-    print(f"Machine: {cpu}, {os.cpu_count()} cores; one `atelier serve` (embedded SQLite).")
+    print(f"Machine: {benchlib.machine()}; one `atelier serve` (embedded SQLite).")
     print(f"Command: `bench/fairness.py --slots {args.slots} --latency-ms {args.latency_ms} --flood {args.flood} "
           f"--samples {args.samples} --caps {args.caps}`; `upscale` of a 64x96 PNG, each node taking "
           f"{args.latency_ms} ms of simulated model time, {args.slots} worker slots; account A floods with "
@@ -177,14 +114,12 @@ def main():
           "median (s) | p95 (s) | max (s) | median ratio | mean ratio | A's runs still queued at the end | target met |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 
-    def p95(xs):
-        return sorted(xs)[max(0, int(round(0.95 * len(xs))) - 1)]
     for cap, alone, flood, left in rows:
         ratio = statistics.median(flood) / statistics.median(alone)
         mean_ratio = statistics.mean(flood) / statistics.mean(alone)
         label = f"{cap} (off)" if cap == 0 else str(cap)
-        print(f"| {label} | {statistics.median(alone):.3f} | {p95(alone):.3f} | {statistics.median(flood):.3f} "
-              f"| {p95(flood):.3f} | {max(flood):.3f} | {ratio:.3f} | {mean_ratio:.3f} | {left} "
+        print(f"| {label} | {statistics.median(alone):.3f} | {benchlib.percentile(alone, 95):.3f} | {statistics.median(flood):.3f} "
+              f"| {benchlib.percentile(flood, 95):.3f} | {max(flood):.3f} | {ratio:.3f} | {mean_ratio:.3f} | {left} "
               f"| {'yes' if ratio <= 1.10 else '**no**'} |")
 
 

@@ -16,142 +16,40 @@ where it creates and drops one schema per measurement), `psql`, and `moto_server
 """
 
 import argparse
-import base64
-import json
 import os
-import platform
-import re
-import signal
-import socket
-import struct
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "atelier")
-DATABASE = os.environ.get("ATELIER_BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
-BUCKET = "atelier-bench"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def psql(sql, url=DATABASE):
-    out = subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-tAqc", sql], check=True,
-                         capture_output=True, text=True)
-    return out.stdout.strip()
-
-
-def png_base64(w, h):
-    """A small PNG (a red rectangle on grey), as base64."""
-    def px(x, y):
-        return (200, 40, 60) if w // 4 <= x < 3 * w // 4 and h // 5 <= y < 4 * h // 5 else (235, 235, 235)
-    raw = b"".join(b"\x00" + bytes(c for x in range(w) for c in px(x, y)) for y in range(h))
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
-    return base64.b64encode(png).decode()
-
-
-def post(url, key, body):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"X-API-KEY": key, "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        return json.load(resp)
-
-
-def start_moto():
-    port = free_port()
-    proc = subprocess.Popen(["moto_server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(endpoint + "/", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.1)
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{BUCKET}", method="PUT"))
-    return proc, endpoint
-
-
-def measure(workers, args, endpoint, image):
-    schema = f"bench_{os.getpid()}_{workers}"
-    psql(f"CREATE SCHEMA {schema}")
-    sep = "&" if "?" in DATABASE else "?"
-    db = f"{DATABASE}{sep}options=-c%20search_path%3D{schema}"
-    flags = ["--database-url", db, "--storage-url", f"s3://{BUCKET}/{schema}"]
-    env = dict(os.environ,
-               ATELIER__STORAGE__S3__ENDPOINT=endpoint,
-               ATELIER__STORAGE__S3__ACCESS_KEY_ID="test",
-               ATELIER__STORAGE__S3__SECRET_ACCESS_KEY="test",
-               ATELIER__ENGINE__SIMULATED_LATENCY_MS=str(args.latency_ms),
-               ATELIER__ENGINE__POLL_MS="1000",
-               # Runs are submitted at once from one key; request rates are not what is measured.
-               ATELIER__LIMITS__REQUESTS_PER_SECOND="0",
-               RUST_LOG="warn")
-    procs = []
-    try:
-        with tempfile.TemporaryDirectory() as data:
-            out = subprocess.run([BIN, "--data-dir", data, *flags, "admin", "account", "create", "bench",
-                                  "--tokens", "1000000", "--json"], env=env, check=True,
-                                 capture_output=True, text=True).stdout
-            key = json.loads(out)["api_key"]
-            api = subprocess.Popen([BIN, "--data-dir", data, *flags, "serve", "--no-workers",
-                                    "--listen", "127.0.0.1:0"], env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL, text=True)
-            procs.append(api)
-            base = None
-            for line in api.stdout:
-                m = re.match(r"Atelier listening on (\S+)", line)
-                if m:
-                    base = m.group(1)
-                    break
-            if base is None:
-                sys.exit("the API process exited before listening")
-            for _ in range(workers):
-                procs.append(subprocess.Popen([BIN, "--data-dir", data, *flags, "worker", "--workers",
-                                               str(args.slots)], env=env, stdout=subprocess.DEVNULL,
-                                              stderr=subprocess.DEVNULL))
-            time.sleep(1.0)  # the workers connect and start listening for wake-ups
-
-            body = {"type": "node", "target": "upscale", "input": {"image": image}}
-            started = time.monotonic()
-            with ThreadPoolExecutor(16) as pool:
-                handles = list(pool.map(lambda _: post(f"{base}/api/v3/run", key, body), range(args.runs)))
-            submitted = time.monotonic() - started
-            if any(h.get("id") is None for h in handles):
-                sys.exit(f"a run was refused: {next(h for h in handles if h.get('id') is None)}")
-            while True:
-                done = int(psql(f"SELECT count(*) FROM {schema}.runs WHERE status = 'succeeded'"))
-                failed = int(psql(f"SELECT count(*) FROM {schema}.runs WHERE status IN ('failed', 'canceled')"))
-                if failed:
-                    sys.exit(f"{failed} runs did not succeed")
-                if done == args.runs:
-                    break
-                if time.monotonic() - started > 600:
-                    sys.exit(f"only {done} of {args.runs} runs finished in 600 s")
-                time.sleep(0.05)
-            wall = time.monotonic() - started
-    finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        psql(f"DROP SCHEMA {schema} CASCADE")
+def measure(workers, args, image):
+    env = {"ATELIER__ENGINE__SIMULATED_LATENCY_MS": str(args.latency_ms), "ATELIER__ENGINE__POLL_MS": "1000"}
+    with benchlib.Atelier(backend="postgres", api_only=True, worker_processes=workers, workers=args.slots,
+                          env=env, tokens=1_000_000) as svc:
+        time.sleep(1.0)  # the workers connect and start listening for wake-ups
+        body = {"type": "node", "target": "upscale", "input": {"image": image}}
+        url = f"{svc.base}/api/v3/run"
+        started = time.monotonic()
+        with ThreadPoolExecutor(16) as pool:
+            handles = list(pool.map(lambda _: benchlib.call("POST", url, svc.key, body), range(args.runs)))
+        submitted = time.monotonic() - started
+        if any(h.get("id") is None for h in handles):
+            sys.exit(f"a run was refused: {next(h for h in handles if h.get('id') is None)}")
+        while True:
+            counts = dict(svc.sql("SELECT status, count(*) FROM runs GROUP BY status"))
+            failed = int(counts.get("failed", 0)) + int(counts.get("canceled", 0))
+            if failed:
+                sys.exit(f"{failed} runs did not succeed")
+            done = int(counts.get("succeeded", 0))
+            if done == args.runs:
+                break
+            if time.monotonic() - started > 600:
+                sys.exit(f"only {done} of {args.runs} runs finished in 600 s")
+            time.sleep(0.05)
+        wall = time.monotonic() - started
     return wall, submitted
 
 
@@ -165,23 +63,16 @@ def main():
     args = parser.parse_args()
     counts = [int(c) for c in args.workers.split(",")]
     if not args.no_build:
-        subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "atelier-cli"], cwd=ROOT, check=True)
-    moto, endpoint = start_moto()
-    image = png_base64(64, 96)
+        benchlib.build()
+    image = benchlib.png_base64(64, 96)
     rows = []
-    try:
-        for workers in counts:
-            wall, submitted = measure(workers, args, endpoint, image)
-            rows.append((workers, wall, submitted))
-            print(f"  {workers} worker(s): {args.runs} runs in {wall:.2f} s", file=sys.stderr)
-    finally:
-        moto.terminate()
-        moto.wait()
+    for workers in counts:
+        wall, submitted = measure(workers, args, image)
+        rows.append((workers, wall, submitted))
+        print(f"  {workers} worker(s): {args.runs} runs in {wall:.2f} s", file=sys.stderr)
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
-    print(f"Machine: {cpu}, {os.cpu_count()} cores; PostgreSQL "
-          f"{psql('SHOW server_version')}, moto's S3 server, all on this machine.")
+    print(f"Machine: {benchlib.machine()}; PostgreSQL "
+          f"{benchlib.psql('SHOW server_version')}, moto's S3 server, all on this machine.")
     print(f"Command: `bench/scaleout.py --runs {args.runs} --workers {args.workers} --slots {args.slots} "
           f"--latency-ms {args.latency_ms}`; {args.runs} `upscale` runs of a 64x96 PNG submitted at once "
           f"(16 concurrent clients), each node taking {args.latency_ms} ms of simulated model time.\n")

@@ -650,3 +650,71 @@ fn api_keys_never_appear_in_the_logs_even_at_trace_level() {
     assert!(text.contains("node finished"), "no worker lines in the log");
     eprintln!("logs: {} lines ({} bytes) at trace level, no key in them", text.lines().count(), text.len());
 }
+
+/// Row 4.5: nothing of one account is visible to another through the interface. Its runs
+/// (v3 and v2), its saved workflows (describe, run, estimate, delete, list) answer 404 as if
+/// they did not exist, never 403, and nothing is charged to either account. Output URLs are
+/// capability URLs (docs/DECISIONS.md): the owner's works without a key, and a file path with
+/// another run id, or another output's name, is 404.
+#[tokio::test]
+async fn another_accounts_runs_workflows_and_outputs_are_not_found() {
+    let app = TestApp::start().await;
+    let flow = json!({
+        "variables": {"photo": {"type": "image", "targets": ["Up.image"]}},
+        "nodes": [{"name": "Up", "tool": "upscale", "params": {"scale": 2}}],
+        "outputs": {"big": "Up.output"}
+    });
+    let key = app.key.clone();
+    let (code, _) = app.call("PUT", "/api/v3/workflow/private-flow", Some(&key), Some(&flow)).await;
+    assert_eq!(code, 200);
+    let run_body =
+        json!({"type": "workflow", "target": "private-flow", "input": {"photo": png_base64(8, 8)}});
+    let v3 = app.run(&run_body).await;
+    let status = app.wait(&v3).await;
+    let output = status["outputs"]["big"].as_str().unwrap().to_string();
+    let (_, v2) = app.post("/api/v2/sketchtodress/run", &json!({"image": png_base64(16, 16)})).await;
+    let v2 = v2["id"].as_str().unwrap().to_string();
+    let balance = app.balance().await;
+
+    let other = app.other_key(50).await;
+    let not_found = |answer: (u16, Value), name: &str, what: &str| {
+        assert_eq!((answer.0, answer.1["error"]["name"].as_str()), (404, Some(name)), "{what}: {}", answer.1);
+    };
+    for (method, path) in [("GET", format!("/api/v3/status/{v3}")), ("POST", format!("/api/v3/cancel/{v3}"))]
+    {
+        not_found(app.call(method, &path, Some(&other), None).await, "RunNotFound", &path);
+    }
+    let path = format!("/api/v2/sketchtodress/status/{v2}");
+    not_found(app.call("GET", &path, Some(&other), None).await, "RunNotFound", &path);
+    for (method, path, body) in [
+        ("GET", "/api/v3/workflow/private-flow", None),
+        ("DELETE", "/api/v3/workflow/private-flow", None),
+        ("POST", "/api/v3/run", Some(&run_body)),
+        ("POST", "/api/v3/estimate", Some(&run_body)),
+    ] {
+        not_found(app.call(method, path, Some(&other), body).await, "WorkflowNotFound", path);
+    }
+    let (_, list) = app.call("GET", "/api/v3/workflows", Some(&other), None).await;
+    assert!(list.as_array().unwrap().iter().all(|w| w["name"] != "private-flow"), "{list}");
+
+    // The owner's output answers without a key; other paths under /files/ do not.
+    let (code, _, bytes) = app.fetch(&output).await;
+    assert_eq!(code, 200);
+    assert!(!bytes.is_empty());
+    let other_run = output.replacen(&v3, "gen_0000000000000000", 1);
+    assert_ne!(other_run, output, "the output URL names its run: {output}");
+    let other_name = format!("{}/other.png", &output[..output.rfind('/').unwrap()]);
+    for url in [other_run, other_name] {
+        let (code, _, body) = app.fetch(&url).await;
+        assert_eq!(code, 404, "{url}");
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["name"], "FileNotFound", "{url}");
+    }
+
+    // Still there for its owner, and nobody was charged for the other account's attempts.
+    assert_eq!(app.get(&format!("/api/v3/status/{v3}")).await.0, 200);
+    assert_eq!(app.get("/api/v3/workflow/private-flow").await.0, 200);
+    assert_eq!(app.balance().await, balance);
+    let (_, tokens) = app.call("GET", "/api/v2/user/tokens", Some(&other), None).await;
+    assert_eq!(tokens["tokens"], 50, "{tokens}");
+}

@@ -132,6 +132,9 @@ pub struct Engine {
     pub shutdown_grace_secs: u64,
     /// Added to every built-in tool run, to mimic GPU timing in client tests.
     pub simulated_latency_ms: u64,
+    /// Benchmarking only: every built-in tool returns a 1x1 PNG at once instead of doing
+    /// its work, so that runs measure scheduling and the queue alone.
+    pub noop_tools: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -208,6 +211,7 @@ impl Default for Engine {
             retry_backoff_ms: 2000,
             shutdown_grace_secs: 30,
             simulated_latency_ms: 0,
+            noop_tools: false,
         }
     }
 }

@@ -72,6 +72,7 @@ pub fn input_policy(config: &Config) -> InputPolicy {
 pub fn builtin_tools(config: &Config) -> Registry {
     Registry::builtin(BuiltinOptions {
         simulated_latency: Duration::from_millis(config.engine.simulated_latency_ms),
+        noop: config.engine.noop_tools,
         limits: atelier_imaging::Limits {
             max_pixels: config.inputs.max_pixels,
             max_side: config.inputs.max_side,

@@ -37,6 +37,18 @@ async fn a_node_run_goes_from_accepted_to_succeeded_with_a_readable_output() {
 }
 
 #[tokio::test]
+async fn with_noop_tools_a_node_succeeds_with_a_1x1_png_instead_of_its_work() {
+    let app = TestApp::start_with(|c| c.engine.noop_tools = true, None, 10).await;
+    let id = app.run(&upscale(2)).await;
+    let status = app.wait(&id).await;
+    assert_eq!(status["overall_status"], "succeeded");
+    let (code, _, bytes) = app.fetch(status["output"][0].as_str().unwrap()).await;
+    assert_eq!(code, 200);
+    let img = decode(&bytes);
+    assert_eq!((img.width(), img.height()), (1, 1));
+}
+
+#[tokio::test]
 async fn requests_without_a_valid_key_get_401_before_anything_else() {
     let app = TestApp::start().await;
     let endpoints = [

@@ -58,14 +58,14 @@ impl SqliteStore {
     pub async fn account(&self, name: &str) -> Result<Account> {
         sqlx::query("SELECT id, name FROM accounts WHERE name = ?")
             .bind(name)
-            .fetch_optional(&self.read)
+            .fetch_optional(&mut *self.reader().await?)
             .await?
             .map(|r| Account { id: r.get("id"), name: r.get("name") })
             .ok_or(StoreError::NotFound)
     }
 
     pub async fn account_count(&self) -> Result<i64> {
-        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM accounts").fetch_one(&self.read).await?)
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM accounts").fetch_one(&mut *self.reader().await?).await?)
     }
 
     pub async fn create_key(&self, account: &str) -> Result<String> {
@@ -113,7 +113,7 @@ impl SqliteStore {
              WHERE k.digest = ? AND k.revoked_at IS NULL",
         )
         .bind(&digest[..])
-        .fetch_optional(&self.read)
+        .fetch_optional(&mut *self.reader().await?)
         .await?
         .map(|r| Account { id: r.get("id"), name: r.get("name") }))
     }
@@ -144,7 +144,7 @@ impl SqliteStore {
     pub async fn balance(&self, account_id: i64) -> Result<i64> {
         sqlx::query_scalar("SELECT balance FROM accounts WHERE id = ?")
             .bind(account_id)
-            .fetch_optional(&self.read)
+            .fetch_optional(&mut *self.reader().await?)
             .await?
             .ok_or(StoreError::NotFound)
     }
@@ -152,17 +152,13 @@ impl SqliteStore {
     pub async fn ledger_for_run(&self, run_id: &str) -> Result<Vec<(String, i64)>> {
         let rows = sqlx::query("SELECT kind, amount FROM ledger WHERE run_id = ? ORDER BY id")
             .bind(run_id)
-            .fetch_all(&self.read)
+            .fetch_all(&mut *self.reader().await?)
             .await?;
         Ok(rows.into_iter().map(|r| (r.get("kind"), r.get("amount"))).collect())
     }
 }
 
-async fn insert_key(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
-    account_id: i64,
-    now: i64,
-) -> Result<String> {
+async fn insert_key(tx: &mut crate::WriteTx, account_id: i64, now: i64) -> Result<String> {
     let key = ids::api_key();
     sqlx::query("INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (?, ?, ?, ?)")
         .bind(account_id)

@@ -263,7 +263,8 @@ async fn ensure_empty(tx: &mut Transaction<'static, Postgres>) -> Result<(), Cop
 /// (see the module documentation). Nothing is written when it fails.
 pub async fn copy_to_postgres(source: &SqliteStore, target: &PgStore) -> Result<CopyReport, CopyError> {
     // One read transaction: every table is read from the same snapshot.
-    let mut src = source.read.begin().await?;
+    let mut reader = source.reader().await?;
+    let mut src = sqlx::Connection::begin(&mut *reader).await?;
     let mut dst = target.pool().begin().await?;
     let tables = plan(&mut src, &mut dst).await?;
     let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
@@ -381,7 +382,7 @@ totals_row!(PgRow);
 
 /// The tables to copy, referenced tables first, with the columns both sides have.
 async fn plan(
-    src: &mut Transaction<'static, Sqlite>,
+    src: &mut Transaction<'_, Sqlite>,
     dst: &mut Transaction<'static, Postgres>,
 ) -> Result<Vec<Table>, CopyError> {
     let names: Vec<String> = sqlx::query_scalar(
@@ -451,7 +452,7 @@ async fn plan(
 
 /// Streams one table from the source into the target in chunks; returns the rows copied.
 async fn copy_table(
-    src: &mut Transaction<'static, Sqlite>,
+    src: &mut Transaction<'_, Sqlite>,
     dst: &mut Transaction<'static, Postgres>,
     table: &Table,
 ) -> Result<u64, CopyError> {

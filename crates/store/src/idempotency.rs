@@ -241,7 +241,7 @@ impl SqliteStore {
         let row = sqlx::query("SELECT * FROM idempotency_keys WHERE account_id = ? AND idempotency_key = ?")
             .bind(account_id)
             .bind(key)
-            .fetch_optional(&self.read)
+            .fetch_optional(&mut *self.reader().await?)
             .await?;
         row.as_ref().map(record_row).transpose()
     }

@@ -6,10 +6,12 @@
 //!
 //! The embedded backend, [`SqliteStore`], is SQLite in WAL mode. Writes go
 //! through a single connection (SQLite admits one writer at a time anyway),
-//! and every write transaction starts with `BEGIN IMMEDIATE`, so a transaction
+//! taken in turn (see `WriteTx`), and every write transaction starts with
+//! `BEGIN IMMEDIATE`, so a transaction
 //! never has to upgrade a read lock — other processes (admin commands) wait on
-//! the busy timeout instead of failing. Reads use a separate pool. Wake-ups
-//! are in-process.
+//! the busy timeout instead of failing. Reads use separate read-only
+//! connections, taken and given back without a round trip (see `Readers`).
+//! Wake-ups are in-process.
 //!
 //! The server backend, [`PgStore`], is PostgreSQL (the same schema in
 //! `migrations/postgres`, applied under an advisory lock and tracked in
@@ -54,16 +56,15 @@ mod runs;
 mod store;
 mod workflows;
 
+use std::ops::{Deref, DerefMut};
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
-use sqlx::{Sqlite, Transaction};
-use tokio::sync::Notify;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteSynchronous};
+use sqlx::ConnectOptions;
+use tokio::sync::{Mutex as AsyncMutex, Notify, OwnedMutexGuard, Semaphore, SemaphorePermit};
 
 pub use accounts::{Account, KeyInfo};
 pub use copy::{check_target_empty, copy_to_postgres, AccountTotals, CopyError, CopyReport, TableCount};
@@ -149,11 +150,14 @@ impl Default for StoreConfig {
     }
 }
 
+/// Read-only connections of the embedded backend.
+const READERS: usize = 4;
+
 /// The embedded backend: SQLite in WAL mode (see the crate documentation).
 #[derive(Clone)]
 pub struct SqliteStore {
-    write: SqlitePool,
-    read: SqlitePool,
+    write: Arc<AsyncMutex<Writer>>,
+    read: Arc<Readers>,
     config: StoreConfig,
     /// Wakes workers when tasks become available (in-process).
     ready: Arc<Notify>,
@@ -168,8 +172,8 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
-        let write = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
-        let read = SqlitePoolOptions::new().max_connections(4).connect_with(options.read_only(true)).await?;
+        let write = Arc::new(AsyncMutex::new(Writer { conn: options.connect().await?, in_tx: false }));
+        let read = Arc::new(Readers::open(&options.read_only(true), READERS).await?);
         let store = Self { write, read, config, ready: Arc::new(Notify::new()) };
         store.migrate().await?;
         Ok(store)
@@ -206,14 +210,156 @@ impl SqliteStore {
         self.ready.notify_one();
     }
 
-    pub(crate) async fn begin(&self) -> Result<Transaction<'static, Sqlite>> {
-        Ok(self.write.begin_with("BEGIN IMMEDIATE").await?)
+    /// A write transaction (`BEGIN IMMEDIATE`) on the write connection, waiting for the
+    /// transactions before it (first come, first served).
+    pub(crate) async fn begin(&self) -> Result<WriteTx> {
+        let mut writer = Arc::clone(&self.write).lock_owned().await;
+        writer.end_abandoned().await;
+        // Marked open before it is sent: should this future be dropped while `BEGIN` is on its
+        // way, the transaction it may still open is rolled back like any abandoned one.
+        writer.in_tx = true;
+        if let Err(e) = sqlx::query("BEGIN IMMEDIATE").execute(&mut writer.conn).await {
+            writer.end_abandoned().await;
+            return Err(e.into());
+        }
+        Ok(WriteTx { writer: Some(writer), lock: Arc::clone(&self.write) })
+    }
+
+    /// A read-only connection, waiting for one to be free.
+    pub(crate) async fn reader(&self) -> Result<Reader<'_>> {
+        self.read.take().await
     }
 
     /// Whether the database answers; for readiness checks.
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.read).await?;
+        sqlx::query("SELECT 1").execute(&mut *self.reader().await?).await?;
         Ok(())
+    }
+}
+
+/// The write connection, and whether a transaction may be open on it that nobody will finish.
+struct Writer {
+    conn: SqliteConnection,
+    in_tx: bool,
+}
+
+impl Writer {
+    /// Rolls back a transaction left open (its `WriteTx` dropped before commit); errors are
+    /// ignored, since the only one expected is that no transaction was open.
+    async fn end_abandoned(&mut self) {
+        if self.in_tx {
+            let _ = sqlx::query("ROLLBACK").execute(&mut self.conn).await;
+            self.in_tx = false;
+        }
+    }
+}
+
+/// A write transaction: the write connection, held until it commits or is dropped. Dropped
+/// without [`WriteTx::commit`], it is rolled back, before the next transaction begins.
+///
+/// Not a `sqlx` pool and `Transaction`: with one connection, a pool added a round trip to the
+/// connection's thread to every transaction (a ping when the connection is given back), and
+/// `Transaction` another (checking that `BEGIN IMMEDIATE` opened a transaction).
+pub(crate) struct WriteTx {
+    writer: Option<OwnedMutexGuard<Writer>>,
+    lock: Arc<AsyncMutex<Writer>>,
+}
+
+impl WriteTx {
+    pub(crate) async fn commit(mut self) -> Result<()> {
+        let writer = self.writer.as_mut().expect("a transaction holds the writer until it ends");
+        sqlx::query("COMMIT").execute(&mut writer.conn).await?;
+        writer.in_tx = false;
+        Ok(())
+    }
+}
+
+impl Deref for WriteTx {
+    type Target = SqliteConnection;
+
+    fn deref(&self) -> &SqliteConnection {
+        &self.writer.as_ref().expect("a transaction holds the writer until it ends").conn
+    }
+}
+
+impl DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut SqliteConnection {
+        &mut self.writer.as_mut().expect("a transaction holds the writer until it ends").conn
+    }
+}
+
+impl Drop for WriteTx {
+    fn drop(&mut self) {
+        let open = self.writer.as_ref().is_some_and(|w| w.in_tx);
+        self.writer = None;
+        // Roll back now rather than when the next transaction begins, so that other processes
+        // waiting for SQLite's write lock get it. Whoever takes the writer first rolls back.
+        if let (true, Ok(runtime)) = (open, tokio::runtime::Handle::try_current()) {
+            let lock = Arc::clone(&self.lock);
+            runtime.spawn(async move { lock.lock().await.end_abandoned().await });
+        }
+    }
+}
+
+/// The read-only connections. Not a `sqlx` pool: a pool pings a connection when it is given
+/// back (and by default when it is taken), each a round trip to the connection's thread, which
+/// more than doubled the round trips of a status read. Reads need no such check: they
+/// run no transactions, and a connection runs its commands in order, so a read dropped half-way
+/// (its request canceled) leaves nothing behind for the next one.
+struct Readers {
+    idle: Mutex<Vec<SqliteConnection>>,
+    free: Semaphore,
+}
+
+impl Readers {
+    async fn open(options: &SqliteConnectOptions, count: usize) -> Result<Self> {
+        let mut idle = Vec::with_capacity(count);
+        for _ in 0..count {
+            idle.push(options.connect().await?);
+        }
+        Ok(Self { idle: Mutex::new(idle), free: Semaphore::new(count) })
+    }
+
+    async fn take(&self) -> Result<Reader<'_>> {
+        // The semaphore is never closed.
+        let permit = self.free.acquire().await.map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        // A permit guarantees an idle connection; a poisoned lock only means a panic while a
+        // connection was pushed or popped, and the list is still whole.
+        let conn = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match conn {
+            Some(conn) => Ok(Reader { conn: Some(conn), readers: self, _permit: permit }),
+            None => Err(StoreError::Corrupt("no idle read connection under a permit".into())),
+        }
+    }
+}
+
+/// A read-only connection taken from [`Readers`]; given back when dropped.
+pub(crate) struct Reader<'a> {
+    conn: Option<SqliteConnection>,
+    readers: &'a Readers,
+    // Dropped after `drop` has put the connection back.
+    _permit: SemaphorePermit<'a>,
+}
+
+impl Deref for Reader<'_> {
+    type Target = SqliteConnection;
+
+    fn deref(&self) -> &SqliteConnection {
+        self.conn.as_ref().expect("a reader holds its connection until dropped")
+    }
+}
+
+impl DerefMut for Reader<'_> {
+    fn deref_mut(&mut self) -> &mut SqliteConnection {
+        self.conn.as_mut().expect("a reader holds its connection until dropped")
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.readers.idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+        }
     }
 }
 
@@ -224,4 +370,64 @@ pub(crate) fn json_col<T: serde::de::DeserializeOwned>(text: &str, what: &str) -
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> String {
     // Serializing our own plain data types cannot fail.
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn open() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db"), StoreConfig::default()).await.unwrap();
+        (dir, store)
+    }
+
+    async fn accounts(store: &SqliteStore) -> i64 {
+        store.account_count().await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_write_transaction_dropped_before_commit_is_rolled_back() {
+        let (_dir, store) = open().await;
+        let mut tx = store.begin().await.unwrap();
+        sqlx::query("INSERT INTO accounts (name, balance, created_at) VALUES ('gone', 0, 0)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        drop(tx);
+        // The next transaction begins after the rollback, and commits.
+        store.create_account("kept", 1).await.unwrap();
+        assert_eq!(accounts(&store).await, 1);
+        assert!(matches!(store.account("gone").await, Err(StoreError::NotFound)));
+    }
+
+    #[tokio::test]
+    async fn a_transaction_abandoned_at_any_await_leaves_the_writer_usable() {
+        let (_dir, store) = open().await;
+        // A request canceled while its transaction waits on the connection's thread: the
+        // future is dropped at its first pending point, wherever that is.
+        for _ in 0..20 {
+            let create = store.create_account("maybe", 1);
+            let _ = tokio::time::timeout(std::time::Duration::from_micros(50), create).await;
+        }
+        store.create_account("sure", 1).await.unwrap();
+        let n = accounts(&store).await;
+        assert!((1..=2).contains(&n), "{n} accounts: 'maybe' at most once (its name is unique), 'sure' once");
+    }
+
+    #[tokio::test]
+    async fn readers_are_shared_by_more_concurrent_reads_than_connections() {
+        let (_dir, store) = open().await;
+        store.create_account("a", 1).await.unwrap();
+        let reads = (0..READERS * 8).map(|_| store.account("a"));
+        for read in futures::future::join_all(reads).await {
+            assert_eq!(read.unwrap().name, "a");
+        }
+        // A read dropped half-way gives its connection back, and the next read is whole.
+        for _ in 0..20 {
+            let _ = tokio::time::timeout(std::time::Duration::from_micros(20), store.account("a")).await;
+        }
+        assert_eq!(store.account("a").await.unwrap().name, "a");
+        assert_eq!(store.read.idle.lock().unwrap().len(), READERS);
+    }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use atelier_core::status::{NodeStatus, RunStatus};
 use serde_json::{json, Value};
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::Row;
 
 use crate::runs::{load_nodes, node_row, NodeRecord};
 use crate::{now_micros, to_json, Micros, Result, SqliteStore, StoreError};
@@ -161,18 +161,21 @@ impl SqliteStore {
         let mut tx = self.begin().await?;
         // The tool is the node's (nodes are keyed by run and name); the tools to skip
         // arrive as one JSON array. With the soft cap (?5 > 0), tasks of an account that
-        // already runs that many nodes are passed over and stay queued.
+        // already runs that many nodes are passed over and stay queued. The running
+        // counts are taken once per claim (`busy`) and joined, not counted per queued task.
         let row = sqlx::query(
-            "UPDATE tasks SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
+            "WITH busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
+                           WHERE state = 'running' GROUP BY account_id)
+             UPDATE tasks SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
                  lease_owner = ?1, lease_expires_at = ?2
              WHERE id = (
-                 SELECT t.id FROM tasks t WHERE t.state = 'available' AND t.scheduled_at <= ?3
-                     AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.run_id = t.run_id AND n.name = t.node
-                                     AND n.tool IN (SELECT value FROM json_each(?4)))
-                     AND (?5 = 0 OR (SELECT COUNT(*) FROM tasks r
-                                     WHERE r.account_id = t.account_id AND r.state = 'running') < ?5)
-                 ORDER BY (SELECT COUNT(*) FROM tasks r WHERE r.account_id = t.account_id AND r.state = 'running'),
-                          t.scheduled_at, t.id
+                 SELECT t.id FROM tasks t LEFT JOIN busy b ON b.account_id = t.account_id
+                 WHERE t.state = 'available' AND t.scheduled_at <= ?3
+                     AND (?4 = '[]'
+                          OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.run_id = t.run_id AND n.name = t.node
+                                         AND n.tool IN (SELECT value FROM json_each(?4))))
+                     AND (?5 = 0 OR COALESCE(b.running, 0) < ?5)
+                 ORDER BY COALESCE(b.running, 0), t.scheduled_at, t.id
                  LIMIT 1)
              RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch",
         )
@@ -279,7 +282,7 @@ impl SqliteStore {
 
     async fn node_succeeded(
         &self,
-        tx: &mut Transaction<'static, Sqlite>,
+        tx: &mut crate::WriteTx,
         task: &ClaimedTask,
         keys: &[String],
         now: Micros,
@@ -310,7 +313,7 @@ impl SqliteStore {
     /// Fails a node and skips everything downstream of it.
     async fn node_failed(
         &self,
-        tx: &mut Transaction<'static, Sqlite>,
+        tx: &mut crate::WriteTx,
         run_id: &str,
         node: &str,
         error: &Value,
@@ -343,12 +346,7 @@ impl SqliteStore {
     }
 
     /// Finishes the run when no node is left to run.
-    async fn finish_if_done(
-        &self,
-        tx: &mut Transaction<'static, Sqlite>,
-        run_id: &str,
-        now: Micros,
-    ) -> Result<()> {
+    async fn finish_if_done(&self, tx: &mut crate::WriteTx, run_id: &str, now: Micros) -> Result<()> {
         let rows = sqlx::query("SELECT * FROM nodes WHERE run_id = ? ORDER BY position")
             .bind(run_id)
             .fetch_all(&mut **tx)
@@ -431,7 +429,7 @@ impl SqliteStore {
             sqlx::query_scalar("SELECT errors FROM tasks WHERE run_id = ? AND node = ?")
                 .bind(run_id)
                 .bind(node)
-                .fetch_optional(&self.read)
+                .fetch_optional(&mut *self.reader().await?)
                 .await?;
         text.map(|t| crate::json_col(&t, "task errors")).transpose().map(Option::unwrap_or_default)
     }

@@ -5,7 +5,7 @@ use atelier_core::plan::Plan;
 use atelier_core::status::{NodeStatus, RunStatus};
 use indexmap::IndexMap;
 use serde_json::{json, Value};
-use sqlx::{ColumnIndex, Decode, Row, Sqlite, Transaction, Type};
+use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use crate::{json_col, now_micros, to_json, IdempotentAnswer, Micros, Result, SqliteStore, StoreError};
 
@@ -96,6 +96,24 @@ pub struct RunSummary {
     pub target: String,
     pub status: RunStatus,
     pub created_at: Micros,
+}
+
+/// Inserts a node; its parameters, in order: run id, name, position, generation id, tool,
+/// params, links, bypassed, fanout, price, status.
+macro_rules! insert_node_sql {
+    () => {
+        "INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    };
+}
+
+/// Inserts an available task; its parameters, in order: run id, node, account id, max attempts,
+/// scheduled at, created at.
+macro_rules! insert_task_sql {
+    () => {
+        "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
+         VALUES (?, ?, ?, 'available', ?, ?, ?)"
+    };
 }
 
 pub(crate) fn parse_status<T: std::str::FromStr<Err = String>>(text: &str) -> Result<T> {
@@ -200,6 +218,28 @@ pub(crate) fn canceled_error() -> Value {
     json!({"name": "Canceled", "message": "the run was canceled"})
 }
 
+/// Decodes the node columns of [`SqliteStore::get_run`]'s rows (those of [`node_row`], with
+/// `status`, `outputs` and `error` renamed `node_…`).
+fn joined_node_row(r: &sqlx::sqlite::SqliteRow) -> Result<NodeRecord> {
+    Ok(NodeRecord {
+        name: r.get("name"),
+        gen_id: r.get("gen_id"),
+        tool: r.get("tool"),
+        params: json_col(r.get("params"), "node params")?,
+        links: json_col(r.get("links"), "node links")?,
+        bypassed: r.get::<bool, _>("bypassed"),
+        fanout: u32::try_from(r.get::<i64, _>("fanout")).unwrap_or(1),
+        price: r.get("price"),
+        status: parse_status(r.get("node_status"))?,
+        outputs: r
+            .get::<Option<&str>, _>("node_outputs")
+            .map(|s| json_col(s, "node outputs"))
+            .transpose()?
+            .unwrap_or_default(),
+        error: r.get::<Option<&str>, _>("node_error").map(|s| json_col(s, "node error")).transpose()?,
+    })
+}
+
 pub(crate) async fn load_nodes(conn: &mut sqlx::SqliteConnection, run_id: &str) -> Result<Vec<NodeRecord>> {
     let rows = sqlx::query("SELECT * FROM nodes WHERE run_id = ? ORDER BY position")
         .bind(run_id)
@@ -244,17 +284,17 @@ impl SqliteStore {
                 .await?;
             return Err(StoreError::InsufficientTokens { required: price, balance });
         }
-        sqlx::query("INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES (?, ?, 'reserve', ?, ?)")
-            .bind(run.account_id)
-            .bind(&run.id)
-            .bind(price)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+        // Statements sent together run in order on the connection's thread, one round trip
+        // instead of one each; `?` parameters are bound across them in order.
         sqlx::query(
-            "INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at)
+            "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES (?, ?, 'reserve', ?, ?);
+             INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
         )
+        .bind(run.account_id)
+        .bind(&run.id)
+        .bind(price)
+        .bind(now)
         .bind(&run.id)
         .bind(run.account_id)
         .bind(run.kind.as_str())
@@ -269,26 +309,36 @@ impl SqliteStore {
         .await?;
         for (position, (node, gen_id)) in run.plan.nodes.iter().zip(&run.node_ids).enumerate() {
             let ready = node.links.is_empty();
-            sqlx::query(
-                "INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&run.id)
-            .bind(&node.name)
-            .bind(i64::try_from(position).unwrap_or(i64::MAX))
-            .bind(gen_id)
-            .bind(&node.tool)
-            .bind(to_json(&node.params))
-            .bind(to_json(&node.links))
-            .bind(node.bypassed)
-            .bind(i64::from(node.fanout))
-            .bind(node.price)
-            .bind(if ready { NodeStatus::Queued.as_str() } else { NodeStatus::Pending.as_str() })
-            .execute(&mut *tx)
-            .await?;
-            if ready {
-                self.insert_task(&mut tx, &run.id, &node.name, run.account_id, now).await?;
-            }
+            let sql = if ready {
+                concat!(insert_node_sql!(), ";\n", insert_task_sql!())
+            } else {
+                insert_node_sql!()
+            };
+            let insert = sqlx::query(sql)
+                .bind(&run.id)
+                .bind(&node.name)
+                .bind(i64::try_from(position).unwrap_or(i64::MAX))
+                .bind(gen_id)
+                .bind(&node.tool)
+                .bind(to_json(&node.params))
+                .bind(to_json(&node.links))
+                .bind(node.bypassed)
+                .bind(i64::from(node.fanout))
+                .bind(node.price)
+                .bind(if ready { NodeStatus::Queued.as_str() } else { NodeStatus::Pending.as_str() });
+            let insert = if ready {
+                // The task's parameters (`insert_task`).
+                insert
+                    .bind(&run.id)
+                    .bind(&node.name)
+                    .bind(run.account_id)
+                    .bind(i64::from(self.config.max_attempts))
+                    .bind(now)
+                    .bind(now)
+            } else {
+                insert
+            };
+            insert.execute(&mut *tx).await?;
         }
         tx.commit().await?;
         self.wake_workers();
@@ -297,37 +347,44 @@ impl SqliteStore {
 
     pub(crate) async fn insert_task(
         &self,
-        tx: &mut Transaction<'static, Sqlite>,
+        tx: &mut crate::WriteTx,
         run_id: &str,
         node: &str,
         account_id: i64,
         now: Micros,
     ) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
-             VALUES (?, ?, ?, 'available', ?, ?, ?)",
-        )
-        .bind(run_id)
-        .bind(node)
-        .bind(account_id)
-        .bind(i64::from(self.config.max_attempts))
-        .bind(now)
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
+        sqlx::query(insert_task_sql!())
+            .bind(run_id)
+            .bind(node)
+            .bind(account_id)
+            .bind(i64::from(self.config.max_attempts))
+            .bind(now)
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
         Ok(())
     }
 
     pub async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
-        let mut conn = self.read.acquire().await?;
-        let row = sqlx::query("SELECT * FROM runs WHERE id = ? AND account_id = ?")
-            .bind(run_id)
-            .bind(account_id)
-            .fetch_optional(&mut *conn)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        let nodes = load_nodes(&mut conn, run_id).await?;
-        run_row(&row, nodes)
+        // One statement, so one round trip to the connection's thread (a status poll's cost is
+        // mostly those): the run's columns joined with each node's, renamed where they clash.
+        let rows = sqlx::query(
+            "SELECT r.*, n.name, n.gen_id, n.tool, n.params, n.links, n.bypassed, n.fanout, n.price,
+                    n.status AS node_status, n.outputs AS node_outputs, n.error AS node_error
+             FROM runs r LEFT JOIN nodes n ON n.run_id = r.id
+             WHERE r.id = ? AND r.account_id = ? ORDER BY n.position",
+        )
+        .bind(run_id)
+        .bind(account_id)
+        .fetch_all(&mut *self.reader().await?)
+        .await?;
+        let first = rows.first().ok_or(StoreError::NotFound)?;
+        let nodes = rows
+            .iter()
+            .filter(|r| r.get::<Option<&str>, _>("gen_id").is_some())
+            .map(joined_node_row)
+            .collect::<Result<_>>()?;
+        run_row(first, nodes)
     }
 
     pub async fn run_of_generation(&self, account_id: i64, gen_id: &str) -> Result<RunRecord> {
@@ -336,7 +393,7 @@ impl SqliteStore {
         )
         .bind(gen_id)
         .bind(account_id)
-        .fetch_optional(&self.read)
+        .fetch_optional(&mut *self.reader().await?)
         .await?;
         self.get_run(account_id, &run_id.ok_or(StoreError::NotFound)?).await
     }
@@ -354,7 +411,7 @@ impl SqliteStore {
         .bind(account_id)
         .bind(before.unwrap_or(i64::MAX))
         .bind(limit)
-        .fetch_all(&self.read)
+        .fetch_all(&mut *self.reader().await?)
         .await?;
         rows.iter().map(summary_row).collect()
     }
@@ -400,7 +457,7 @@ impl SqliteStore {
     /// released.
     pub(crate) async fn finish_run(
         &self,
-        tx: &mut Transaction<'static, Sqlite>,
+        tx: &mut crate::WriteTx,
         run_id: &str,
         status: RunStatus,
         error: Option<&Value>,
@@ -461,7 +518,7 @@ impl SqliteStore {
     pub async fn run_expiry(&self, run_id: &str) -> Result<Option<Micros>> {
         let row: Option<(Option<i64>,)> = sqlx::query_as("SELECT expires_at FROM runs WHERE id = ?")
             .bind(run_id)
-            .fetch_optional(&self.read)
+            .fetch_optional(&mut *self.reader().await?)
             .await?;
         row.map(|(e,)| e).ok_or(StoreError::NotFound)
     }
@@ -472,7 +529,7 @@ impl SqliteStore {
         )
         .bind(now)
         .bind(limit)
-        .fetch_all(&self.read)
+        .fetch_all(&mut *self.reader().await?)
         .await?)
     }
 

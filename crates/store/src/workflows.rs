@@ -75,7 +75,7 @@ impl SqliteStore {
         )
         .bind(name)
         .bind(account)
-        .fetch_optional(&self.read)
+        .fetch_optional(&mut *self.reader().await?)
         .await?;
         found.as_ref().map(row).transpose()
     }
@@ -89,7 +89,7 @@ impl SqliteStore {
              ORDER BY account_id IS NULL, name",
         )
         .bind(account)
-        .fetch_all(&self.read)
+        .fetch_all(&mut *self.reader().await?)
         .await?;
         rows.iter().map(row).collect()
     }

@@ -76,6 +76,7 @@ fn fail(retryable: bool) -> Outcome {
 const LEASE: Duration = Duration::from_secs(30);
 
 backend_tests! {
+    a_completion_that_queues_a_child_wakes_this_process_at_once(StoreConfig::default());
     a_workflow_advances_through_its_dag_and_settles_once(StoreConfig::default());
     a_failed_node_skips_its_dependents_and_independent_branches_finish(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
     retryable_failures_are_retried_until_attempts_run_out(StoreConfig { max_attempts: 2, ..StoreConfig::default() });
@@ -508,6 +509,21 @@ async fn queued_work_wakes_a_waiting_worker(store: SharedStore) {
         .await
         .expect("a worker is woken when a task is retried")
         .unwrap();
+}
+
+async fn a_completion_that_queues_a_child_wakes_this_process_at_once(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 10).await.unwrap();
+    submit(store.as_ref(), acct.id, &diamond()).await.unwrap();
+    let a = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    // Let the wake-ups of the submission and the claim arrive, then use them up.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    while tokio::time::timeout(Duration::ZERO, store.task_ready()).await.is_ok() {}
+    store.complete(&a, ok(&["a"])).await.unwrap();
+    // Not a notification's round trip through the database: the wake-up is already there.
+    assert!(
+        tokio::time::timeout(Duration::ZERO, store.task_ready()).await.is_ok(),
+        "completing A queued B and C; this process's waiting worker is woken when complete returns"
+    );
 }
 
 async fn runs_are_found_by_generation_and_listed_newest_first(store: SharedStore) {

@@ -29,12 +29,24 @@ impl Executor for Builtin {
         if !self.options.simulated_latency.is_zero() {
             tokio::time::sleep(self.options.simulated_latency).await;
         }
+        if self.options.noop {
+            return Ok(vec![Artifact { bytes: Bytes::from_static(NOOP_PNG), ext: "png" }]);
+        }
         let limits = self.options.limits;
         tokio::task::spawn_blocking(move || execute(&job, &limits))
             .await
             .map_err(|e| ToolError::Failed(format!("the tool stopped unexpectedly: {e}")))?
     }
 }
+
+/// The output of every execution when [`BuiltinOptions::noop`] is on: a 1x1 PNG.
+const NOOP_PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00,
+    0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53, 0xde, 0x00,
+    0x00, 0x00, 0x0c, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x78, 0xfd, 0xfa, 0x35, 0x00, 0x05, 0x86,
+    0x02, 0xc2, 0xaf, 0xb1, 0x08, 0x24, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60,
+    0x82,
+];
 
 fn text<'a>(params: &'a Params, key: &str) -> &'a str {
     params.get(key).and_then(Value::as_str).unwrap_or("")
@@ -190,16 +202,23 @@ fn execute(job: &Job, limits: &imaging::Limits) -> Result<Vec<Artifact>, ToolErr
             png(imaging::sketch_to_dress(&sketch, &sketch_options(p), seed)).map(|a| vec![a])
         }
         "upscale" => {
-            let img = required(job, "image", limits)?;
             let factor = number(p, "scale", 2.0) as u32;
+            // The output size follows from the header (an EXIF rotation swaps the sides, which
+            // changes neither the pixel count nor the longest side), so an input too large to
+            // upscale is refused before its pixels are decoded.
+            let bytes =
+                job.images.get("image").ok_or_else(|| ToolError::Failed("image is missing".into()))?;
+            let info =
+                imaging::probe(bytes, limits).map_err(|e| ToolError::InvalidImage(format!("image: {e}")))?;
             let (w, h) =
-                (u64::from(img.width()) * u64::from(factor), u64::from(img.height()) * u64::from(factor));
+                (u64::from(info.width) * u64::from(factor), u64::from(info.height) * u64::from(factor));
             if w * h > limits.max_pixels || w.max(h) > u64::from(limits.max_side) {
                 return Err(ToolError::InvalidImage(format!(
                     "image: upscaled to {w}x{h} it would exceed the output limits ({} px a side, {} pixels)",
                     limits.max_side, limits.max_pixels
                 )));
             }
+            let img = required(job, "image", limits)?;
             let format = match text(p, "output_format") {
                 "jpeg" => OutputFormat::Jpeg,
                 "webp" => OutputFormat::Webp,
@@ -400,6 +419,45 @@ mod tests {
             Ok(a) => a,
             Err(e) => panic!("{tool}: {e}"),
         }
+    }
+
+    #[test]
+    fn upscale_over_the_output_limits_is_refused_from_the_header() {
+        // A 60x90 PNG whose pixel data is garbled: decoding it fails, so the refusal shows the
+        // limit was checked from the header before any decoding.
+        let mut bytes = png_bytes(RgbImage::new(60, 90)).to_vec();
+        let idat = bytes.windows(4).position(|w| w == b"IDAT").expect("an IDAT chunk");
+        let end = bytes.len() - 12; // IEND
+        bytes[idat + 4..end].iter_mut().for_each(|b| *b ^= 0x5a);
+        let limits = imaging::Limits { max_pixels: 60 * 90 * 2, ..imaging::Limits::default() };
+        let images = HashMap::from([("image".to_string(), Bytes::from(bytes))]);
+        let job =
+            Job { tool: "upscale".into(), params: params(json!({"scale": 2})), images, seed: 7, index: 0 };
+        match execute(&job, &limits) {
+            Err(ToolError::InvalidImage(msg)) => {
+                assert!(msg.contains("upscaled to 120x180 it would exceed the output limits"), "{msg}")
+            }
+            other => panic!("expected the output limit, got {other:?}"),
+        }
+        // Within the limits, the same header goes on to be decoded, which fails.
+        let ok_limits = imaging::Limits::default();
+        assert!(
+            matches!(execute(&job, &ok_limits), Err(ToolError::InvalidImage(m)) if !m.contains("output limits"))
+        );
+    }
+
+    #[tokio::test]
+    async fn noop_returns_one_tiny_png_without_reading_inputs() {
+        let engine = Builtin::new(BuiltinOptions { noop: true, ..BuiltinOptions::default() });
+        // Not an image: the no-op engine never decodes it.
+        let images = HashMap::from([("image".to_string(), Bytes::from_static(b"not an image"))]);
+        let job =
+            Job { tool: "upscale".into(), params: params(json!({"scale": 4})), images, seed: 1, index: 0 };
+        let out = engine.run(job).await.unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ext, "png");
+        let img = image::load_from_memory(&out[0].bytes).unwrap();
+        assert_eq!((img.width(), img.height()), (1, 1));
     }
 
     #[test]

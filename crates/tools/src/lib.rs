@@ -102,5 +102,8 @@ impl Registry {
 pub struct BuiltinOptions {
     /// Added to every execution, to mimic a GPU engine's timing in client tests.
     pub simulated_latency: Duration,
+    /// For benchmarking the scheduler only: every tool returns one 1x1 PNG per
+    /// execution without reading its inputs (after `simulated_latency`).
+    pub noop: bool,
     pub limits: atelier_imaging::Limits,
 }

@@ -35,25 +35,29 @@ impl PgStore {
         let mut tx = self.begin().await?;
         // Fairness as on SQLite: the account with the fewest running tasks
         // first, then the oldest task, among tasks whose node's tool is not
-        // skipped and whose account is under the soft cap ($5 > 0). Rows another
-        // claimer holds are skipped, not waited for; the nodes row is only read,
-        // never locked. The cap's count is not locked either: claims for one
-        // account made at the same instant may each see it under the cap and
-        // together pass it (a soft cap; on SQLite claims take turns).
+        // skipped and whose account is under the soft cap ($5 > 0). The running
+        // counts are taken once per claim (`busy`, a handful of rows) and joined,
+        // so a claim's cost grows with the queue only by a hash join and a top-1
+        // sort. Rows another claimer holds are skipped, not waited for; the nodes
+        // row is only read, never locked. The cap's count is not locked either:
+        // claims for one account made at the same instant may each see it under
+        // the cap and together pass it (a soft cap; on SQLite claims take turns).
         let row = sqlx::query(
-            "UPDATE tasks SET state = 'running', attempt = tasks.attempt + 1,
+            "WITH busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
+                           WHERE state = 'running' GROUP BY account_id),
+                  next AS (SELECT t.id FROM tasks t LEFT JOIN busy b ON b.account_id = t.account_id
+                           WHERE t.state = 'available' AND t.scheduled_at <= $3
+                             AND (cardinality($4::text[]) = 0
+                                  OR NOT EXISTS (SELECT 1 FROM nodes n
+                                                 WHERE n.run_id = t.run_id AND n.name = t.node
+                                                   AND n.tool = ANY($4)))
+                             AND ($5 = 0 OR COALESCE(b.running, 0) < $5)
+                           ORDER BY COALESCE(b.running, 0), t.scheduled_at, t.id
+                           LIMIT 1
+                           FOR UPDATE OF t SKIP LOCKED)
+             UPDATE tasks SET state = 'running', attempt = tasks.attempt + 1,
                  lease_epoch = tasks.lease_epoch + 1, lease_owner = $1, lease_expires_at = $2
-             FROM (SELECT t.id FROM tasks t WHERE t.state = 'available' AND t.scheduled_at <= $3
-                       AND NOT EXISTS (SELECT 1 FROM nodes n
-                                       WHERE n.run_id = t.run_id AND n.name = t.node
-                                         AND n.tool = ANY($4))
-                       AND ($5 = 0 OR (SELECT COUNT(*) FROM tasks r
-                                       WHERE r.account_id = t.account_id AND r.state = 'running') < $5)
-                   ORDER BY (SELECT COUNT(*) FROM tasks r
-                             WHERE r.account_id = t.account_id AND r.state = 'running'),
-                            t.scheduled_at, t.id
-                   LIMIT 1
-                   FOR UPDATE OF t SKIP LOCKED) AS next
+             FROM next
              WHERE tasks.id = next.id
              RETURNING tasks.id, tasks.run_id, tasks.node, tasks.account_id, tasks.attempt,
                  tasks.max_attempts, tasks.lease_epoch",
@@ -140,6 +144,9 @@ impl PgStore {
                     notify_workers(&mut tx).await?;
                 }
                 tx.commit().await?;
+                if requeued {
+                    self.ready.notify_one();
+                }
                 return Ok(requeued);
             }
             Outcome::Failed { error, .. } => ("failed", Some(error)),
@@ -173,6 +180,10 @@ impl PgStore {
         self.finish_if_done(&mut tx, &task.run_id, now).await?;
         notify_workers(&mut tx).await?;
         tx.commit().await?;
+        // This process's dispatcher is woken at once: the notification reaches other
+        // processes, but its way back to this one (the listening connection, another
+        // server process, the listener task) adds wake-ups a loaded machine may delay.
+        self.ready.notify_one();
         Ok(true)
     }
 

@@ -27,7 +27,8 @@ PNG. Sections, on the embedded default (one `serve`, SQLite + local disk) and on
    drain them; on the embedded `serve` (for reference) its own --slots slots run them as
    they arrive. The figure depends on how many tasks are queued: on PostgreSQL a claim
    orders every available task by its account's running nodes (fairness), so its cost grows
-   with the queue's depth (about 5 ms with 2000 tasks queued).
+   with the queue's depth (about 1.7 ms of PostgreSQL time with 2000 tasks queued; see
+   docs/ARCHITECTURE.md, "Claim").
 3. Parallel speed-up: a workflow of k independent nodes and a chain of the same k nodes,
    each node taking `engine.simulated_latency_ms` (sleeps, no CPU) with k slots or more;
    wall time is the run's `finished_at - created_at`; speed-up = chain ÷ parallel, ideal k.

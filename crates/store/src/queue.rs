@@ -15,7 +15,7 @@ use atelier_core::status::{NodeStatus, RunStatus};
 use serde_json::{json, Value};
 use sqlx::Row;
 
-use crate::runs::{load_nodes, node_row, NodeRecord};
+use crate::runs::{load_nodes, NodeRecord};
 use crate::{now_micros, to_json, Micros, Result, SqliteStore, StoreError};
 
 /// A task a worker holds.
@@ -103,6 +103,23 @@ pub(crate) fn ready_children<'a>(nodes: &'a [NodeRecord], finished: &str) -> Vec
 }
 
 /// Every node downstream of `node`, not counting `node` itself.
+/// Applies to loaded nodes what the UPDATEs of a success wrote: `children` are queued.
+pub(crate) fn mark_queued(nodes: &mut [NodeRecord], children: &[String]) {
+    for node in nodes.iter_mut().filter(|n| children.contains(&n.name)) {
+        node.status = NodeStatus::Queued;
+    }
+}
+
+/// Applies to loaded nodes what the UPDATEs of a failure wrote: the nodes in `doomed` that
+/// were still pending or queued are skipped with `error`.
+pub(crate) fn mark_skipped(nodes: &mut [NodeRecord], doomed: &[String], error: &Value) {
+    let waiting = |n: &NodeRecord| matches!(n.status, NodeStatus::Pending | NodeStatus::Queued);
+    for node in nodes.iter_mut().filter(|n| waiting(n) && doomed.contains(&n.name)) {
+        node.status = NodeStatus::Skipped;
+        node.error = Some(error.clone());
+    }
+}
+
 pub(crate) fn downstream_of(nodes: &[NodeRecord], node: &str) -> Vec<String> {
     let mut doomed = vec![node.to_string()];
     let mut i = 0;
@@ -268,13 +285,15 @@ impl SqliteStore {
         if fenced.rows_affected() == 0 {
             return Ok(false);
         }
-        match outcome {
+        // The nodes as this transaction left them (read once, under the run's turn), so the
+        // run's outcome is judged without reading them again.
+        let nodes = match outcome {
             Outcome::Succeeded(keys) => self.node_succeeded(&mut tx, task, &keys, now).await?,
             Outcome::Failed { error, .. } => {
                 self.node_failed(&mut tx, &task.run_id, &task.node.name, &error, now).await?
             }
-        }
-        self.finish_if_done(&mut tx, &task.run_id, now).await?;
+        };
+        self.finish_if_done(&mut tx, &task.run_id, &nodes, now).await?;
         tx.commit().await?;
         self.wake_workers();
         Ok(true)
@@ -286,7 +305,7 @@ impl SqliteStore {
         task: &ClaimedTask,
         keys: &[String],
         now: Micros,
-    ) -> Result<()> {
+    ) -> Result<Vec<NodeRecord>> {
         sqlx::query(
             "UPDATE nodes SET status = 'succeeded', outputs = ?, finished_at = ? WHERE run_id = ? AND name = ?",
         )
@@ -296,8 +315,10 @@ impl SqliteStore {
         .bind(&task.node.name)
         .execute(&mut **tx)
         .await?;
-        let nodes = load_nodes(tx, &task.run_id).await?;
-        for child in ready_children(&nodes, &task.node.name) {
+        let mut nodes = load_nodes(tx, &task.run_id).await?;
+        let children: Vec<String> =
+            ready_children(&nodes, &task.node.name).into_iter().map(str::to_owned).collect();
+        for child in &children {
             sqlx::query(
                 "UPDATE nodes SET status = 'queued' WHERE run_id = ? AND name = ? AND status = 'pending'",
             )
@@ -307,7 +328,8 @@ impl SqliteStore {
             .await?;
             self.insert_task(tx, &task.run_id, child, task.account_id, now).await?;
         }
-        Ok(())
+        mark_queued(&mut nodes, &children);
+        Ok(nodes)
     }
 
     /// Fails a node and skips everything downstream of it.
@@ -318,7 +340,7 @@ impl SqliteStore {
         node: &str,
         error: &Value,
         now: Micros,
-    ) -> Result<()> {
+    ) -> Result<Vec<NodeRecord>> {
         sqlx::query(
             "UPDATE nodes SET status = 'failed', error = ?, finished_at = ? WHERE run_id = ? AND name = ?",
         )
@@ -328,9 +350,10 @@ impl SqliteStore {
         .bind(node)
         .execute(&mut **tx)
         .await?;
-        let nodes = load_nodes(tx, run_id).await?;
+        let mut nodes = load_nodes(tx, run_id).await?;
         let skipped = upstream_failed_error(node);
-        for name in downstream_of(&nodes, node) {
+        let doomed = downstream_of(&nodes, node);
+        for name in &doomed {
             sqlx::query(
                 "UPDATE nodes SET status = 'skipped', error = ?, finished_at = ?
                  WHERE run_id = ? AND name = ? AND status IN ('pending', 'queued')",
@@ -342,17 +365,19 @@ impl SqliteStore {
             .execute(&mut **tx)
             .await?;
         }
-        Ok(())
+        mark_skipped(&mut nodes, &doomed, &skipped);
+        Ok(nodes)
     }
 
     /// Finishes the run when no node is left to run.
-    async fn finish_if_done(&self, tx: &mut crate::WriteTx, run_id: &str, now: Micros) -> Result<()> {
-        let rows = sqlx::query("SELECT * FROM nodes WHERE run_id = ? ORDER BY position")
-            .bind(run_id)
-            .fetch_all(&mut **tx)
-            .await?;
-        let nodes: Vec<NodeRecord> = rows.iter().map(node_row).collect::<Result<_>>()?;
-        if let Some((status, error)) = run_outcome(&nodes) {
+    async fn finish_if_done(
+        &self,
+        tx: &mut crate::WriteTx,
+        run_id: &str,
+        nodes: &[NodeRecord],
+        now: Micros,
+    ) -> Result<()> {
+        if let Some((status, error)) = run_outcome(nodes) {
             self.finish_run(tx, run_id, status, error.as_ref(), now).await?;
         }
         Ok(())
@@ -413,8 +438,8 @@ impl SqliteStore {
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
-                self.node_failed(&mut tx, &run_id, row.get("node"), &lost, now).await?;
-                self.finish_if_done(&mut tx, &run_id, now).await?;
+                let nodes = self.node_failed(&mut tx, &run_id, row.get("node"), &lost, now).await?;
+                self.finish_if_done(&mut tx, &run_id, &nodes, now).await?;
             }
         }
         tx.commit().await?;

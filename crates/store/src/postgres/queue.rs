@@ -14,10 +14,10 @@ use sqlx::{Postgres, Row, Transaction};
 use super::runs::{load_nodes, lock_run};
 use super::{notify_workers, PgStore};
 use crate::queue::{
-    attempt_error, downstream_of, micros, ready_children, run_outcome, upstream_failed_error,
-    worker_lost_error, ClaimRow,
+    attempt_error, downstream_of, mark_queued, mark_skipped, micros, ready_children, run_outcome,
+    upstream_failed_error, worker_lost_error, ClaimRow,
 };
-use crate::{now_micros, to_json, ClaimedTask, Micros, Outcome, Result};
+use crate::{now_micros, to_json, ClaimedTask, Micros, NodeRecord, Outcome, Result};
 
 // Appending to a task's `errors` (a JSON array kept as text): the text is
 // always the compact form written here, so splicing the entry in yields what
@@ -171,13 +171,15 @@ impl PgStore {
         if fenced.rows_affected() == 0 {
             return Ok(false);
         }
-        match outcome {
+        // The nodes as this transaction left them (read once, under the run's turn), so the
+        // run's outcome is judged without reading them again.
+        let nodes = match outcome {
             Outcome::Succeeded(keys) => self.node_succeeded(&mut tx, task, &keys, now).await?,
             Outcome::Failed { error, .. } => {
                 self.node_failed(&mut tx, &task.run_id, &task.node.name, &error, now).await?
             }
-        }
-        self.finish_if_done(&mut tx, &task.run_id, now).await?;
+        };
+        self.finish_if_done(&mut tx, &task.run_id, &nodes, now).await?;
         notify_workers(&mut tx).await?;
         tx.commit().await?;
         // This process's dispatcher is woken at once: the notification reaches other
@@ -193,7 +195,7 @@ impl PgStore {
         task: &ClaimedTask,
         keys: &[String],
         now: Micros,
-    ) -> Result<()> {
+    ) -> Result<Vec<NodeRecord>> {
         sqlx::query(
             "UPDATE nodes SET status = 'succeeded', outputs = $1, finished_at = $2 WHERE run_id = $3 AND name = $4",
         )
@@ -203,8 +205,10 @@ impl PgStore {
         .bind(&task.node.name)
         .execute(&mut **tx)
         .await?;
-        let nodes = load_nodes(tx, &task.run_id).await?;
-        for child in ready_children(&nodes, &task.node.name) {
+        let mut nodes = load_nodes(tx, &task.run_id).await?;
+        let children: Vec<String> =
+            ready_children(&nodes, &task.node.name).into_iter().map(str::to_owned).collect();
+        for child in &children {
             sqlx::query(
                 "UPDATE nodes SET status = 'queued' WHERE run_id = $1 AND name = $2 AND status = 'pending'",
             )
@@ -214,7 +218,8 @@ impl PgStore {
             .await?;
             self.insert_task(tx, &task.run_id, child, task.account_id, now).await?;
         }
-        Ok(())
+        mark_queued(&mut nodes, &children);
+        Ok(nodes)
     }
 
     /// Fails a node and skips everything downstream of it.
@@ -225,7 +230,7 @@ impl PgStore {
         node: &str,
         error: &Value,
         now: Micros,
-    ) -> Result<()> {
+    ) -> Result<Vec<NodeRecord>> {
         sqlx::query(
             "UPDATE nodes SET status = 'failed', error = $1, finished_at = $2 WHERE run_id = $3 AND name = $4",
         )
@@ -235,9 +240,10 @@ impl PgStore {
         .bind(node)
         .execute(&mut **tx)
         .await?;
-        let nodes = load_nodes(tx, run_id).await?;
+        let mut nodes = load_nodes(tx, run_id).await?;
         let skipped = upstream_failed_error(node);
-        for name in downstream_of(&nodes, node) {
+        let doomed = downstream_of(&nodes, node);
+        for name in &doomed {
             sqlx::query(
                 "UPDATE nodes SET status = 'skipped', error = $1, finished_at = $2
                  WHERE run_id = $3 AND name = $4 AND status IN ('pending', 'queued')",
@@ -249,7 +255,8 @@ impl PgStore {
             .execute(&mut **tx)
             .await?;
         }
-        Ok(())
+        mark_skipped(&mut nodes, &doomed, &skipped);
+        Ok(nodes)
     }
 
     /// Finishes the run when no node is left to run. The caller holds the
@@ -258,10 +265,10 @@ impl PgStore {
         &self,
         tx: &mut Transaction<'static, Postgres>,
         run_id: &str,
+        nodes: &[NodeRecord],
         now: Micros,
     ) -> Result<()> {
-        let nodes = load_nodes(tx, run_id).await?;
-        if let Some((status, error)) = run_outcome(&nodes) {
+        if let Some((status, error)) = run_outcome(nodes) {
             self.finish_run(tx, run_id, status, error.as_ref(), now).await?;
         }
         Ok(())
@@ -345,8 +352,8 @@ impl PgStore {
                 .execute(&mut *tx)
                 .await?;
                 let node: String = row.get("node");
-                self.node_failed(&mut tx, run_id, &node, &lost, now).await?;
-                self.finish_if_done(&mut tx, run_id, now).await?;
+                let nodes = self.node_failed(&mut tx, run_id, &node, &lost, now).await?;
+                self.finish_if_done(&mut tx, run_id, &nodes, now).await?;
             }
             rescued += 1;
         }

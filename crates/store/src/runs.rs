@@ -131,6 +131,20 @@ where
     i64: Decode<'r, R::Database> + Type<R::Database>,
     bool: Decode<'r, R::Database> + Type<R::Database>,
 {
+    node_row_as(r, ["status", "outputs", "error"])
+}
+
+/// [`node_row`] for a row whose `status`, `outputs` and `error` columns are named
+/// otherwise (a run joined with its nodes, where the run has columns of those names).
+fn node_row_as<'r, R>(r: &'r R, [status, outputs, error]: [&'static str; 3]) -> Result<NodeRecord>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    &'r str: Decode<'r, R::Database> + Type<R::Database>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    bool: Decode<'r, R::Database> + Type<R::Database>,
+{
     Ok(NodeRecord {
         name: r.get("name"),
         gen_id: r.get("gen_id"),
@@ -140,13 +154,13 @@ where
         bypassed: r.get::<bool, _>("bypassed"),
         fanout: u32::try_from(r.get::<i64, _>("fanout")).unwrap_or(1),
         price: r.get("price"),
-        status: parse_status(r.get("status"))?,
+        status: parse_status(r.get(status))?,
         outputs: r
-            .get::<Option<&str>, _>("outputs")
+            .get::<Option<&str>, _>(outputs)
             .map(|s| json_col(s, "node outputs"))
             .transpose()?
             .unwrap_or_default(),
-        error: r.get::<Option<&str>, _>("error").map(|s| json_col(s, "node error")).transpose()?,
+        error: r.get::<Option<&str>, _>(error).map(|s| json_col(s, "node error")).transpose()?,
     })
 }
 
@@ -221,23 +235,7 @@ pub(crate) fn canceled_error() -> Value {
 /// Decodes the node columns of [`SqliteStore::get_run`]'s rows (those of [`node_row`], with
 /// `status`, `outputs` and `error` renamed `node_…`).
 fn joined_node_row(r: &sqlx::sqlite::SqliteRow) -> Result<NodeRecord> {
-    Ok(NodeRecord {
-        name: r.get("name"),
-        gen_id: r.get("gen_id"),
-        tool: r.get("tool"),
-        params: json_col(r.get("params"), "node params")?,
-        links: json_col(r.get("links"), "node links")?,
-        bypassed: r.get::<bool, _>("bypassed"),
-        fanout: u32::try_from(r.get::<i64, _>("fanout")).unwrap_or(1),
-        price: r.get("price"),
-        status: parse_status(r.get("node_status"))?,
-        outputs: r
-            .get::<Option<&str>, _>("node_outputs")
-            .map(|s| json_col(s, "node outputs"))
-            .transpose()?
-            .unwrap_or_default(),
-        error: r.get::<Option<&str>, _>("node_error").map(|s| json_col(s, "node error")).transpose()?,
-    })
+    node_row_as(r, ["node_status", "node_outputs", "node_error"])
 }
 
 pub(crate) async fn load_nodes(conn: &mut sqlx::SqliteConnection, run_id: &str) -> Result<Vec<NodeRecord>> {

@@ -10,11 +10,11 @@ mod common;
 
 use std::time::Duration;
 
-use atelier_core::ids;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::RunStatus;
 use atelier_core::workflow::WorkflowDef;
-use atelier_store::{NewRun, Outcome, RunKind, SharedStore, Store, StoreConfig, StoreError};
+use atelier_store::{Outcome, SharedStore, StoreConfig, StoreError};
+use common::submit;
 use serde_json::json;
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -37,22 +37,6 @@ fn three_nodes() -> Plan {
     def.validate().unwrap();
     let input = json!({"A.image": "x", "B.image": "x", "C.image": "x"});
     compile_workflow(&def, input.as_object().unwrap()).unwrap()
-}
-
-async fn submit(store: &dyn Store, account: i64, plan: &Plan) -> Result<String, StoreError> {
-    let id = if plan.nodes.len() == 1 { ids::generation_id() } else { ids::workflow_run_id() };
-    let run = NewRun {
-        id: id.clone(),
-        account_id: account,
-        kind: if plan.nodes.len() == 1 { RunKind::Node } else { RunKind::Workflow },
-        family: None,
-        target: "t",
-        plan,
-        node_ids: plan.nodes.iter().map(|_| ids::generation_id()).collect(),
-        echo: None,
-        idempotency: None,
-    };
-    store.create_run(&run).await.map(|_| id)
 }
 
 fn ok() -> Outcome {

@@ -7,11 +7,11 @@ mod common;
 
 use std::time::Duration;
 
-use atelier_core::ids;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::{NodeStatus, RunStatus};
 use atelier_core::workflow::WorkflowDef;
-use atelier_store::{NewRun, Outcome, RunKind, SharedStore, Store, StoreConfig, StoreError};
+use atelier_store::{Outcome, RunKind, SharedStore, StoreConfig, StoreError};
+use common::submit;
 use serde_json::json;
 
 fn diamond() -> Plan {
@@ -28,22 +28,6 @@ fn diamond() -> Plan {
     .unwrap();
     def.validate().unwrap();
     compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap()).unwrap()
-}
-
-async fn submit(store: &dyn Store, account: i64, plan: &Plan) -> Result<String, StoreError> {
-    let id = ids::workflow_run_id();
-    let run = NewRun {
-        id: id.clone(),
-        account_id: account,
-        kind: RunKind::Workflow,
-        family: None,
-        target: "t",
-        plan,
-        node_ids: plan.nodes.iter().map(|_| ids::generation_id()).collect(),
-        echo: None,
-        idempotency: None,
-    };
-    store.create_run(&run).await.map(|_| id)
 }
 
 fn single() -> Plan {

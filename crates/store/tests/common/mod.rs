@@ -142,3 +142,28 @@ macro_rules! backend_tests {
         }
     };
 }
+
+/// Accepts a run of `plan` for `account` (a node run when the plan has one node, else a
+/// workflow run), as the API would; returns its id.
+pub async fn submit(
+    store: &dyn atelier_store::Store,
+    account: i64,
+    plan: &atelier_core::plan::Plan,
+) -> Result<String, atelier_store::StoreError> {
+    use atelier_core::ids;
+    use atelier_store::{NewRun, RunKind};
+    let node = plan.nodes.len() == 1;
+    let id = if node { ids::generation_id() } else { ids::workflow_run_id() };
+    let run = NewRun {
+        id: id.clone(),
+        account_id: account,
+        kind: if node { RunKind::Node } else { RunKind::Workflow },
+        family: None,
+        target: "t",
+        plan,
+        node_ids: plan.nodes.iter().map(|_| ids::generation_id()).collect(),
+        echo: None,
+        idempotency: None,
+    };
+    store.create_run(&run).await.map(|_| id)
+}

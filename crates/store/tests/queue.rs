@@ -11,7 +11,7 @@ use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::{NodeStatus, RunStatus};
 use atelier_core::workflow::WorkflowDef;
 use atelier_store::{Outcome, RunKind, SharedStore, StoreConfig, StoreError};
-use common::submit;
+use common::{submit, submit_as};
 use serde_json::json;
 
 fn diamond() -> Plan {
@@ -71,6 +71,8 @@ backend_tests! {
     runs_of_other_accounts_are_not_found(StoreConfig::default());
     insufficient_tokens_leave_nothing_behind(StoreConfig::default());
     concurrent_reservations_never_overdraw(StoreConfig::default());
+    concurrent_workflows_of_several_accounts_are_each_written_whole(StoreConfig::default());
+    a_run_that_cannot_be_written_fails_alone_among_concurrent_submissions(StoreConfig::default());
     claims_are_fair_across_accounts(StoreConfig::default());
     claims_skip_the_tools_they_are_told_to_and_take_the_rest(StoreConfig::default());
     skipped_tools_neither_block_nor_break_fairness(StoreConfig::default());
@@ -241,6 +243,70 @@ async fn concurrent_reservations_never_overdraw(store: SharedStore) {
     let refused = results.iter().filter(|r| matches!(r, Err(StoreError::InsufficientTokens { .. }))).count();
     assert_eq!((accepted, refused), (10, 40));
     assert_eq!(store.balance(acct.id).await.unwrap(), 0);
+}
+
+/// Many workflows submitted at once by accounts that share a turn on PostgreSQL (ids equal
+/// modulo 64), so that their runs are written together: each run has all its nodes, in plan
+/// order, with its own statuses and one task for its root, and each account paid for its own.
+async fn concurrent_workflows_of_several_accounts_are_each_written_whole(store: SharedStore) {
+    let mut accounts = Vec::new();
+    for i in 0..65 {
+        accounts.push(store.create_account(&format!("a{i}"), 1000).await.unwrap().0.id);
+    }
+    let (a, b) = (accounts[0], accounts[64]);
+    assert_eq!((b - a) % 64, 0, "the two accounts share a turn");
+    let submissions = (0..40).map(|i| {
+        let store = store.clone();
+        let account = if i % 2 == 0 { a } else { b };
+        tokio::spawn(async move { (account, submit(store.as_ref(), account, &diamond()).await.unwrap()) })
+    });
+    let runs: Vec<_> = futures::future::join_all(submissions).await.into_iter().map(|r| r.unwrap()).collect();
+    let plan = diamond();
+    let expected: Vec<_> = plan
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), if n.links.is_empty() { NodeStatus::Queued } else { NodeStatus::Pending }))
+        .collect();
+    for (account, id) in &runs {
+        let run = store.get_run(*account, id).await.unwrap();
+        let nodes: Vec<_> = run.nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
+        assert_eq!(nodes, expected, "the plan's nodes in its order");
+        assert_eq!((run.status, run.reserved), (RunStatus::Queued, 4));
+    }
+    assert_eq!(store.balance(a).await.unwrap(), 1000 - 20 * 4);
+    assert_eq!(store.balance(b).await.unwrap(), 1000 - 20 * 4);
+    let mut claimed = 0;
+    while let Some(task) = store.claim("w", LEASE, &[]).await.unwrap() {
+        assert_eq!(task.node.name, "A");
+        claimed += 1;
+    }
+    assert_eq!(claimed, 40, "one task per run, for its root");
+}
+
+/// A submission that the store refuses (its run id is taken) among many concurrent ones of
+/// the same account: it alone fails, and it reserves nothing.
+async fn a_run_that_cannot_be_written_fails_alone_among_concurrent_submissions(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    let taken = submit(store.as_ref(), acct.id, &single()).await.unwrap();
+    let submissions = (0..20).map(|i| {
+        let store = store.clone();
+        let taken = taken.clone();
+        tokio::spawn(async move {
+            let id = if i == 7 { taken } else { atelier_core::ids::generation_id() };
+            submit_as(store.as_ref(), acct.id, &single(), id).await
+        })
+    });
+    let results: Vec<_> =
+        futures::future::join_all(submissions).await.into_iter().map(|r| r.unwrap()).collect();
+    for (i, result) in results.iter().enumerate() {
+        match (i, result) {
+            (7, Err(StoreError::Database(_))) => {}
+            (7, other) => panic!("the run with a taken id: {other:?}"),
+            (_, other) => assert!(other.is_ok(), "{other:?}"),
+        }
+    }
+    assert_eq!(store.balance(acct.id).await.unwrap(), 100 - 20, "1 + 19 runs reserved");
+    assert_eq!(store.list_runs(acct.id, 100, None).await.unwrap().len(), 20);
 }
 
 async fn claims_are_fair_across_accounts(store: SharedStore) {

@@ -17,6 +17,7 @@
 //! row while a completion reads the DAG is what keeps two sibling nodes that
 //! finish together from each missing the other's success.
 
+mod accept;
 mod accounts;
 mod idempotency;
 mod queue;
@@ -68,6 +69,8 @@ pub struct PgStore {
     /// holds it. A session-level advisory lock: it ends with the connection, so the lead
     /// passes on when this process stops or loses the database.
     leader: Arc<tokio::sync::Mutex<Option<(PgConnection, bool)>>>,
+    /// Submissions waiting for their account's row (`accept`).
+    turns: Arc<accept::Turns>,
 }
 
 struct ListenerTask(tokio::task::JoinHandle<()>);
@@ -135,6 +138,7 @@ impl PgStore {
             ready,
             _listener: Arc::new(ListenerTask(task)),
             leader: Arc::new(tokio::sync::Mutex::new(None)),
+            turns: Arc::new(accept::Turns::new()),
         };
         store.migrate().await?;
         Ok(store)

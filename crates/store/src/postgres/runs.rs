@@ -2,12 +2,13 @@
 //! cancellation, and the single place where a run becomes terminal and is
 //! settled.
 
-use atelier_core::status::{NodeStatus, RunStatus};
+use atelier_core::status::RunStatus;
 use serde_json::Value;
 use sqlx::postgres::PgConnection;
 use sqlx::{Postgres, Transaction};
 
-use super::{notify_workers, PgStore};
+use super::accept::{write_run, Accepted};
+use super::PgStore;
 use crate::runs::{canceled_error, expiry, node_row, parse_status, run_row, settlement, summary_row};
 use crate::{to_json, Micros, NewRun, NodeRecord, Result, RunRecord, RunSummary, StoreError};
 
@@ -27,15 +28,21 @@ pub(crate) async fn lock_run(conn: &mut PgConnection, run_id: &str) -> Result<()
 }
 
 impl PgStore {
+    /// Accepts a run: reserves its price and writes the run, its nodes and the tasks of its
+    /// ready nodes, or nothing at all (`InsufficientTokens`, `ConcurrencyLimited`,
+    /// `IdempotencyConflict`). See `accept` for how submissions of one account share the
+    /// account's row.
     pub async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
-        let price = run.plan.price();
-        let now = crate::now_micros();
-        let mut tx = self.begin().await?;
+        let accepted = Accepted::new(run);
         let cap = self.config.max_unfinished_runs;
+        if cap == 0 && run.idempotency.is_none() {
+            return self.accept_in_turn(accepted).await;
+        }
+        let mut tx = self.begin().await?;
         if cap > 0 {
-            // The account's row first (the lock the reservation below takes anyway): submits
-            // of one account then take turns, and each count is read after the previous
-            // submit committed, so concurrent submits cannot pass the cap together.
+            // The account's row first (the lock the reservation takes anyway): submits of
+            // one account then take turns, and each count is read after the previous submit
+            // committed, so concurrent submits cannot pass the cap together.
             sqlx::query("SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE")
                 .bind(run.account_id)
                 .execute(&mut *tx)
@@ -54,70 +61,7 @@ impl PgStore {
         if let Some(answer) = &run.idempotency {
             super::idempotency::record_answer(&mut tx, run.account_id, &run.id, answer).await?;
         }
-        // A concurrent reservation on the same account waits for the row and
-        // re-checks the guard against the committed balance.
-        let reserved =
-            sqlx::query("UPDATE accounts SET balance = balance - $1 WHERE id = $2 AND balance >= $1")
-                .bind(price)
-                .bind(run.account_id)
-                .execute(&mut *tx)
-                .await?;
-        if reserved.rows_affected() == 0 {
-            let balance: i64 = sqlx::query_scalar("SELECT balance FROM accounts WHERE id = $1")
-                .bind(run.account_id)
-                .fetch_one(&mut *tx)
-                .await?;
-            return Err(StoreError::InsufficientTokens { required: price, balance });
-        }
-        sqlx::query(
-            "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES ($1, $2, 'reserve', $3, $4)",
-        )
-        .bind(run.account_id)
-        .bind(&run.id)
-        .bind(price)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', $9, $10)",
-        )
-        .bind(&run.id)
-        .bind(run.account_id)
-        .bind(run.kind.as_str())
-        .bind(run.family)
-        .bind(run.target)
-        .bind(to_json(&run.plan.outputs))
-        .bind(run.echo.as_ref().map(to_json))
-        .bind((!run.plan.warnings.is_empty()).then(|| to_json(&run.plan.warnings)))
-        .bind(price)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        for (position, (node, gen_id)) in run.plan.nodes.iter().zip(&run.node_ids).enumerate() {
-            let ready = node.links.is_empty();
-            sqlx::query(
-                "INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-            )
-            .bind(&run.id)
-            .bind(&node.name)
-            .bind(i64::try_from(position).unwrap_or(i64::MAX))
-            .bind(gen_id)
-            .bind(&node.tool)
-            .bind(to_json(&node.params))
-            .bind(to_json(&node.links))
-            .bind(node.bypassed)
-            .bind(i64::from(node.fanout))
-            .bind(node.price)
-            .bind(if ready { NodeStatus::Queued.as_str() } else { NodeStatus::Pending.as_str() })
-            .execute(&mut *tx)
-            .await?;
-            if ready {
-                self.insert_task(&mut tx, &run.id, &node.name, run.account_id, now).await?;
-            }
-        }
-        notify_workers(&mut tx).await?;
+        write_run(&mut tx, &accepted, self.config.max_attempts).await?;
         tx.commit().await?;
         Ok(())
     }

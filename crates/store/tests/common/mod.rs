@@ -151,13 +151,23 @@ pub async fn submit(
     plan: &atelier_core::plan::Plan,
 ) -> Result<String, atelier_store::StoreError> {
     use atelier_core::ids;
+    let id = if plan.nodes.len() == 1 { ids::generation_id() } else { ids::workflow_run_id() };
+    submit_as(store, account, plan, id).await
+}
+
+/// As [`submit`], with the run id given.
+pub async fn submit_as(
+    store: &dyn atelier_store::Store,
+    account: i64,
+    plan: &atelier_core::plan::Plan,
+    id: String,
+) -> Result<String, atelier_store::StoreError> {
+    use atelier_core::ids;
     use atelier_store::{NewRun, RunKind};
-    let node = plan.nodes.len() == 1;
-    let id = if node { ids::generation_id() } else { ids::workflow_run_id() };
     let run = NewRun {
         id: id.clone(),
         account_id: account,
-        kind: if node { RunKind::Node } else { RunKind::Workflow },
+        kind: if plan.nodes.len() == 1 { RunKind::Node } else { RunKind::Workflow },
         family: None,
         target: "t",
         plan,

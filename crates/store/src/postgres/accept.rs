@@ -1,0 +1,276 @@
+//! Accepting runs on PostgreSQL, with concurrent submissions of one account written together.
+//!
+//! Every accepted run subtracts its price from its account's row, so submissions of one
+//! account take turns on that row: their rate is bounded by how long each holds it. Two
+//! things keep that short:
+//!
+//! - The reservation and every insert are one statement ([`ACCEPT_RUNS`]), its own
+//!   transaction: the row is held for that statement and its commit, with no round trip to
+//!   this process in between.
+//! - Within a process, submissions of one account queue for a turn ([`Turns`]); whoever gets
+//!   the turn writes every run of its account queued so far in one statement (one commit,
+//!   one flush of the write-ahead log), and the others find their answer when their turn
+//!   comes. Under load a statement carries many runs; alone, a run is written at once.
+//!
+//! A statement reserves the total price of its runs or nothing; when the balance does not
+//! cover the total, its runs are written one at a time, each reserved against the balance
+//! the previous ones left, exactly as if they had come one after another. A failed
+//! statement (nothing written) is retried the same way, so one bad run fails alone.
+//! Submissions that need a transaction of their own (an idempotency key, the cap on
+//! unfinished runs) write their run with the same statement and wait on the row as usual.
+
+use std::sync::{Arc, Mutex};
+
+use atelier_core::status::NodeStatus;
+use sqlx::postgres::PgConnection;
+use tokio::sync::oneshot;
+
+use super::{PgStore, TASKS_CHANNEL};
+use crate::{to_json, NewRun, Result, StoreError};
+
+/// Reserves `$2` tokens on account `$1` and, only when its balance covers them, writes each
+/// run (arrays `$6..$13`, one element per run), its ledger entry, its nodes (arrays
+/// `$14..$24`, one element per node, with its run's id) and the tasks of its ready nodes
+/// (`$25`, `$26`), and wakes the workers. One row when written, none when the balance is
+/// short. Foreign keys are checked at the end of the statement, when the runs' rows exist.
+const ACCEPT_RUNS: &str = "
+WITH reserve AS (
+    UPDATE accounts SET balance = balance - $2 WHERE id = $1 AND balance >= $2 RETURNING id
+), run AS (
+    SELECT r.* FROM reserve,
+        unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::bigint[])
+            AS r(id, kind, family, target, outputs, echo, warnings, price)
+), ledger_entry AS (
+    INSERT INTO ledger (account_id, run_id, kind, amount, created_at)
+    SELECT $1, run.id, 'reserve', run.price, $3 FROM run
+), run_row AS (
+    INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at)
+    SELECT run.id, $1, run.kind, run.family, run.target, run.outputs, run.echo, run.warnings, 'queued', run.price, $3
+    FROM run
+), node_row AS (
+    INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
+    SELECT n.* FROM reserve,
+        unnest($14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[], $20::text[],
+               $21::boolean[], $22::bigint[], $23::bigint[], $24::text[])
+            AS n(run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
+), task_row AS (
+    INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
+    SELECT t.run_id, t.node, $1, 'available', $4, $3, $3 FROM reserve, unnest($25::text[], $26::text[]) AS t(run_id, node)
+)
+SELECT pg_notify($5, '')::text FROM reserve";
+
+/// How many turns a process keeps; an account takes turn `id mod TURNS`.
+const TURNS: usize = 64;
+
+/// A run's rows, owned, so that whoever has the turn can write them.
+pub(crate) struct Accepted {
+    id: String,
+    account_id: i64,
+    price: i64,
+    kind: &'static str,
+    family: Option<String>,
+    target: String,
+    outputs: String,
+    echo: Option<String>,
+    warnings: Option<String>,
+    nodes: Vec<NodeRow>,
+}
+
+struct NodeRow {
+    name: String,
+    gen_id: String,
+    tool: String,
+    params: String,
+    links: String,
+    bypassed: bool,
+    fanout: i64,
+    price: i64,
+    /// Ready at once (no links): queued with a task, otherwise pending.
+    ready: bool,
+}
+
+impl Accepted {
+    pub(crate) fn new(run: &NewRun<'_>) -> Self {
+        Accepted {
+            id: run.id.clone(),
+            account_id: run.account_id,
+            price: run.plan.price(),
+            kind: run.kind.as_str(),
+            family: run.family.map(str::to_owned),
+            target: run.target.to_owned(),
+            outputs: to_json(&run.plan.outputs),
+            echo: run.echo.as_ref().map(to_json),
+            warnings: (!run.plan.warnings.is_empty()).then(|| to_json(&run.plan.warnings)),
+            nodes: run
+                .plan
+                .nodes
+                .iter()
+                .zip(&run.node_ids)
+                .map(|(node, gen_id)| NodeRow {
+                    name: node.name.clone(),
+                    gen_id: gen_id.clone(),
+                    tool: node.tool.clone(),
+                    params: to_json(&node.params),
+                    links: to_json(&node.links),
+                    bypassed: node.bypassed,
+                    fanout: i64::from(node.fanout),
+                    price: node.price,
+                    ready: node.links.is_empty(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Turns on account rows, and the runs waiting for them.
+pub(crate) struct Turns(Box<[Turn]>);
+
+struct Turn {
+    /// Held while a statement of this turn's accounts is written.
+    writing: Arc<tokio::sync::Mutex<()>>,
+    waiting: Mutex<Vec<Waiting>>,
+}
+
+struct Waiting {
+    run: Accepted,
+    answer: oneshot::Sender<Result<()>>,
+}
+
+impl Turns {
+    pub(crate) fn new() -> Self {
+        Turns((0..TURNS).map(|_| Turn { writing: Arc::default(), waiting: Mutex::default() }).collect())
+    }
+
+    fn of(&self, account_id: i64) -> &Turn {
+        let len = i64::try_from(self.0.len()).unwrap_or(1);
+        &self.0[usize::try_from(account_id.rem_euclid(len)).unwrap_or(0)]
+    }
+}
+
+impl PgStore {
+    /// Writes `run` with the other runs of its account waiting at the same time (see the
+    /// module documentation); `InsufficientTokens` when the balance does not cover it.
+    pub(crate) async fn accept_in_turn(&self, run: Accepted) -> Result<()> {
+        let account_id = run.account_id;
+        let turn = self.turns.of(account_id);
+        let (answer, mut answered) = oneshot::channel();
+        lock(&turn.waiting).push(Waiting { run, answer });
+        let writing = tokio::select! {
+            biased;
+            answer = &mut answered => return answer.unwrap_or_else(|_| Err(lost())),
+            writing = turn.writing.clone().lock_owned() => writing,
+        };
+        if let Ok(answer) = answered.try_recv() {
+            return answer; // written in the turn that just ended
+        }
+        let batch: Vec<Waiting> = {
+            let mut waiting = lock(&turn.waiting);
+            let (batch, rest) =
+                std::mem::take(&mut *waiting).into_iter().partition(|w| w.run.account_id == account_id);
+            *waiting = rest;
+            batch
+        };
+        // A task of its own, so that this request going away does not stop the others' runs
+        // halfway; the turn is held until every answer is sent.
+        let store = self.clone();
+        tokio::spawn(async move {
+            store.write_batch(batch).await;
+            drop(writing);
+        });
+        answered.await.unwrap_or_else(|_| Err(lost()))
+    }
+
+    /// Writes the runs of one account, all in one statement when their total is covered,
+    /// otherwise one at a time; answers each.
+    async fn write_batch(&self, batch: Vec<Waiting>) {
+        let mut conn = match self.pool.acquire().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                let error = e.to_string();
+                for w in batch {
+                    let _ = w.answer.send(Err(StoreError::Database(sqlx::Error::Protocol(error.clone()))));
+                }
+                return;
+            }
+        };
+        if batch.len() > 1 {
+            let runs: Vec<&Accepted> = batch.iter().map(|w| &w.run).collect();
+            if let Ok(true) = write_runs(&mut conn, &runs, self.config.max_attempts).await {
+                for w in batch {
+                    let _ = w.answer.send(Ok(()));
+                }
+                return;
+            }
+        }
+        for w in batch {
+            let answer = write_run(&mut conn, &w.run, self.config.max_attempts).await;
+            let _ = w.answer.send(answer);
+        }
+    }
+}
+
+/// Writes one run with [`ACCEPT_RUNS`] on `conn` (its own transaction, or the caller's);
+/// `InsufficientTokens` when the balance does not cover it, and then nothing was written.
+pub(crate) async fn write_run(conn: &mut PgConnection, run: &Accepted, max_attempts: u32) -> Result<()> {
+    if write_runs(conn, &[run], max_attempts).await? {
+        return Ok(());
+    }
+    let balance: i64 = sqlx::query_scalar("SELECT balance FROM accounts WHERE id = $1")
+        .bind(run.account_id)
+        .fetch_one(&mut *conn)
+        .await?;
+    Err(StoreError::InsufficientTokens { required: run.price, balance })
+}
+
+/// Writes `runs`, all of one account, with one [`ACCEPT_RUNS`]; false when the balance does
+/// not cover their total, and then nothing was written.
+async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u32) -> Result<bool> {
+    let Some(first) = runs.first() else { return Ok(true) };
+    let nodes: Vec<(&str, i64, &NodeRow)> = runs
+        .iter()
+        .flat_map(|run| {
+            run.nodes.iter().zip(0i64..).map(|(node, position)| (run.id.as_str(), position, node))
+        })
+        .collect();
+    let tasks: Vec<&(&str, i64, &NodeRow)> = nodes.iter().filter(|(_, _, node)| node.ready).collect();
+    let status = |ready: bool| if ready { NodeStatus::Queued } else { NodeStatus::Pending }.as_str();
+    let written = sqlx::query(ACCEPT_RUNS)
+        .bind(first.account_id)
+        .bind(runs.iter().map(|r| r.price).sum::<i64>())
+        .bind(crate::now_micros())
+        .bind(i64::from(max_attempts))
+        .bind(TASKS_CHANNEL)
+        .bind(runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.kind).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.family.as_deref()).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.target.as_str()).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.outputs.as_str()).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.echo.as_deref()).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.warnings.as_deref()).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.price).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(run, _, _)| *run).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(_, _, n)| n.name.as_str()).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(_, position, _)| *position).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(_, _, n)| n.gen_id.as_str()).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(_, _, n)| n.tool.as_str()).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(_, _, n)| n.params.as_str()).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(_, _, n)| n.links.as_str()).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(_, _, n)| n.bypassed).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(_, _, n)| n.fanout).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(_, _, n)| n.price).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(_, _, n)| status(n.ready)).collect::<Vec<_>>())
+        .bind(tasks.iter().map(|(run, _, _)| *run).collect::<Vec<_>>())
+        .bind(tasks.iter().map(|(_, _, n)| n.name.as_str()).collect::<Vec<_>>())
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(written.is_some())
+}
+
+/// The answer when the task writing a run ended without giving one (it panicked).
+fn lost() -> StoreError {
+    StoreError::Database(sqlx::Error::WorkerCrashed)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

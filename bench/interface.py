@@ -63,11 +63,10 @@ CAUSES = {
         "machine takes its share: compare the server's CPU per request above."
     ),
     "postgres": (
-        "PostgreSQL's own processes take most of the two cores: in a separate measurement they used about "
-        "2.1 ms of CPU per submission against Atelier's 0.38 ms (BENCHMARKS.md, \"Targets missed\"). "
-        "The account row's lock and the WAL flush were ruled out there: moving the reservation to the end "
-        "of the transaction changed nothing, and a flush takes about 0.12 ms on this disk. wrk, the "
-        "service and moto's S3 server (a Python process) share the same cores."
+        "PostgreSQL's processes, wrk, the service and moto's S3 server (a Python process) share the two cores. "
+        "Every accepted run subtracts its price from its account's row, and all submissions here are one "
+        "account's; concurrent ones are written together, several runs to a statement and a commit "
+        "(docs/DECISIONS.md, \"On PostgreSQL, concurrent submissions of one account are written together\")."
     ),
 }
 NAMES = {"embedded": "embedded default (SQLite + local disk)", "postgres": "PostgreSQL + S3 (moto)"}

@@ -11,7 +11,9 @@
 //! never has to upgrade a read lock — other processes (admin commands) wait on
 //! the busy timeout instead of failing. Reads use separate read-only
 //! connections, taken and given back without a round trip (see `Readers`).
-//! Wake-ups are in-process.
+//! Wake-ups are in-process. Checkpoints (copying the write-ahead log into the
+//! database file, and its flush) run on a connection of their own after writes
+//! (see `Checkpointer`), not in a commit.
 //!
 //! The server backend, [`PgStore`], is PostgreSQL (the same schema in
 //! `migrations/postgres`, applied under an advisory lock and tracked in
@@ -153,6 +155,15 @@ impl Default for StoreConfig {
 /// Read-only connections of the embedded backend.
 const READERS: usize = 4;
 
+/// How long the checkpointer waits after a commit before it checkpoints, so that one
+/// checkpoint covers the commits of that time.
+const CHECKPOINT_DELAY: Duration = Duration::from_millis(100);
+
+/// The log's length (pages) at which a commit checkpoints itself, should the checkpointer
+/// fall behind (SQLite's default is 1,000: every few hundred commits, one commit waited
+/// for a checkpoint and its flush, 3–6 ms here).
+const WAL_AUTOCHECKPOINT_PAGES: u32 = 10_000;
+
 /// The embedded backend: SQLite in WAL mode (see the crate documentation).
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -161,6 +172,34 @@ pub struct SqliteStore {
     config: StoreConfig,
     /// Wakes workers when tasks become available (in-process).
     ready: Arc<Notify>,
+    /// Stops the checkpointer when the last clone of the store is dropped.
+    _checkpointer: Arc<Checkpointer>,
+}
+
+/// Checkpoints the write-ahead log on a connection of its own, `CHECKPOINT_DELAY` after a
+/// commit (`PRAGMA wal_checkpoint(PASSIVE)`: it copies what no reader still needs and waits
+/// for nobody), so commits do not run checkpoints themselves and the log stays short.
+struct Checkpointer(tokio::task::JoinHandle<()>);
+
+impl Checkpointer {
+    async fn start(options: &SqliteConnectOptions, written: Arc<Notify>) -> Result<Self> {
+        let mut conn = options.connect().await?;
+        Ok(Checkpointer(tokio::spawn(async move {
+            loop {
+                written.notified().await;
+                tokio::time::sleep(CHECKPOINT_DELAY).await;
+                if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&mut conn).await {
+                    tracing::warn!(error = %e, "checkpointing the database failed; commits will checkpoint");
+                }
+            }
+        })))
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl SqliteStore {
@@ -171,10 +210,14 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true);
-        let write = Arc::new(AsyncMutex::new(Writer { conn: options.connect().await?, in_tx: false }));
-        let read = Arc::new(Readers::open(&options.read_only(true), READERS).await?);
-        let store = Self { write, read, config, ready: Arc::new(Notify::new()) };
+            .foreign_keys(true)
+            .pragma("wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES.to_string());
+        let written = Arc::new(Notify::new());
+        let writer = Writer { conn: options.connect().await?, in_tx: false, written: Arc::clone(&written) };
+        let write = Arc::new(AsyncMutex::new(writer));
+        let read = Arc::new(Readers::open(&options.clone().read_only(true), READERS).await?);
+        let checkpointer = Arc::new(Checkpointer::start(&options, written).await?);
+        let store = Self { write, read, config, ready: Arc::new(Notify::new()), _checkpointer: checkpointer };
         store.migrate().await?;
         Ok(store)
     }
@@ -241,6 +284,8 @@ impl SqliteStore {
 struct Writer {
     conn: SqliteConnection,
     in_tx: bool,
+    /// Told of every commit (the `Checkpointer`).
+    written: Arc<Notify>,
 }
 
 impl Writer {
@@ -270,6 +315,7 @@ impl WriteTx {
         let writer = self.writer.as_mut().expect("a transaction holds the writer until it ends");
         sqlx::query("COMMIT").execute(&mut writer.conn).await?;
         writer.in_tx = false;
+        writer.written.notify_one();
         Ok(())
     }
 }
@@ -413,6 +459,27 @@ mod tests {
         store.create_account("sure", 1).await.unwrap();
         let n = accounts(&store).await;
         assert!((1..=2).contains(&n), "{n} accounts: 'maybe' at most once (its name is unique), 'sure' once");
+    }
+
+    /// Commits leave checkpoints to the checkpointer: the database file grows with what was
+    /// written, long before the log reaches the length at which a commit would checkpoint
+    /// itself (`WAL_AUTOCHECKPOINT_PAGES`).
+    #[tokio::test]
+    async fn commits_are_checkpointed_in_the_background() {
+        let (dir, store) = open().await;
+        let db = dir.path().join("t.db");
+        tokio::time::sleep(CHECKPOINT_DELAY * 3).await; // the migrations' checkpoint
+        let before = std::fs::metadata(&db).unwrap().len();
+        for i in 0..200 {
+            store.create_account(&format!("account-{i}"), 1).await.unwrap();
+        }
+        let wal_pages = std::fs::metadata(dir.path().join("t.db-wal")).unwrap().len() / 4096;
+        assert!(wal_pages < u64::from(WAL_AUTOCHECKPOINT_PAGES), "{wal_pages} pages in the log");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::fs::metadata(&db).unwrap().len() <= before {
+            assert!(std::time::Instant::now() < deadline, "nothing was checkpointed in 10 s");
+            tokio::time::sleep(CHECKPOINT_DELAY).await;
+        }
     }
 
     #[tokio::test]

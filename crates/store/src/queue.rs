@@ -15,6 +15,7 @@ use atelier_core::status::{NodeStatus, RunStatus};
 use serde_json::{json, Value};
 use sqlx::Row;
 
+use crate::runs::insert_task_sql;
 use crate::runs::{load_nodes, NodeRecord};
 use crate::{now_micros, to_json, Micros, Result, SqliteStore, StoreError};
 
@@ -306,27 +307,37 @@ impl SqliteStore {
         keys: &[String],
         now: Micros,
     ) -> Result<Vec<NodeRecord>> {
-        sqlx::query(
-            "UPDATE nodes SET status = 'succeeded', outputs = ?, finished_at = ? WHERE run_id = ? AND name = ?",
+        // Statements sent together run in order on the connection's thread: one round trip
+        // for the node's update and the read of the run's nodes after it, and one per child.
+        let rows = sqlx::query(
+            "UPDATE nodes SET status = 'succeeded', outputs = ?, finished_at = ? WHERE run_id = ? AND name = ?;
+             SELECT * FROM nodes WHERE run_id = ? ORDER BY position",
         )
         .bind(to_json(&keys))
         .bind(now)
         .bind(&task.run_id)
         .bind(&task.node.name)
-        .execute(&mut **tx)
+        .bind(&task.run_id)
+        .fetch_all(&mut **tx)
         .await?;
-        let mut nodes = load_nodes(tx, &task.run_id).await?;
+        let mut nodes = rows.iter().map(crate::runs::node_row).collect::<Result<Vec<_>>>()?;
         let children: Vec<String> =
             ready_children(&nodes, &task.node.name).into_iter().map(str::to_owned).collect();
         for child in &children {
-            sqlx::query(
-                "UPDATE nodes SET status = 'queued' WHERE run_id = ? AND name = ? AND status = 'pending'",
-            )
+            sqlx::query(concat!(
+                "UPDATE nodes SET status = 'queued' WHERE run_id = ? AND name = ? AND status = 'pending';\n",
+                insert_task_sql!()
+            ))
             .bind(&task.run_id)
             .bind(child)
+            .bind(&task.run_id)
+            .bind(child)
+            .bind(task.account_id)
+            .bind(i64::from(self.config.max_attempts))
+            .bind(now)
+            .bind(now)
             .execute(&mut **tx)
             .await?;
-            self.insert_task(tx, &task.run_id, child, task.account_id, now).await?;
         }
         mark_queued(&mut nodes, &children);
         Ok(nodes)

@@ -115,6 +115,7 @@ macro_rules! insert_task_sql {
          VALUES (?, ?, ?, 'available', ?, ?, ?)"
     };
 }
+pub(crate) use insert_task_sql;
 
 pub(crate) fn parse_status<T: std::str::FromStr<Err = String>>(text: &str) -> Result<T> {
     text.parse().map_err(StoreError::Corrupt)
@@ -340,26 +341,6 @@ impl SqliteStore {
         }
         tx.commit().await?;
         self.wake_workers();
-        Ok(())
-    }
-
-    pub(crate) async fn insert_task(
-        &self,
-        tx: &mut crate::WriteTx,
-        run_id: &str,
-        node: &str,
-        account_id: i64,
-        now: Micros,
-    ) -> Result<()> {
-        sqlx::query(insert_task_sql!())
-            .bind(run_id)
-            .bind(node)
-            .bind(account_id)
-            .bind(i64::from(self.config.max_attempts))
-            .bind(now)
-            .bind(now)
-            .execute(&mut **tx)
-            .await?;
         Ok(())
     }
 

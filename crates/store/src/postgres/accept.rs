@@ -16,6 +16,8 @@
 //! cover the total, its runs are written one at a time, each reserved against the balance
 //! the previous ones left, exactly as if they had come one after another. A failed
 //! statement (nothing written) is retried the same way, so one bad run fails alone.
+//! The writing is a task of its own: a submission whose request goes away once its run is
+//! queued may still be written, as one whose answer is lost on the way would have been.
 //! Submissions that need a transaction of their own (an idempotency key, the cap on
 //! unfinished runs) write their run with the same statement and wait on the row as usual.
 

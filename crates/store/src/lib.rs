@@ -75,7 +75,7 @@ pub use idempotency::{
 };
 pub use postgres::{PgStore, TASKS_CHANNEL};
 pub use queue::{ClaimedTask, Outcome};
-pub use runs::{NewRun, NodeRecord, RunKind, RunRecord, RunSummary};
+pub use runs::{NewRun, NodeRecord, RunKind, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
 /// Connection options for [`PgStore::connect_with`].
 pub use sqlx::postgres::PgConnectOptions;
 pub use store::{SharedStore, Store};

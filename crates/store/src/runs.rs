@@ -109,6 +109,10 @@ macro_rules! insert_node_sql {
 
 /// Inserts an available task; its parameters, in order: run id, node, account id, max attempts,
 /// scheduled at, created at.
+/// The longest string parameter a run read returns (`Store::get_run`); longer ones, inline
+/// images, are left out of it. Parameters of 4 KiB or less in all are returned as they are.
+pub const STATUS_PARAM_MAX_BYTES: i64 = 1024;
+
 macro_rules! insert_task_sql {
     () => {
         "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
@@ -348,13 +352,21 @@ impl SqliteStore {
         // One statement, so one round trip to the connection's thread (a status poll's cost is
         // mostly those): the run's columns joined with each node's, renamed where they clash.
         let rows = sqlx::query(
-            "SELECT r.*, n.name, n.gen_id, n.tool, n.params, n.links, n.bypassed, n.fanout, n.price,
+            "SELECT r.*, n.name, n.gen_id, n.tool,
+                    CASE WHEN octet_length(n.params) <= 4096 THEN n.params
+                    ELSE (SELECT json_group_object(key, CASE type WHEN 'true' THEN json('true')
+                                                                  WHEN 'false' THEN json('false')
+                                                                  ELSE value END)
+                          FROM json_each(n.params)
+                          WHERE type <> 'text' OR octet_length(value) <= ?3) END AS params,
+                    n.links, n.bypassed, n.fanout, n.price,
                     n.status AS node_status, n.outputs AS node_outputs, n.error AS node_error
              FROM runs r LEFT JOIN nodes n ON n.run_id = r.id
-             WHERE r.id = ? AND r.account_id = ? ORDER BY n.position",
+             WHERE r.id = ?1 AND r.account_id = ?2 ORDER BY n.position",
         )
         .bind(run_id)
         .bind(account_id)
+        .bind(STATUS_PARAM_MAX_BYTES)
         .fetch_all(&mut *self.reader().await?)
         .await?;
         let first = rows.first().ok_or(StoreError::NotFound)?;

@@ -10,9 +10,9 @@ use std::time::Duration;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::{NodeStatus, RunStatus};
 use atelier_core::workflow::WorkflowDef;
-use atelier_store::{Outcome, RunKind, SharedStore, StoreConfig, StoreError};
+use atelier_store::{Outcome, RunKind, SharedStore, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES};
 use common::{submit, submit_as};
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn diamond() -> Plan {
     // A feeds B and C; D needs B only. C is independent of B.
@@ -83,6 +83,7 @@ backend_tests! {
     leases_that_expire_on_the_last_attempt_fail_the_node(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
     queued_work_wakes_a_waiting_worker(StoreConfig::default());
     runs_are_found_by_generation_and_listed_newest_first(StoreConfig::default());
+    a_run_read_leaves_out_long_strings_and_a_claim_reads_them_whole(StoreConfig::default());
     finished_runs_expire_and_are_swept_once(StoreConfig::default());
 }
 
@@ -307,6 +308,37 @@ async fn a_run_that_cannot_be_written_fails_alone_among_concurrent_submissions(s
     }
     assert_eq!(store.balance(acct.id).await.unwrap(), 100 - 20, "1 + 19 runs reserved");
     assert_eq!(store.list_runs(acct.id, 100, None).await.unwrap().len(), 20);
+}
+
+/// A node run whose image came inline: reading the run leaves the image out of the node's
+/// parameters and keeps every other one as it was (numbers, booleans, short strings); the
+/// claim hands the worker all of them.
+async fn a_run_read_leaves_out_long_strings_and_a_claim_reads_them_whole(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 10).await.unwrap();
+    let image = "A".repeat(8 * 1024);
+    let short = "B".repeat(usize::try_from(STATUS_PARAM_MAX_BYTES).unwrap());
+    let input =
+        json!({"model_image": image, "category": "tops", "fabric_description": short, "upscale": true});
+    let plan = compile_node("fabric", input.as_object().unwrap()).unwrap();
+    let sent = plan.nodes[0].params.clone();
+    assert!(sent.len() > 3 && sent.values().any(Value::is_boolean), "defaults filled: {sent:?}");
+    let id = submit(store.as_ref(), acct.id, &plan).await.unwrap();
+
+    let read = store.get_run(acct.id, &id).await.unwrap();
+    let mut expected = sent.clone();
+    expected.shift_remove("model_image");
+    assert_eq!(read.nodes[0].params, expected, "all but the inline image, in order");
+    assert_eq!(read.nodes[0].params.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>());
+
+    // Parameters short in all come back as they are.
+    let small =
+        compile_node("upscale", json!({"image": "https://example.com/a.png"}).as_object().unwrap()).unwrap();
+    let small_id = submit(store.as_ref(), acct.id, &small).await.unwrap();
+    assert_eq!(store.get_run(acct.id, &small_id).await.unwrap().nodes[0].params, small.nodes[0].params);
+
+    let task = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    assert_eq!(task.run_id, id);
+    assert_eq!(task.node.params, sent, "the worker gets every parameter");
 }
 
 async fn claims_are_fair_across_accounts(store: SharedStore) {

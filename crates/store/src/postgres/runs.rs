@@ -9,7 +9,9 @@ use sqlx::{Postgres, Transaction};
 
 use super::accept::{write_run, Accepted};
 use super::PgStore;
-use crate::runs::{canceled_error, expiry, node_row, parse_status, run_row, settlement, summary_row};
+use crate::runs::{
+    canceled_error, expiry, node_row, parse_status, run_row, settlement, summary_row, STATUS_PARAM_MAX_BYTES,
+};
 use crate::{to_json, Micros, NewRun, NodeRecord, Result, RunRecord, RunSummary, StoreError};
 
 pub(crate) async fn load_nodes(conn: &mut PgConnection, run_id: &str) -> Result<Vec<NodeRecord>> {
@@ -97,7 +99,22 @@ impl PgStore {
             .fetch_optional(&mut *conn)
             .await?
             .ok_or(StoreError::NotFound)?;
-        let nodes = load_nodes(&mut conn, run_id).await?;
+        // The parameters as `Store::get_run` documents (the SQLite twin is in `runs.rs`).
+        let nodes = sqlx::query(
+            "SELECT name, gen_id, tool,
+                    CASE WHEN octet_length(params) <= 4096 THEN params
+                    ELSE (SELECT COALESCE(json_object_agg(e.key, e.value ORDER BY e.position), '{}')::text
+                          FROM json_each(params::json) WITH ORDINALITY AS e(key, value, position)
+                          WHERE json_typeof(e.value) <> 'string' OR octet_length(e.value #>> '{}') <= $2) END
+                        AS params,
+                    links, bypassed, fanout, price, status, outputs, error
+             FROM nodes WHERE run_id = $1 ORDER BY position",
+        )
+        .bind(run_id)
+        .bind(STATUS_PARAM_MAX_BYTES)
+        .fetch_all(&mut *conn)
+        .await?;
+        let nodes = nodes.iter().map(node_row).collect::<Result<_>>()?;
         run_row(&row, nodes)
     }
 

@@ -78,7 +78,7 @@ CAUSES = {
         "5 µs on one CPU) and a timer wake-up 64 µs at the median, 0.6 ms at p99.9 (`cyclictest`, idle machine). "
         "The client's status polls (every 50 ms, on the same two cores) add to the tail."
     ),
-    "postgres": "each statement is a round trip to PostgreSQL, whose processes share the two cores.",
+    "postgres": "not investigated: the target was met in every full run so far (p99 2.37 and 5.46 ms).",
 }
 
 

@@ -107,12 +107,16 @@ macro_rules! insert_node_sql {
     };
 }
 
-/// Inserts an available task; its parameters, in order: run id, node, account id, max attempts,
-/// scheduled at, created at.
 /// The longest string parameter a run read returns (`Store::get_run`); longer ones, inline
-/// images, are left out of it. Parameters of 4 KiB or less in all are returned as they are.
+/// images, are left out of it.
 pub const STATUS_PARAM_MAX_BYTES: i64 = 1024;
 
+/// A node's parameters up to this length in all are returned by a run read as stored, without
+/// looking for long strings in them.
+pub(crate) const STATUS_PARAMS_AS_STORED_BYTES: i64 = 4096;
+
+/// Inserts an available task; its parameters, in order: run id, node, account id, max attempts,
+/// scheduled at, created at.
 macro_rules! insert_task_sql {
     () => {
         "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
@@ -353,7 +357,7 @@ impl SqliteStore {
         // mostly those): the run's columns joined with each node's, renamed where they clash.
         let rows = sqlx::query(
             "SELECT r.*, n.name, n.gen_id, n.tool,
-                    CASE WHEN octet_length(n.params) <= 4096 THEN n.params
+                    CASE WHEN octet_length(n.params) <= ?4 THEN n.params
                     ELSE (SELECT json_group_object(key, CASE type WHEN 'true' THEN json('true')
                                                                   WHEN 'false' THEN json('false')
                                                                   ELSE value END)
@@ -367,6 +371,7 @@ impl SqliteStore {
         .bind(run_id)
         .bind(account_id)
         .bind(STATUS_PARAM_MAX_BYTES)
+        .bind(STATUS_PARAMS_AS_STORED_BYTES)
         .fetch_all(&mut *self.reader().await?)
         .await?;
         let first = rows.first().ok_or(StoreError::NotFound)?;

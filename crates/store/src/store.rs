@@ -70,8 +70,8 @@ pub trait Store: Send + Sync + 'static {
     async fn create_run(&self, run: &NewRun<'_>) -> Result<()>;
     /// A run as its owner sees it. Another account's run is `NotFound`. Its nodes'
     /// parameters are as a status needs them: string values over `STATUS_PARAM_MAX_BYTES`
-    /// (inline images) are left out, so reading a run costs the same whatever was sent
-    /// inline; a claim reads the parameters whole.
+    /// (inline images) are left out, so they are not decoded on every read (the database
+    /// still reads and scans them); a claim reads the parameters whole.
     async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord>;
     /// The run a generation id belongs to: the run itself, or the workflow
     /// run that holds it as a node.

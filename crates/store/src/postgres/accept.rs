@@ -21,7 +21,7 @@
 //! Submissions that need a transaction of their own (an idempotency key, the cap on
 //! unfinished runs) write their run with the same statement and wait on the row as usual.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use atelier_core::status::NodeStatus;
 use sqlx::postgres::PgConnection;
@@ -156,7 +156,7 @@ impl PgStore {
         let account_id = run.account_id;
         let turn = self.turns.of(account_id);
         let (answer, mut answered) = oneshot::channel();
-        lock(&turn.waiting).push(Waiting { run, answer });
+        turn.waiting.lock().unwrap_or_else(PoisonError::into_inner).push(Waiting { run, answer });
         let writing = tokio::select! {
             biased;
             answer = &mut answered => return answer.unwrap_or_else(|_| Err(lost())),
@@ -166,7 +166,7 @@ impl PgStore {
             return answer; // written in the turn that just ended
         }
         let batch: Vec<Waiting> = {
-            let mut waiting = lock(&turn.waiting);
+            let mut waiting = turn.waiting.lock().unwrap_or_else(PoisonError::into_inner);
             let (batch, rest) =
                 std::mem::take(&mut *waiting).into_iter().partition(|w| w.run.account_id == account_id);
             *waiting = rest;
@@ -271,8 +271,4 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u
 /// The answer when the task writing a run ended without giving one (it panicked).
 fn lost() -> StoreError {
     StoreError::Database(sqlx::Error::WorkerCrashed)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -10,7 +10,8 @@ use sqlx::{Postgres, Transaction};
 use super::accept::{write_run, Accepted};
 use super::PgStore;
 use crate::runs::{
-    canceled_error, expiry, node_row, parse_status, run_row, settlement, summary_row, STATUS_PARAM_MAX_BYTES,
+    canceled_error, expiry, node_row, parse_status, run_row, settlement, summary_row,
+    STATUS_PARAMS_AS_STORED_BYTES, STATUS_PARAM_MAX_BYTES,
 };
 use crate::{to_json, Micros, NewRun, NodeRecord, Result, RunRecord, RunSummary, StoreError};
 
@@ -102,7 +103,7 @@ impl PgStore {
         // The parameters as `Store::get_run` documents (the SQLite twin is in `runs.rs`).
         let nodes = sqlx::query(
             "SELECT name, gen_id, tool,
-                    CASE WHEN octet_length(params) <= 4096 THEN params
+                    CASE WHEN octet_length(params) <= $3 THEN params
                     ELSE (SELECT COALESCE(json_object_agg(e.key, e.value ORDER BY e.position), '{}')::text
                           FROM json_each(params::json) WITH ORDINALITY AS e(key, value, position)
                           WHERE json_typeof(e.value) <> 'string' OR octet_length(e.value #>> '{}') <= $2) END
@@ -112,6 +113,7 @@ impl PgStore {
         )
         .bind(run_id)
         .bind(STATUS_PARAM_MAX_BYTES)
+        .bind(STATUS_PARAMS_AS_STORED_BYTES)
         .fetch_all(&mut *conn)
         .await?;
         let nodes = nodes.iter().map(node_row).collect::<Result<_>>()?;

@@ -1,6 +1,8 @@
 //! Synthetic test images with known ground truth.
 #![allow(dead_code)]
 
+pub mod photos;
+
 use atelier_imaging::image::{DynamicImage, GrayImage, Luma, Rgb, RgbImage};
 
 /// Ground-truth "person": head disc, torso, two legs, centred at `cx`.

@@ -135,6 +135,10 @@ pub struct Engine {
     /// Benchmarking only: every built-in tool returns a 1x1 PNG at once instead of doing
     /// its work, so that runs measure scheduling and the queue alone.
     pub noop_tools: bool,
+    /// The learned subject model of the built-in cut-out tools: `builtin` (U²-Net-p, inside
+    /// the binary), `none` (the backdrop model alone), or the path of a U²-Net-family ONNX
+    /// file. Loaded at start; a model that cannot be loaded stops the start.
+    pub subject_model: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -198,6 +202,11 @@ impl Default for Storage {
     }
 }
 
+/// `engine.subject_model` value for the model built into the binary.
+pub const SUBJECT_MODEL_BUILTIN: &str = "builtin";
+/// `engine.subject_model` value for no learned model.
+pub const SUBJECT_MODEL_NONE: &str = "none";
+
 impl Default for Engine {
     fn default() -> Self {
         Self {
@@ -212,6 +221,7 @@ impl Default for Engine {
             shutdown_grace_secs: 30,
             simulated_latency_ms: 0,
             noop_tools: false,
+            subject_model: SUBJECT_MODEL_BUILTIN.to_string(),
         }
     }
 }
@@ -284,6 +294,11 @@ impl Config {
                 "engine.tool_slots: unknown tool {unknown:?}; the tools are {} (ATELIER__ENGINE__TOOL_SLOTS__{})",
                 known.join(", "),
                 unknown.to_uppercase()
+            ));
+        }
+        if e.subject_model.trim().is_empty() {
+            return Err(format!(
+                "engine.subject_model must be \"{SUBJECT_MODEL_BUILTIN}\", \"{SUBJECT_MODEL_NONE}\" or the path of a U2-Net ONNX file (ATELIER__ENGINE__SUBJECT_MODEL)"
             ));
         }
         if e.max_attempts == 0 {

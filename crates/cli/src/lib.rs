@@ -69,8 +69,9 @@ pub fn input_policy(config: &Config) -> InputPolicy {
     }
 }
 
-pub fn builtin_tools(config: &Config) -> Registry {
-    Registry::builtin(BuiltinOptions {
+/// The built-in engine with its learned subject model loaded (`engine.subject_model`).
+pub fn builtin_tools(config: &Config) -> anyhow::Result<Registry> {
+    Ok(Registry::builtin(BuiltinOptions {
         simulated_latency: Duration::from_millis(config.engine.simulated_latency_ms),
         noop: config.engine.noop_tools,
         limits: atelier_imaging::Limits {
@@ -79,7 +80,37 @@ pub fn builtin_tools(config: &Config) -> Registry {
             max_frames: config.inputs.max_frames,
             max_total_pixels: config.inputs.max_total_pixels,
         },
-    })
+        subject: subject_model(&config.engine.subject_model)?,
+    }))
+}
+
+/// Loads the learned subject model named by `engine.subject_model`: `builtin` (shared by
+/// every service in the process: loading it is the same work each time), `none`, or a file.
+pub fn subject_model(setting: &str) -> anyhow::Result<Option<Arc<dyn atelier_imaging::SubjectModel>>> {
+    use atelier_imaging::SubjectModel as _;
+    static BUILTIN: std::sync::OnceLock<Arc<atelier_saliency::U2Net>> = std::sync::OnceLock::new();
+    let hint = || {
+        format!(
+            "cannot load the subject model (engine.subject_model = {setting:?}; \
+             ATELIER__ENGINE__SUBJECT_MODEL takes \"{}\", \"{}\" for the backdrop model alone, \
+             or the path of a U2-Net ONNX file)",
+            config::SUBJECT_MODEL_BUILTIN,
+            config::SUBJECT_MODEL_NONE
+        )
+    };
+    let model: Arc<atelier_saliency::U2Net> = match setting.trim() {
+        config::SUBJECT_MODEL_NONE => return Ok(None),
+        config::SUBJECT_MODEL_BUILTIN => match BUILTIN.get() {
+            Some(model) => model.clone(),
+            None => {
+                let model = Arc::new(atelier_saliency::U2Net::embedded().with_context(hint)?);
+                BUILTIN.get_or_init(|| model).clone()
+            }
+        },
+        path => Arc::new(atelier_saliency::U2Net::from_file(std::path::Path::new(path)).with_context(hint)?),
+    };
+    tracing::info!(model = model.name(), "subject model loaded");
+    Ok(Some(model))
 }
 
 /// A running service: HTTP server, workers and maintenance.
@@ -203,7 +234,10 @@ fn spawn_workers(
     if config.engine.workers > 0 {
         let fetcher =
             Arc::new(Fetcher::new(input_policy(config)).map_err(|e| anyhow::anyhow!("input fetcher: {e}"))?);
-        let tools = tools.unwrap_or_else(|| builtin_tools(config));
+        let tools = match tools {
+            Some(tools) => tools,
+            None => builtin_tools(config)?,
+        };
         let engine = Engine::new(store.clone(), blob.clone(), tools, fetcher, engine_config.clone());
         tasks.push(tokio::spawn(engine.run(shutdown.clone())));
     }

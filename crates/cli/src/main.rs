@@ -230,6 +230,9 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
     if args.allow_private_urls {
         config.inputs.allow_private_addresses = true;
     }
+    // The tools first: a subject model that cannot be loaded stops the start before anything
+    // is written.
+    let tools = if config.engine.workers > 0 { Some(atelier_cli::builtin_tools(&config)?) } else { None };
     let store = open_store(&config).await?;
     if store.account_count().await? == 0 {
         // API processes starting together on an empty shared database race here: one
@@ -267,8 +270,9 @@ async fn worker(mut config: Config, args: WorkerArgs) -> anyhow::Result<()> {
     if config.engine.workers == 0 {
         bail!("a worker needs at least one slot (--workers N, engine.workers)");
     }
+    let tools = atelier_cli::builtin_tools(&config)?;
     let store = open_store(&config).await?;
-    let running = atelier_cli::start_worker(&config, store, None).await?;
+    let running = atelier_cli::start_worker(&config, store, Some(tools)).await?;
     println!("Atelier worker running with {} slots", config.engine.workers);
     let token = running.token();
     tokio::spawn(async move {

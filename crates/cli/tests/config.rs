@@ -92,3 +92,70 @@ fn the_kubernetes_configmap_holds_a_valid_configuration() {
     assert_eq!(config.server.listen.to_string(), "0.0.0.0:8080");
     assert_eq!(config.engine.shutdown_grace_secs, 30);
 }
+
+/// Runs `atelier serve` with `env` until it exits or `--listen` fails; returns whether it
+/// exited with success and its stderr. Used for settings that stop the start.
+fn serve_stops(dir: &std::path::Path, env: &[(&str, &str)]) -> (bool, String) {
+    let out = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+/// A subject model that cannot be loaded stops `serve` and `worker` at start, with a message
+/// naming the file and the setting, before the database is created; an empty setting is
+/// refused by validation.
+#[test]
+fn a_subject_model_that_cannot_be_loaded_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (ok, stderr) = serve_stops(&data, &[("ATELIER__ENGINE__SUBJECT_MODEL", "/nonexistent/u2net.onnx")]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("cannot load the subject model")
+            && stderr.contains("/nonexistent/u2net.onnx")
+            && stderr.contains("ATELIER__ENGINE__SUBJECT_MODEL"),
+        "{stderr}"
+    );
+    assert!(!data.join("atelier.db").exists(), "nothing is written before the model loads");
+
+    let garbage = dir.path().join("model.onnx");
+    std::fs::write(&garbage, b"not a model").unwrap();
+    let garbage = garbage.to_str().unwrap();
+    let (ok, stderr) = serve_stops(&data, &[("ATELIER__ENGINE__SUBJECT_MODEL", garbage)]);
+    assert!(!ok);
+    assert!(stderr.contains("is not a usable subject model") && stderr.contains(garbage), "{stderr}");
+
+    let out = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("worker")
+        .env("ATELIER__ENGINE__SUBJECT_MODEL", garbage)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot load the subject model"));
+
+    let (ok, stderr) = migrate(dir.path(), &[("ATELIER__ENGINE__SUBJECT_MODEL", " ")], None);
+    assert!(!ok);
+    assert!(stderr.contains("engine.subject_model must be"), "{stderr}");
+}
+
+/// `builtin`, `none` and a file holding a model all load.
+#[test]
+fn subject_model_settings_load() {
+    assert_eq!(atelier_cli::subject_model("none").unwrap().map(|m| m.name().to_string()), None);
+    assert_eq!(
+        atelier_cli::subject_model("builtin").unwrap().map(|m| m.name().to_string()).as_deref(),
+        Some("u2netp")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("small.onnx");
+    std::fs::write(&path, atelier_saliency::U2NETP_ONNX).unwrap();
+    let model = atelier_cli::subject_model(path.to_str().unwrap()).unwrap().unwrap();
+    assert_eq!(model.name(), "small");
+}

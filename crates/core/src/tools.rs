@@ -163,7 +163,10 @@ pub static TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "fabric",
-        description: "Change the fabric of a garment worn in model_image.",
+        description: "Change the fabric of a garment worn in model_image. Built-in engine: re-textures the category's \
+                      band of the person the learned subject model finds; reliable on full-length and three-quarter \
+                      shots of one person facing the camera, not on close-ups (a face or hands inside the band are \
+                      re-textured too).",
         params: &[
             image("model_image", true),
             select("category", TRYON_CATEGORIES, true, Default::Str("tops")),
@@ -252,7 +255,8 @@ pub static TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "background_removal",
-        description: "Cut the subject out: transparent background, or a solid colour.",
+        description: "Cut the subject out: transparent background, or a solid colour. Built-in engine: a learned \
+                      salient-object model (U2-Net-p) fused with a backdrop model and an edge-refined matte.",
         params: &[
             image("image", true),
             text("background_color", false, Default::Str("")),

@@ -76,6 +76,12 @@ impl BgModel {
         best.sqrt()
     }
 
+    /// Whether the border is a smooth backdrop (a studio sweep, a wall, a gradient): its
+    /// spatial fit exists, so the model can separate subject from backdrop by colour.
+    pub(crate) fn is_smooth(&self) -> bool {
+        self.poly.is_some()
+    }
+
     /// Background colour expected at `(u, v)`: the spatial fit when available, else the
     /// dominant cluster mean.
     pub(crate) fn plate(&self, u: f32, v: f32) -> [f32; 3] {

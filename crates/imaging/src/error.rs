@@ -37,6 +37,9 @@ pub enum ImagingError {
     /// The image could not be encoded.
     #[error("the image could not be encoded: {0}")]
     Encode(String),
+    /// The learned subject model failed on this image (the message is the model's).
+    #[error("the subject model failed: {0}")]
+    SubjectModel(String),
     /// An argument was outside its valid range.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

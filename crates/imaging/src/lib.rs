@@ -42,6 +42,7 @@ mod error;
 mod filter;
 mod fir;
 mod frames;
+mod fuse;
 mod geom;
 mod hash;
 mod mask;
@@ -50,22 +51,27 @@ mod palette;
 mod preview;
 mod reframe;
 mod resize;
+mod saliency;
 
 pub use codec::{decode, encode, probe, sniff, ImageInfo, InputFormat, Limits, OutputFormat, JPEG_QUALITY};
 pub use composite::{composite_over, flatten};
 pub use error::ImagingError;
 pub use hash::seed_from;
-pub use mask::subject_mask;
-pub use matte::remove_background;
-pub use preview::fabric::{fabric, FabricSource};
+pub use mask::{subject_mask, subject_mask_with};
+pub use matte::{remove_background, remove_background_with};
+pub use preview::fabric::{fabric, fabric_with, FabricSource};
 pub use preview::model::{virtual_model, ModelDescription, ModelTier, MODEL_HEIGHT, MODEL_WIDTH};
 pub use preview::multipose::multipose;
-pub use preview::product::{product_placement, product_shoot, ProductPlacement, PRODUCT_LONG_SIDE};
+pub use preview::product::{
+    product_placement, product_placement_of_cutout, product_shoot, product_shoot_of_cutout, ProductPlacement,
+    PRODUCT_LONG_SIDE,
+};
 pub use preview::sketch::{sketch_to_dress, SketchMode, SketchOptions};
 pub use preview::tryon::{tryon, GarmentSize, TryOn, TryOnModel};
 pub use preview::GarmentRegion;
-pub use reframe::{parse_aspect, reframe, ReframeMode, AUTO_MIN_KEEP, EXTEND_MAX_PIXELS};
+pub use reframe::{parse_aspect, reframe, reframe_with, ReframeMode, AUTO_MIN_KEEP, EXTEND_MAX_PIXELS};
 pub use resize::{downscale, gaussian_blur, resize, upscale, MAX_UPSCALE_FACTOR};
+pub use saliency::SubjectModel;
 
 /// Re-export of the `image` crate version used in this API, so callers can name
 /// [`image::DynamicImage`] and friends without pinning a matching version themselves.

@@ -18,10 +18,14 @@ use image::{DynamicImage, GrayImage, Luma, RgbImage};
 use crate::background::{fit_model, BgModel};
 use crate::filter::{tap, taps, Plane};
 use crate::geom::Rect;
+use crate::saliency::SubjectModel;
+use crate::ImagingError;
 
 /// Long-side cap of the resolution at which the background model and mask are computed.
 pub(crate) const WORK_MAX_SIDE: u32 = 768;
-const WEAK: f32 = 3.5;
+/// Background distance (standard deviations) through which the subject grows; below it, the
+/// backdrop model explains a colour.
+pub(crate) const WEAK: f32 = 3.5;
 const STRONG: f32 = 6.0;
 const DIST_CLAMP: f32 = 10.0;
 
@@ -32,8 +36,12 @@ pub(crate) enum MaskSource {
     Alpha,
     /// Too small to analyse: everything is subject.
     Whole,
-    /// Estimated with a background model.
+    /// Estimated with a background model (alone, or fused with a learned map on a smooth
+    /// backdrop, where the model still judges edge colours).
     Model(BgModel),
+    /// Decided by a learned subject map on a busy backdrop ([`crate::fuse`]): the background
+    /// model, fitted to the border, is kept for reference but does not judge colours.
+    Learned(BgModel),
 }
 
 /// Result of the mask analysis at working resolution.
@@ -123,6 +131,19 @@ pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
     let fg = suppress_shadows(fg, &work, &model);
     let mask = cleanup(fg, &dist);
     Analysis { width, height, ww: wwu, wh: whu, work, mask, source: MaskSource::Model(model) }
+}
+
+/// [`analyse`], then, when a learned subject model is given, the fusion of its map with the
+/// backdrop model ([`crate::fuse`]).
+pub(crate) fn analyse_with(
+    img: &DynamicImage,
+    subject: Option<&dyn SubjectModel>,
+) -> Result<Analysis, ImagingError> {
+    let mut an = analyse(img);
+    if let Some(model) = subject {
+        crate::fuse::fuse(&mut an, model).map_err(ImagingError::SubjectModel)?;
+    }
+    Ok(an)
 }
 
 /// Shadow candidates are darker copies of the background plate: `c ≈ k · plate` with `k` in
@@ -444,7 +465,19 @@ pub(crate) fn upsample_mask(mask: &[u8], ww: usize, wh: usize, width: u32, heigh
 /// Images that already have transparency use `alpha >= 128`. An image without a detectable
 /// subject yields an all-zero mask.
 pub fn subject_mask(img: &DynamicImage) -> GrayImage {
-    let a = analyse(img);
+    mask_of(img, &analyse(img))
+}
+
+/// [`subject_mask`] with a learned subject model fused in (see [`crate::remove_background_with`]);
+/// without a model, the same as [`subject_mask`].
+pub fn subject_mask_with(
+    img: &DynamicImage,
+    subject: Option<&dyn SubjectModel>,
+) -> Result<GrayImage, ImagingError> {
+    Ok(mask_of(img, &analyse_with(img, subject)?))
+}
+
+fn mask_of(img: &DynamicImage, a: &Analysis) -> GrayImage {
     match a.source {
         MaskSource::Alpha => alpha_mask(img),
         _ => upsample_mask(&a.mask, a.ww, a.wh, a.width, a.height),
@@ -461,8 +494,11 @@ fn alpha_mask(img: &DynamicImage) -> GrayImage {
 /// Subject bounding box and centroid at full resolution, if a subject was found: those of
 /// [`subject_mask`], computed from its rows as they are upsampled (the full-resolution mask
 /// is never stored).
-pub(crate) fn subject_box(img: &DynamicImage) -> Option<(Rect, [f32; 2])> {
-    let a = analyse(img);
+pub(crate) fn subject_box(
+    img: &DynamicImage,
+    subject: Option<&dyn SubjectModel>,
+) -> Result<Option<(Rect, [f32; 2])>, ImagingError> {
+    let a = analyse_with(img, subject)?;
     let mut r = Rect { x0: u32::MAX, y0: u32::MAX, x1: 0, y1: 0 };
     let (mut sx, mut sy, mut n) = (0f64, 0f64, 0f64);
     let mut visit = |y: usize, row: &[u8]| {
@@ -496,5 +532,5 @@ pub(crate) fn subject_box(img: &DynamicImage) -> Option<(Rect, [f32; 2])> {
         }
         _ => upsample_mask_rows(&a.mask, a.ww, a.wh, a.width, a.height, visit),
     }
-    (r.x1 > r.x0).then(|| (r, [(sx / n) as f32, (sy / n) as f32]))
+    Ok((r.x1 > r.x0).then(|| (r, [(sx / n) as f32, (sy / n) as f32])))
 }

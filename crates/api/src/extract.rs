@@ -151,6 +151,24 @@ impl FromRequestParts<AppState> for RunId {
     }
 }
 
+/// A `{name}` path segment naming a workflow, percent-decoded (so `%2F` is a
+/// `/` inside the name, never a path step, and `+` is a plus), checked and
+/// normalised by [`atelier_core::workflow::validate_workflow_name`]. A name
+/// that could never be saved answers 422 `InvalidInput` (field `name`) without
+/// a lookup. Handlers take it after [`Caller`], so 401 still comes first.
+pub struct WorkflowName(pub String);
+
+impl FromRequestParts<AppState> for WorkflowName {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let axum::extract::Path(raw) = axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| RequestError::invalid("name", "the name is not UTF-8 once percent-decoded"))?;
+        Ok(Self(crate::ops::workflow_name("name", &raw)?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::key_in_query;

@@ -95,6 +95,19 @@ fn path_param(mut operation: Value, name: &str) -> Value {
     operation
 }
 
+/// The `{name}` of `/api/v3/workflow/{name}`: the rule of
+/// `atelier_core::workflow::validate_workflow_name`, in words (a JSON Schema pattern cannot say
+/// "no control or invisible formatting character" portably).
+fn workflow_name_param(mut operation: Value) -> Value {
+    operation["parameters"] = json!([{"name": "name", "in": "path", "required": true,
+        "description": "The workflow name, percent-encoded as a path segment (a space is %20, `%` is %25, a literal `+` stays `+`). \
+1 to 100 characters (Unicode code points, after NFC normalisation): no `/` (also not as %2F), no control character, \
+no invisible formatting character (bidirectional marks and overrides, zero-width space, …), no white space at either end, \
+not `.` or `..`. Names are compared after NFC normalisation, otherwise exactly (case counts). Anything else is 422 InvalidInput.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": atelier_core::workflow::WORKFLOW_NAME_MAX_CHARS}}]);
+    operation
+}
+
 fn tool_schema(params: &[atelier_core::params::ParamSpec]) -> Value {
     let mut props = Map::new();
     let mut required = Vec::new();
@@ -160,9 +173,9 @@ pub fn document() -> Value {
     paths.insert(
         "/api/v3/workflow/{name}".into(),
         json!({
-            "get": path_param(op("Describe a workflow", None, "WorkflowDescription", &[401, 404]), "name"),
-            "put": path_param(op("Save a workflow to the account", Some("Workflow"), "WorkflowDescription", &[400, 401, 422]), "name"),
-            "delete": path_param(op("Delete an account workflow", None, "Deleted", &[401, 404, 409]), "name"),
+            "get": workflow_name_param(op("Describe a workflow", None, "WorkflowDescription", &[401, 404, 422])),
+            "put": workflow_name_param(op("Save a workflow to the account", Some("Workflow"), "WorkflowDescription", &[400, 401, 422])),
+            "delete": workflow_name_param(op("Delete an account workflow", None, "Deleted", &[401, 404, 409, 422])),
         }),
     );
     paths.insert(
@@ -214,7 +227,7 @@ pub fn document() -> Value {
     schemas.insert("ErrorResponse".into(), json!({"type": "object", "properties": {"id": {"type": "null"}, "error": {"$ref": "#/components/schemas/Error"}}}));
     schemas.insert("RunRequest".into(), json!({"type": "object", "required": ["type", "target", "input"], "properties": {
         "type": {"type": "string", "enum": ["node", "workflow"]},
-        "target": {"type": "string", "description": "A tool name (type node) or a workflow name (type workflow)"},
+        "target": {"type": "string", "description": "A tool name (type node) or a workflow name (type workflow; see the name of /api/v3/workflow/{name})"},
         "input": {"type": "object"}}}));
     schemas.insert("RunHandle".into(), json!({"type": "object", "required": ["id", "error"], "properties": {
         "id": {"type": "string"}, "error": nullable_error, "warnings": {"type": "array", "items": {"type": "string"}}}}));
@@ -232,7 +245,8 @@ pub fn document() -> Value {
     schemas.insert(
         "Workflow".into(),
         json!({"type": "object", "required": ["nodes"], "properties": {
-        "name": {"type": "string"}, "description": {"type": "string"}, "variables": {"type": "object"},
+        "name": {"type": "string", "description": "The name written in the definition: PUT saves under the path's name whatever this says; `atelier admin workflow import` saves under it when no --name is given"},
+        "description": {"type": "string"}, "variables": {"type": "object"},
         "nodes": {"type": "array"}, "outputs": {"type": "object"}}}),
     );
     schemas.insert("WorkflowDescription".into(), json!({"type": "object", "required": ["name", "workflow", "sample_payload", "inputs", "outputs"], "properties": {

@@ -47,8 +47,19 @@ impl RunRequest {
                 return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")));
             }
         }
+        // A workflow is looked up by its normalised name, and the run records that name.
+        let target = match kind {
+            RunKind::Workflow => workflow_name("target", &target)?,
+            RunKind::Node => target,
+        };
         Ok(Self { kind, target, input })
     }
+}
+
+/// A workflow name from a request (`field` says where it was), checked and
+/// normalised to the form it is saved under; a 422 `InvalidInput` says why not.
+pub fn workflow_name(field: &str, raw: &str) -> Result<String, RequestError> {
+    atelier_core::workflow::validate_workflow_name(raw).map_err(|reason| RequestError::invalid(field, reason))
 }
 
 /// Compiles a request into a plan: validation and pricing, no writes.

@@ -1,9 +1,9 @@
 //! `/api/v3`: unified runs, status, workflows, tools.
 
-use atelier_core::workflow::{valid_name, WorkflowDef};
+use atelier_core::workflow::WorkflowDef;
 use atelier_core::RequestError;
 use atelier_store::{format_time, StoreError};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::{ApiError, RunError};
-use crate::extract::{Caller, JsonObject, RunId};
+use crate::extract::{Caller, JsonObject, RunId, WorkflowName};
 use crate::ops::{self, RunRequest, Submission};
 use crate::{idempotency, render, AppState};
 
@@ -101,7 +101,7 @@ async fn list_runs(
 async fn get_workflow(
     State(state): State<AppState>,
     Caller(account): Caller,
-    Path(name): Path<String>,
+    WorkflowName(name): WorkflowName,
 ) -> Result<Json<Value>, ApiError> {
     let def = ops::load_workflow(&state, &account, &name).await?;
     Ok(Json(ops::describe(&name, &def)))
@@ -110,14 +110,9 @@ async fn get_workflow(
 async fn put_workflow(
     State(state): State<AppState>,
     Caller(account): Caller,
-    Path(name): Path<String>,
+    WorkflowName(name): WorkflowName,
     JsonObject(body): JsonObject,
 ) -> Result<Json<Value>, ApiError> {
-    if !valid_name(&name) {
-        return Err(
-            RequestError::invalid("name", "workflow names are 1-64 characters of A-Z a-z 0-9 _ -").into()
-        );
-    }
     let def = WorkflowDef::parse(Value::Object(body))?;
     def.validate()?;
     let stored = serde_json::to_value(&def).map_err(|e| ApiError::Internal(e.to_string()))?;
@@ -128,7 +123,7 @@ async fn put_workflow(
 async fn delete_workflow(
     State(state): State<AppState>,
     Caller(account): Caller,
-    Path(name): Path<String>,
+    WorkflowName(name): WorkflowName,
 ) -> Result<Json<Value>, ApiError> {
     match state.store.delete_workflow(account.id, &name).await {
         Ok(()) => Ok(Json(json!({"name": name, "deleted": true}))),

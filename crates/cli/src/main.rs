@@ -3,9 +3,9 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
 use atelier_cli::{open_store, templates, Config};
-use atelier_core::workflow::{valid_name, WorkflowDef};
+use atelier_core::workflow::{valid_identifier, validate_workflow_name, WorkflowDef};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
@@ -132,9 +132,13 @@ enum TokensCmd {
 #[derive(Subcommand)]
 enum WorkflowCmd {
     /// Save a workflow file (the saved representation) to an account or as a system template.
+    ///
+    /// The name saved under is --name, else the file's "name" field, else the file name
+    /// without .json; the command prints which. A workflow name is 1 to 100 characters with
+    /// no '/', no control or invisible formatting character, and no white space at either end.
     Import {
         file: PathBuf,
-        /// Name to save under (default: the file name without .json).
+        /// Name to save under (default: the file's "name" field, else the file name without .json).
         #[arg(long)]
         name: Option<String>,
         #[arg(long, conflicts_with = "system")]
@@ -307,7 +311,7 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
     let store = open_store(&config).await?;
     match admin {
         StoreAdmin::Account(AccountCmd::Create { name, tokens, json }) => {
-            if !valid_name(&name) {
+            if !valid_identifier(&name) {
                 bail!("account names are 1-64 characters of A-Z a-z 0-9 _ -");
             }
             let (account, key) = store.create_account(&name, tokens).await?;
@@ -342,12 +346,13 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
             let value: serde_json::Value = serde_json::from_str(&text).context("the file is not JSON")?;
             let def = WorkflowDef::parse(value)?;
             def.validate()?;
-            let name = match name {
-                Some(n) => n,
-                None => file.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string(),
-            };
-            if !valid_name(&name) {
-                bail!("workflow names are 1-64 characters of A-Z a-z 0-9 _ - (use --name)");
+            let (name, source) = import_name(name.as_deref(), def.name.as_deref(), &file)?;
+            if let (ImportNameSource::Flag, Some(written)) = (source, def.name.as_deref()) {
+                if validate_workflow_name(written).ok().as_deref() != Some(name.as_str()) {
+                    eprintln!(
+                        "note: the file names the workflow {written:?}; it is saved as {name:?} (--name)"
+                    );
+                }
             }
             let owner = match &account {
                 Some(a) => Some(store.account(a).await.with_context(|| format!("account '{a}'"))?.id),
@@ -355,11 +360,14 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
             };
             store.put_workflow(owner, &name, &serde_json::to_value(&def)?).await?;
             println!(
-                "Saved workflow '{name}'{}.",
-                account.map_or(" as a system template".to_string(), |a| format!(" to account '{a}'"))
+                "Saved workflow '{name}'{} (the name from {}).",
+                account.map_or(" as a system template".to_string(), |a| format!(" to account '{a}'")),
+                source.describe()
             );
         }
         StoreAdmin::Workflow(WorkflowCmd::Export { name, account }) => {
+            let name = validate_workflow_name(&name)
+                .map_err(|reason| anyhow!("invalid workflow name {name:?}: {reason}"))?;
             let owner = match &account {
                 Some(a) => Some(store.account(a).await.with_context(|| format!("account '{a}'"))?.id),
                 None => None,
@@ -372,4 +380,46 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Where `admin workflow import` took the workflow's name from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ImportNameSource {
+    Flag,
+    Field,
+    FileName,
+}
+
+impl ImportNameSource {
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Flag => "--name",
+            Self::Field => "the file's \"name\" field",
+            Self::FileName => "the file name",
+        }
+    }
+}
+
+/// The name `admin workflow import` saves under: `--name`, else the `name` written in the file,
+/// else the file name without `.json`; checked and normalised (NFC) as the API does.
+fn import_name(
+    flag: Option<&str>,
+    field: Option<&str>,
+    file: &std::path::Path,
+) -> anyhow::Result<(String, ImportNameSource)> {
+    let (raw, source) = match (flag, field) {
+        (Some(name), _) => (name, ImportNameSource::Flag),
+        (None, Some(name)) => (name, ImportNameSource::Field),
+        (None, None) => {
+            let file_name = file.file_name().and_then(|n| n.to_str()).with_context(|| {
+                format!("{} has no UTF-8 file name to name the workflow after; use --name", file.display())
+            })?;
+            (file_name.strip_suffix(".json").unwrap_or(file_name), ImportNameSource::FileName)
+        }
+    };
+    let name = validate_workflow_name(raw).map_err(|reason| {
+        let hint = if source == ImportNameSource::Flag { "" } else { "; choose another with --name" };
+        anyhow!("invalid workflow name {raw:?} (from {}): {reason}{hint}", source.describe())
+    })?;
+    Ok((name, source))
 }

@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use unicode_normalization::UnicodeNormalization as _;
 
 use crate::params::{number_value, ParamSpec, ParamType, Params};
 use crate::tools::{self, ToolSpec, OUTPUT};
@@ -71,10 +72,89 @@ pub struct Inputs {
     pub linked: IndexMap<String, String>,
 }
 
-/// Whether `name` is a valid node, workflow or variable name.
-pub fn valid_name(name: &str) -> bool {
+/// Whether `name` is a valid node or variable name (also used for account
+/// names): 1 to 64 characters of `A-Z a-z 0-9 _ -`. Node and variable names
+/// are the parts of `Node.param` input keys, so they keep this narrow rule.
+pub fn valid_identifier(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+}
+
+/// The longest workflow name, in characters (Unicode code points, counted
+/// after normalisation to NFC).
+pub const WORKFLOW_NAME_MAX_CHARS: usize = 100;
+
+/// Checks a workflow name as a person wrote it and returns the name it is
+/// saved and looked up under: its NFC form, so that the composed and the
+/// decomposed spelling of `Été` are one name. The error is the reason, for
+/// the `reason` of a 422 `InvalidInput`.
+///
+/// A workflow name is 1 to [`WORKFLOW_NAME_MAX_CHARS`] characters; it has no
+/// `/` (names are path segments of `/api/v3/workflow/{name}`), no control
+/// character (Unicode category Cc), none of the invisible characters that
+/// reorder or hide text (see [`is_hidden_format_char`]), no white space at
+/// either end, and is not `.` or `..` (which URLs treat as path steps).
+/// Anything else is allowed: spaces inside, punctuation, `+`, `%`, any
+/// script, emoji. Names are compared exactly once normalised: no case folding.
+pub fn validate_workflow_name(name: &str) -> Result<String, String> {
+    let name: String = name.nfc().collect();
+    if name.is_empty() {
+        return Err("a workflow name cannot be empty".into());
+    }
+    let chars = name.chars().count();
+    if chars > WORKFLOW_NAME_MAX_CHARS {
+        return Err(format!(
+            "a workflow name is at most {WORKFLOW_NAME_MAX_CHARS} characters; this one has {chars}"
+        ));
+    }
+    if name.contains('/') {
+        return Err("a workflow name cannot contain '/'".into());
+    }
+    if let Some((i, c)) = name.chars().enumerate().find(|(_, c)| c.is_control()) {
+        return Err(format!(
+            "a workflow name cannot contain control characters (U+{:04X} at character {})",
+            u32::from(c),
+            i + 1
+        ));
+    }
+    if let Some((i, c)) = name.chars().enumerate().find(|&(_, c)| is_hidden_format_char(c)) {
+        return Err(format!(
+            "a workflow name cannot contain invisible formatting characters (U+{:04X} at character {})",
+            u32::from(c),
+            i + 1
+        ));
+    }
+    if name.starts_with(char::is_whitespace) || name.ends_with(char::is_whitespace) {
+        return Err("a workflow name cannot begin or end with white space".into());
+    }
+    if name == "." || name == ".." {
+        return Err("a workflow name cannot be '.' or '..' (URLs treat them as path steps)".into());
+    }
+    Ok(name)
+}
+
+/// The invisible characters a workflow name may not hold: bidirectional
+/// marks, embeddings, overrides and isolates (they reorder what is shown, so
+/// a name could read as another), zero-width and other invisible formatting
+/// characters, the line and paragraph separators. Left allowed, though
+/// invisible too: the zero-width joiner and non-joiner (emoji sequences such
+/// as 👩‍💻, Persian and Indic scripts) and the tag characters of subdivision
+/// flags (🏴󠁧󠁢󠁳󠁣󠁴󠁿).
+pub fn is_hidden_format_char(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}' // soft hyphen
+            | '\u{061C}' // Arabic letter mark
+            | '\u{180E}' // Mongolian vowel separator
+            | '\u{200B}' // zero-width space
+            | '\u{200E}'..='\u{200F}' // left-to-right and right-to-left marks
+            | '\u{2028}'..='\u{2029}' // line and paragraph separators
+            | '\u{202A}'..='\u{202E}' // bidirectional embeddings and overrides
+            | '\u{2060}'..='\u{2064}' // word joiner, invisible operators
+            | '\u{2066}'..='\u{206F}' // bidirectional isolates, deprecated format characters
+            | '\u{FEFF}' // zero-width no-break space (byte-order mark)
+            | '\u{FFF9}'..='\u{FFFB}' // interlinear annotation
+    )
 }
 
 fn invalid(node: &str, reason: impl Into<String>) -> RequestError {
@@ -122,7 +202,7 @@ impl WorkflowDef {
         }
         let mut seen = HashSet::new();
         for node in &self.nodes {
-            if !valid_name(&node.name) {
+            if !valid_identifier(&node.name) {
                 return Err(invalid(&node.name, "node names are 1-64 characters of A-Z a-z 0-9 _ -"));
             }
             if !seen.insert(node.name.as_str()) {
@@ -201,7 +281,7 @@ impl WorkflowDef {
         let mut targeted = HashSet::new();
         for (name, var) in &self.variables {
             let field = format!("variables.{name}");
-            if !valid_name(name) {
+            if !valid_identifier(name) {
                 return Err(RequestError::invalid(
                     field,
                     "variable names are 1-64 characters of A-Z a-z 0-9 _ -",
@@ -470,6 +550,93 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(field_of(wf.validate().unwrap_err()), "M");
+    }
+
+    #[test]
+    fn workflow_names_people_write_are_accepted() {
+        for name in [
+            "Summer Lookbook",
+            "Try-on + upscale (4x)",
+            "Été 2027",
+            "100% cotton",
+            "a%2Fb",
+            "夏のルック",
+            "Лето 2027",
+            "🧵 fabric swap 👗",
+            "👩‍💻 team look",
+            "🏴󠁧󠁢󠁳󠁣󠁴󠁿 tartan",
+            "non\u{00A0}breaking inside",
+            "x",
+            "...",
+            "tryon-upscale",
+        ] {
+            assert_eq!(validate_workflow_name(name).as_deref(), Ok(name), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn workflow_names_are_at_most_100_characters_not_bytes() {
+        let hundred = "é".repeat(100);
+        assert_eq!(hundred.len(), 200);
+        assert_eq!(validate_workflow_name(&hundred), Ok(hundred.clone()));
+        let emoji = "🧵".repeat(100);
+        assert_eq!(emoji.len(), 400);
+        assert_eq!(validate_workflow_name(&emoji), Ok(emoji.clone()));
+        let reason = validate_workflow_name(&"é".repeat(101)).unwrap_err();
+        assert!(reason.contains("at most 100 characters") && reason.contains("101"), "{reason}");
+        assert!(validate_workflow_name(&"🧵".repeat(101)).is_err());
+    }
+
+    #[test]
+    fn workflow_names_are_normalised_to_nfc() {
+        let decomposed = "E\u{0301}te\u{0301} 2027";
+        assert_eq!(validate_workflow_name(decomposed).unwrap(), "\u{00C9}t\u{00E9} 2027");
+        // 100 characters once composed, 200 code points as written.
+        let long = "e\u{0301}".repeat(100);
+        assert_eq!(validate_workflow_name(&long).unwrap().chars().count(), 100);
+        // No case folding and no compatibility mapping.
+        assert_eq!(validate_workflow_name("LOOK").unwrap(), "LOOK");
+        assert_eq!(validate_workflow_name("ﬁt").unwrap(), "ﬁt");
+    }
+
+    #[test]
+    fn workflow_names_refuse_slashes_controls_hidden_characters_and_outer_space() {
+        let reason = |name: &str| validate_workflow_name(name).unwrap_err();
+        assert!(reason("").contains("empty"));
+        assert!(reason("a/b").contains("'/'"));
+        assert!(reason("/").contains("'/'"));
+        assert!(reason("line\nbreak").contains("U+000A at character 5"), "{}", reason("line\nbreak"));
+        assert!(reason("tab\there").contains("control"));
+        assert!(reason("nul\0").contains("control"));
+        assert!(reason("del\u{7F}").contains("control"));
+        assert!(reason("c1\u{85}x").contains("control"));
+        for hidden in ['\u{200B}', '\u{202E}', '\u{2066}', '\u{200F}', '\u{FEFF}', '\u{00AD}', '\u{2028}'] {
+            let r = reason(&format!("a{hidden}b"));
+            assert!(r.contains("invisible"), "U+{:04X}: {r}", u32::from(hidden));
+        }
+        for spaced in [" lead", "trail ", "\u{00A0}nbsp", "ideographic\u{3000}", "  "] {
+            assert!(reason(spaced).contains("white space"), "{spaced:?}");
+        }
+        assert!(reason(".").contains("path steps"));
+        assert!(reason("..").contains("path steps"));
+    }
+
+    #[test]
+    fn node_and_variable_names_keep_the_identifier_rule() {
+        assert!(valid_identifier("Tryon_2-b"));
+        assert!(valid_identifier(&"a".repeat(64)));
+        for bad in ["", "Summer Lookbook", "Été", "a.b", "a/b", "a+b"] {
+            assert!(!valid_identifier(bad), "{bad:?}");
+        }
+        assert!(!valid_identifier(&"a".repeat(65)));
+
+        let mut wf = tryon_upscale();
+        wf.nodes[0].name = "Try on".into();
+        assert_eq!(field_of(wf.validate().unwrap_err()), "Try on");
+        let mut wf = tryon_upscale();
+        let var = wf.variables.shift_remove("garment").unwrap();
+        wf.variables.insert("the garment".into(), var);
+        assert_eq!(field_of(wf.validate().unwrap_err()), "variables.the garment");
     }
 
     #[test]

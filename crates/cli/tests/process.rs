@@ -142,6 +142,109 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
 }
 
 #[test]
+fn workflow_import_saves_under_the_flag_the_file_s_name_or_the_file_name_and_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, _) =
+        atelier(dir.path(), &["admin", "account", "create", "acme", "--tokens", "5", "--json"]);
+    assert!(ok);
+    let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
+    let flow = |name: Option<&str>| {
+        let mut flow = json!({"nodes": [{"name": "Up", "tool": "upscale"}], "outputs": {"big": "Up.output"}});
+        if let Some(name) = name {
+            flow["name"] = json!(name);
+        }
+        flow.to_string()
+    };
+    let import = |file: &Path, extra: &[&str]| {
+        let mut args = vec!["admin", "workflow", "import", file.to_str().unwrap(), "--account", "acme"];
+        args.extend_from_slice(extra);
+        atelier(dir.path(), &args)
+    };
+    let export =
+        |name: &str| atelier(dir.path(), &["admin", "workflow", "export", name, "--account", "acme"]);
+
+    // The name written in the file, not the file name.
+    let look = dir.path().join("look.json");
+    std::fs::write(&look, flow(Some("Summer Lookbook"))).unwrap();
+    let (ok, out, err) = import(&look, &[]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.trim(),
+        "Saved workflow 'Summer Lookbook' to account 'acme' (the name from the file's \"name\" field)."
+    );
+    assert!(err.is_empty(), "{err}");
+    let (ok, out, _) = export("Summer Lookbook");
+    assert!(ok);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["name"], "Summer Lookbook");
+    assert!(!export("look").0, "not saved under the file name");
+
+    // --name wins, with a note when the file says otherwise.
+    let (ok, out, err) = import(&look, &["--name", "Été 2027"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "Saved workflow 'Été 2027' to account 'acme' (the name from --name).");
+    assert!(
+        err.contains("note:") && err.contains("\"Summer Lookbook\"") && err.contains("\"Été 2027\""),
+        "{err}"
+    );
+    assert!(export("Été 2027").0);
+    // The same name in the file and the flag: no note.
+    let (ok, _, err) = import(&look, &["--name", "Summer Lookbook"]);
+    assert!(ok && err.is_empty(), "{err}");
+
+    // No name in the file: the file name without .json.
+    let plus = dir.path().join("Try-on + upscale (4x).json");
+    std::fs::write(&plus, flow(None)).unwrap();
+    let (ok, out, err) = import(&plus, &[]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.trim(),
+        "Saved workflow 'Try-on + upscale (4x)' to account 'acme' (the name from the file name)."
+    );
+    let dotted = dir.path().join("look.v2.json");
+    std::fs::write(&dotted, flow(None)).unwrap();
+    let (ok, out, _) = import(&dotted, &[]);
+    assert!(ok && out.contains("'look.v2'"), "{out}");
+
+    // Names that cannot be saved: a clear error, a non-zero exit, no panic, nothing saved.
+    let hundred_and_one = "é".repeat(101);
+    for (extra, file_name, reason) in [
+        (vec!["--name", "a/b"], None, "'/'"),
+        (vec!["--name", hundred_and_one.as_str()], None, "at most 100 characters"),
+        (vec!["--name", "tab\there"], None, "control"),
+        (vec!["--name", " Summer"], None, "white space"),
+        (vec![], Some("Summer "), "white space"),
+        (vec![], Some("a\u{202E}b"), "invisible"),
+    ] {
+        let file = dir.path().join("bad.json");
+        std::fs::write(&file, flow(file_name)).unwrap();
+        let (ok, out, err) = import(&file, &extra);
+        assert!(!ok, "{extra:?} {file_name:?}: {out}");
+        assert!(err.contains("invalid workflow name") && err.contains(reason), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        if file_name.is_some() {
+            assert!(err.contains("from the file's \"name\" field") && err.contains("--name"), "{err}");
+        }
+    }
+    assert!(!export("bad").0);
+    let (ok, _, err) = export("a/b");
+    assert!(!ok && err.contains("'/'") && !err.contains("panicked"), "{err}");
+
+    // What was imported is what the API serves and runs.
+    let (mut child, addr) = serve(dir.path(), &[], &["--no-workers"]);
+    let described = get(&format!("{addr}/api/v3/workflow/Summer%20Lookbook"), &key);
+    let plus_described = get(&format!("{addr}/api/v3/workflow/Try-on%20+%20upscale%20(4x)"), &key);
+    let body = json!({"type": "workflow", "target": "Summer Lookbook", "input": {"Up.image": png_base64(8, 8, [1, 1, 1])}});
+    let estimate = post(&format!("{addr}/api/v3/estimate"), &key, &body);
+    let run = post(&format!("{addr}/api/v3/run"), &key, &body);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(described["name"], "Summer Lookbook", "{described}");
+    assert_eq!(plus_described["name"], "Try-on + upscale (4x)", "{plus_described}");
+    assert_eq!(estimate["tokens"], 1, "{estimate}");
+    assert!(run["id"].as_str().is_some_and(|id| id.starts_with("wr_")), "{run}");
+}
+
+#[test]
 fn a_run_survives_kill_9_and_completes_once_after_restart() {
     let dir = tempfile::tempdir().unwrap();
     let (ok, out, _) =

@@ -252,3 +252,216 @@ async fn bypassed_nodes_pass_their_image_through_for_free() {
     assert_eq!(decode(&passed).width(), 30, "not upscaled");
     assert_eq!(status["tokens"], 1, "only the reframe is charged");
 }
+
+/// A workflow name as one path segment: everything but unreserved characters percent-encoded
+/// (as a client library encodes a path parameter).
+fn segment(name: &str) -> String {
+    name.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Sends `GET path` byte for byte (a client library would resolve `..` and `%2E%2E` as path
+/// steps before sending) and returns the status code and the JSON body.
+async fn raw_get(app: &TestApp, path: &str) -> (u16, Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = app.running.as_ref().unwrap().addr;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nX-API-KEY: {}\r\nConnection: close\r\n\r\n", app.key);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8_lossy(&response);
+    let code = text[9..12].parse().unwrap();
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    (code, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn one_upscale() -> Value {
+    json!({"nodes": [{"name": "Up", "tool": "upscale"}], "outputs": {"big": "Up.output"}})
+}
+
+#[tokio::test]
+async fn workflow_names_people_write_work_on_every_path() {
+    let app = TestApp::start().await;
+    let key = app.key.clone();
+    let hundred = "é".repeat(100); // 100 characters, 200 bytes
+    let names = [
+        "Summer Lookbook",
+        "Try-on + upscale (4x)",
+        "Été 2027",
+        "100% cotton",
+        "🧵 fabric swap 👗",
+        hundred.as_str(),
+    ];
+    for name in names {
+        let path = format!("/api/v3/workflow/{}", segment(name));
+        let (code, desc) = app.call("PUT", &path, Some(&key), Some(&one_upscale())).await;
+        assert_eq!(code, 200, "{name}: {desc}");
+        assert_eq!(desc["name"], name);
+        assert_eq!(desc["sample_payload"]["target"], name);
+
+        let (code, desc) = app.get(&path).await;
+        assert_eq!((code, desc["name"].as_str()), (200, Some(name)), "{desc}");
+
+        let body = json!({"type": "workflow", "target": name, "input": {"Up.image": png_base64(8, 8)}});
+        let (code, estimate) = app.post("/api/v3/estimate", &body).await;
+        assert_eq!((code, estimate["tokens"].as_i64()), (200, Some(1)), "{estimate}");
+        let status = app.wait(&app.run(&body).await).await;
+        assert_eq!(status["overall_status"], "succeeded", "{name}: {status}");
+        let (_, runs) = app.get("/api/v3/runs?limit=1").await;
+        assert_eq!(runs["runs"][0]["target"], name, "the run records the workflow's name");
+        assert_eq!(runs["runs"][0]["type"], "workflow");
+    }
+
+    let (_, list) = app.get("/api/v3/workflows").await;
+    let mine: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["system_workflow"] == false)
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    let mut expected = names.to_vec();
+    expected.sort(); // by code point, on both backends
+    assert_eq!(mine, expected);
+
+    // A `+` left as it is in the path is a plus, not a space.
+    let (code, desc) = app.get("/api/v3/workflow/Try-on%20+%20upscale%20(4x)").await;
+    assert_eq!((code, desc["name"].as_str()), (200, Some("Try-on + upscale (4x)")), "{desc}");
+    let (code, _) = app.get("/api/v3/workflow/Try-on++upscale+(4x)").await;
+    assert_eq!(code, 404);
+
+    for name in names {
+        let path = format!("/api/v3/workflow/{}", segment(name));
+        let (code, deleted) = app.call("DELETE", &path, Some(&key), None).await;
+        assert_eq!((code, &deleted), (200, &json!({"name": name, "deleted": true})));
+        let (code, resp) = app.get(&path).await;
+        assert_eq!((code, resp["error"]["name"].as_str()), (404, Some("WorkflowNotFound")));
+    }
+}
+
+#[tokio::test]
+async fn workflow_names_that_cannot_be_saved_answer_422_on_every_path() {
+    let app = TestApp::start().await;
+    let key = app.key.clone();
+    let too_long = "é".repeat(101); // 101 characters, 202 bytes
+    let cases = [
+        (segment(&too_long), "at most 100 characters"),
+        ("a%2Fb".to_string(), "'/'"),
+        ("%2F".to_string(), "'/'"),
+        ("..%2Fworkflows".to_string(), "'/'"),
+        ("%20Summer".to_string(), "white space"),
+        ("Summer%20".to_string(), "white space"),
+        ("Summer%0ALookbook".to_string(), "control"),
+        ("Summer%09Lookbook".to_string(), "control"),
+        ("Summer%E2%80%AELookbook".to_string(), "invisible"), // U+202E right-to-left override
+        ("%FF".to_string(), "UTF-8"),
+    ];
+    for (seg, reason) in &cases {
+        let path = format!("/api/v3/workflow/{seg}");
+        for method in ["PUT", "GET", "DELETE"] {
+            let body = (method == "PUT").then(one_upscale);
+            let (code, resp) = app.call(method, &path, Some(&key), body.as_ref()).await;
+            assert_eq!(code, 422, "{method} {path}: {resp}");
+            assert_eq!(resp["error"]["name"], "InvalidInput");
+            assert_eq!(resp["error"]["field"], "name");
+            let why = resp["error"]["reason"].as_str().unwrap();
+            assert!(why.contains(reason), "{method} {path}: {why}");
+        }
+    }
+    // `.` and `..` (also as %2E) are path steps to a client library, which resolves them
+    // before sending; sent as they are, the server refuses them as names.
+    for path in ["/api/v3/workflow/..", "/api/v3/workflow/%2E%2E", "/api/v3/workflow/."] {
+        let (code, resp) = raw_get(&app, path).await;
+        assert_eq!(code, 422, "{path}: {resp}");
+        assert!(resp["error"]["reason"].as_str().unwrap().contains("path steps"), "{resp}");
+    }
+    // The key still comes first.
+    assert_eq!(app.call("GET", "/api/v3/workflow/a%2Fb", None, None).await.0, 401);
+
+    // A bare `/` splits the path: no route, nothing saved under either part.
+    let (code, _) = app.call("PUT", "/api/v3/workflow/a/b", Some(&key), Some(&one_upscale())).await;
+    assert_eq!(code, 404);
+    assert_eq!(app.get("/api/v3/workflow/a").await.0, 404);
+
+    for target in ["a/b", " Summer", "Summer ", "line\nbreak", "\u{202E}kooL", ".", too_long.as_str()] {
+        let body = json!({"type": "workflow", "target": target, "input": {}});
+        for endpoint in ["/api/v3/run", "/api/v3/estimate"] {
+            let (code, resp) = app.post(endpoint, &body).await;
+            assert_eq!(code, 422, "{endpoint} {target:?}: {resp}");
+            assert_eq!(resp["error"]["field"], "target");
+        }
+    }
+    // A valid name that is not saved is still 404.
+    let body = json!({"type": "workflow", "target": "Summer Lookbook", "input": {}});
+    let (code, resp) = app.post("/api/v3/run", &body).await;
+    assert_eq!((code, resp["error"]["name"].as_str()), (404, Some("WorkflowNotFound")));
+
+    let (_, list) = app.get("/api/v3/workflows").await;
+    assert!(list.as_array().unwrap().iter().all(|w| w["system_workflow"] == true), "nothing saved: {list}");
+    let (_, runs) = app.get("/api/v3/runs").await;
+    assert_eq!(runs["runs"], json!([]), "nothing run");
+}
+
+#[tokio::test]
+async fn workflow_names_are_compared_after_nfc_and_are_unique_per_account() {
+    let app = TestApp::start().await;
+    let key = app.key.clone();
+    let composed = "\u{00C9}t\u{00E9} 2027";
+    let decomposed = "E\u{0301}te\u{0301} 2027";
+
+    // Saved under the decomposed spelling, it is the composed name.
+    let (code, desc) = app
+        .call("PUT", &format!("/api/v3/workflow/{}", segment(decomposed)), Some(&key), Some(&one_upscale()))
+        .await;
+    assert_eq!((code, desc["name"].as_str()), (200, Some(composed)), "{desc}");
+    let (code, desc) = app.get(&format!("/api/v3/workflow/{}", segment(composed))).await;
+    assert_eq!((code, desc["name"].as_str()), (200, Some(composed)));
+    // Either spelling reaches it, and saving the other replaces it.
+    let body = json!({"type": "workflow", "target": decomposed, "input": {"Up.image": png_base64(8, 8)}});
+    let status = app.wait(&app.run(&body).await).await;
+    assert_eq!(status["overall_status"], "succeeded");
+    let (_, runs) = app.get("/api/v3/runs?limit=1").await;
+    assert_eq!(runs["runs"][0]["target"], composed);
+    let replaced =
+        json!({"nodes": [{"name": "Cut", "tool": "background_removal"}], "outputs": {"cut": "Cut.output"}});
+    let (code, _) = app
+        .call("PUT", &format!("/api/v3/workflow/{}", segment(composed)), Some(&key), Some(&replaced))
+        .await;
+    assert_eq!(code, 200);
+    let (_, desc) = app.get(&format!("/api/v3/workflow/{}", segment(decomposed))).await;
+    assert_eq!(desc["outputs"], json!({"cut": "Cut.output"}));
+
+    // Case counts: another name, another workflow.
+    let (code, _) =
+        app.call("PUT", "/api/v3/workflow/summer%20lookbook", Some(&key), Some(&one_upscale())).await;
+    assert_eq!(code, 200);
+    assert_eq!(app.get("/api/v3/workflow/Summer%20Lookbook").await.0, 404);
+    let (code, _) = app.call("PUT", "/api/v3/workflow/Summer%20Lookbook", Some(&key), Some(&replaced)).await;
+    assert_eq!(code, 200);
+    let (_, list) = app.get("/api/v3/workflows").await;
+    let mine: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["system_workflow"] == false)
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(mine, ["Summer Lookbook", "summer lookbook", composed]);
+
+    // Another account's workflow of the same name is its own.
+    let other = app.other_key(10).await;
+    assert_eq!(app.call("GET", "/api/v3/workflow/Summer%20Lookbook", Some(&other), None).await.0, 404);
+    let (code, _) =
+        app.call("PUT", "/api/v3/workflow/Summer%20Lookbook", Some(&other), Some(&one_upscale())).await;
+    assert_eq!(code, 200);
+    let (_, theirs) = app.call("GET", "/api/v3/workflow/Summer%20Lookbook", Some(&other), None).await;
+    assert_eq!(theirs["outputs"], json!({"big": "Up.output"}));
+    let (_, ours) = app.get("/api/v3/workflow/Summer%20Lookbook").await;
+    assert_eq!(ours["outputs"], json!({"cut": "Cut.output"}));
+}

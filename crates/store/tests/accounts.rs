@@ -15,6 +15,7 @@ backend_tests! {
     keys_are_revoked_by_prefix_when_it_is_unambiguous(StoreConfig::default());
     concurrent_account_creation_conflicts(StoreConfig::default());
     account_workflows_shadow_templates(StoreConfig::default());
+    workflow_names_in_any_script_are_kept_exactly_and_sorted_by_code_point(StoreConfig::default());
     migrations_are_applied_once(StoreConfig::default());
 }
 
@@ -103,6 +104,39 @@ async fn account_workflows_shadow_templates(store: SharedStore) {
     store.delete_workflow(a.id, "flow").await.unwrap();
     assert!(store.find_workflow(Some(a.id), "flow").await.unwrap().unwrap().system);
     assert!(matches!(store.delete_workflow(a.id, "flow").await, Err(StoreError::NotFound)));
+}
+
+/// Workflow names are checked and normalised (NFC) by the callers; the store keeps them
+/// exactly: no length limit below 100 characters of 4 bytes, no case folding, and the same
+/// order on both backends (code point order, which is UTF-8 byte order).
+async fn workflow_names_in_any_script_are_kept_exactly_and_sorted_by_code_point(store: SharedStore) {
+    let (a, _) = store.create_account("a", 0).await.unwrap();
+    let mut names = vec![
+        "Summer Lookbook".to_string(),
+        "summer lookbook".to_string(),
+        "\u{00C9}t\u{00E9} 2027".to_string(),
+        "Zebra".to_string(),
+        "Try-on + upscale (4x)".to_string(),
+        "100% cotton".to_string(),
+        "夏のルック".to_string(),
+        "é".repeat(100),
+        "🧵".repeat(100),
+    ];
+    for (i, name) in names.iter().enumerate() {
+        store.put_workflow(Some(a.id), name, &json!({"i": i})).await.unwrap();
+    }
+    for (i, name) in names.iter().enumerate() {
+        let found = store.find_workflow(Some(a.id), name).await.unwrap().unwrap();
+        assert_eq!((found.name.as_str(), found.definition["i"].as_u64()), (name.as_str(), Some(i as u64)));
+    }
+    // The decomposed spelling is another string to the store.
+    assert_eq!(store.find_workflow(Some(a.id), "E\u{0301}te\u{0301} 2027").await.unwrap(), None);
+    assert_eq!(store.find_workflow(Some(a.id), "SUMMER LOOKBOOK").await.unwrap(), None);
+    names.sort();
+    let listed: Vec<String> = store.list_workflows(a.id).await.unwrap().into_iter().map(|w| w.name).collect();
+    assert_eq!(listed, names);
+    store.delete_workflow(a.id, "🧵".repeat(100).as_str()).await.unwrap();
+    assert_eq!(store.list_workflows(a.id).await.unwrap().len(), names.len() - 1);
 }
 
 async fn migrations_are_applied_once(store: SharedStore) {

@@ -9,9 +9,11 @@ mod common;
 use std::sync::OnceLock;
 
 use atelier_imaging::image::{DynamicImage, GrayImage, Luma};
-use atelier_imaging::{remove_background, remove_background_with, subject_mask_with, SubjectModel};
+use atelier_imaging::{
+    fabric_with, remove_background, remove_background_with, subject_mask_with, FabricSource, GarmentRegion, SubjectModel,
+};
 use atelier_saliency::U2Net;
-use common::photos::{photos, score, Score};
+use common::photos::{photos, rasterise, score, Score};
 
 fn model() -> &'static U2Net {
     static MODEL: OnceLock<U2Net> = OnceLock::new();
@@ -76,4 +78,33 @@ fn a_failing_model_is_an_error() {
     // An input that is already cut out does not need the model.
     let cut = DynamicImage::ImageRgba8(remove_background(&img));
     assert!(remove_background_with(&cut, Some(&Broken)).is_ok());
+}
+
+/// `fabric` on a real portrait re-textures the person the model finds, not the flag behind
+/// them: with the backdrop model alone its "person" was a patch of the flag and uniform.
+#[test]
+fn fabric_stays_on_the_person_the_model_finds() {
+    let photo = photos().into_iter().find(|p| p.name == "grace_hopper").unwrap();
+    let (w, h) = (photo.image.width(), photo.image.height());
+    let (subject, background) = (rasterise(&photo.subject, w, h), rasterise(&photo.background, w, h));
+    let before = photo.image.to_rgb8();
+    let changed_in = |subject_model: Option<&dyn SubjectModel>| {
+        let source = FabricSource::Description("red and white stripes");
+        let after = fabric_with(&photo.image, source, GarmentRegion::Top, 7, subject_model).unwrap();
+        let changed: Vec<bool> = before
+            .pixels()
+            .zip(after.pixels())
+            .map(|(a, b)| (0..3).any(|c| a[c].abs_diff(b[c]) > 24))
+            .collect();
+        let share = |marks: &[bool]| {
+            let total = marks.iter().filter(|&&m| m).count() as f64;
+            marks.iter().zip(&changed).filter(|(&m, &c)| m && c).count() as f64 / total
+        };
+        (share(&subject), share(&background))
+    };
+    let (person, flag) = changed_in(Some(model()));
+    let (person_alone, flag_alone) = changed_in(None);
+    println!("changed: learned {person:.3} of the person, {flag:.4} of the background; backdrop model alone {person_alone:.3}, {flag_alone:.4}");
+    assert!(person > 0.15, "the garment band of the person is re-textured: {person:.3}");
+    assert!(flag < 0.01, "the background is left alone: {flag:.4}");
 }

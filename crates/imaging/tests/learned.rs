@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 
 use atelier_imaging::image::{DynamicImage, GrayImage, Luma};
 use atelier_imaging::{
-    fabric_with, remove_background, remove_background_with, subject_mask_with, FabricSource, GarmentRegion, SubjectModel,
+    fabric_with, remove_background, remove_background_with, subject_mask_with, FabricSource, GarmentRegion,
+    SubjectModel,
 };
 use atelier_saliency::U2Net;
 use common::photos::{photos, rasterise, score, Score};

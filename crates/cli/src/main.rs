@@ -250,7 +250,7 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
             Err(e) => return Err(e.into()),
         }
     }
-    let running = atelier_cli::start(&config, store, None).await?;
+    let running = atelier_cli::start(&config, store, tools).await?;
     println!("Atelier listening on http://{}", running.addr);
     let token = running.token();
     tokio::spawn(async move {

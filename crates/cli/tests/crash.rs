@@ -118,6 +118,10 @@ impl Cluster {
             // Rescues caused by a starved heartbeat on a busy CI machine are legitimate;
             // they must not fail a node.
             ("ATELIER__ENGINE__MAX_ATTEMPTS", "5"),
+            // These tests are about the queue, not the imagery: hundreds of cut-outs through
+            // the learned subject model (seconds each on a shared 2-core machine) would only
+            // stretch them past their deadlines. The model has its own tests.
+            ("ATELIER__ENGINE__SUBJECT_MODEL", "none"),
             ("RUST_LOG", "info,tower_http=warn,sqlx=warn"),
             ("NO_COLOR", "1"),
         ];

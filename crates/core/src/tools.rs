@@ -256,7 +256,8 @@ pub static TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "background_removal",
         description: "Cut the subject out: transparent background, or a solid colour. Built-in engine: a learned \
-                      salient-object model (U2-Net-p) fused with a backdrop model and an edge-refined matte.",
+                      salient-object model (U2-Net-p) fused with a backdrop model and an edge-refined matte. \
+                      Not reliable on white products on white backdrops whose outline is only a faint seam.",
         params: &[
             image("image", true),
             text("background_color", false, Default::Str("")),

@@ -16,7 +16,7 @@ use image::imageops::FilterType;
 use image::{DynamicImage, GrayImage, Luma, RgbImage};
 
 use crate::background::{fit_model, BgModel};
-use crate::filter::{tap, taps, Plane};
+use crate::filter::{box_mean_rows, tap, taps, Plane};
 use crate::geom::Rect;
 use crate::saliency::SubjectModel;
 use crate::ImagingError;
@@ -55,6 +55,9 @@ pub(crate) struct Analysis {
     pub(crate) work: RgbImage,
     /// Working-resolution binary mask, 0 or 1.
     pub(crate) mask: Vec<u8>,
+    /// Working-resolution pixels the backdrop model removed as cast shadow, 0 or 1 (empty
+    /// when it did not run).
+    pub(crate) shadow: Vec<u8>,
     pub(crate) source: MaskSource,
 }
 
@@ -102,7 +105,16 @@ pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
                 crate::fir::resize_gray8(&alpha, ww, wh, FilterType::Triangle)
             };
             let mask = alpha.as_raw().iter().map(|&a| u8::from(a >= 128)).collect();
-            return Analysis { width, height, ww: wwu, wh: whu, work, mask, source: MaskSource::Alpha };
+            return Analysis {
+                width,
+                height,
+                ww: wwu,
+                wh: whu,
+                work,
+                mask,
+                shadow: Vec::new(),
+                source: MaskSource::Alpha,
+            };
         }
     }
 
@@ -114,23 +126,13 @@ pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
             wh: whu,
             work,
             mask: vec![1; n],
+            shadow: Vec::new(),
             source: MaskSource::Whole,
         };
     }
 
-    let model = fit_model(&work);
-    let raw = work.as_raw();
-    let dist = Plane::from_fn(wwu, whu, |x, y| {
-        let i = 3 * (y * wwu + x);
-        let c = [f32::from(raw[i]), f32::from(raw[i + 1]), f32::from(raw[i + 2])];
-        // Clamped so a very distinct subject does not bleed into its neighbours when smoothed.
-        model.distance(c, (x as f32 + 0.5) / ww as f32, (y as f32 + 0.5) / wh as f32).min(DIST_CLAMP)
-    })
-    .gaussian(0.8);
-    let fg = hysteresis(&dist, WEAK, STRONG);
-    let fg = suppress_shadows(fg, &work, &model);
-    let mask = cleanup(fg, &dist);
-    Analysis { width, height, ww: wwu, wh: whu, work, mask, source: MaskSource::Model(model) }
+    let (mask, shadow, model) = classical(&work);
+    Analysis { width, height, ww: wwu, wh: whu, work, mask, shadow, source: MaskSource::Model(model) }
 }
 
 /// [`analyse`], then, when a learned subject model is given, the fusion of its map with the
@@ -146,15 +148,260 @@ pub(crate) fn analyse_with(
     Ok(an)
 }
 
+/// The backdrop-model ("classical") mask of a working-resolution image: the 0/1 mask, the
+/// pixels it removed as cast shadow (0/1), and the backdrop model (refitted to the backdrop
+/// the first pass found).
+///
+/// 1. A model fitted to the border ([`fit_model`]) gives a first distance plane and mask
+///    ([`hysteresis`]).
+/// 2. The model's spatial fit is estimated again from every pixel outside that mask
+///    ([`BgModel::refit`]), and the distance plane is computed anew from it.
+/// 3. [`hysteresis`] on that plane, plus [`regional`]: areas whose mean colour differs from
+///    the backdrop by a margin too small for single noisy pixels (a light band across a
+///    product, a white product on white).
+/// 4. [`suppress_shadows`], then [`cleanup`]: every sizeable component is kept (several
+///    products in one photo), and enclosed holes are filled unless they show the backdrop.
+pub(crate) fn classical(work: &RgbImage) -> (Vec<u8>, Vec<u8>, BgModel) {
+    let (w, h) = (work.width() as usize, work.height() as usize);
+    let model = backdrop(work);
+    let dist = distance_plane(work, &model);
+    let (mut fg, shadow, k) = suppress_shadows(hysteresis(&dist, WEAK, STRONG), work, &model);
+    let known: Vec<u8> = fg.iter().zip(&shadow).map(|(a, b)| a | b).collect();
+    let mut add = regional(&known, work, &model);
+    drop(known);
+    drop_shadow_fringe(&mut add, &shadow, &k, w, h);
+    for (f, a) in fg.iter_mut().zip(add) {
+        *f |= a;
+    }
+    let mask = cleanup(fg, work, &model);
+    let mask = refine_edges(mask, work, &model);
+    (mask, shadow, model)
+}
+
+/// Radius of the window from which [`refine_edges`] takes the colours on both sides.
+const EDGE_WINDOW: usize = 3;
+/// Least colour difference (RGB norm, 8-bit levels) between the two sides for
+/// [`refine_edges`] to move an outline pixel.
+const EDGE_MIN_CONTRAST: f32 = 12.0;
+/// Coverage from which [`refine_edges`] calls an outline pixel subject: a little under ½, so
+/// that a pixel the outline halves (coverage ½, the subject's by convention) does not flip
+/// with the sensor noise.
+const EDGE_COVERAGE: f32 = 0.45;
+
+/// Puts the mask's outline where the subject covers half of a pixel.
+///
+/// The distance threshold takes a pixel as soon as it differs clearly from the backdrop, so
+/// against a high-contrast subject it takes pixels the subject covers by a tenth: the outline
+/// sits about half a pixel out, which on a thin strap or wire is a large share of its width.
+/// Each pixel on either side of the outline is unmixed: with `F` the mean colour of the
+/// subject's inner pixels (those whose 4 neighbours are all subject) and `B` that of the
+/// backdrop's (likewise; the model's plate where the window has none) within
+/// [`EDGE_WINDOW`], its coverage is the projection of `c − B` on `F − B`, and it is subject
+/// when that is at least ½. Pixels whose sides differ by less than [`EDGE_MIN_CONTRAST`] keep
+/// their label.
+fn refine_edges(mask: Vec<u8>, work: &RgbImage, model: &BgModel) -> Vec<u8> {
+    let (w, h) = (work.width() as usize, work.height() as usize);
+    let raw = work.as_raw();
+    let inner =
+        |m: u8, x: usize, y: usize| neighbours(x, y, w, h, false).all(|(nx, ny)| mask[ny * w + nx] == m);
+    let mut out = mask.clone();
+    let mut plate = vec![[0f32; 3]; w];
+    let r = EDGE_WINDOW;
+    for y in 0..h {
+        let mut planned = false;
+        for x in 0..w {
+            let i = y * w + x;
+            let m = mask[i];
+            if neighbours(x, y, w, h, true).all(|(nx, ny)| mask[ny * w + nx] == m) {
+                continue;
+            }
+            let mut sums = [[0f32; 4]; 2];
+            for ny in y.saturating_sub(r)..(y + r + 1).min(h) {
+                for nx in x.saturating_sub(r)..(x + r + 1).min(w) {
+                    let j = ny * w + nx;
+                    let side = mask[j];
+                    if !inner(side, nx, ny) {
+                        continue;
+                    }
+                    let s = &mut sums[usize::from(side)];
+                    for c in 0..3 {
+                        s[c] += f32::from(raw[3 * j + c]);
+                    }
+                    s[3] += 1.0;
+                }
+            }
+            if sums[1][3] == 0.0 {
+                continue;
+            }
+            let f = [0, 1, 2].map(|c| sums[1][c] / sums[1][3]);
+            let b = if sums[0][3] > 0.0 {
+                [0, 1, 2].map(|c| sums[0][c] / sums[0][3])
+            } else {
+                if !planned {
+                    model.plate_row(y, w, h, &mut plate);
+                    planned = true;
+                }
+                plate[x]
+            };
+            let d = [f[0] - b[0], f[1] - b[1], f[2] - b[2]];
+            let dd: f32 = d.iter().map(|v| v * v).sum();
+            if dd < EDGE_MIN_CONTRAST * EDGE_MIN_CONTRAST {
+                continue;
+            }
+            let a: f32 = (0..3).map(|c| (f32::from(raw[3 * i + c]) - b[c]) * d[c]).sum::<f32>() / dd;
+            out[i] = u8::from(a >= EDGE_COVERAGE);
+        }
+    }
+    out
+}
+
+/// Rounds of [`backdrop`]'s refit after the first.
+const REFIT_ROUNDS: usize = 2;
+
+/// The backdrop model of a working-resolution image: fitted to the border ([`fit_model`]),
+/// then its spatial fit refitted ([`BgModel::refit`]) to the pixels outside the subject found
+/// so far, [`REFIT_ROUNDS`] more times with the areas [`regional`] finds against the last
+/// model left out as well. A product close to the backdrop colour (white on white) would
+/// otherwise pull the fit towards itself and hide in it.
+fn backdrop(work: &RgbImage) -> BgModel {
+    let (w, h) = (work.width() as usize, work.height() as usize);
+    let border = fit_model(work);
+    let mut known = hysteresis(&distance_plane(work, &border), WEAK, STRONG);
+    let mut model = border.refit(work, &dilate(&known, w, h, 2));
+    for _ in 0..REFIT_ROUNDS {
+        let add = regional(&known, work, &model);
+        if !add.contains(&1) {
+            break;
+        }
+        for (k, a) in known.iter_mut().zip(add) {
+            *k |= a;
+        }
+        model = border.refit(work, &dilate(&known, w, h, 2));
+    }
+    model
+}
+
+/// Per-pixel distance from the background model, clamped (so a very distinct subject does
+/// not bleed into its neighbours when smoothed) and lightly smoothed.
+fn distance_plane(work: &RgbImage, model: &BgModel) -> Plane {
+    let (w, h) = (work.width() as usize, work.height() as usize);
+    let mut data = vec![0f32; w * h];
+    let mut plate = vec![[0f32; 3]; w];
+    for (y, (row, out)) in work.as_raw().chunks_exact(3 * w).zip(data.chunks_exact_mut(w)).enumerate() {
+        model.distance_row(y, h, row, &mut plate, out);
+        for d in out.iter_mut() {
+            *d = d.min(DIST_CLAMP);
+        }
+    }
+    Plane { w, h, data }.gaussian(0.8)
+}
+
+/// 1 where a `(2r+1)²` window around the pixel holds any non-zero pixel of `mask`.
+fn dilate(mask: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
+    let mut out = vec![0u8; w * h];
+    box_mean_rows(
+        w,
+        h,
+        1,
+        r,
+        |y, row| {
+            for (o, &m) in row.iter_mut().zip(&mask[y * w..(y + 1) * w]) {
+                *o = f32::from(m);
+            }
+        },
+        |y, row| {
+            for (o, &m) in out[y * w..(y + 1) * w].iter_mut().zip(row) {
+                *o = u8::from(m > 1e-4);
+            }
+        },
+    );
+    out
+}
+
+/// Radius of the window over which [`regional`] averages residuals.
+const REGION_RADIUS: usize = 3;
+/// Least norm (8-bit levels, RGB) of a window's mean residual that [`regional`] accepts.
+const REGION_MIN: f32 = 7.0;
+/// [`regional`]'s threshold in standard deviations of a window mean of backdrop noise.
+const REGION_SIGMAS: f32 = 4.0;
+
+/// The pixels outside `fg` of areas whose colour differs from the backdrop model consistently
+/// but by too little for one noisy pixel to show it (a light band across a product, a white
+/// product on a white backdrop).
+///
+/// For each pixel outside `fg`, the residual `colour − plate` is averaged over the
+/// `(2·`[`REGION_RADIUS`]`+1)²` window, leaving out pixels already in `fg` (so a strong
+/// neighbour does not spread a halo). The pixel is added when that mean is at least
+/// [`REGION_MIN`] levels from the backdrop and [`REGION_SIGMAS`] standard deviations of a
+/// window mean of the backdrop's noise, and the pixel's own residual points the same way (at
+/// least half of the mean along it), so the window does not blur the area's outline.
+/// Nothing is added without a spatial fit (a busy border).
+fn regional(fg: &[u8], work: &RgbImage, model: &BgModel) -> Vec<u8> {
+    let (w, h) = (work.width() as usize, work.height() as usize);
+    let mut add = vec![0u8; w * h];
+    let Some(noise) = model.noise() else {
+        return add;
+    };
+    let window = ((2 * REGION_RADIUS + 1) * (2 * REGION_RADIUS + 1)) as f32;
+    let sigma_mean = (noise.iter().map(|s| s * s).sum::<f32>() / window).sqrt();
+    let thr = (REGION_SIGMAS * sigma_mean).max(REGION_MIN);
+    let raw = work.as_raw();
+    let mut plate_in = vec![[0f32; 3]; w];
+    let mut plate_out = vec![[0f32; 3]; w];
+    let fg_read: &[u8] = fg;
+    box_mean_rows(
+        w,
+        h,
+        4,
+        REGION_RADIUS,
+        |y, row| {
+            model.plate_row(y, w, h, &mut plate_in);
+            for (x, o) in row.chunks_exact_mut(4).enumerate() {
+                let i = y * w + x;
+                if fg_read[i] != 0 {
+                    o.fill(0.0);
+                    continue;
+                }
+                for c in 0..3 {
+                    o[c] = f32::from(raw[3 * i + c]) - plate_in[x][c];
+                }
+                o[3] = 1.0;
+            }
+        },
+        |y, row| {
+            model.plate_row(y, w, h, &mut plate_out);
+            for (x, m) in row.chunks_exact(4).enumerate() {
+                let i = y * w + x;
+                // At least a fifth of the window outside `fg`.
+                if fg_read[i] != 0 || m[3] < 0.2 {
+                    continue;
+                }
+                let mean = [m[0] / m[3], m[1] / m[3], m[2] / m[3]];
+                let norm2: f32 = mean.iter().map(|v| v * v).sum();
+                if norm2 < thr * thr {
+                    continue;
+                }
+                let own: f32 = (0..3).map(|c| (f32::from(raw[3 * i + c]) - plate_out[x][c]) * mean[c]).sum();
+                if own >= 0.5 * norm2 {
+                    add[i] = 1;
+                }
+            }
+        },
+    );
+    add
+}
+
 /// Shadow candidates are darker copies of the background plate: `c ≈ k · plate` with `k` in
 /// this range (a cast shadow darkens by at most 60 %, and at least a little).
 const SHADOW_K: (f32, f32) = (0.4, 0.985);
 /// Largest colour residual `|c − k · plate|` (8-bit levels) of a shadow candidate.
 const SHADOW_RESIDUAL: f32 = 10.0;
-/// A shadow's outline is soft: from its outline, the background just outside (within 2 px)
-/// recovers less than this fraction of the remaining contrast `1 − k`. An object's outline is
-/// a sharp step that crosses most of it (≈ 0.7–1 with anti-aliasing).
-const SHADOW_MAX_RELATIVE_STEP: f32 = 0.5;
+/// A shadow's outline is soft: of the contrast between 2 px inside its outline and 4 px
+/// outside, at least this share is still there 2 px outside (the darkening fades over many
+/// pixels). An object's outline is a step: nothing is left 2 px out (≈ 0, up to noise), even
+/// blurred over a pixel or two. A soft shadow whose falloff is narrower than about 4 px
+/// reads as a step, and is kept.
+const SHADOW_MIN_TAIL: f64 = 0.06;
 
 /// Removes soft cast shadows from a foreground mask.
 ///
@@ -164,26 +411,34 @@ const SHADOW_MAX_RELATIVE_STEP: f32 = 0.5;
 /// Subject parts close to the backdrop colour (a light-grey panel on white) have a sharp
 /// outline, so they stay. Nothing is removed when the shadow-like regions would be more than
 /// two thirds of the foreground (a shadow needs a subject to cast it).
-fn suppress_shadows(mut fg: Vec<u8>, work: &RgbImage, model: &BgModel) -> Vec<u8> {
+///
+/// Returns the mask, the pixels removed as shadow, and every pixel's `k` (its colour's
+/// projection on the backdrop plate; 1 where the plate is too dark to say).
+fn suppress_shadows(mut fg: Vec<u8>, work: &RgbImage, model: &BgModel) -> (Vec<u8>, Vec<u8>, Vec<f32>) {
     let (w, h) = (work.width() as usize, work.height() as usize);
     let n = w * h;
     let mut k = vec![1f32; n];
     let mut cand = vec![0u8; n];
+    let mut removed = vec![0u8; n];
     if !fg.contains(&1) {
-        return fg;
+        return (fg, removed, k);
     }
-    for (i, (x, y, p)) in work.enumerate_pixels().enumerate() {
-        let c = [f32::from(p[0]), f32::from(p[1]), f32::from(p[2])];
-        let plate = model.plate((x as f32 + 0.5) / w as f32, (y as f32 + 0.5) / h as f32);
-        let pp: f32 = plate.iter().map(|v| v * v).sum();
-        if pp < 100.0 {
-            continue;
-        }
-        let kk = (0..3).map(|j| c[j] * plate[j]).sum::<f32>() / pp;
-        let resid = (0..3).map(|j| (c[j] - kk * plate[j]).powi(2)).sum::<f32>().sqrt();
-        k[i] = kk;
-        if fg[i] != 0 && (SHADOW_K.0..=SHADOW_K.1).contains(&kk) && resid < SHADOW_RESIDUAL {
-            cand[i] = 1;
+    let mut plate_row = vec![[0f32; 3]; w];
+    for (y, row) in work.as_raw().chunks_exact(3 * w).enumerate() {
+        model.plate_row(y, w, h, &mut plate_row);
+        for (x, (p, plate)) in row.chunks_exact(3).zip(&plate_row).enumerate() {
+            let i = y * w + x;
+            let c = [f32::from(p[0]), f32::from(p[1]), f32::from(p[2])];
+            let pp: f32 = plate.iter().map(|v| v * v).sum();
+            if pp < 100.0 {
+                continue;
+            }
+            let kk = (0..3).map(|j| c[j] * plate[j]).sum::<f32>() / pp;
+            let resid = (0..3).map(|j| (c[j] - kk * plate[j]).powi(2)).sum::<f32>().sqrt();
+            k[i] = kk;
+            if fg[i] != 0 && (SHADOW_K.0..=SHADOW_K.1).contains(&kk) && resid < SHADOW_RESIDUAL {
+                cand[i] = 1;
+            }
         }
     }
     // Candidates touching clearly-subject pixels are object edges (anti-aliased mixes of a
@@ -204,63 +459,196 @@ fn suppress_shadows(mut fg: Vec<u8>, work: &RgbImage, model: &BgModel) -> Vec<u8
         .collect();
     let (labels, comps) = components(&cand, w, h, true);
     if comps.is_empty() {
-        return fg;
+        return (fg, removed, k);
     }
-    // Per component: sum of outline k, sum of outline steps, outline pixel count.
-    let mut acc = vec![[0f64; 3]; comps.len()];
+    // Mean k per component at 2 px inside its outline and 2 and 4 px outside (pixels outside
+    // `fg` are given to the nearest `fg` pixel's component), from Chebyshev distance rings.
+    let (out_dist, out_label, in_dist) = rings(&fg, &labels, w, h, 4, 2);
+    let mut acc = vec![[[0f64; 2]; 3]; comps.len()];
     for i in 0..n {
-        let l = labels[i];
-        if l == 0 {
-            continue;
-        }
-        let (x, y) = (i % w, i / w);
-        if !neighbours(x, y, w, h, true).any(|(nx, ny)| fg[ny * w + nx] == 0) {
-            continue;
-        }
-        let (mut sum, mut count) = (0f32, 0f32);
-        for ny in y.saturating_sub(2)..(y + 3).min(h) {
-            for nx in x.saturating_sub(2)..(x + 3).min(w) {
-                let j = ny * w + nx;
-                if fg[j] == 0 {
-                    sum += k[j];
-                    count += 1.0;
-                }
-            }
-        }
-        if count > 0.0 {
-            let a = &mut acc[l as usize - 1];
+        let (ring, l) = match (out_dist[i], in_dist[i]) {
+            (2, _) => (1, out_label[i]),
+            (4, _) => (2, out_label[i]),
+            (_, 2) => (0, labels[i]),
+            _ => continue,
+        };
+        if l != 0 {
+            let a = &mut acc[l as usize - 1][ring];
             a[0] += f64::from(k[i]);
-            a[1] += f64::from(sum / count - k[i]);
-            a[2] += 1.0;
+            a[1] += 1.0;
         }
     }
     let shadow: Vec<bool> = acc
         .iter()
         .map(|a| {
-            if a[2] < 4.0 {
+            if a.iter().any(|r| r[1] < 4.0) {
                 return false;
             }
-            let outline_k = a[0] / a[2];
-            let step = a[1] / a[2];
-            // Fraction of the remaining contrast to the backdrop (k = 1) crossed within 2 px.
-            let relative_step = step / (1.0 - outline_k).max(0.01);
-            relative_step < f64::from(SHADOW_MAX_RELATIVE_STEP)
+            let [inside, near, far] = a.map(|r| r[0] / r[1]);
+            // Share of the outline's contrast still to come 2 px out: a shadow's darkening
+            // fades over many pixels, an object's outline ends at once.
+            let tail = (far - near) / (far - inside).max(1e-3);
+            tail >= SHADOW_MIN_TAIL
         })
         .collect();
+    if !shadow.contains(&true) {
+        return (fg, removed, k);
+    }
+    drop((out_dist, out_label, in_dist));
+    // 1: shadow; 2: shadow-like but kept.
+    let mut class: Vec<u8> = labels.iter().map(|&l| u8::from(l != 0 && shadow[l as usize - 1])).collect();
+    // A shadow lies below or beside the subject, never between two of its parts in a column
+    // (a darker band such as a midsole, between the upper and the outsole, is subject).
+    let reach = ((w.max(h) as f32 * SHADOW_ENCLOSURE) as usize).max(8);
+    // The subject: sizeable parts of the rest of `fg` (not the specks a shadow's noise leaves).
+    let rest: Vec<u8> = fg.iter().zip(&labels).map(|(&f, &l)| u8::from(f != 0 && l == 0)).collect();
+    let (rest_labels, rest_comps) = components(&rest, w, h, true);
+    drop(rest);
+    let min_part = (n / MIN_PART).max(12);
+    let subject = |i: usize| rest_labels[i] != 0 && rest_comps[rest_labels[i] as usize - 1].area >= min_part;
+    for x in 0..w {
+        // Rows since the last subject pixel above, going down; then below, going up.
+        let mut above = vec![usize::MAX; h];
+        let mut last = None;
+        for y in 0..h {
+            let i = y * w + x;
+            if subject(i) {
+                last = Some(y);
+            } else if let Some(l) = last {
+                above[y] = y - l;
+            }
+        }
+        let mut last = None;
+        for y in (0..h).rev() {
+            let i = y * w + x;
+            if subject(i) {
+                last = Some(y);
+            } else if let Some(l) = last {
+                if class[i] == 1 && above[y] <= reach && l - y <= reach {
+                    class[i] = 2;
+                }
+            }
+        }
+    }
     // Safety: a shadow belongs to a subject. When the shadow-like regions are most of the
     // foreground (e.g. a soft-edged grey subject alone on white), keep everything.
-    let shadow_area: usize = comps.iter().zip(&shadow).filter(|(_, &s)| s).map(|(c, _)| c.area).sum();
+    let shadow_area = class.iter().filter(|&&c| c == 1).count();
     let fg_area = fg.iter().filter(|&&f| f != 0).count();
     let rest = fg_area - shadow_area.min(fg_area);
     if shadow_area == 0 || rest * 2 < shadow_area || rest < (n / 500).max(16) {
-        return fg;
+        return (fg, removed, k);
     }
-    for (f, &l) in fg.iter_mut().zip(&labels) {
-        if l != 0 && shadow[l as usize - 1] {
+    for ((f, r), &c) in fg.iter_mut().zip(removed.iter_mut()).zip(&class) {
+        if c == 1 {
             *f = 0;
+            *r = 1;
         }
     }
-    fg
+    // Specks of the rest that touch a removed shadow are its noise (pixels that missed the
+    // shadow test): they go with it.
+    let mut specks = vec![false; rest_comps.len()];
+    for i in 0..n {
+        let l = rest_labels[i];
+        if l != 0
+            && rest_comps[l as usize - 1].area < min_part
+            && neighbours(i % w, i / w, w, h, true).any(|(x, y)| removed[y * w + x] != 0)
+        {
+            specks[l as usize - 1] = true;
+        }
+    }
+    for i in 0..n {
+        let l = rest_labels[i];
+        if l != 0 && specks[l as usize - 1] {
+            fg[i] = 0;
+            removed[i] = 1;
+        }
+    }
+    (fg, removed, k)
+}
+
+/// Shadow-like pixels with subject both above and below them in their column, each within
+/// this fraction of the image's long side, are kept.
+const SHADOW_ENCLOSURE: f32 = 0.04;
+
+/// Chebyshev distance rings around `fg`: for each pixel outside it, the distance (1..=`out`,
+/// 0 beyond) to the nearest `fg` pixel and that pixel's `labels` value; for each pixel in it,
+/// the distance (1..=`inside`, 0 deeper) to the nearest pixel outside. Breadth-first, so
+/// linear in the pixels reached.
+fn rings(fg: &[u8], labels: &[u32], w: usize, h: usize, out: u8, inside: u8) -> (Vec<u8>, Vec<u32>, Vec<u8>) {
+    let n = w * h;
+    let mut out_dist = vec![0u8; n];
+    let mut out_label = vec![0u32; n];
+    let mut in_dist = vec![0u8; n];
+    // Outward: from the fg pixels on the outline.
+    let mut frontier: Vec<usize> = Vec::new();
+    let mut next: Vec<usize> = Vec::new();
+    for i in 0..n {
+        if fg[i] != 0 && neighbours(i % w, i / w, w, h, true).any(|(x, y)| fg[y * w + x] == 0) {
+            frontier.push(i);
+        }
+    }
+    let outline = frontier.clone();
+    for d in 1..=out {
+        for &i in &frontier {
+            let l = if d == 1 { labels[i] } else { out_label[i] };
+            for (x, y) in neighbours(i % w, i / w, w, h, true) {
+                let j = y * w + x;
+                if fg[j] == 0 && out_dist[j] == 0 {
+                    out_dist[j] = d;
+                    out_label[j] = l;
+                    next.push(j);
+                }
+            }
+        }
+        std::mem::swap(&mut frontier, &mut next);
+        next.clear();
+    }
+    // Inward: the outline is ring 1.
+    frontier = outline;
+    for &i in &frontier {
+        in_dist[i] = 1;
+    }
+    for d in 2..=inside {
+        for &i in &frontier {
+            for (x, y) in neighbours(i % w, i / w, w, h, true) {
+                let j = y * w + x;
+                if fg[j] != 0 && in_dist[j] == 0 {
+                    in_dist[j] = d;
+                    next.push(j);
+                }
+            }
+        }
+        std::mem::swap(&mut frontier, &mut next);
+        next.clear();
+    }
+    (out_dist, out_label, in_dist)
+}
+
+/// Largest drop of the (3×3 mean) shadow factor `k` from one pixel to the next that
+/// [`drop_shadow_fringe`] still follows outwards (noise).
+const FRINGE_TOLERANCE: f32 = 0.01;
+
+/// Removes from `add` (pixels [`regional`] found) the faint fringe of removed shadows: pixels
+/// reached from `shadow` through `add` while the backdrop gets no darker (the 3×3 mean of `k`
+/// never drops by more than [`FRINGE_TOLERANCE`] from one pixel to the next, and stays below
+/// 1). A shadow fades outwards; a band of the product darker than the fringe it touches stops
+/// the walk.
+fn drop_shadow_fringe(add: &mut [u8], shadow: &[u8], k: &[f32], w: usize, h: usize) {
+    if !shadow.contains(&1) || !add.contains(&1) {
+        return;
+    }
+    let ks = Plane { w, h, data: k.to_vec() }.box_mean(1).data;
+    let mut stack: Vec<usize> = (0..w * h).filter(|&i| shadow[i] != 0).collect();
+    while let Some(i) = stack.pop() {
+        let (x, y) = (i % w, i / w);
+        for (nx, ny) in neighbours(x, y, w, h, true) {
+            let j = ny * w + nx;
+            if add[j] != 0 && ks[j] < 1.0 && ks[j] >= ks[i] - FRINGE_TOLERANCE {
+                add[j] = 0;
+                stack.push(j);
+            }
+        }
+    }
 }
 
 /// Pixels above `strong`, grown through 8-connected pixels above `weak`.
@@ -344,70 +732,223 @@ pub(crate) fn components(mask: &[u8], w: usize, h: usize, eight: bool) -> (Vec<u
     (labels, comps)
 }
 
-fn cleanup(fg: Vec<u8>, dist: &Plane) -> Vec<u8> {
-    let (w, h) = (dist.w, dist.h);
+/// Smallest component [`cleanup`] keeps, as a fraction of the working image's pixels.
+const MIN_PART: usize = 4000;
+/// Least norm (8-bit levels, RGB) of an enclosed hole's mean residual from the backdrop at
+/// which it is product, not an opening.
+const HOLE_MEAN: f32 = 4.0;
+
+/// Keeps every sizeable component of `fg` (a set of products is several components; a band
+/// the masks missed may split one product in two) and fills enclosed holes that do not show
+/// the backdrop.
+///
+/// A component is kept when it has at least `1/`[`MIN_PART`] of the pixels (12 at least);
+/// nothing is kept when the largest has less than a thousandth of them. A hole (a 4-connected
+/// part of the rest that does not reach the border) is an opening when its colour and texture
+/// match the backdrop: the mean residual from the model within [`HOLE_MEAN`] levels, and its
+/// spread within twice the backdrop's noise (plus 4 levels), both measured away from the
+/// hole's outline (where edge pixels mix in the subject). Smaller holes than a component's
+/// minimum are filled.
+fn cleanup(fg: Vec<u8>, work: &RgbImage, model: &BgModel) -> Vec<u8> {
+    let (w, h) = (work.width() as usize, work.height() as usize);
     let n = w * h;
     let (labels, comps) = components(&fg, w, h, true);
-    let Some((main_idx, main)) = comps.iter().enumerate().max_by_key(|(_, c)| c.area) else {
+    let Some(main) = comps.iter().map(|c| c.area).max() else {
         return vec![0; n];
     };
-    if main.area < (n / 1000).max(4) {
+    if main < (n / 1000).max(4) {
         return vec![0; n];
     }
-    // Keep the main subject plus sizeable components close to anything already kept
-    // (transitively: a striped garment falls apart into bands that are all near each other).
-    let gap = (w.max(h) as f32 * 0.04).max(2.0);
-    let min_area = (main.area / 100).max(4);
-    let near = |a: &Rect, b: &Rect| {
-        let dx = (a.x0 as f32 - b.x1 as f32).max(b.x0 as f32 - a.x1 as f32).max(0.0);
-        let dy = (a.y0 as f32 - b.y1 as f32).max(b.y0 as f32 - a.y1 as f32).max(0.0);
-        dx <= gap && dy <= gap
-    };
-    let mut keep: Vec<bool> = (0..comps.len()).map(|i| i == main_idx).collect();
-    let mut kept: Vec<usize> = vec![main_idx];
-    let candidates: Vec<usize> =
-        (0..comps.len()).filter(|&i| i != main_idx && comps[i].area >= min_area).collect();
-    loop {
-        let mut changed = false;
-        for &i in &candidates {
-            if keep[i] {
+    let min_area = (n / MIN_PART).max(12);
+    let keep: Vec<bool> = comps.iter().map(|c| c.area >= min_area).collect();
+    let mask: Vec<u8> = labels.iter().map(|&l| u8::from(l != 0 && keep[l as usize - 1])).collect();
+    drop(labels);
+
+    fill_holes(mask, work, model, min_area)
+}
+
+/// Radius of the closing that seals small gaps in an outline (a faint seam that fades for a
+/// few pixels) before [`fill_holes`] looks for enclosed holes.
+const HOLE_CLOSING: usize = 3;
+
+/// Fills the enclosed holes of `mask` that do not show the backdrop.
+///
+/// Holes are the 4-connected parts of the complement of `mask` closed by [`HOLE_CLOSING`]
+/// that do not reach the border. A hole smaller than `min_area` is filled. A larger one is an
+/// opening when it looks like the backdrop: a plane fitted to its residual from the model
+/// stays within [`HOLE_MEAN`] levels over the hole (a product's face differs by an offset, or
+/// by shading across it; the backdrop seen through an opening by neither), and what the plane
+/// leaves is within twice the backdrop's noise plus 4 levels (texture). Both are measured away
+/// from the hole's outline (where edge pixels mix in the subject). A filled hole also takes
+/// the closing's pixels around it.
+fn fill_holes(mut mask: Vec<u8>, work: &RgbImage, model: &BgModel, min_area: usize) -> Vec<u8> {
+    let (w, h) = (work.width() as usize, work.height() as usize);
+    let closed = close(&mask, w, h, HOLE_CLOSING);
+    let inverse: Vec<u8> = closed.iter().map(|&m| 1 - m).collect();
+    let (hl, holes) = components(&inverse, w, h, false);
+    drop(inverse);
+    if holes.iter().all(|c| c.touches_border) {
+        return mask;
+    }
+    let enclosed = |l: u32| l != 0 && !holes[l as usize - 1].touches_border;
+    // Per hole, over its pixels whose 8 neighbours are all in the hole (all its pixels when
+    // it has too few such): moments of position (normalised) and of the residual.
+    let mut core = vec![PlaneFit::default(); holes.len()];
+    let mut all = vec![PlaneFit::default(); holes.len()];
+    let mut plate = vec![[0f32; 3]; w];
+    let raw = work.as_raw();
+    let (sx, sy) = (1.0 / w as f64, 1.0 / h as f64);
+    for y in 0..h {
+        let mut planned = false;
+        for x in 0..w {
+            let i = y * w + x;
+            let l = hl[i];
+            if !enclosed(l) {
                 continue;
             }
-            let close = kept.iter().any(|&j| near(&comps[i].rect, &comps[j].rect));
-            if close {
-                keep[i] = true;
-                kept.push(i);
-                changed = true;
+            if !planned {
+                model.plate_row(y, w, h, &mut plate);
+                planned = true;
+            }
+            let r = [0, 1, 2].map(|c| f64::from(f32::from(raw[3 * i + c]) - plate[x][c]));
+            let (px, py) = (x as f64 * sx, y as f64 * sy);
+            all[l as usize - 1].add(px, py, r);
+            if neighbours(x, y, w, h, true).all(|(nx, ny)| hl[ny * w + nx] == l) {
+                core[l as usize - 1].add(px, py, r);
             }
         }
-        if !changed {
-            break;
-        }
     }
-    let mut mask: Vec<u8> = labels.iter().map(|&l| u8::from(l != 0 && keep[l as usize - 1])).collect();
-    let area: usize = mask.iter().map(|&m| usize::from(m)).sum();
-
-    // Fill enclosed holes unless they are large and clearly background.
-    let inverse: Vec<u8> = mask.iter().map(|&m| 1 - m).collect();
-    let (hl, holes) = components(&inverse, w, h, false);
-    let mut sum_d = vec![0f64; holes.len()];
+    let fits: Vec<Option<[[f64; 3]; 3]>> =
+        core.iter().zip(&all).map(|(c, a)| if c.n >= 30.0 { c.solve() } else { a.solve_mean() }).collect();
+    // Largest value of the fitted plane over each hole's pixels.
+    let mut peak = vec![0f64; holes.len()];
     for (i, &l) in hl.iter().enumerate() {
-        if l != 0 {
-            sum_d[l as usize - 1] += f64::from(dist.data[i]);
+        if !enclosed(l) {
+            continue;
+        }
+        if let Some(f) = &fits[l as usize - 1] {
+            let (px, py) = ((i % w) as f64 * sx, (i / w) as f64 * sy);
+            let v: f64 = f.iter().map(|k| (k[0] + k[1] * px + k[2] * py).powi(2)).sum();
+            let p = &mut peak[l as usize - 1];
+            *p = p.max(v.sqrt());
         }
     }
+    let noise = model.noise().map_or(SIGMA_FLOOR_HOLE, |s| s.iter().map(|v| v * v).sum::<f32>().sqrt());
     let fill: Vec<bool> = holes
         .iter()
-        .zip(&sum_d)
-        .map(|(c, s)| !c.touches_border && (c.area * 1000 < area * 15 || s / c.area as f64 > 2.0))
+        .enumerate()
+        .map(|(k, c)| {
+            if c.touches_border {
+                return false;
+            }
+            if c.area < min_area {
+                return true;
+            }
+            let Some(f) = &fits[k] else {
+                return true;
+            };
+            let m = if core[k].n >= 30.0 { &core[k] } else { &all[k] };
+            let spread = m.leftover(f).sqrt() as f32;
+            peak[k] as f32 > HOLE_MEAN || spread > 2.0 * noise + 4.0
+        })
         .collect();
-    for (m, &l) in mask.iter_mut().zip(&hl) {
-        if l != 0 && fill[l as usize - 1] {
-            *m = 1;
-        }
+    if !fill.iter().zip(&holes).any(|(&f, c)| f && !c.touches_border) {
+        return mask;
+    }
+    let filled: Vec<u8> = hl.iter().map(|&l| u8::from(enclosed(l) && fill[l as usize - 1])).collect();
+    let near = dilate(&filled, w, h, HOLE_CLOSING);
+    for (((m, &f), &c), &nr) in mask.iter_mut().zip(&filled).zip(&closed).zip(&near) {
+        *m |= f | (c & nr);
     }
     mask
 }
+
+/// Least-squares fit of a plane `r ≈ a + b·x + c·y` to each channel of a residual, from its
+/// accumulated moments.
+#[derive(Debug, Clone, Default)]
+struct PlaneFit {
+    n: f64,
+    x: f64,
+    y: f64,
+    xx: f64,
+    xy: f64,
+    yy: f64,
+    r: [f64; 3],
+    xr: [f64; 3],
+    yr: [f64; 3],
+    rr: f64,
+}
+
+impl PlaneFit {
+    fn add(&mut self, x: f64, y: f64, r: [f64; 3]) {
+        self.n += 1.0;
+        self.x += x;
+        self.y += y;
+        self.xx += x * x;
+        self.xy += x * y;
+        self.yy += y * y;
+        for c in 0..3 {
+            self.r[c] += r[c];
+            self.xr[c] += x * r[c];
+            self.yr[c] += y * r[c];
+            self.rr += r[c] * r[c];
+        }
+    }
+
+    /// Per channel `[a, b, c]`, or `None` when the points do not span a plane.
+    fn solve(&self) -> Option<[[f64; 3]; 3]> {
+        let m = [[self.n, self.x, self.y], [self.x, self.xx, self.xy], [self.y, self.xy, self.yy]];
+        let det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+        if det.is_nan() || det.abs() <= 1e-12 * self.n.powi(3) {
+            return self.solve_mean();
+        }
+        let mut out = [[0f64; 3]; 3];
+        for c in 0..3 {
+            let b = [self.r[c], self.xr[c], self.yr[c]];
+            for k in 0..3 {
+                let mut mk = m;
+                for row in 0..3 {
+                    mk[row][k] = b[row];
+                }
+                let d = mk[0][0] * (mk[1][1] * mk[2][2] - mk[1][2] * mk[2][1])
+                    - mk[0][1] * (mk[1][0] * mk[2][2] - mk[1][2] * mk[2][0])
+                    + mk[0][2] * (mk[1][0] * mk[2][1] - mk[1][1] * mk[2][0]);
+                out[c][k] = d / det;
+            }
+        }
+        Some(out)
+    }
+
+    /// The mean alone (a flat plane), or `None` without points.
+    fn solve_mean(&self) -> Option<[[f64; 3]; 3]> {
+        (self.n > 0.0).then(|| self.r.map(|s| [s / self.n, 0.0, 0.0]))
+    }
+
+    /// Mean squared norm of what the plane `f` leaves of the residual.
+    fn leftover(&self, f: &[[f64; 3]; 3]) -> f64 {
+        if self.n <= 0.0 {
+            return 0.0;
+        }
+        // Σ (r − p)² = Σ r² − Σ p·r summed per channel, for a least-squares p.
+        let explained: f64 =
+            (0..3).map(|c| f[c][0] * self.r[c] + f[c][1] * self.xr[c] + f[c][2] * self.yr[c]).sum();
+        ((self.rr - explained) / self.n).max(0.0)
+    }
+}
+
+/// Morphological closing of a 0/1 mask by a `(2r+1)²` square: gaps narrower than about `2r`
+/// pixels are sealed.
+fn close(mask: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
+    let grown = dilate(mask, w, h, r);
+    let inv: Vec<u8> = grown.iter().map(|&m| 1 - m).collect();
+    dilate(&inv, w, h, r).iter().map(|&m| 1 - m).collect()
+}
+
+/// Backdrop noise (RGB norm, 8-bit levels) assumed for holes when the model has no spatial
+/// fit.
+const SIGMA_FLOOR_HOLE: f32 = 7.0;
 
 /// Upsamples a working-resolution 0/1 mask to `width`×`height` (bilinear, threshold ½) one
 /// row at a time: `emit(y, row)` receives each full-resolution row (255 = subject, 0 = not).

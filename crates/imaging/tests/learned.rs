@@ -32,7 +32,12 @@ fn alpha_of(img: &DynamicImage, subject: Option<&dyn SubjectModel>) -> GrayImage
 fn real_photographs_keep_the_whole_subject() {
     let mut rows = Vec::new();
     for photo in photos() {
-        let learned = score(&alpha_of(&photo.image, Some(model())), &photo);
+        let alpha = alpha_of(&photo.image, Some(model()));
+        // ATELIER_SCENES_OUT=DIR keeps each photo's alpha for inspection.
+        if let Ok(dir) = std::env::var("ATELIER_SCENES_OUT") {
+            alpha.save(format!("{dir}/{}-alpha.png", photo.name)).unwrap();
+        }
+        let learned = score(&alpha, &photo);
         let backdrop = score(&alpha_of(&photo.image, None), &photo);
         rows.push((photo.name.clone(), learned, backdrop));
     }

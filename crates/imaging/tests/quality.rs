@@ -333,6 +333,12 @@ fn background_removal_iou_on_studio_scenes() {
         let v = iou(&alpha, &s.truth);
         let m = iou(&subject_mask(&img), &s.truth);
         println!("background_removal {:<24} alpha IoU {v:.4}  subject_mask IoU {m:.4}", s.name);
+        // ATELIER_SCENES_OUT=DIR keeps each scene's input, truth and alpha for inspection.
+        if let Ok(dir) = std::env::var("ATELIER_SCENES_OUT") {
+            s.img.save(format!("{dir}/{}-input.png", s.name)).unwrap();
+            s.truth.save(format!("{dir}/{}-truth.png", s.name)).unwrap();
+            alpha.save(format!("{dir}/{}-alpha.png", s.name)).unwrap();
+        }
         ious.push((s.name, v));
         // flatten: exactly the colour where alpha is 0.
         let flat = flatten(&cut, [12, 200, 99]);

@@ -5,6 +5,8 @@ pub mod photos;
 
 use atelier_imaging::image::{DynamicImage, GrayImage, Luma, Rgb, RgbImage};
 
+pub mod scenes;
+
 /// Ground-truth "person": head disc, torso, two legs, centred at `cx`.
 pub fn person_truth(w: u32, h: u32, cx: f32) -> GrayImage {
     GrayImage::from_fn(w, h, |x, y| {

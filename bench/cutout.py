@@ -475,6 +475,10 @@ def render(args, runs, inputs, atelier, peer, memory, load_before, load_after, o
         if worst_mem > MEMORY_TARGET:
             misses.append(f"memory: the learned cut-out's peak is up to {worst_mem:.2f}× the decoded input "
                           f"(target ≤ {MEMORY_TARGET:g})")
+        worst_classical_mem = max(m["classical"]["task_kib"] / decoded_kib for m in M)
+        if worst_classical_mem > MEMORY_TARGET:
+            misses.append(f"memory: the classical cut-out's peak is up to {worst_classical_mem:.2f}× the decoded "
+                          f"input (target ≤ {MEMORY_TARGET:g})")
         lines += [f"- missed at {size}: {m}" for m in misses] or [f"- {size}: tool budget and memory targets met"]
         lines.append("")
     if float(load_before.split()[0]) > 1.5 or others > 0.25:

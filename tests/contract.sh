@@ -12,7 +12,8 @@
 #                     set another to explore other cases)
 #   CONTRACT_REPORT   directory for the JUnit report and the server log
 #                     (default: a temporary directory, printed at the end)
-# Needs python3; installs Schemathesis from PyPI when `schemathesis` is missing.
+# Needs python3 (3.12+ preferred, see below); installs Schemathesis from PyPI into
+# target/contract-venv when it is not there.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -22,10 +23,24 @@ SEED="${CONTRACT_SEED:-1}"
 BIN="${ATELIER_BIN:-target/debug/atelier}"
 CHECKS=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance
 
-if ! command -v schemathesis >/dev/null; then
-    python3 -m pip install --quiet 'schemathesis>=4,<5'
-    if command -v pyenv >/dev/null; then pyenv rehash; fi
+# Schemathesis runs from its own virtual environment (target/contract-venv) on the newest
+# CPython 3.12+ found (pyenv's versions, then PATH): on 3.11.7, `ast.parse` fails with
+# "AST constructor recursion depth mismatch" (CPython gh-106905, fixed in 3.11.8) when
+# Hypothesis describes the lambdas of Schemathesis' coverage phase, which ends the run with
+# runtime errors unrelated to the service. Without such a Python, python3 is used.
+VENV=target/contract-venv
+if [[ ! -x "$VENV/bin/schemathesis" ]]; then
+    PYTHON=python3
+    for candidate in $(ls -d "$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -V) \
+        $(command -v python3.12 python3.13 python3.14 2>/dev/null); do
+        if "$candidate" --version >/dev/null 2>&1; then PYTHON=$candidate; fi
+    done
+    echo "installing Schemathesis into $VENV with $PYTHON ($("$PYTHON" --version))"
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV"
+    "$VENV/bin/python" -m pip install --quiet 'schemathesis>=4,<5'
 fi
+SCHEMATHESIS=$(cd "$VENV/bin" && pwd)/schemathesis
 if [[ -z "${ATELIER_BIN:-}" ]]; then
     cargo build -p atelier-cli # a no-op when `cargo test` has just built it
 fi
@@ -63,7 +78,7 @@ echo "server: $BASE (log: $REPORT/serve.log)"
 started=$(date +%s)
 status=0
 # From the temporary directory: Schemathesis keeps a cache in ./.schemathesis.
-(cd "$WORK" && schemathesis run "$BASE/openapi.json" \
+(cd "$WORK" && "$SCHEMATHESIS" run "$BASE/openapi.json" \
     --header "X-API-KEY: $KEY" \
     --checks "$CHECKS" \
     --max-examples "$MAX_EXAMPLES" \

@@ -50,7 +50,7 @@ const SPECK_FRACTION: usize = 50;
 const OUTLINE_TRIM: usize = 3;
 /// Largest norm (8-bit levels, RGB) of the mean of `colour − plate` over a region only the
 /// network claims for it to count as backdrop seen through an opening. A white product on a
-/// white backdrop differs by 5 levels or more; the noise of a region's mean is far below 1.
+/// white backdrop differs by 5 levels or more; averaging over a region removes most of the sensor noise.
 const OPENING_RESIDUAL: f32 = 3.0;
 /// Map level from which a pixel the backdrop model removed as a cast shadow is subject after
 /// all (a dark product on a dark, vignetted backdrop looks like a darkened backdrop).

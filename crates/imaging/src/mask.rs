@@ -92,6 +92,8 @@ pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
     };
     let (wwu, whu) = (ww as usize, wh as usize);
     let n = wwu * whu;
+    let analysis =
+        |work, mask, shadow, source| Analysis { width, height, ww: wwu, wh: whu, work, mask, shadow, source };
 
     if img.color().has_alpha() && width > 0 && height > 0 {
         let rgba = img.to_rgba8();
@@ -105,34 +107,16 @@ pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
                 crate::fir::resize_gray8(&alpha, ww, wh, FilterType::Triangle)
             };
             let mask = alpha.as_raw().iter().map(|&a| u8::from(a >= 128)).collect();
-            return Analysis {
-                width,
-                height,
-                ww: wwu,
-                wh: whu,
-                work,
-                mask,
-                shadow: Vec::new(),
-                source: MaskSource::Alpha,
-            };
+            return analysis(work, mask, Vec::new(), MaskSource::Alpha);
         }
     }
 
     if ww.min(wh) < 8 {
-        return Analysis {
-            width,
-            height,
-            ww: wwu,
-            wh: whu,
-            work,
-            mask: vec![1; n],
-            shadow: Vec::new(),
-            source: MaskSource::Whole,
-        };
+        return analysis(work, vec![1; n], Vec::new(), MaskSource::Whole);
     }
 
     let (mask, shadow, model) = classical(&work);
-    Analysis { width, height, ww: wwu, wh: whu, work, mask, shadow, source: MaskSource::Model(model) }
+    analysis(work, mask, shadow, MaskSource::Model(model))
 }
 
 /// [`analyse`], then, when a learned subject model is given, the fusion of its map with the

@@ -3,6 +3,7 @@
 
 use atelier_core::tools::{ParamSpecView, TOOLS};
 use atelier_core::v2::Family;
+use atelier_core::NodeErrorName;
 use serde_json::{json, Map, Value};
 
 const ERROR_NAMES: &[&str] = &[
@@ -22,19 +23,6 @@ const ERROR_NAMES: &[&str] = &[
     "RateLimited",
     "ConcurrencyLimited",
     "InternalError",
-];
-
-/// Names of the error a failed or canceled run, or one of its nodes, carries in status answers
-/// (`store/src/runs.rs` and `queue.rs`, `engine/src/worker.rs`, `tools/src/lib.rs`).
-const RUN_ERROR_NAMES: &[&str] = &[
-    "Canceled",
-    "ToolFailed",
-    "InvalidImage",
-    "InputFetchFailed",
-    "EngineUnavailable",
-    "Timeout",
-    "UpstreamFailed",
-    "WorkerLost",
 ];
 
 /// The `RateLimit-*` headers every answer to a keyed request carries while rate limits are on.
@@ -215,7 +203,7 @@ pub fn document() -> Value {
         "RunError".into(),
         json!({"type": "object", "required": ["name", "message"],
         "description": "Why a run or node failed, or that it was canceled",
-        "properties": {"name": {"type": "string", "enum": RUN_ERROR_NAMES}, "message": {"type": "string"},
+        "properties": {"name": {"type": "string", "enum": NodeErrorName::ALL.map(NodeErrorName::as_str)}, "message": {"type": "string"},
             "node": {"type": "string", "description": "The failed node (run errors)"}}}),
     );
     schemas.insert("Error".into(), json!({"type": "object", "required": ["name", "message"], "properties": {

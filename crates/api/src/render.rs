@@ -129,7 +129,7 @@ pub fn v2_status(blob: &BlobStore, run: &RunRecord, family: Family) -> Value {
             _ => json!(output),
         },
     );
-    obj.insert("error".into(), run.error.clone().unwrap_or(Value::Null));
+    obj.insert("error".into(), json!(run.error));
     let param = |key: &str| node.and_then(|n| n.params.get(key)).cloned().unwrap_or(Value::Null);
     match family {
         Family::Tryon => {

@@ -303,6 +303,7 @@ fn a_run_survives_kill_9_and_completes_once_after_restart() {
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let ledger = rt.block_on(async {
+        use atelier_store::Accounts;
         let store = atelier_store::SqliteStore::open(&dir.path().join("atelier.db"), Default::default())
             .await
             .unwrap();

@@ -55,3 +55,110 @@ impl RequestError {
         }
     }
 }
+
+/// Why a node (and so its run) failed, was skipped or was canceled: the `error` object of a
+/// node, and of a run, in status answers. Produced by the store, the engine and the tools.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NodeError {
+    pub name: NodeErrorName,
+    pub message: String,
+    /// On a run's error: the node whose failure ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+}
+
+/// The stable machine names of [`NodeError`]; the interface documents every one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum NodeErrorName {
+    /// The run was canceled before the node finished.
+    Canceled,
+    /// The tool or the engine failed on this input.
+    ToolFailed,
+    /// An input image is not a readable image.
+    InvalidImage,
+    /// An input URL could not be fetched.
+    InputFetchFailed,
+    /// The engine is unreachable or overloaded.
+    EngineUnavailable,
+    /// The node ran past its time limit.
+    Timeout,
+    /// Not run: a node it depends on failed.
+    UpstreamFailed,
+    /// The worker running the node stopped responding (its lease expired).
+    WorkerLost,
+}
+
+impl NodeErrorName {
+    pub const ALL: [Self; 8] = [
+        Self::Canceled,
+        Self::ToolFailed,
+        Self::InvalidImage,
+        Self::InputFetchFailed,
+        Self::EngineUnavailable,
+        Self::Timeout,
+        Self::UpstreamFailed,
+        Self::WorkerLost,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Canceled => "Canceled",
+            Self::ToolFailed => "ToolFailed",
+            Self::InvalidImage => "InvalidImage",
+            Self::InputFetchFailed => "InputFetchFailed",
+            Self::EngineUnavailable => "EngineUnavailable",
+            Self::Timeout => "Timeout",
+            Self::UpstreamFailed => "UpstreamFailed",
+            Self::WorkerLost => "WorkerLost",
+        }
+    }
+}
+
+impl NodeError {
+    pub fn new(name: NodeErrorName, message: impl Into<String>) -> Self {
+        Self { name, message: message.into(), node: None }
+    }
+
+    /// What every unfinished node, and the run, carry when the run is canceled.
+    pub fn canceled() -> Self {
+        Self::new(NodeErrorName::Canceled, "the run was canceled")
+    }
+
+    /// What a node carries when it is skipped because `node` failed.
+    pub fn upstream_failed(node: &str) -> Self {
+        Self::new(NodeErrorName::UpstreamFailed, format!("not run: upstream node '{node}' failed"))
+    }
+
+    /// What an attempt whose lease expired carries.
+    pub fn worker_lost() -> Self {
+        Self::new(NodeErrorName::WorkerLost, "the worker running this node stopped responding")
+    }
+
+    /// A run's error when its node `node` failed with `cause`.
+    pub fn run_failed(node: &str, cause: Option<&NodeError>) -> Self {
+        let (name, message) = cause.map_or((NodeErrorName::ToolFailed, ""), |c| (c.name, c.message.as_str()));
+        Self { name, message: format!("node '{node}' failed: {message}"), node: Some(node.to_string()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_errors_serialize_as_the_interface_shows_them() {
+        let json = serde_json::to_string(&NodeError::canceled()).unwrap();
+        assert_eq!(json, r#"{"name":"Canceled","message":"the run was canceled"}"#);
+        let cause = NodeError::new(NodeErrorName::Timeout, "took too long");
+        let run = serde_json::to_value(NodeError::run_failed("Up", Some(&cause))).unwrap();
+        assert_eq!(
+            run,
+            serde_json::json!({"name": "Timeout", "message": "node 'Up' failed: took too long", "node": "Up"})
+        );
+        for name in NodeErrorName::ALL {
+            let text = serde_json::to_value(name).unwrap();
+            assert_eq!(text, name.as_str());
+            assert_eq!(serde_json::from_value::<NodeErrorName>(text).unwrap(), name);
+        }
+    }
+}

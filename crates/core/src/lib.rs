@@ -4,18 +4,21 @@
 //! ([`ids`]), the twelve tools and their parameter schemas ([`tools`],
 //! [`params`]), the saved workflow format with its validation and discovery
 //! ([`workflow`]), the compiler that turns a run request into an executable
-//! [`plan::Plan`] with its price, run and node states ([`status`]) and the
+//! [`plan::Plan`] with its price, the states and kinds the store keeps
+//! ([`status`]), time as it is stored and shown ([`time`]) and the
 //! request errors that the HTTP layer maps to status codes ([`error`]).
 //!
 //! Nothing here touches a database, the network or the file system.
 
+pub mod dag;
 pub mod error;
 pub mod ids;
 pub mod params;
 pub mod plan;
 pub mod status;
+pub mod time;
 pub mod tools;
 pub mod v2;
 pub mod workflow;
 
-pub use error::RequestError;
+pub use error::{NodeError, NodeErrorName, RequestError};

@@ -8,6 +8,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::dag::{self, Node as _};
 use crate::params::Params;
 use crate::tools::{self, OUTPUT};
 use crate::workflow::{split_key, Mode, WorkflowDef};
@@ -56,8 +57,7 @@ impl Plan {
 
     /// Nodes that feed `name`.
     pub fn parents(&self, name: &str) -> Vec<&str> {
-        let mut parents: Vec<&str> =
-            self.node(name).map(|n| n.links.values().map(String::as_str).collect()).unwrap_or_default();
+        let mut parents: Vec<&str> = self.node(name).map(|n| n.sources().collect()).unwrap_or_default();
         parents.sort_unstable();
         parents.dedup();
         parents
@@ -65,26 +65,22 @@ impl Plan {
 
     /// Nodes fed by `name`.
     pub fn children(&self, name: &str) -> Vec<&str> {
-        self.nodes
-            .iter()
-            .filter(|n| n.links.values().any(|src| src == name))
-            .map(|n| n.name.as_str())
-            .collect()
+        dag::children(&self.nodes, name)
     }
 
     /// Every node downstream of `name`, transitively.
     pub fn descendants(&self, name: &str) -> Vec<&str> {
-        let mut out: Vec<&str> = Vec::new();
-        let mut stack = vec![name];
-        while let Some(n) = stack.pop() {
-            for child in self.children(n) {
-                if !out.contains(&child) {
-                    out.push(child);
-                    stack.push(child);
-                }
-            }
-        }
-        out
+        dag::descendants(&self.nodes, name)
+    }
+}
+
+impl dag::Node for PlanNode {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn sources(&self) -> impl Iterator<Item = &str> {
+        self.links.values().map(String::as_str)
     }
 }
 

@@ -1,4 +1,6 @@
-//! Run and node states. States only move forward; see [`RunStatus::can_become`].
+//! The states and kinds the service stores: runs, nodes, queued tasks, ledger entries.
+//! States only move forward; see [`RunStatus::can_become`]. Each has one spelling, used in the
+//! interface and in the database; [`sql_set`] renders a set of them for an SQL `IN (…)` guard.
 
 use std::fmt;
 use std::str::FromStr;
@@ -25,6 +27,36 @@ pub enum NodeStatus {
     /// Not run because an upstream node failed or was canceled.
     Skipped,
     Canceled,
+}
+
+/// What a run was submitted as: one tool, or a saved workflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunKind {
+    Node,
+    Workflow,
+}
+
+/// State of the queued task that runs one node: claimed by a worker under a lease, given
+/// back or retried, and finally completed, failed or canceled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskState {
+    /// Waiting for a worker (from `scheduled_at` on).
+    Available,
+    /// Claimed under a lease.
+    Running,
+    Completed,
+    Failed,
+    Canceled,
+}
+
+/// Kind of a ledger entry. A run reserves its price when accepted; when it ends, what its
+/// succeeded nodes cost is charged and the rest released.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LedgerKind {
+    Grant,
+    Reserve,
+    Charge,
+    Release,
 }
 
 macro_rules! string_enum {
@@ -69,7 +101,35 @@ string_enum!(NodeStatus {
     Canceled => "canceled",
 });
 
+string_enum!(RunKind {
+    Node => "node",
+    Workflow => "workflow",
+});
+
+string_enum!(TaskState {
+    Available => "available",
+    Running => "running",
+    Completed => "completed",
+    Failed => "failed",
+    Canceled => "canceled",
+});
+
+string_enum!(LedgerKind {
+    Grant => "grant",
+    Reserve => "reserve",
+    Charge => "charge",
+    Release => "release",
+});
+
+/// `'a', 'b'`: a set of states as the list of an SQL `IN (…)`.
+pub fn sql_set<T: Copy + fmt::Display>(states: &[T]) -> String {
+    states.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
+}
+
 impl RunStatus {
+    /// States of a run that has not finished.
+    pub const UNFINISHED: [Self; 2] = [Self::Queued, Self::Running];
+
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Succeeded | Self::Failed | Self::Canceled)
     }
@@ -100,6 +160,11 @@ impl RunStatus {
 }
 
 impl NodeStatus {
+    /// States of a node that has not started: waiting for upstream nodes, or for a worker.
+    pub const WAITING: [Self; 2] = [Self::Pending, Self::Queued];
+    /// States of a node that has not finished.
+    pub const UNFINISHED: [Self; 3] = [Self::Pending, Self::Queued, Self::Running];
+
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Succeeded | Self::Failed | Self::Skipped | Self::Canceled)
     }
@@ -120,6 +185,11 @@ impl NodeStatus {
     }
 }
 
+impl TaskState {
+    /// States of a task that a worker may still take or is running.
+    pub const LIVE: [Self; 2] = [Self::Available, Self::Running];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +206,18 @@ mod tests {
         assert!(NodeStatus::Pending.can_become(NodeStatus::Skipped));
         assert!(!NodeStatus::Skipped.can_become(NodeStatus::Queued));
         assert!("paused".parse::<NodeStatus>().is_err());
+    }
+
+    #[test]
+    fn sets_render_as_sql_lists() {
+        assert_eq!(sql_set(&RunStatus::UNFINISHED), "'queued', 'running'");
+        assert_eq!(sql_set(&NodeStatus::UNFINISHED), "'pending', 'queued', 'running'");
+        assert_eq!(sql_set(&TaskState::LIVE), "'available', 'running'");
+        for kind in [RunKind::Node, RunKind::Workflow] {
+            assert_eq!(kind.as_str().parse::<RunKind>(), Ok(kind));
+        }
+        assert_eq!("release".parse::<LedgerKind>(), Ok(LedgerKind::Release));
+        assert!("refund".parse::<LedgerKind>().is_err());
     }
 
     #[test]

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use atelier_blob::output_key;
-use atelier_core::tools;
+use atelier_core::{tools, NodeError, NodeErrorName};
 use atelier_inputs::InputError;
 use atelier_store::{ClaimedTask, Outcome};
 use atelier_tools::{Artifact, Job, ToolError};
 use bytes::Bytes;
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -84,14 +84,14 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
 
 /// Why an attempt ended without outputs.
 struct Failure {
-    name: &'static str,
+    name: NodeErrorName,
     message: String,
     retryable: bool,
 }
 
 impl From<InputError> for Failure {
     fn from(e: InputError) -> Self {
-        Self { name: "InputFetchFailed", retryable: e.is_retryable(), message: e.to_string() }
+        Self { name: NodeErrorName::InputFetchFailed, retryable: e.is_retryable(), message: e.to_string() }
     }
 }
 
@@ -103,7 +103,7 @@ impl From<ToolError> for Failure {
 
 impl From<atelier_blob::BlobError> for Failure {
     fn from(e: atelier_blob::BlobError) -> Self {
-        Self { name: "ToolFailed", retryable: true, message: format!("storage: {e}") }
+        Self { name: NodeErrorName::ToolFailed, retryable: true, message: format!("storage: {e}") }
     }
 }
 
@@ -129,7 +129,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: CancellationToken
     let ended = loop {
         tokio::select! {
             result = &mut work => break Ended::Done(result.unwrap_or_else(|_| Err(Failure {
-                name: "Timeout",
+                name: NodeErrorName::Timeout,
                 message: format!("the node did not finish within {} s", engine.config.node_timeout.as_secs()),
                 retryable: false,
             }))),
@@ -159,11 +159,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: CancellationToken
         }
         Ended::Done(Err(f)) => {
             let backoff = backoff(engine.config.retry_backoff, task.attempt, task.task_id);
-            Outcome::Failed {
-                error: json!({"name": f.name, "message": f.message}),
-                retryable: f.retryable,
-                backoff,
-            }
+            Outcome::Failed { error: NodeError::new(f.name, f.message), retryable: f.retryable, backoff }
         }
     };
     let succeeded = matches!(outcome, Outcome::Succeeded(_));
@@ -192,7 +188,7 @@ async fn run_node(engine: &Engine, task: &ClaimedTask) -> Result<Vec<String>, Fa
     engine.failpoints.before_tool(task);
     let node = &task.node;
     let spec = tools::tool(&node.tool).map_err(|e| Failure {
-        name: "ToolFailed",
+        name: NodeErrorName::ToolFailed,
         message: e.to_string(),
         retryable: false,
     })?;
@@ -221,7 +217,7 @@ async fn run_node(engine: &Engine, task: &ClaimedTask) -> Result<Vec<String>, Fa
     }
 
     let executor = engine.tools.get(&node.tool).ok_or(Failure {
-        name: "EngineUnavailable",
+        name: NodeErrorName::EngineUnavailable,
         message: format!("no engine is configured for tool {}", node.tool),
         retryable: false,
     })?;

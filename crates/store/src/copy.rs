@@ -263,7 +263,7 @@ async fn ensure_empty(tx: &mut Transaction<'static, Postgres>) -> Result<(), Cop
 /// (see the module documentation). Nothing is written when it fails.
 pub async fn copy_to_postgres(source: &SqliteStore, target: &PgStore) -> Result<CopyReport, CopyError> {
     // One read transaction: every table is read from the same snapshot.
-    let mut reader = source.reader().await?;
+    let mut reader = crate::backend::Backend::read(source).await?;
     let mut src = sqlx::Connection::begin(&mut *reader).await?;
     let mut dst = target.pool().begin().await?;
     let tables = plan(&mut src, &mut dst).await?;

@@ -7,6 +7,7 @@
 mod common;
 
 use atelier_core::ids;
+use atelier_store::prelude::*;
 use atelier_store::{SharedStore, StoreConfig, StoreError};
 use serde_json::json;
 

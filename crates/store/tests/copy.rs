@@ -14,6 +14,7 @@ use std::time::Duration;
 use atelier_core::ids;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::workflow::WorkflowDef;
+use atelier_store::prelude::*;
 use atelier_store::{
     check_target_empty, copy_to_postgres, now_micros, CopyError, IdempotencyClaim, IdempotencyStart,
     IdempotentAnswer, NewRun, PgStore, RunKind, SqliteStore, Store, StoreConfig,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::{NodeStatus, RunStatus};
 use atelier_core::workflow::WorkflowDef;
+use atelier_core::{NodeError, NodeErrorName};
 use atelier_store::{Outcome, RunKind, SharedStore, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES};
 use common::{submit, submit_as};
 use serde_json::{json, Value};
@@ -51,7 +52,7 @@ fn ok(keys: &[&str]) -> Outcome {
 
 fn fail(retryable: bool) -> Outcome {
     Outcome::Failed {
-        error: json!({"name": "ToolFailed", "message": "boom"}),
+        error: NodeError::new(NodeErrorName::ToolFailed, "boom"),
         retryable,
         backoff: Duration::ZERO,
     }
@@ -139,7 +140,7 @@ async fn a_failed_node_skips_its_dependents_and_independent_branches_finish(stor
 
     let done = store.get_run(acct.id, &run).await.unwrap();
     assert_eq!(done.status, RunStatus::Failed);
-    assert_eq!(done.error.as_ref().unwrap()["node"], json!("B"));
+    assert_eq!(json!(done.error)["node"], json!("B"));
     assert_eq!(done.charged, 2, "A and C charged; B failed and D skipped cost nothing");
     assert_eq!(store.balance(acct.id).await.unwrap(), 8);
 }
@@ -557,7 +558,7 @@ async fn leases_that_expire_on_the_last_attempt_fail_the_node(store: SharedStore
     assert!(!store.complete(&a, ok(&["late"])).await.unwrap());
     let done = store.get_run(acct.id, &run).await.unwrap();
     assert_eq!(done.status, RunStatus::Failed);
-    assert_eq!(done.error.as_ref().unwrap()["name"], json!("WorkerLost"));
+    assert_eq!(json!(done.error)["name"], json!("WorkerLost"));
     assert_eq!(done.nodes[0].status, NodeStatus::Failed);
     assert!(done.nodes[1..].iter().all(|n| n.status == NodeStatus::Skipped));
     let errors = store.task_errors(&run, "A").await.unwrap();

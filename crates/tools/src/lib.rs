@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use atelier_core::params::Params;
 use atelier_core::tools::TOOLS;
+use atelier_core::NodeErrorName;
 use bytes::Bytes;
 
 pub use builtin::Builtin;
@@ -60,11 +61,11 @@ impl ToolError {
     }
 
     /// The node error name the status endpoint shows.
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> NodeErrorName {
         match self {
-            Self::InvalidImage(_) => "InvalidImage",
-            Self::Failed(_) => "ToolFailed",
-            Self::Unavailable(_) => "EngineUnavailable",
+            Self::InvalidImage(_) => NodeErrorName::InvalidImage,
+            Self::Failed(_) => NodeErrorName::ToolFailed,
+            Self::Unavailable(_) => NodeErrorName::EngineUnavailable,
         }
     }
 }

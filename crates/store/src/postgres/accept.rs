@@ -28,7 +28,8 @@ use sqlx::postgres::PgConnection;
 use tokio::sync::oneshot;
 
 use super::{PgStore, TASKS_CHANNEL};
-use crate::{to_json, NewRun, Result, StoreError};
+use crate::sql::to_json;
+use crate::{NewRun, Result, StoreError};
 
 /// Reserves `$2` tokens on account `$1` and, only when its balance covers them, writes each
 /// run (arrays `$6..$13`, one element per run), its ledger entry, its nodes (arrays
@@ -239,7 +240,7 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u
     let written = sqlx::query(ACCEPT_RUNS)
         .bind(first.account_id)
         .bind(runs.iter().map(|r| r.price).sum::<i64>())
-        .bind(crate::now_micros())
+        .bind(atelier_core::time::now_micros())
         .bind(i64::from(max_attempts))
         .bind(TASKS_CHANNEL)
         .bind(runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())

@@ -1,9 +1,10 @@
 //! The PostgreSQL backend (see the crate documentation for its design).
 //!
-//! Every method is a port of the SQLite one with the same results and errors;
-//! what differs is how concurrent writers are kept apart. SQLite serializes
-//! all writes; PostgreSQL runs transactions concurrently (READ COMMITTED), so
-//! the writes that advance a run take row locks in one order:
+//! The flows are the common ones (`flows/`, `lease.rs`); this module provides the
+//! connections and the hooks of [`Backend`]. What differs from SQLite is how concurrent
+//! writers are kept apart. SQLite serializes all writes; PostgreSQL runs transactions
+//! concurrently (READ COMMITTED), so the writes that advance a run take row locks in one
+//! order:
 //!
 //! 1. the run's row (`SELECT … FOR NO KEY UPDATE`) — completion, cancellation
 //!    and rescue; several runs in ascending id order;
@@ -18,31 +19,31 @@
 //! finish together from each missing the other's success.
 
 mod accept;
-mod accounts;
-mod idempotency;
-mod queue;
-mod runs;
-mod store;
-mod workflows;
 
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions};
+use atelier_core::time::{self, now_micros, Micros};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Postgres, Transaction};
 use tokio::sync::Notify;
 
-use crate::{now_micros, Result, StoreConfig};
+use self::accept::Accepted;
+use crate::backend::Backend;
+use crate::migrations::POSTGRES as MIGRATIONS;
+use crate::run::STATUS_PARAMS_AS_STORED_BYTES;
+use crate::sql::{args, impl_conn, Conn};
+use crate::task::ClaimRow;
+use crate::{
+    Lifecycle, NewRun, NodeRecord, Result, RunRecord, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES,
+};
+
+impl_conn!(PgConnection, PgRow);
 
 /// The channel `NOTIFY`d when tasks may have become available.
 pub const TASKS_CHANNEL: &str = "atelier_tasks";
-
-const MIGRATIONS: &[&str] = &[
-    include_str!("../../migrations/postgres/0001_init.sql"),
-    include_str!("../../migrations/postgres/0002_idempotency_keys.sql"),
-    include_str!("../../migrations/postgres/0003_unfinished_runs.sql"),
-];
 
 /// Key of the transaction-scoped advisory lock taken while migrating, so that
 /// two processes starting together apply each migration once (the bytes of
@@ -86,31 +87,6 @@ impl Drop for ListenerTask {
 const LEAD_SQL: &str = "SELECT pg_try_advisory_lock(hashtext(current_schema() || ':atelier-maintenance'))";
 
 impl PgStore {
-    /// See [`crate::Store::lead_maintenance`].
-    pub async fn lead_maintenance(&self) -> Result<bool> {
-        use sqlx::Connection;
-        let mut slot = self.leader.lock().await;
-        if let Some((conn, held)) = slot.as_mut() {
-            let still = if *held {
-                sqlx::query("SELECT 1").execute(&mut *conn).await.map(|_| true)
-            } else {
-                sqlx::query_scalar::<_, bool>(LEAD_SQL).fetch_one(&mut *conn).await
-            };
-            match still {
-                Ok(now) => {
-                    *held = now;
-                    return Ok(now);
-                }
-                // The connection broke (and with it any lock it held): start over.
-                Err(_) => *slot = None,
-            }
-        }
-        let mut conn = PgConnection::connect_with(&self.pool.connect_options()).await?;
-        let held: bool = sqlx::query_scalar(LEAD_SQL).fetch_one(&mut conn).await?;
-        *slot = Some((conn, held));
-        Ok(held)
-    }
-
     /// Connects to `url` (`postgres://user@host:port/db`; `?options=-c%20search_path%3Dname`
     /// selects a schema), applies pending migrations and starts listening for wake-ups.
     pub async fn connect(url: &str, config: StoreConfig) -> Result<Self> {
@@ -144,9 +120,21 @@ impl PgStore {
         Ok(store)
     }
 
+    /// The connection pool, for callers that need PostgreSQL itself (tests).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+#[async_trait::async_trait]
+impl Lifecycle for PgStore {
+    fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
     /// Applies pending migrations, tracked in `schema_migrations`, in one
     /// transaction under an advisory lock.
-    pub async fn migrate(&self) -> Result<usize> {
+    async fn migrate(&self) -> Result<usize> {
         let mut tx = self.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(MIGRATION_LOCK).execute(&mut *tx).await?;
         sqlx::query(
@@ -171,30 +159,39 @@ impl PgStore {
         Ok(applied)
     }
 
-    pub fn config(&self) -> &StoreConfig {
-        &self.config
+    async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
     }
 
-    /// The connection pool, for callers that need PostgreSQL itself (tests).
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
-    /// Resolves when a task may have become available (a notification on
-    /// [`TASKS_CHANNEL`] arrived, from this process or another). Workers also
-    /// poll, so a missed wake-up only delays, never loses, work.
-    pub async fn task_ready(&self) {
+    /// Resolves when a notification on [`TASKS_CHANNEL`] arrived, from this process or
+    /// another.
+    async fn task_ready(&self) {
         self.ready.notified().await;
     }
 
-    pub(crate) async fn begin(&self) -> Result<Transaction<'static, Postgres>> {
-        Ok(self.pool.begin().await?)
-    }
-
-    /// Whether the database answers; for readiness checks.
-    pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
-        Ok(())
+    async fn lead_maintenance(&self) -> Result<bool> {
+        use sqlx::Connection;
+        let mut slot = self.leader.lock().await;
+        if let Some((conn, held)) = slot.as_mut() {
+            let still = if *held {
+                sqlx::query("SELECT 1").execute(&mut *conn).await.map(|_| true)
+            } else {
+                sqlx::query_scalar::<_, bool>(LEAD_SQL).fetch_one(&mut *conn).await
+            };
+            match still {
+                Ok(now) => {
+                    *held = now;
+                    return Ok(now);
+                }
+                // The connection broke (and with it any lock it held): start over.
+                Err(_) => *slot = None,
+            }
+        }
+        let mut conn = PgConnection::connect_with(&self.pool.connect_options()).await?;
+        let held: bool = sqlx::query_scalar(LEAD_SQL).fetch_one(&mut conn).await?;
+        *slot = Some((conn, held));
+        Ok(held)
     }
 }
 
@@ -218,5 +215,145 @@ async fn forward_notifications(mut listener: PgListener, ready: Arc<Notify>) {
                 ready.notify_one();
             }
         }
+    }
+}
+
+impl Backend for PgStore {
+    type Conn = PgConnection;
+    type Tx = Transaction<'static, Postgres>;
+    type Read<'a> = PoolConnection<Postgres>;
+
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const EXPIRED_RUNS: &'static str =
+        "SELECT id FROM runs WHERE NOT swept AND expires_at < $1 ORDER BY expires_at LIMIT $2";
+
+    fn settings(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    async fn begin(&self) -> Result<Transaction<'static, Postgres>> {
+        Ok(self.pool.begin().await?)
+    }
+
+    async fn commit(tx: Transaction<'static, Postgres>) -> Result<()> {
+        Ok(tx.commit().await?)
+    }
+
+    async fn read(&self) -> Result<PoolConnection<Postgres>> {
+        Ok(self.pool.acquire().await?)
+    }
+
+    async fn lock_run(conn: &mut PgConnection, run_id: &str) -> Result<()> {
+        conn.execute("SELECT 1 FROM runs WHERE id = $1 FOR NO KEY UPDATE", args![run_id]).await?;
+        Ok(())
+    }
+
+    async fn lock_account(conn: &mut PgConnection, account_id: i64) -> Result<()> {
+        conn.execute("SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE", args![account_id]).await?;
+        Ok(())
+    }
+
+    async fn announce(conn: &mut PgConnection) -> Result<()> {
+        notify_workers(conn).await
+    }
+
+    /// This process's dispatcher is woken at once: the notification reaches other processes,
+    /// but its way back to this one (the listening connection, another server process, the
+    /// listener task) adds wake-ups a loaded machine may delay.
+    fn wake(&self) {
+        self.ready.notify_one();
+    }
+
+    async fn claim_row(
+        &self,
+        conn: &mut PgConnection,
+        worker: &str,
+        lease: Duration,
+        skip_tools: &[&str],
+        now: Micros,
+    ) -> Result<Option<ClaimRow>> {
+        // Fairness as on SQLite: the account with the fewest running tasks first, then the
+        // oldest task, among tasks whose node's tool is not skipped and whose account is
+        // under the soft cap ($5 > 0). The running counts are taken once per claim (`busy`,
+        // a handful of rows) and joined, so a claim's cost grows with the queue only by a
+        // hash join and a top-1 sort. Rows another claimer holds are skipped, not waited for;
+        // the nodes row is only read, never locked. The cap's count is not locked either:
+        // claims for one account made at the same instant may each see it under the cap and
+        // together pass it (a soft cap; on SQLite claims take turns).
+        let claimed = sqlx::query(
+            "WITH busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
+                           WHERE state = 'running' GROUP BY account_id),
+                  next AS (SELECT t.id FROM tasks t LEFT JOIN busy b ON b.account_id = t.account_id
+                           WHERE t.state = 'available' AND t.scheduled_at <= $3
+                             AND (cardinality($4::text[]) = 0
+                                  OR NOT EXISTS (SELECT 1 FROM nodes n
+                                                 WHERE n.run_id = t.run_id AND n.name = t.node
+                                                   AND n.tool = ANY($4)))
+                             AND ($5 = 0 OR COALESCE(b.running, 0) < $5)
+                           ORDER BY COALESCE(b.running, 0), t.scheduled_at, t.id
+                           LIMIT 1
+                           FOR UPDATE OF t SKIP LOCKED)
+             UPDATE tasks SET state = 'running', attempt = tasks.attempt + 1,
+                 lease_epoch = tasks.lease_epoch + 1, lease_owner = $1, lease_expires_at = $2
+             FROM next
+             WHERE tasks.id = next.id
+             RETURNING tasks.id, tasks.run_id, tasks.node, tasks.account_id, tasks.attempt,
+                 tasks.max_attempts, tasks.lease_epoch",
+        )
+        .bind(worker)
+        .bind(time::after(now, lease))
+        .bind(now)
+        .bind(skip_tools)
+        .bind(i64::from(self.config.max_running_nodes))
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some(claimed) =
+            claimed.as_ref().map(|r| <ClaimRow as crate::sql::FromRow>::from_row(r)).transpose()?
+        else {
+            return Ok(None);
+        };
+        conn.execute(&crate::statements::NODE_STARTED, args![now, &claimed.run_id, &claimed.node]).await?;
+        // A claim holds a task lock, so it must not wait for the run's row (cancellation holds
+        // that and waits for the run's tasks). The row is locked only by a cancellation in
+        // progress, which ends the run anyway.
+        conn.execute(
+            "UPDATE runs SET status = 'running'
+             WHERE id = (SELECT id FROM runs WHERE id = $1 AND status = 'queued'
+                         FOR NO KEY UPDATE SKIP LOCKED)",
+            args![&claimed.run_id],
+        )
+        .await?;
+        Ok(Some(claimed))
+    }
+
+    async fn write_run(&self, conn: &mut PgConnection, run: &NewRun<'_>) -> Result<()> {
+        accept::write_run(conn, &Accepted::new(run), self.config.max_attempts).await
+    }
+
+    async fn accept(&self, run: &NewRun<'_>) -> Option<Result<()>> {
+        Some(self.accept_in_turn(Accepted::new(run)).await)
+    }
+
+    async fn read_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
+        let mut conn = self.read().await?;
+        let run: Option<RunRecord> = conn
+            .fetch_optional("SELECT * FROM runs WHERE id = $1 AND account_id = $2", args![run_id, account_id])
+            .await?;
+        let mut run = run.ok_or(StoreError::NotFound)?;
+        // The parameters as `Runs::get_run` documents (the SQLite twin is in `sqlite/`).
+        run.nodes = conn
+            .fetch_all::<NodeRecord>(
+                "SELECT name, gen_id, tool,
+                        CASE WHEN octet_length(params) <= $3 THEN params
+                        ELSE (SELECT COALESCE(json_object_agg(e.key, e.value ORDER BY e.position), '{}')::text
+                              FROM json_each(params::json) WITH ORDINALITY AS e(key, value, position)
+                              WHERE json_typeof(e.value) <> 'string' OR octet_length(e.value #>> '{}') <= $2) END
+                            AS params,
+                        links, bypassed, fanout, price, status, outputs, error
+                 FROM nodes WHERE run_id = $1 ORDER BY position",
+                args![run_id, STATUS_PARAM_MAX_BYTES, STATUS_PARAMS_AS_STORED_BYTES],
+            )
+            .await?;
+        Ok(run)
     }
 }

@@ -1,6 +1,11 @@
-//! The [`Store`] trait: every operation on durable state, one implementation per database
-//! ([`SqliteStore`] for the embedded default). Callers hold an `Arc<dyn Store>`
-//! ([`SharedStore`]) and never see which database answers.
+//! What callers see of the store: one trait per concern ([`Accounts`], [`Runs`],
+//! [`TaskQueue`], [`IdempotencyKeys`], [`Workflows`], and [`Lifecycle`] for the database
+//! itself), and [`Store`], their sum. Callers hold an `Arc<dyn Store>` ([`SharedStore`]) and
+//! never see which database answers; `use atelier_store::prelude::*` brings every method into
+//! scope.
+//!
+//! Each trait is implemented once, for every [`Backend`](crate::backend::Backend), by the
+//! flows in `flows/` and `lease.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +15,7 @@ use serde_json::Value;
 
 use crate::{
     Account, ClaimedTask, IdempotencyClaim, IdempotencyRecord, IdempotencyStart, KeyInfo, Micros, NewRun,
-    Outcome, Result, RunRecord, RunSummary, SqliteStore, StoreConfig, WorkflowRow,
+    Outcome, Result, RunRecord, RunSummary, StoreConfig, WorkflowRow,
 };
 
 /// A store shared by the API, the workers and the maintenance services.
@@ -19,8 +24,13 @@ pub type SharedStore = Arc<dyn Store>;
 /// Durable state: accounts and keys, the token ledger, saved workflows, runs and their nodes,
 /// and the leased task queue. The invariants listed in the crate documentation hold for every
 /// implementation.
+pub trait Store: Lifecycle + Accounts + Runs + TaskQueue + IdempotencyKeys + Workflows {}
+
+impl<T: Lifecycle + Accounts + Runs + TaskQueue + IdempotencyKeys + Workflows> Store for T {}
+
+/// The database itself.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Lifecycle: Send + Sync + 'static {
     /// The settings the store was opened with.
     fn config(&self) -> &StoreConfig;
 
@@ -38,9 +48,11 @@ pub trait Store: Send + Sync + 'static {
     /// in one process at a time). Called before each maintenance round; a process that does
     /// not lead tries again next round, and the lead passes on when its holder stops.
     async fn lead_maintenance(&self) -> Result<bool>;
+}
 
-    // Accounts, keys and the token ledger.
-
+/// Accounts, keys and the token ledger.
+#[async_trait]
+pub trait Accounts: Send + Sync {
     /// Creates an account with an initial grant and its first API key.
     /// Returns the account and the key (shown once; only its digest is kept).
     async fn create_account(&self, name: &str, tokens: i64) -> Result<(Account, String)>;
@@ -59,9 +71,11 @@ pub trait Store: Send + Sync + 'static {
     async fn balance(&self, account_id: i64) -> Result<i64>;
     /// Ledger entries of a run, as (kind, amount), oldest first.
     async fn ledger_for_run(&self, run_id: &str) -> Result<Vec<(String, i64)>>;
+}
 
-    // Runs, their nodes, listing and retention.
-
+/// Runs, their nodes, listing and retention.
+#[async_trait]
+pub trait Runs: Send + Sync {
     /// Accepts a run: reserves its price, writes the run and its nodes, and
     /// queues the nodes that have no upstream — all in one transaction, so a
     /// refusal (402) leaves nothing behind. With `StoreConfig::max_unfinished_runs`, an
@@ -92,9 +106,11 @@ pub trait Store: Send + Sync + 'static {
     async fn mark_swept(&self, run_id: &str) -> Result<()>;
     /// Moves a run's expiry. No command exposes it; tests of retention use it.
     async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()>;
+}
 
-    // Saved workflows (an account's, or system templates with `account: None`).
-
+/// Saved workflows (an account's, or system templates with `account: None`).
+#[async_trait]
+pub trait Workflows: Send + Sync {
     /// Saves a workflow under `name` for `account` (None = system template),
     /// replacing one of the same name. Returns its id.
     async fn put_workflow(&self, account: Option<i64>, name: &str, definition: &Value) -> Result<i64>;
@@ -104,9 +120,11 @@ pub trait Store: Send + Sync + 'static {
     async fn find_workflow(&self, account: Option<i64>, name: &str) -> Result<Option<WorkflowRow>>;
     /// The account's workflows and the system templates it does not shadow.
     async fn list_workflows(&self, account: i64) -> Result<Vec<WorkflowRow>>;
+}
 
-    // The leased task queue.
-
+/// The leased task queue (see `lease.rs`).
+#[async_trait]
+pub trait TaskQueue: Send + Sync {
     /// Claims the next available task whose node's tool is not in `skip_tools` (the tools
     /// the caller has no free slot for), fairly across accounts: the account with the fewest
     /// running tasks goes first, then the oldest task. Tasks of skipped tools stay queued
@@ -128,15 +146,17 @@ pub trait Store: Send + Sync + 'static {
     async fn rescue_expired(&self) -> Result<usize>;
     /// Attempt history of a node's task: `[{attempt, at, error}]`.
     async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>>;
+}
 
-    // Idempotency keys (see `IdempotencyClaim` for the protocol).
-
+/// Idempotency keys (see [`IdempotencyClaim`] for the protocol).
+#[async_trait]
+pub trait IdempotencyKeys: Send + Sync {
     /// Claims an idempotency key for a request, in its own transaction: `Claimed` when the key
     /// is free, expired, or held by a claim older than `stale_after` (taken over); otherwise
     /// what it holds — the answer to replay, a different request's fingerprint, or a request
     /// still in progress. A claimed key is completed by `create_run` with
     /// [`NewRun::idempotency`](crate::NewRun::idempotency), or given back with
-    /// [`Store::release_idempotency_key`].
+    /// [`IdempotencyKeys::release_idempotency_key`].
     async fn claim_idempotency_key(&self, claim: &IdempotencyClaim<'_>) -> Result<IdempotencyStart>;
     /// Gives back a key claimed for `run_id` that recorded no answer (its request created
     /// nothing). Returns whether a claim was deleted; an answered key, or one claimed since by
@@ -149,166 +169,4 @@ pub trait Store: Send + Sync + 'static {
     /// Moves a key's expiry (`NotFound` without a record). No command exposes it; tests of
     /// expiry use it.
     async fn set_idempotency_expiry(&self, account_id: i64, key: &str, expires_at: Micros) -> Result<()>;
-}
-
-#[async_trait]
-impl Store for SqliteStore {
-    fn config(&self) -> &StoreConfig {
-        SqliteStore::config(self)
-    }
-
-    async fn migrate(&self) -> Result<usize> {
-        SqliteStore::migrate(self).await
-    }
-
-    async fn ping(&self) -> Result<()> {
-        SqliteStore::ping(self).await
-    }
-
-    async fn task_ready(&self) {
-        SqliteStore::task_ready(self).await
-    }
-
-    /// Always: the processes sharing a SQLite file share one machine, and every maintenance
-    /// step is an idempotent transaction behind SQLite's single writer.
-    async fn lead_maintenance(&self) -> Result<bool> {
-        Ok(true)
-    }
-
-    async fn create_account(&self, name: &str, tokens: i64) -> Result<(Account, String)> {
-        SqliteStore::create_account(self, name, tokens).await
-    }
-
-    async fn account(&self, name: &str) -> Result<Account> {
-        SqliteStore::account(self, name).await
-    }
-
-    async fn account_count(&self) -> Result<i64> {
-        SqliteStore::account_count(self).await
-    }
-
-    async fn create_key(&self, account: &str) -> Result<String> {
-        SqliteStore::create_key(self, account).await
-    }
-
-    async fn revoke_key(&self, key_or_prefix: &str) -> Result<KeyInfo> {
-        SqliteStore::revoke_key(self, key_or_prefix).await
-    }
-
-    async fn authenticate(&self, key: &str) -> Result<Option<Account>> {
-        SqliteStore::authenticate(self, key).await
-    }
-
-    async fn grant(&self, account: &str, tokens: i64) -> Result<i64> {
-        SqliteStore::grant(self, account, tokens).await
-    }
-
-    async fn balance(&self, account_id: i64) -> Result<i64> {
-        SqliteStore::balance(self, account_id).await
-    }
-
-    async fn ledger_for_run(&self, run_id: &str) -> Result<Vec<(String, i64)>> {
-        SqliteStore::ledger_for_run(self, run_id).await
-    }
-
-    async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
-        SqliteStore::create_run(self, run).await
-    }
-
-    async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
-        SqliteStore::get_run(self, account_id, run_id).await
-    }
-
-    async fn run_of_generation(&self, account_id: i64, gen_id: &str) -> Result<RunRecord> {
-        SqliteStore::run_of_generation(self, account_id, gen_id).await
-    }
-
-    async fn list_runs(
-        &self,
-        account_id: i64,
-        limit: i64,
-        before: Option<Micros>,
-    ) -> Result<Vec<RunSummary>> {
-        SqliteStore::list_runs(self, account_id, limit, before).await
-    }
-
-    async fn cancel_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
-        SqliteStore::cancel_run(self, account_id, run_id).await
-    }
-
-    async fn run_expiry(&self, run_id: &str) -> Result<Option<Micros>> {
-        SqliteStore::run_expiry(self, run_id).await
-    }
-
-    async fn expired_runs(&self, now: Micros, limit: i64) -> Result<Vec<String>> {
-        SqliteStore::expired_runs(self, now, limit).await
-    }
-
-    async fn mark_swept(&self, run_id: &str) -> Result<()> {
-        SqliteStore::mark_swept(self, run_id).await
-    }
-
-    async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()> {
-        SqliteStore::set_expiry(self, run_id, expires_at).await
-    }
-
-    async fn put_workflow(&self, account: Option<i64>, name: &str, definition: &Value) -> Result<i64> {
-        SqliteStore::put_workflow(self, account, name, definition).await
-    }
-
-    async fn delete_workflow(&self, account: i64, name: &str) -> Result<()> {
-        SqliteStore::delete_workflow(self, account, name).await
-    }
-
-    async fn find_workflow(&self, account: Option<i64>, name: &str) -> Result<Option<WorkflowRow>> {
-        SqliteStore::find_workflow(self, account, name).await
-    }
-
-    async fn list_workflows(&self, account: i64) -> Result<Vec<WorkflowRow>> {
-        SqliteStore::list_workflows(self, account).await
-    }
-
-    async fn claim(&self, worker: &str, lease: Duration, skip_tools: &[&str]) -> Result<Option<ClaimedTask>> {
-        SqliteStore::claim(self, worker, lease, skip_tools).await
-    }
-
-    async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {
-        SqliteStore::heartbeat(self, task, lease).await
-    }
-
-    async fn complete(&self, task: &ClaimedTask, outcome: Outcome) -> Result<bool> {
-        SqliteStore::complete(self, task, outcome).await
-    }
-
-    async fn release(&self, task: &ClaimedTask) -> Result<bool> {
-        SqliteStore::release(self, task).await
-    }
-
-    async fn rescue_expired(&self) -> Result<usize> {
-        SqliteStore::rescue_expired(self).await
-    }
-
-    async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>> {
-        SqliteStore::task_errors(self, run_id, node).await
-    }
-
-    async fn claim_idempotency_key(&self, claim: &IdempotencyClaim<'_>) -> Result<IdempotencyStart> {
-        SqliteStore::claim_idempotency_key(self, claim).await
-    }
-
-    async fn release_idempotency_key(&self, account_id: i64, key: &str, run_id: &str) -> Result<bool> {
-        SqliteStore::release_idempotency_key(self, account_id, key, run_id).await
-    }
-
-    async fn idempotency_record(&self, account_id: i64, key: &str) -> Result<Option<IdempotencyRecord>> {
-        SqliteStore::idempotency_record(self, account_id, key).await
-    }
-
-    async fn delete_expired_idempotency_keys(&self, now: Micros, limit: i64) -> Result<u64> {
-        SqliteStore::delete_expired_idempotency_keys(self, now, limit).await
-    }
-
-    async fn set_idempotency_expiry(&self, account_id: i64, key: &str, expires_at: Micros) -> Result<()> {
-        SqliteStore::set_idempotency_expiry(self, account_id, key, expires_at).await
-    }
 }

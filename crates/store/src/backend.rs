@@ -1,0 +1,126 @@
+//! What a database must provide for the flows to run on it: transactions and read
+//! connections that run [`Conn`] statements, and hooks where the two databases differ on
+//! purpose. Each backend implements this trait once; every operation of the store's traits
+//! ([`crate::traits`]) is written once, in `flows/` and `lease.rs`, over it.
+//!
+//! What differs, and why:
+//! - locking: PostgreSQL runs transactions concurrently, so writes that advance or end a run
+//!   lock the run's row first ([`Backend::lock_run`], [`Backend::FOR_UPDATE`]); SQLite has one
+//!   writer, and these are no-ops;
+//! - wake-ups: PostgreSQL `NOTIFY`s every process in the transaction ([`Backend::announce`]);
+//!   SQLite wakes this process's workers after the commit ([`Backend::wake`]);
+//! - round trips: SQLite sends statements that go together as one batch
+//!   ([`Backend::succeed_node`], [`Backend::queue_node`], [`Backend::write_run`]); PostgreSQL
+//!   writes a run with one statement and batches concurrent submissions
+//!   ([`Backend::accept`]);
+//! - the claim ([`Backend::claim_row`]) and the status read ([`Backend::read_run`]), whose
+//!   SQL uses each database's own locking and JSON functions.
+
+use std::future::Future;
+use std::ops::DerefMut;
+use std::time::Duration;
+
+use atelier_core::time::Micros;
+
+use crate::sql::{args, to_json, Conn};
+use crate::statements::{INSERT_TASK, LOAD_NODES, NODE_SUCCEEDED, QUEUE_NODE};
+use crate::task::ClaimRow;
+use crate::{NewRun, NodeRecord, Result, RunRecord, StoreConfig};
+
+pub(crate) trait Backend: Send + Sync + 'static {
+    type Conn: Conn + Send;
+    /// A write transaction; rolled back when dropped uncommitted.
+    type Tx: DerefMut<Target = Self::Conn> + Send;
+    /// A connection for reads outside a transaction.
+    type Read<'a>: DerefMut<Target = Self::Conn> + Send
+    where
+        Self: 'a;
+
+    /// The lock clause a row read inside a transaction appends to keep the row until the
+    /// transaction ends (` FOR UPDATE`; empty where the one writer holds everything).
+    const FOR_UPDATE: &'static str;
+
+    /// Finished runs whose outputs expired before `$1` and are not swept yet, up to `$2`,
+    /// soonest first. Per backend so that each uses its partial index (`WHERE swept = 0` on
+    /// SQLite, `WHERE NOT swept` on PostgreSQL).
+    const EXPIRED_RUNS: &'static str;
+
+    fn settings(&self) -> &StoreConfig;
+
+    fn begin(&self) -> impl Future<Output = Result<Self::Tx>> + Send;
+
+    fn commit(tx: Self::Tx) -> impl Future<Output = Result<()>> + Send;
+
+    fn read(&self) -> impl Future<Output = Result<Self::Read<'_>>> + Send;
+
+    /// Locks run `run_id`'s row until the transaction ends: the first lock every write that
+    /// advances or ends a run takes.
+    fn lock_run(conn: &mut Self::Conn, run_id: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Locks account `account_id`'s row until the transaction ends (accepting a run under the
+    /// cap on unfinished runs).
+    fn lock_account(conn: &mut Self::Conn, account_id: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// Tells every process's workers, when the transaction commits, that tasks may be
+    /// available.
+    fn announce(conn: &mut Self::Conn) -> impl Future<Output = Result<()>> + Send;
+
+    /// Wakes this process's workers after a commit that made tasks available.
+    fn wake(&self);
+
+    /// Claims the next task as `Store::claim` describes, marks its node and run running, and
+    /// returns its row; `None` when no task is available.
+    fn claim_row(
+        &self,
+        conn: &mut Self::Conn,
+        worker: &str,
+        lease: Duration,
+        skip_tools: &[&str],
+        now: Micros,
+    ) -> impl Future<Output = Result<Option<ClaimRow>>> + Send;
+
+    /// Reserves the run's price and writes the run, its nodes and the tasks of its ready
+    /// nodes in the caller's transaction; `InsufficientTokens` when the balance is short.
+    fn write_run(&self, conn: &mut Self::Conn, run: &NewRun<'_>) -> impl Future<Output = Result<()>> + Send;
+
+    /// Accepts a run that needs no transaction of its own (no idempotency key, no cap):
+    /// `None` where the backend has no faster way than the common flow.
+    fn accept(&self, run: &NewRun<'_>) -> impl Future<Output = Option<Result<()>>> + Send {
+        let _ = run;
+        async { None }
+    }
+
+    /// A run with its nodes as `Runs::get_run` documents; `NotFound` for another account's.
+    fn read_run(&self, account_id: i64, run_id: &str) -> impl Future<Output = Result<RunRecord>> + Send;
+
+    /// Marks node `node` of `run_id` succeeded with `outputs` and reads the run's nodes after
+    /// the update.
+    fn succeed_node(
+        conn: &mut Self::Conn,
+        run_id: &str,
+        node: &str,
+        outputs: &[String],
+        now: Micros,
+    ) -> impl Future<Output = Result<Vec<NodeRecord>>> + Send {
+        async move {
+            conn.execute(&NODE_SUCCEEDED, args![to_json(&outputs).as_str(), now, run_id, node]).await?;
+            conn.fetch_all(LOAD_NODES, args![run_id]).await
+        }
+    }
+
+    /// Queues a pending node: its status, and an available task.
+    fn queue_node(
+        conn: &mut Self::Conn,
+        run_id: &str,
+        node: &str,
+        account_id: i64,
+        max_attempts: u32,
+        now: Micros,
+    ) -> impl Future<Output = Result<()>> + Send {
+        async move {
+            conn.execute(&QUEUE_NODE, args![run_id, node]).await?;
+            conn.execute(&INSERT_TASK, args![run_id, node, account_id, i64::from(max_attempts), now]).await?;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The store's operations, written once over [`Backend`](crate::backend::Backend): each
+//! file implements one of the traits of [`crate::traits`] for every backend. The lease queue
+//! is apart, in `lease.rs`.
+
+mod accounts;
+mod idempotency;
+mod runs;
+mod workflows;
+
+pub(crate) use runs::{finish_if_done, node_failed, node_succeeded};

@@ -1,0 +1,198 @@
+//! Runs: acceptance with reservation, reads, cancellation, and how a run advances and ends —
+//! the single place where a run becomes terminal and is settled ([`finish_run`]).
+
+use async_trait::async_trait;
+use atelier_core::dag;
+use atelier_core::status::{LedgerKind, RunStatus};
+use atelier_core::time::{now_micros, Micros};
+use atelier_core::NodeError;
+
+use crate::backend::Backend;
+use crate::rows::Reservation;
+use crate::rules::{expiry, settlement};
+use crate::sql::{args, parse_text, to_json, Conn};
+use crate::statements::*;
+use crate::{NewRun, NodeRecord, Result, RunRecord, RunSummary, Runs, StoreConfig, StoreError};
+
+#[async_trait]
+impl<B: Backend> Runs for B {
+    async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
+        let cap = self.settings().max_unfinished_runs;
+        if cap == 0 && run.idempotency.is_none() {
+            if let Some(accepted) = self.accept(run).await {
+                return accepted;
+            }
+        }
+        let mut tx = self.begin().await?;
+        if cap > 0 {
+            // The account's row first (the lock the reservation takes anyway): submits of one
+            // account take turns, and each count is read after the previous submit committed,
+            // so concurrent submits cannot pass the cap together.
+            B::lock_account(&mut tx, run.account_id).await?;
+            let unfinished: i64 = tx.fetch_one(&COUNT_UNFINISHED_RUNS, args![run.account_id]).await?;
+            if unfinished >= i64::from(cap) {
+                return Err(StoreError::ConcurrencyLimited { limit: i64::from(cap) });
+            }
+        }
+        // A key taken over since it was claimed rolls everything back (`idempotency`).
+        if let Some(answer) = &run.idempotency {
+            let body = to_json(answer.body);
+            let status = i64::from(answer.status);
+            let recorded = tx
+                .execute(RECORD_ANSWER, args![status, body.as_str(), run.account_id, answer.key, &run.id])
+                .await?;
+            if recorded == 0 {
+                return Err(StoreError::IdempotencyConflict);
+            }
+        }
+        self.write_run(&mut tx, run).await?;
+        B::commit(tx).await?;
+        self.wake();
+        Ok(())
+    }
+
+    async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
+        self.read_run(account_id, run_id).await
+    }
+
+    async fn run_of_generation(&self, account_id: i64, gen_id: &str) -> Result<RunRecord> {
+        let run_id: Option<String> =
+            self.read().await?.fetch_optional(RUN_OF_GENERATION, args![gen_id, account_id]).await?;
+        self.read_run(account_id, &run_id.ok_or(StoreError::NotFound)?).await
+    }
+
+    async fn list_runs(
+        &self,
+        account_id: i64,
+        limit: i64,
+        before: Option<Micros>,
+    ) -> Result<Vec<RunSummary>> {
+        let before = before.unwrap_or(i64::MAX);
+        self.read().await?.fetch_all(LIST_RUNS, args![account_id, before, limit]).await
+    }
+
+    async fn cancel_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        // The run's row first: completions of its nodes wait until the cancellation
+        // committed, so no task is queued behind its back.
+        B::lock_run(&mut tx, run_id).await?;
+        let status: Option<String> = tx.fetch_optional(RUN_STATUS, args![run_id, account_id]).await?;
+        let status: RunStatus = parse_text(&status.ok_or(StoreError::NotFound)?)?;
+        if !status.is_terminal() {
+            tx.execute(&CANCEL_TASKS, args![now, run_id]).await?;
+            let error = NodeError::canceled();
+            tx.execute(&CANCEL_NODES, args![to_json(&error).as_str(), now, run_id]).await?;
+            finish_run(&mut *tx, self.settings(), run_id, RunStatus::Canceled, Some(&error), now).await?;
+        }
+        B::commit(tx).await?;
+        self.read_run(account_id, run_id).await
+    }
+
+    async fn run_expiry(&self, run_id: &str) -> Result<Option<Micros>> {
+        let found: Option<Option<i64>> = self.read().await?.fetch_optional(RUN_EXPIRY, args![run_id]).await?;
+        found.ok_or(StoreError::NotFound)
+    }
+
+    async fn expired_runs(&self, now: Micros, limit: i64) -> Result<Vec<String>> {
+        self.read().await?.fetch_all(B::EXPIRED_RUNS, args![now, limit]).await
+    }
+
+    async fn mark_swept(&self, run_id: &str) -> Result<()> {
+        let mut tx = self.begin().await?;
+        tx.execute(MARK_SWEPT, args![run_id]).await?;
+        B::commit(tx).await
+    }
+
+    async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()> {
+        let mut tx = self.begin().await?;
+        tx.execute(SET_EXPIRY, args![expires_at, run_id]).await?;
+        B::commit(tx).await
+    }
+}
+
+/// Makes a run terminal and settles its tokens, exactly once: the status update is guarded
+/// (and on PostgreSQL re-checked against the latest committed row), and settlement only
+/// follows a guarded update that matched. Succeeded nodes are charged; the rest of the
+/// reservation is released. Returns whether the run was ended here.
+pub(crate) async fn finish_run(
+    conn: &mut impl Conn,
+    config: &StoreConfig,
+    run_id: &str,
+    status: RunStatus,
+    error: Option<&NodeError>,
+    now: Micros,
+) -> Result<bool> {
+    let expires = expiry(now, config.retention);
+    let error = error.map(to_json);
+    let changed =
+        conn.execute(&FINISH_RUN, args![status.as_str(), error.as_deref(), now, expires, run_id]).await?;
+    if changed == 0 {
+        return Ok(false);
+    }
+    let Reservation { account_id, reserved } = conn.fetch_one(RESERVATION, args![run_id]).await?;
+    let succeeded: i64 = conn.fetch_one(&SUCCEEDED_PRICE, args![run_id]).await?;
+    let (charged, released) = settlement(reserved, succeeded);
+    conn.execute(SET_CHARGED, args![charged, run_id]).await?;
+    conn.execute(ADD_TO_BALANCE, args![released, account_id]).await?;
+    for (kind, amount) in [(LedgerKind::Charge, charged), (LedgerKind::Release, released)] {
+        conn.execute(INSERT_LEDGER, args![account_id, Some(run_id), kind.as_str(), amount, now]).await?;
+    }
+    Ok(true)
+}
+
+/// Node `node` succeeded with `outputs`: its ready children are queued. Returns the run's
+/// nodes as this transaction left them.
+pub(crate) async fn node_succeeded<B: Backend>(
+    conn: &mut B::Conn,
+    config: &StoreConfig,
+    run_id: &str,
+    node: &str,
+    account_id: i64,
+    outputs: &[String],
+    now: Micros,
+) -> Result<Vec<NodeRecord>> {
+    let mut nodes = B::succeed_node(conn, run_id, node, outputs, now).await?;
+    let children: Vec<String> = dag::ready_children(&nodes, node).into_iter().map(str::to_owned).collect();
+    for child in &children {
+        B::queue_node(conn, run_id, child, account_id, config.max_attempts, now).await?;
+    }
+    NodeRecord::mark_queued(&mut nodes, &children);
+    Ok(nodes)
+}
+
+/// Fails a node and skips everything downstream of it. Returns the run's nodes as this
+/// transaction left them.
+pub(crate) async fn node_failed(
+    conn: &mut impl Conn,
+    run_id: &str,
+    node: &str,
+    error: &NodeError,
+    now: Micros,
+) -> Result<Vec<NodeRecord>> {
+    conn.execute(&NODE_FAILED, args![to_json(error).as_str(), now, run_id, node]).await?;
+    let mut nodes: Vec<NodeRecord> = conn.fetch_all(LOAD_NODES, args![run_id]).await?;
+    let skipped = NodeError::upstream_failed(node);
+    let doomed: Vec<String> = dag::descendants(&nodes, node).into_iter().map(str::to_owned).collect();
+    let entry = to_json(&skipped);
+    for name in &doomed {
+        conn.execute(&SKIP_NODE, args![entry.as_str(), now, run_id, name]).await?;
+    }
+    NodeRecord::mark_skipped(&mut nodes, &doomed, &skipped);
+    Ok(nodes)
+}
+
+/// Finishes the run when no node is left to run. The caller holds the run's row (on
+/// PostgreSQL), so the nodes it read are the final word.
+pub(crate) async fn finish_if_done(
+    conn: &mut impl Conn,
+    config: &StoreConfig,
+    run_id: &str,
+    nodes: &[NodeRecord],
+    now: Micros,
+) -> Result<()> {
+    if let Some((status, error)) = dag::outcome(nodes) {
+        finish_run(conn, config, run_id, status, error.as_ref(), now).await?;
+    }
+    Ok(())
+}

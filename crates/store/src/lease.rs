@@ -1,0 +1,156 @@
+//! The leased task queue: claim, heartbeat, completion, release and the rescue of expired
+//! leases.
+//!
+//! A task is claimed with one guarded `UPDATE` that bumps its lease epoch; the worker extends
+//! its lease by heartbeat and completes with a write that names the epoch it claimed.
+//! Cancellation, rescue and shutdown release all bump the epoch too, so a stale worker's
+//! completion matches no row and changes nothing. Completing a task hands the node's result
+//! to the run (`flows::runs`: ready children are queued, dependents of a failure skipped, the
+//! run finished and settled when no node is left) in the same transaction.
+//!
+//! Nothing here knows about runs beyond that hand-over, so another kind of job (a webhook
+//! delivery, an engine poll) can be queued under the same protocol.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use atelier_core::status::TaskState;
+use atelier_core::time::{self, now_micros};
+use atelier_core::NodeError;
+use serde_json::Value;
+
+use crate::backend::Backend;
+use crate::flows::{finish_if_done, node_failed, node_succeeded};
+use crate::rows::ExpiredTask;
+use crate::rules::attempt_error;
+use crate::sql::{args, json_col, to_json, Conn};
+use crate::statements::*;
+use crate::{ClaimedTask, NodeRecord, Outcome, Result, TaskQueue};
+
+#[async_trait]
+impl<B: Backend> TaskQueue for B {
+    async fn claim(&self, worker: &str, lease: Duration, skip_tools: &[&str]) -> Result<Option<ClaimedTask>> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let Some(claimed) = self.claim_row(&mut tx, worker, lease, skip_tools, now).await? else {
+            B::commit(tx).await?;
+            return Ok(None);
+        };
+        let nodes: Vec<NodeRecord> = tx.fetch_all(LOAD_NODES, args![&claimed.run_id]).await?;
+        B::commit(tx).await?;
+        claimed.into_task(&nodes).map(Some)
+    }
+
+    async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {
+        let until = time::after(now_micros(), lease);
+        let mut tx = self.begin().await?;
+        let extended = tx.execute(&HEARTBEAT, args![until, task.task_id, task.epoch]).await?;
+        B::commit(tx).await?;
+        Ok(extended == 1)
+    }
+
+    async fn complete(&self, task: &ClaimedTask, outcome: Outcome) -> Result<bool> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let (state, error) = match &outcome {
+            Outcome::Succeeded(_) => (TaskState::Completed, None),
+            Outcome::Failed { retryable: true, backoff, error } if task.attempt < task.max_attempts => {
+                let entry = to_json(&attempt_error(task.attempt, error, now));
+                let when = time::after(now, *backoff);
+                let retried =
+                    tx.execute(&RETRY_TASK, args![when, entry.as_str(), task.task_id, task.epoch]).await?
+                        == 1;
+                if retried {
+                    B::announce(&mut tx).await?;
+                }
+                B::commit(tx).await?;
+                if retried {
+                    self.wake();
+                }
+                return Ok(retried);
+            }
+            Outcome::Failed { error, .. } => (TaskState::Failed, Some(error)),
+        };
+        // The run first, then the task: completions of one run's nodes take turns, so each
+        // sees the others' results when it advances the DAG.
+        B::lock_run(&mut tx, &task.run_id).await?;
+        let entry = error.map(|e| to_json(&attempt_error(task.attempt, e, now)));
+        let ended = args![state.as_str(), now, entry.as_deref(), task.task_id, task.epoch];
+        if tx.execute(&END_TASK, ended).await? == 0 {
+            return Ok(false);
+        }
+        let config = self.settings();
+        let (run_id, node) = (task.run_id.as_str(), task.node.name.as_str());
+        let nodes = match &outcome {
+            Outcome::Succeeded(keys) => {
+                node_succeeded::<B>(&mut tx, config, run_id, node, task.account_id, keys, now).await?
+            }
+            Outcome::Failed { error, .. } => node_failed(&mut *tx, run_id, node, error, now).await?,
+        };
+        finish_if_done(&mut *tx, config, run_id, &nodes, now).await?;
+        B::announce(&mut tx).await?;
+        B::commit(tx).await?;
+        self.wake();
+        Ok(true)
+    }
+
+    async fn release(&self, task: &ClaimedTask) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let released = tx.execute(&RELEASE_TASK, args![now_micros(), task.task_id, task.epoch]).await? == 1;
+        if released {
+            B::announce(&mut tx).await?;
+        }
+        B::commit(tx).await?;
+        if released {
+            self.wake();
+        }
+        Ok(released)
+    }
+
+    async fn rescue_expired(&self) -> Result<usize> {
+        let now = now_micros();
+        // Candidates, read without locks; each is read again under its run's lock below (a
+        // worker may complete or heartbeat it meanwhile, or another process rescue it first).
+        // Ordered by run, so that runs are locked in one order.
+        let candidates: Vec<ExpiredTask> = self.read().await?.fetch_all(&EXPIRED_LEASES, args![now]).await?;
+        if candidates.is_empty() {
+            return Ok(0);
+        }
+        let recheck = format!("{}{}", *EXPIRED_LEASE, B::FOR_UPDATE);
+        let lost = NodeError::worker_lost();
+        let config = self.settings();
+        let mut tx = self.begin().await?;
+        let mut rescued = 0;
+        for candidate in &candidates {
+            B::lock_run(&mut tx, &candidate.run_id).await?;
+            let Some(task): Option<ExpiredTask> =
+                tx.fetch_optional(&recheck, args![candidate.id, now]).await?
+            else {
+                continue;
+            };
+            let entry = to_json(&attempt_error(u32::try_from(task.attempt).unwrap_or(0), &lost, now));
+            if task.attempt < task.max_attempts {
+                tx.execute(&REQUEUE_EXPIRED, args![now, entry.as_str(), task.id]).await?;
+            } else {
+                tx.execute(&FAIL_EXPIRED, args![now, entry.as_str(), task.id]).await?;
+                let nodes = node_failed(&mut *tx, &task.run_id, &task.node, &lost, now).await?;
+                finish_if_done(&mut *tx, config, &task.run_id, &nodes, now).await?;
+            }
+            rescued += 1;
+        }
+        if rescued > 0 {
+            B::announce(&mut tx).await?;
+        }
+        B::commit(tx).await?;
+        if rescued > 0 {
+            self.wake();
+        }
+        Ok(rescued)
+    }
+
+    async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>> {
+        let text: Option<String> =
+            self.read().await?.fetch_optional(TASK_ERRORS, args![run_id, node]).await?;
+        text.map(|t| json_col(&t, "task errors")).transpose().map(Option::unwrap_or_default)
+    }
+}

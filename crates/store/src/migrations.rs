@@ -1,0 +1,15 @@
+//! The schema, as a pair of migration lists: each change is one file per database under
+//! `migrations/`, numbered alike, applied in order (SQLite tracks the count in
+//! `user_version`, PostgreSQL in `schema_migrations`).
+
+pub(crate) const SQLITE: &[&str] = &[
+    include_str!("../migrations/sqlite/0001_init.sql"),
+    include_str!("../migrations/sqlite/0002_idempotency_keys.sql"),
+    include_str!("../migrations/sqlite/0003_unfinished_runs.sql"),
+];
+
+pub(crate) const POSTGRES: &[&str] = &[
+    include_str!("../migrations/postgres/0001_init.sql"),
+    include_str!("../migrations/postgres/0002_idempotency_keys.sql"),
+    include_str!("../migrations/postgres/0003_unfinished_runs.sql"),
+];

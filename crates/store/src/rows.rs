@@ -1,0 +1,185 @@
+//! Rows decoded into records, the same on both backends: both schemas keep JSON in text
+//! columns, integers in 64-bit columns and flags as booleans (SQLite's 0/1 read as such).
+
+use crate::sql::{json_col, parse_text, FromRow, RowRead};
+use crate::{
+    Account, IdempotencyRecord, NodeRecord, Result, RunRecord, RunSummary, StoreError, StoredAnswer,
+    WorkflowRow,
+};
+
+impl FromRow for NodeRecord {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        node_record(row, ["status", "outputs", "error"])
+    }
+}
+
+/// A `nodes` row whose `status`, `outputs` and `error` columns are named as given (a run
+/// joined with its nodes renames them, since the run has columns of those names).
+pub(crate) fn node_record(row: &dyn RowRead, [status, outputs, error]: [&str; 3]) -> Result<NodeRecord> {
+    Ok(NodeRecord {
+        name: row.text("name")?.to_owned(),
+        gen_id: row.text("gen_id")?.to_owned(),
+        tool: row.text("tool")?.to_owned(),
+        params: json_col(row.text("params")?, "node params")?,
+        links: json_col(row.text("links")?, "node links")?,
+        bypassed: row.boolean("bypassed")?,
+        fanout: u32::try_from(row.int("fanout")?).unwrap_or(1),
+        price: row.int("price")?,
+        status: parse_text(row.text(status)?)?,
+        outputs: row.opt_text(outputs)?.map(|s| json_col(s, "node outputs")).transpose()?.unwrap_or_default(),
+        error: row.opt_text(error)?.map(|s| json_col(s, "node error")).transpose()?,
+    })
+}
+
+/// A `runs` row, without its nodes.
+impl FromRow for RunRecord {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(RunRecord {
+            id: row.text("id")?.to_owned(),
+            account_id: row.int("account_id")?,
+            kind: parse_text(row.text("kind")?)?,
+            family: row.opt_text("family")?.map(str::to_owned),
+            target: row.text("target")?.to_owned(),
+            outputs: json_col(row.text("outputs")?, "run outputs")?,
+            echo: row.opt_text("echo")?.map(|s| json_col(s, "run echo")).transpose()?,
+            warnings: row
+                .opt_text("warnings")?
+                .map(|s| json_col(s, "warnings"))
+                .transpose()?
+                .unwrap_or_default(),
+            status: parse_text(row.text("status")?)?,
+            error: row.opt_text("error")?.map(|s| json_col(s, "run error")).transpose()?,
+            reserved: row.int("reserved")?,
+            charged: row.int("charged")?,
+            created_at: row.int("created_at")?,
+            finished_at: row.opt_int("finished_at")?,
+            expires_at: row.opt_int("expires_at")?,
+            nodes: Vec::new(),
+        })
+    }
+}
+
+impl FromRow for RunSummary {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(RunSummary {
+            id: row.text("id")?.to_owned(),
+            kind: parse_text(row.text("kind")?)?,
+            target: row.text("target")?.to_owned(),
+            status: parse_text(row.text("status")?)?,
+            created_at: row.int("created_at")?,
+        })
+    }
+}
+
+impl FromRow for WorkflowRow {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(WorkflowRow {
+            id: row.int("id")?,
+            name: row.text("name")?.to_owned(),
+            system: row.opt_int("account_id")?.is_none(),
+            definition: json_col(row.text("definition")?, "workflow definition")?,
+            created_at: row.int("created_at")?,
+        })
+    }
+}
+
+impl FromRow for IdempotencyRecord {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        let answer = match (row.opt_int("status")?, row.opt_text("response")?) {
+            (Some(status), Some(body)) => Some(StoredAnswer {
+                status: u16::try_from(status)
+                    .map_err(|_| StoreError::Corrupt(format!("idempotency answer status {status}")))?,
+                body: json_col(body, "idempotency answer")?,
+            }),
+            _ => None,
+        };
+        Ok(IdempotencyRecord {
+            account_id: row.int("account_id")?,
+            key: row.text("idempotency_key")?.to_owned(),
+            fingerprint: row.text("fingerprint")?.to_owned(),
+            run_id: row.text("run_id")?.to_owned(),
+            answer,
+            started_at: row.int("started_at")?,
+            expires_at: row.int("expires_at")?,
+        })
+    }
+}
+
+impl FromRow for Account {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(Account { id: row.int("id")?, name: row.text("name")?.to_owned() })
+    }
+}
+
+/// An active key found by its digest or prefix.
+pub(crate) struct KeyRow {
+    pub id: i64,
+    pub prefix: String,
+    pub account: String,
+}
+
+impl FromRow for KeyRow {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(KeyRow {
+            id: row.int("id")?,
+            prefix: row.text("prefix")?.to_owned(),
+            account: row.text("name")?.to_owned(),
+        })
+    }
+}
+
+/// A ledger line of a run.
+pub(crate) struct LedgerRow(pub String, pub i64);
+
+impl FromRow for LedgerRow {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(LedgerRow(row.text("kind")?.to_owned(), row.int("amount")?))
+    }
+}
+
+/// What settling a run reads of it.
+pub(crate) struct Reservation {
+    pub account_id: i64,
+    pub reserved: i64,
+}
+
+impl FromRow for Reservation {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(Reservation { account_id: row.int("account_id")?, reserved: row.int("reserved")? })
+    }
+}
+
+/// A running task whose lease expired.
+pub(crate) struct ExpiredTask {
+    pub id: i64,
+    pub run_id: String,
+    pub node: String,
+    pub attempt: i64,
+    pub max_attempts: i64,
+}
+
+impl FromRow for ExpiredTask {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(ExpiredTask {
+            id: row.int("id")?,
+            run_id: row.text("run_id")?.to_owned(),
+            node: row.text("node")?.to_owned(),
+            attempt: row.int("attempt")?,
+            max_attempts: row.int("max_attempts")?,
+        })
+    }
+}
+
+impl FromRow for crate::task::ClaimRow {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(crate::task::ClaimRow {
+            task_id: row.int("id")?,
+            epoch: row.int("lease_epoch")?,
+            attempt: row.int("attempt")?,
+            max_attempts: row.int("max_attempts")?,
+            run_id: row.text("run_id")?.to_owned(),
+            account_id: row.int("account_id")?,
+            node: row.text("node")?.to_owned(),
+        })
+    }
+}

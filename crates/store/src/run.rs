@@ -1,0 +1,125 @@
+//! Runs and their nodes as callers see them.
+
+use atelier_core::dag;
+use atelier_core::plan::Plan;
+use atelier_core::status::{NodeStatus, RunKind, RunStatus};
+use atelier_core::time::Micros;
+use atelier_core::NodeError;
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use crate::IdempotentAnswer;
+
+/// Everything needed to accept a run.
+#[derive(Debug, Clone)]
+pub struct NewRun<'a> {
+    pub id: String,
+    pub account_id: i64,
+    pub kind: RunKind,
+    /// v2 tool family, for v2 runs.
+    pub family: Option<&'a str>,
+    pub target: &'a str,
+    pub plan: &'a Plan,
+    /// The generation id of each plan node, in plan order.
+    pub node_ids: Vec<String>,
+    /// What a v2 status echoes back as `input`.
+    pub echo: Option<Value>,
+    /// The answer to record under the idempotency key this run's request claimed (for the
+    /// run id `id`), in the transaction that creates the run.
+    pub idempotency: Option<IdempotentAnswer<'a>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeRecord {
+    pub name: String,
+    pub gen_id: String,
+    pub tool: String,
+    pub params: serde_json::Map<String, Value>,
+    pub links: IndexMap<String, String>,
+    pub bypassed: bool,
+    pub fanout: u32,
+    pub price: i64,
+    pub status: NodeStatus,
+    /// Blob keys, set once when the node succeeds.
+    pub outputs: Vec<String>,
+    pub error: Option<NodeError>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub id: String,
+    pub account_id: i64,
+    pub kind: RunKind,
+    pub family: Option<String>,
+    pub target: String,
+    /// Friendly output name → node name.
+    pub outputs: IndexMap<String, String>,
+    pub echo: Option<Value>,
+    pub warnings: Vec<String>,
+    pub status: RunStatus,
+    pub error: Option<NodeError>,
+    pub reserved: i64,
+    pub charged: i64,
+    pub created_at: Micros,
+    pub finished_at: Option<Micros>,
+    pub expires_at: Option<Micros>,
+    pub nodes: Vec<NodeRecord>,
+}
+
+/// A line of a run listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub id: String,
+    pub kind: RunKind,
+    pub target: String,
+    pub status: RunStatus,
+    pub created_at: Micros,
+}
+
+/// The longest string parameter a run read returns (`Runs::get_run`); longer ones, inline
+/// images, are left out of it.
+pub const STATUS_PARAM_MAX_BYTES: i64 = 1024;
+
+/// A node's parameters up to this length in all are returned by a run read as stored, without
+/// looking for long strings in them.
+pub(crate) const STATUS_PARAMS_AS_STORED_BYTES: i64 = 4096;
+
+impl dag::Node for NodeRecord {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn sources(&self) -> impl Iterator<Item = &str> {
+        self.links.values().map(String::as_str)
+    }
+}
+
+impl dag::RunNode for NodeRecord {
+    fn status(&self) -> NodeStatus {
+        self.status
+    }
+
+    fn error(&self) -> Option<&NodeError> {
+        self.error.as_ref()
+    }
+}
+
+impl NodeRecord {
+    /// Applies what a success wrote: `children` are queued.
+    pub(crate) fn mark_queued(nodes: &mut [NodeRecord], children: &[String]) {
+        for node in nodes.iter_mut().filter(|n| children.contains(&n.name)) {
+            node.status = NodeStatus::Queued;
+        }
+    }
+
+    /// Applies what a failure wrote: the nodes in `doomed` that were still waiting are skipped
+    /// with `error`.
+    pub(crate) fn mark_skipped(nodes: &mut [NodeRecord], doomed: &[String], error: &NodeError) {
+        for node in nodes.iter_mut().filter(|n| NodeStatus::WAITING.contains(&n.status)) {
+            if doomed.contains(&node.name) {
+                node.status = NodeStatus::Skipped;
+                node.error = Some(error.clone());
+            }
+        }
+    }
+}

@@ -1,0 +1,465 @@
+//! The embedded backend: SQLite in WAL mode (see the crate documentation).
+//!
+//! Writes go through a single connection (SQLite admits one writer at a time anyway), taken
+//! in turn ([`WriteTx`]), and every write transaction starts with `BEGIN IMMEDIATE`, so a
+//! transaction never has to upgrade a read lock: other processes (admin commands) wait on the
+//! busy timeout instead of failing. Reads use separate read-only connections, taken and given
+//! back without a round trip (`Readers`). Wake-ups are in-process. Checkpoints run on a
+//! connection of their own after writes (`Checkpointer`), not in a commit.
+//!
+//! A statement is a round trip to the connection's thread, and most of a short transaction's
+//! cost: statements that go together are sent as one batch (they run in order; `?`
+//! parameters are bound across them in order), which is why accepting a run, a success and
+//! queueing a child are written here rather than with the common statements.
+
+mod connection;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use atelier_core::status::{LedgerKind, NodeStatus, RunStatus, TaskState};
+use atelier_core::time::{self, Micros};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteRow, SqliteSynchronous};
+use sqlx::ConnectOptions;
+use tokio::sync::{Mutex as AsyncMutex, Notify};
+
+use self::connection::{Checkpointer, Reader, Readers, WriteTx, Writer};
+use crate::backend::Backend;
+use crate::migrations::SQLITE as MIGRATIONS;
+use crate::rows::node_record;
+use crate::run::STATUS_PARAMS_AS_STORED_BYTES;
+use crate::sql::{impl_conn, to_json, Conn, FromRow};
+use crate::statements::{BALANCE, RESERVE};
+use crate::task::ClaimRow;
+use crate::{
+    args, Lifecycle, NewRun, NodeRecord, Result, RunRecord, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES,
+};
+
+impl_conn!(SqliteConnection, SqliteRow);
+
+/// Read-only connections of the embedded backend.
+const READERS: usize = 4;
+
+/// The log's length (pages) at which a commit checkpoints itself, should the checkpointer
+/// fall behind (SQLite's default is 1,000: every few hundred commits, one commit waited
+/// for a checkpoint and its flush, 3–6 ms here).
+const WAL_AUTOCHECKPOINT_PAGES: u32 = 10_000;
+
+/// The embedded backend: SQLite in WAL mode (see the module documentation).
+#[derive(Clone)]
+pub struct SqliteStore {
+    write: Arc<AsyncMutex<Writer>>,
+    read: Arc<Readers>,
+    config: StoreConfig,
+    /// Wakes workers when tasks become available (in-process).
+    ready: Arc<Notify>,
+    /// Stops the checkpointer when the last clone of the store is dropped.
+    _checkpointer: Arc<Checkpointer>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file and applies migrations.
+    pub async fn open(path: &Path, config: StoreConfig) -> Result<Self> {
+        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true)
+            .pragma("wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES.to_string());
+        let written = Arc::new(Notify::new());
+        let writer = Writer { conn: options.connect().await?, in_tx: false, written: Arc::clone(&written) };
+        let write = Arc::new(AsyncMutex::new(writer));
+        let read = Arc::new(Readers::open(&options.clone().read_only(true), READERS).await?);
+        let checkpointer = Arc::new(Checkpointer::start(&options, written).await?);
+        let store = Self { write, read, config, ready: Arc::new(Notify::new()), _checkpointer: checkpointer };
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+#[async_trait::async_trait]
+impl Lifecycle for SqliteStore {
+    fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// Applies pending migrations; tracked with SQLite's `user_version`.
+    async fn migrate(&self) -> Result<usize> {
+        let mut tx = self.begin().await?;
+        let version: i64 = sqlx::query_scalar("PRAGMA user_version").fetch_one(&mut *tx).await?;
+        let mut applied = 0;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
+            // `Executor::execute`, not `RawSql::execute`: the latter's higher-ranked bound
+            // keeps the future from being `Send`, which the `Store` trait needs.
+            sqlx::Executor::execute(&mut *tx, sqlx::raw_sql(sql)).await?;
+            let bump = format!("PRAGMA user_version = {}", i + 1);
+            sqlx::query(&bump).execute(&mut *tx).await?;
+            applied += 1;
+        }
+        tx.commit().await?;
+        Ok(applied)
+    }
+
+    async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&mut *self.read().await?).await?;
+        Ok(())
+    }
+
+    async fn task_ready(&self) {
+        self.ready.notified().await;
+    }
+
+    /// Always: the processes sharing a SQLite file share one machine, and every maintenance
+    /// step is an idempotent transaction behind SQLite's single writer.
+    async fn lead_maintenance(&self) -> Result<bool> {
+        Ok(true)
+    }
+}
+
+/// Inserts a node: run id, name, position, generation id, tool, params, links, bypassed,
+/// fanout, price, status.
+macro_rules! insert_node_sql {
+    () => {
+        "INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    };
+}
+
+/// Inserts a task: run id, node, account id, state, max attempts, scheduled at, created at.
+/// (`?`, not `?n`: in a batch, `?n` counts from the batch's first parameter.)
+macro_rules! insert_task_sql {
+    () => {
+        "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)"
+    };
+}
+
+impl Backend for SqliteStore {
+    type Conn = SqliteConnection;
+    type Tx = WriteTx;
+    type Read<'a> = Reader<'a>;
+
+    const FOR_UPDATE: &'static str = "";
+    const EXPIRED_RUNS: &'static str =
+        "SELECT id FROM runs WHERE swept = 0 AND expires_at < $1 ORDER BY expires_at LIMIT $2";
+
+    fn settings(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// A write transaction (`BEGIN IMMEDIATE`) on the write connection, waiting for the
+    /// transactions before it (first come, first served).
+    async fn begin(&self) -> Result<WriteTx> {
+        WriteTx::begin(&self.write).await
+    }
+
+    async fn commit(tx: WriteTx) -> Result<()> {
+        tx.commit().await
+    }
+
+    /// A read-only connection, waiting for one to be free.
+    async fn read(&self) -> Result<Reader<'_>> {
+        self.read.take().await
+    }
+
+    async fn lock_run(_: &mut SqliteConnection, _: &str) -> Result<()> {
+        Ok(())
+    }
+
+    async fn lock_account(_: &mut SqliteConnection, _: i64) -> Result<()> {
+        Ok(())
+    }
+
+    async fn announce(_: &mut SqliteConnection) -> Result<()> {
+        Ok(())
+    }
+
+    fn wake(&self) {
+        self.ready.notify_one();
+    }
+
+    async fn claim_row(
+        &self,
+        conn: &mut SqliteConnection,
+        worker: &str,
+        lease: Duration,
+        skip_tools: &[&str],
+        now: Micros,
+    ) -> Result<Option<ClaimRow>> {
+        // The tool is the node's (nodes are keyed by run and name); the tools to skip arrive
+        // as one JSON array. With the soft cap ($5 > 0), tasks of an account that already
+        // runs that many nodes are passed over and stay queued. The running counts are taken
+        // once per claim (`busy`) and joined, not counted per queued task.
+        let claimed: Option<ClaimRow> = conn
+            .fetch_optional(
+                "WITH busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
+                               WHERE state = 'running' GROUP BY account_id)
+                 UPDATE tasks SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
+                     lease_owner = $1, lease_expires_at = $2
+                 WHERE id = (
+                     SELECT t.id FROM tasks t LEFT JOIN busy b ON b.account_id = t.account_id
+                     WHERE t.state = 'available' AND t.scheduled_at <= $3
+                         AND ($4 = '[]'
+                              OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.run_id = t.run_id AND n.name = t.node
+                                             AND n.tool IN (SELECT value FROM json_each($4))))
+                         AND ($5 = 0 OR COALESCE(b.running, 0) < $5)
+                     ORDER BY COALESCE(b.running, 0), t.scheduled_at, t.id
+                     LIMIT 1)
+                 RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch",
+                args![
+                    worker,
+                    time::after(now, lease),
+                    now,
+                    to_json(&skip_tools).as_str(),
+                    i64::from(self.config.max_running_nodes)
+                ],
+            )
+            .await?;
+        if let Some(claimed) = &claimed {
+            // One round trip: the node and, on its first claim, the run are running.
+            sqlx::query(
+                "UPDATE nodes SET status = 'running', started_at = ? WHERE run_id = ? AND name = ? AND status = 'queued';
+                 UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'",
+            )
+            .bind(now)
+            .bind(&claimed.run_id)
+            .bind(&claimed.node)
+            .bind(&claimed.run_id)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Ok(claimed)
+    }
+
+    async fn write_run(&self, conn: &mut SqliteConnection, run: &NewRun<'_>) -> Result<()> {
+        let price = run.plan.price();
+        let now = time::now_micros();
+        if conn.execute(RESERVE, args![price, run.account_id]).await? == 0 {
+            let balance = conn.fetch_one(BALANCE, args![run.account_id]).await?;
+            return Err(StoreError::InsufficientTokens { required: price, balance });
+        }
+        sqlx::query(
+            "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES (?, ?, ?, ?, ?);
+             INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(run.account_id)
+        .bind(&run.id)
+        .bind(LedgerKind::Reserve.as_str())
+        .bind(price)
+        .bind(now)
+        .bind(&run.id)
+        .bind(run.account_id)
+        .bind(run.kind.as_str())
+        .bind(run.family)
+        .bind(run.target)
+        .bind(to_json(&run.plan.outputs))
+        .bind(run.echo.as_ref().map(to_json))
+        .bind((!run.plan.warnings.is_empty()).then(|| to_json(&run.plan.warnings)))
+        .bind(RunStatus::Queued.as_str())
+        .bind(price)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+        for (position, (node, gen_id)) in run.plan.nodes.iter().zip(&run.node_ids).enumerate() {
+            let ready = node.links.is_empty();
+            let sql = if ready {
+                concat!(insert_node_sql!(), ";\n", insert_task_sql!())
+            } else {
+                insert_node_sql!()
+            };
+            let insert = sqlx::query(sql)
+                .bind(&run.id)
+                .bind(&node.name)
+                .bind(i64::try_from(position).unwrap_or(i64::MAX))
+                .bind(gen_id)
+                .bind(&node.tool)
+                .bind(to_json(&node.params))
+                .bind(to_json(&node.links))
+                .bind(node.bypassed)
+                .bind(i64::from(node.fanout))
+                .bind(node.price)
+                .bind(if ready { NodeStatus::Queued } else { NodeStatus::Pending }.as_str());
+            let insert = if ready {
+                insert
+                    .bind(&run.id)
+                    .bind(&node.name)
+                    .bind(run.account_id)
+                    .bind(TaskState::Available.as_str())
+                    .bind(i64::from(self.config.max_attempts))
+                    .bind(now)
+                    .bind(now)
+            } else {
+                insert
+            };
+            insert.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
+    async fn read_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
+        // One statement, so one round trip to the connection's thread (a status poll's cost is
+        // mostly those): the run's columns joined with each node's, renamed where they clash.
+        let rows = sqlx::query(
+            "SELECT r.*, n.name, n.gen_id, n.tool,
+                    CASE WHEN octet_length(n.params) <= ?4 THEN n.params
+                    ELSE (SELECT json_group_object(key, CASE type WHEN 'true' THEN json('true')
+                                                                  WHEN 'false' THEN json('false')
+                                                                  ELSE value END)
+                          FROM json_each(n.params)
+                          WHERE type <> 'text' OR octet_length(value) <= ?3) END AS params,
+                    n.links, n.bypassed, n.fanout, n.price,
+                    n.status AS node_status, n.outputs AS node_outputs, n.error AS node_error
+             FROM runs r LEFT JOIN nodes n ON n.run_id = r.id
+             WHERE r.id = ?1 AND r.account_id = ?2 ORDER BY n.position",
+        )
+        .bind(run_id)
+        .bind(account_id)
+        .bind(STATUS_PARAM_MAX_BYTES)
+        .bind(STATUS_PARAMS_AS_STORED_BYTES)
+        .fetch_all(&mut *self.read().await?)
+        .await?;
+        let first = rows.first().ok_or(StoreError::NotFound)?;
+        let mut run = RunRecord::from_row(first)?;
+        run.nodes = rows
+            .iter()
+            .filter(|r| sqlx::Row::get::<Option<&str>, _>(*r, "gen_id").is_some())
+            .map(|r| node_record(r, ["node_status", "node_outputs", "node_error"]))
+            .collect::<Result<_>>()?;
+        Ok(run)
+    }
+
+    async fn succeed_node(
+        conn: &mut SqliteConnection,
+        run_id: &str,
+        node: &str,
+        outputs: &[String],
+        now: Micros,
+    ) -> Result<Vec<NodeRecord>> {
+        // One round trip for the node's update and the read of the run's nodes after it.
+        let rows = sqlx::query(
+            "UPDATE nodes SET status = 'succeeded', outputs = ?, finished_at = ? WHERE run_id = ? AND name = ?;
+             SELECT * FROM nodes WHERE run_id = ? ORDER BY position",
+        )
+        .bind(to_json(&outputs))
+        .bind(now)
+        .bind(run_id)
+        .bind(node)
+        .bind(run_id)
+        .fetch_all(&mut *conn)
+        .await?;
+        rows.iter().map(|r| NodeRecord::from_row(r)).collect()
+    }
+
+    async fn queue_node(
+        conn: &mut SqliteConnection,
+        run_id: &str,
+        node: &str,
+        account_id: i64,
+        max_attempts: u32,
+        now: Micros,
+    ) -> Result<()> {
+        sqlx::query(concat!(
+            "UPDATE nodes SET status = 'queued' WHERE run_id = ? AND name = ? AND status = 'pending';\n",
+            insert_task_sql!()
+        ))
+        .bind(run_id)
+        .bind(node)
+        .bind(run_id)
+        .bind(node)
+        .bind(account_id)
+        .bind(TaskState::Available.as_str())
+        .bind(i64::from(max_attempts))
+        .bind(now)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::connection::CHECKPOINT_DELAY;
+    use super::*;
+    use crate::prelude::*;
+
+    async fn open() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db"), StoreConfig::default()).await.unwrap();
+        (dir, store)
+    }
+
+    async fn accounts(store: &SqliteStore) -> i64 {
+        store.account_count().await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_write_transaction_dropped_before_commit_is_rolled_back() {
+        let (_dir, store) = open().await;
+        let mut tx = Backend::begin(&store).await.unwrap();
+        sqlx::query("INSERT INTO accounts (name, balance, created_at) VALUES ('gone', 0, 0)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        drop(tx);
+        // The next transaction begins after the rollback, and commits.
+        store.create_account("kept", 1).await.unwrap();
+        assert_eq!(accounts(&store).await, 1);
+        assert!(matches!(store.account("gone").await, Err(StoreError::NotFound)));
+    }
+
+    #[tokio::test]
+    async fn a_transaction_abandoned_at_any_await_leaves_the_writer_usable() {
+        let (_dir, store) = open().await;
+        // A request canceled while its transaction waits on the connection's thread: the
+        // future is dropped at its first pending point, wherever that is.
+        for _ in 0..20 {
+            let create = store.create_account("maybe", 1);
+            let _ = tokio::time::timeout(std::time::Duration::from_micros(50), create).await;
+        }
+        store.create_account("sure", 1).await.unwrap();
+        let n = accounts(&store).await;
+        assert!((1..=2).contains(&n), "{n} accounts: 'maybe' at most once (its name is unique), 'sure' once");
+    }
+
+    /// Commits leave checkpoints to the checkpointer: the database file grows with what was
+    /// written, long before the log reaches the length at which a commit would checkpoint
+    /// itself (`WAL_AUTOCHECKPOINT_PAGES`).
+    #[tokio::test]
+    async fn commits_are_checkpointed_in_the_background() {
+        let (dir, store) = open().await;
+        let db = dir.path().join("t.db");
+        tokio::time::sleep(CHECKPOINT_DELAY * 3).await; // the migrations' checkpoint
+        let before = std::fs::metadata(&db).unwrap().len();
+        for i in 0..200 {
+            store.create_account(&format!("account-{i}"), 1).await.unwrap();
+        }
+        let wal_pages = std::fs::metadata(dir.path().join("t.db-wal")).unwrap().len() / 4096;
+        assert!(wal_pages < u64::from(WAL_AUTOCHECKPOINT_PAGES), "{wal_pages} pages in the log");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::fs::metadata(&db).unwrap().len() <= before {
+            assert!(std::time::Instant::now() < deadline, "nothing was checkpointed in 10 s");
+            tokio::time::sleep(CHECKPOINT_DELAY).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn readers_are_shared_by_more_concurrent_reads_than_connections() {
+        let (_dir, store) = open().await;
+        store.create_account("a", 1).await.unwrap();
+        let reads = (0..READERS * 8).map(|_| store.account("a"));
+        for read in futures::future::join_all(reads).await {
+            assert_eq!(read.unwrap().name, "a");
+        }
+        // A read dropped half-way gives its connection back, and the next read is whole.
+        for _ in 0..20 {
+            let _ = tokio::time::timeout(std::time::Duration::from_micros(20), store.account("a")).await;
+        }
+        assert_eq!(store.account("a").await.unwrap().name, "a");
+        assert_eq!(store.read.idle.lock().unwrap().len(), READERS);
+    }
+}

@@ -1,0 +1,255 @@
+//! The statements the flows run, written once for both databases (`$n` parameters, SQL that
+//! SQLite and PostgreSQL read alike). States and kinds are rendered from `core::status`, so
+//! a guard such as `status IN ('queued', 'running')` is written as the set it means
+//! ([`RunStatus::UNFINISHED`]); the rendered text is the literal the schema's partial indexes
+//! name, so both planners still use them.
+
+use std::sync::LazyLock;
+
+use atelier_core::status::{sql_set, NodeStatus, RunStatus, TaskState};
+
+/// A statement whose text is rendered once, on first use.
+pub(crate) type Sql = LazyLock<String>;
+
+/// `sql!("… {name} …", name = value, …)`: a [`Sql`] rendered with `format!`.
+macro_rules! sql {
+    ($($fmt:tt)+) => { LazyLock::new(|| format!($($fmt)+)) };
+}
+
+// Accounts, keys and the ledger.
+
+/// `$1` name, `$2` balance, `$3` now → the new id, or no row when the name is taken.
+pub(crate) const CREATE_ACCOUNT: &str = "INSERT INTO accounts (name, balance, created_at) VALUES ($1, $2, $3)
+     ON CONFLICT (name) DO NOTHING RETURNING id";
+pub(crate) const ACCOUNT_BY_NAME: &str = "SELECT id, name FROM accounts WHERE name = $1";
+pub(crate) const COUNT_ACCOUNTS: &str = "SELECT COUNT(*) FROM accounts";
+/// `$1` account, `$2` digest, `$3` prefix, `$4` now.
+pub(crate) const INSERT_KEY: &str =
+    "INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES ($1, $2, $3, $4)";
+/// Active keys whose digest is `$1` or whose prefix is `$2`.
+pub(crate) const ACTIVE_KEYS_MATCHING: &str =
+    "SELECT k.id, k.prefix, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id
+     WHERE k.revoked_at IS NULL AND (k.digest = $1 OR k.prefix = $2)";
+pub(crate) const REVOKE_KEY: &str = "UPDATE api_keys SET revoked_at = $1 WHERE id = $2";
+pub(crate) const AUTHENTICATE: &str =
+    "SELECT a.id, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id
+     WHERE k.digest = $1 AND k.revoked_at IS NULL";
+/// `$1` tokens, `$2` account → the new balance.
+pub(crate) const ADD_TO_BALANCE: &str =
+    "UPDATE accounts SET balance = balance + $1 WHERE id = $2 RETURNING balance";
+/// `$1` price, `$2` account: changes nothing when the balance is short.
+pub(crate) const RESERVE: &str = "UPDATE accounts SET balance = balance - $1 WHERE id = $2 AND balance >= $1";
+pub(crate) const BALANCE: &str = "SELECT balance FROM accounts WHERE id = $1";
+/// `$1` account, `$2` run (or NULL), `$3` kind, `$4` amount, `$5` now.
+pub(crate) const INSERT_LEDGER: &str =
+    "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES ($1, $2, $3, $4, $5)";
+pub(crate) const LEDGER_FOR_RUN: &str = "SELECT kind, amount FROM ledger WHERE run_id = $1 ORDER BY id";
+
+// Runs and nodes.
+
+pub(crate) static COUNT_UNFINISHED_RUNS: Sql = sql!(
+    "SELECT COUNT(*) FROM runs WHERE account_id = $1 AND status IN ({})",
+    sql_set(&RunStatus::UNFINISHED)
+);
+/// The run holding generation `$1`, if it is account `$2`'s.
+pub(crate) const RUN_OF_GENERATION: &str =
+    "SELECT n.run_id FROM nodes n JOIN runs r ON r.id = n.run_id WHERE n.gen_id = $1 AND r.account_id = $2";
+pub(crate) const LIST_RUNS: &str =
+    "SELECT id, kind, target, status, created_at FROM runs WHERE account_id = $1 AND created_at < $2
+     ORDER BY created_at DESC LIMIT $3";
+pub(crate) const RUN_STATUS: &str = "SELECT status FROM runs WHERE id = $1 AND account_id = $2";
+/// Fences off a run's live tasks: `$1` now, `$2` run.
+pub(crate) static CANCEL_TASKS: Sql = sql!(
+    "UPDATE tasks SET state = '{canceled}', lease_epoch = lease_epoch + 1, finalized_at = $1
+     WHERE run_id = $2 AND state IN ({live})",
+    canceled = TaskState::Canceled,
+    live = sql_set(&TaskState::LIVE)
+);
+/// `$1` error, `$2` now, `$3` run.
+pub(crate) static CANCEL_NODES: Sql = sql!(
+    "UPDATE nodes SET status = '{canceled}', error = $1, finished_at = $2
+     WHERE run_id = $3 AND status IN ({unfinished})",
+    canceled = NodeStatus::Canceled,
+    unfinished = sql_set(&NodeStatus::UNFINISHED)
+);
+/// Makes a run terminal unless it already is: `$1` status, `$2` error, `$3` now, `$4` expiry,
+/// `$5` run.
+pub(crate) static FINISH_RUN: Sql = sql!(
+    "UPDATE runs SET status = $1, error = $2, finished_at = $3, expires_at = $4
+     WHERE id = $5 AND status IN ({})",
+    sql_set(&RunStatus::UNFINISHED)
+);
+pub(crate) const RESERVATION: &str = "SELECT account_id, reserved FROM runs WHERE id = $1";
+/// What the succeeded nodes of run `$1` cost.
+pub(crate) static SUCCEEDED_PRICE: Sql = sql!(
+    "SELECT CAST(COALESCE(SUM(price), 0) AS BIGINT) FROM nodes WHERE run_id = $1 AND status = '{}'",
+    NodeStatus::Succeeded
+);
+pub(crate) const SET_CHARGED: &str = "UPDATE runs SET charged = $1 WHERE id = $2";
+pub(crate) const RUN_EXPIRY: &str = "SELECT expires_at FROM runs WHERE id = $1";
+pub(crate) const MARK_SWEPT: &str = "UPDATE runs SET swept = TRUE WHERE id = $1";
+pub(crate) const SET_EXPIRY: &str = "UPDATE runs SET expires_at = $1 WHERE id = $2";
+pub(crate) const LOAD_NODES: &str = "SELECT * FROM nodes WHERE run_id = $1 ORDER BY position";
+
+// Advancing a run.
+
+/// `$1` outputs, `$2` now, `$3` run, `$4` node.
+pub(crate) static NODE_SUCCEEDED: Sql = sql!(
+    "UPDATE nodes SET status = '{}', outputs = $1, finished_at = $2 WHERE run_id = $3 AND name = $4",
+    NodeStatus::Succeeded
+);
+/// `$1` error, `$2` now, `$3` run, `$4` node.
+pub(crate) static NODE_FAILED: Sql = sql!(
+    "UPDATE nodes SET status = '{}', error = $1, finished_at = $2 WHERE run_id = $3 AND name = $4",
+    NodeStatus::Failed
+);
+/// `$1` error, `$2` now, `$3` run, `$4` node, if it still waits.
+pub(crate) static SKIP_NODE: Sql = sql!(
+    "UPDATE nodes SET status = '{skipped}', error = $1, finished_at = $2
+     WHERE run_id = $3 AND name = $4 AND status IN ({waiting})",
+    skipped = NodeStatus::Skipped,
+    waiting = sql_set(&NodeStatus::WAITING)
+);
+/// `$1` run, `$2` node, if it is pending.
+pub(crate) static QUEUE_NODE: Sql = sql!(
+    "UPDATE nodes SET status = '{queued}' WHERE run_id = $1 AND name = $2 AND status = '{pending}'",
+    queued = NodeStatus::Queued,
+    pending = NodeStatus::Pending
+);
+/// An available task: `$1` run, `$2` node, `$3` account, `$4` max attempts, `$5` now.
+pub(crate) static INSERT_TASK: Sql = sql!(
+    "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
+     VALUES ($1, $2, $3, '{}', $4, $5, $5)",
+    TaskState::Available
+);
+/// After a claim: node `$3` of run `$2` runs from `$1`.
+pub(crate) static NODE_STARTED: Sql = sql!(
+    "UPDATE nodes SET status = '{running}', started_at = $1 WHERE run_id = $2 AND name = $3 AND status = '{queued}'",
+    running = NodeStatus::Running,
+    queued = NodeStatus::Queued
+);
+
+// The lease queue. A task's `errors` is a JSON array kept as compact text; an attempt's entry
+// (`$n`, compact JSON) is spliced in before the closing bracket, which both databases do
+// alike and which keeps the entry's key order.
+
+/// `errors` with the entry `$n` appended.
+macro_rules! append_error {
+    ($n:literal) => {
+        concat!(
+            "CASE WHEN errors = '[]' THEN '[' || $",
+            $n,
+            " || ']' ELSE substr(errors, 1, length(errors) - 1) || ',' || $",
+            $n,
+            " || ']' END"
+        )
+    };
+}
+
+pub(crate) static HEARTBEAT: Sql = sql!(
+    "UPDATE tasks SET lease_expires_at = $1 WHERE id = $2 AND lease_epoch = $3 AND state = '{}'",
+    TaskState::Running
+);
+/// A failed attempt retried: `$1` when, `$2` the attempt's error entry, `$3` task, `$4` epoch.
+pub(crate) static RETRY_TASK: Sql = sql!(
+    "UPDATE tasks SET state = '{available}', lease_owner = NULL, lease_expires_at = NULL,
+         scheduled_at = $1, errors = {errors}
+     WHERE id = $3 AND lease_epoch = $4 AND state = '{running}'",
+    available = TaskState::Available,
+    running = TaskState::Running,
+    errors = append_error!(2)
+);
+/// An attempt's end: `$1` state, `$2` now, `$3` its error entry or NULL, `$4` task, `$5` epoch.
+pub(crate) static END_TASK: Sql = sql!(
+    "UPDATE tasks SET state = $1, finalized_at = $2, lease_owner = NULL,
+         errors = CASE WHEN CAST($3 AS TEXT) IS NULL THEN errors ELSE {errors} END
+     WHERE id = $4 AND lease_epoch = $5 AND state = '{running}'",
+    running = TaskState::Running,
+    errors = append_error!(3)
+);
+/// A claim given back without counting its attempt: `$1` now, `$2` task, `$3` epoch.
+pub(crate) static RELEASE_TASK: Sql = sql!(
+    "UPDATE tasks SET state = '{available}', attempt = attempt - 1, lease_epoch = lease_epoch + 1,
+         lease_owner = NULL, lease_expires_at = NULL, scheduled_at = $1
+     WHERE id = $2 AND lease_epoch = $3 AND state = '{running}'",
+    available = TaskState::Available,
+    running = TaskState::Running
+);
+/// Running tasks whose lease ended before `$1`, in the order their runs are locked.
+pub(crate) static EXPIRED_LEASES: Sql = sql!(
+    "SELECT id, run_id, node, attempt, max_attempts FROM tasks
+     WHERE state = '{}' AND lease_expires_at < $1 ORDER BY run_id, id",
+    TaskState::Running
+);
+/// Task `$1`, if it is still running on a lease that ended before `$2`.
+pub(crate) static EXPIRED_LEASE: Sql = sql!(
+    "SELECT id, run_id, node, attempt, max_attempts FROM tasks
+     WHERE id = $1 AND state = '{}' AND lease_expires_at < $2",
+    TaskState::Running
+);
+/// An expired task re-queued: `$1` now, `$2` the lost attempt's entry, `$3` task.
+pub(crate) static REQUEUE_EXPIRED: Sql = sql!(
+    "UPDATE tasks SET state = '{available}', lease_epoch = lease_epoch + 1, lease_owner = NULL,
+         lease_expires_at = NULL, scheduled_at = $1, errors = {errors}
+     WHERE id = $3",
+    available = TaskState::Available,
+    errors = append_error!(2)
+);
+/// An expired task out of attempts: `$1` now, `$2` the lost attempt's entry, `$3` task.
+pub(crate) static FAIL_EXPIRED: Sql = sql!(
+    "UPDATE tasks SET state = '{failed}', lease_epoch = lease_epoch + 1, finalized_at = $1,
+         errors = {errors}
+     WHERE id = $3",
+    failed = TaskState::Failed,
+    errors = append_error!(2)
+);
+pub(crate) const TASK_ERRORS: &str = "SELECT errors FROM tasks WHERE run_id = $1 AND node = $2";
+
+// Idempotency keys.
+
+/// `$1` account, `$2` key, `$3` fingerprint, `$4` run, `$5` now, `$6` expiry; no row is
+/// written when the key has a record.
+pub(crate) const INSERT_IDEMPOTENCY_KEY: &str = "INSERT INTO idempotency_keys
+         (account_id, idempotency_key, fingerprint, run_id, started_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (account_id, idempotency_key) DO NOTHING";
+pub(crate) const IDEMPOTENCY_RECORD: &str =
+    "SELECT * FROM idempotency_keys WHERE account_id = $1 AND idempotency_key = $2";
+/// The record replaced by a new claim (parameters as [`INSERT_IDEMPOTENCY_KEY`]).
+pub(crate) const TAKE_OVER_IDEMPOTENCY_KEY: &str =
+    "UPDATE idempotency_keys SET fingerprint = $3, run_id = $4, status = NULL,
+         response = NULL, started_at = $5, expires_at = $6
+     WHERE account_id = $1 AND idempotency_key = $2";
+/// `$1` status, `$2` body, `$3` account, `$4` key, `$5` run: only while the key is held for
+/// that run.
+pub(crate) const RECORD_ANSWER: &str = "UPDATE idempotency_keys SET status = $1, response = $2
+     WHERE account_id = $3 AND idempotency_key = $4 AND run_id = $5 AND status IS NULL";
+pub(crate) const RELEASE_IDEMPOTENCY_KEY: &str = "DELETE FROM idempotency_keys
+     WHERE account_id = $1 AND idempotency_key = $2 AND run_id = $3 AND status IS NULL";
+/// Up to `$2` records expired before `$1`. The outer test is re-checked, on PostgreSQL,
+/// against a row a concurrent claim took over (and so renewed) while this waited for it.
+pub(crate) const DELETE_EXPIRED_IDEMPOTENCY_KEYS: &str =
+    "DELETE FROM idempotency_keys WHERE expires_at < $1 AND (account_id, idempotency_key) IN
+         (SELECT account_id, idempotency_key FROM idempotency_keys
+          WHERE expires_at < $1 ORDER BY expires_at LIMIT $2)";
+pub(crate) const SET_IDEMPOTENCY_EXPIRY: &str =
+    "UPDATE idempotency_keys SET expires_at = $1 WHERE account_id = $2 AND idempotency_key = $3";
+
+// Saved workflows.
+
+/// `$1` account (NULL: a system template), `$2` name, `$3` definition, `$4` now → its id.
+pub(crate) const PUT_WORKFLOW: &str =
+    "INSERT INTO workflows (account_id, name, definition, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+     ON CONFLICT ((COALESCE(account_id, 0)), name) DO UPDATE SET definition = excluded.definition,
+         updated_at = excluded.updated_at
+     RETURNING id";
+pub(crate) const DELETE_WORKFLOW: &str = "DELETE FROM workflows WHERE account_id = $1 AND name = $2";
+/// The workflow `$1` as account `$2` sees it: its own, else the system template.
+pub(crate) const FIND_WORKFLOW: &str = "SELECT id, account_id, name, definition, created_at FROM workflows
+     WHERE name = $1 AND (account_id = $2 OR account_id IS NULL)
+     ORDER BY account_id IS NULL LIMIT 1";
+/// Account `$1`'s workflows and the templates it does not shadow (sorted by the caller).
+pub(crate) const LIST_WORKFLOWS: &str = "SELECT id, account_id, name, definition, created_at FROM workflows w
+     WHERE account_id = $1
+        OR (account_id IS NULL AND NOT EXISTS
+            (SELECT 1 FROM workflows o WHERE o.account_id = $1 AND o.name = w.name))";

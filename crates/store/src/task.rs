@@ -1,0 +1,71 @@
+//! Tasks as workers see them: a claimed node, and how its attempt ended.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use atelier_core::NodeError;
+
+use crate::{NodeRecord, Result, StoreError};
+
+/// A task a worker holds.
+#[derive(Debug, Clone)]
+pub struct ClaimedTask {
+    pub task_id: i64,
+    /// The lease epoch this claim owns; every later write names it.
+    pub epoch: i64,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub run_id: String,
+    pub account_id: i64,
+    pub node: NodeRecord,
+    /// Linked parameter → blob keys produced by its upstream node.
+    pub upstream: HashMap<String, Vec<String>>,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// Outputs were written to these blob keys.
+    Succeeded(Vec<String>),
+    /// A retryable failure is tried again after `backoff` while attempts remain; otherwise
+    /// the node fails.
+    Failed { error: NodeError, retryable: bool, backoff: Duration },
+}
+
+/// The columns a claim returns.
+pub(crate) struct ClaimRow {
+    pub task_id: i64,
+    pub epoch: i64,
+    pub attempt: i64,
+    pub max_attempts: i64,
+    pub run_id: String,
+    pub account_id: i64,
+    pub node: String,
+}
+
+impl ClaimRow {
+    /// The claimed task, given the run's nodes as they stand after the claim.
+    pub(crate) fn into_task(self, nodes: &[NodeRecord]) -> Result<ClaimedTask> {
+        let node = nodes.iter().find(|n| n.name == self.node).cloned().ok_or(StoreError::NotFound)?;
+        let upstream = node
+            .links
+            .iter()
+            .map(|(param, src)| {
+                let keys =
+                    nodes.iter().find(|n| &n.name == src).map(|n| n.outputs.clone()).unwrap_or_default();
+                (param.clone(), keys)
+            })
+            .collect();
+        Ok(ClaimedTask {
+            task_id: self.task_id,
+            epoch: self.epoch,
+            attempt: u32::try_from(self.attempt).unwrap_or(u32::MAX),
+            max_attempts: u32::try_from(self.max_attempts).unwrap_or(1),
+            run_id: self.run_id,
+            account_id: self.account_id,
+            node,
+            upstream,
+        })
+    }
+}

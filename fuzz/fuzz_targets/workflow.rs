@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 
 use atelier_core::params::ParamType;
 use atelier_core::plan::{compile_node, compile_workflow, Plan, MAX_NODE_OUTPUTS};
-use atelier_core::tools::{self, TOOLS};
+use atelier_core::tools::{self, Prices, TOOLS};
 use atelier_core::workflow::WorkflowDef;
 use atelier_core::RequestError;
 use libfuzzer_sys::fuzz_target;
@@ -54,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Some(params) = input.clone().or_else(|| definition.as_object().cloned()) {
         for tool in TOOLS {
-            if let Ok(plan) = compile_node(tool.name, &params) {
+            if let Ok(plan) = compile_node(tool.name, &params, &Prices::default()) {
                 assert_eq!(plan.nodes.len(), 1);
                 check_plan(&plan);
             }
@@ -84,7 +84,7 @@ fn check_workflow(definition: Value, input: Map<String, Value>) {
     assert_eq!(sample_keys, mandatory, "sample_payload does not hold exactly the mandatory inputs");
 
     // The sample payload, filled in, never misses an input.
-    let with_sample = compile_workflow(&def, &sample_input);
+    let with_sample = compile_workflow(&def, &sample_input, &Prices::default());
     if let Err(RequestError::MissingInputs(missing)) = &with_sample {
         panic!("the sample payload misses inputs {missing:?} (mandatory: {mandatory:?})");
     }
@@ -93,7 +93,7 @@ fn check_workflow(definition: Value, input: Map<String, Value>) {
     }
 
     // Nothing given: exactly the mandatory inputs are missing.
-    match compile_workflow(&def, &Map::new()) {
+    match compile_workflow(&def, &Map::new(), &Prices::default()) {
         Err(RequestError::MissingInputs(missing)) => {
             let missing: BTreeSet<&str> = missing.iter().map(String::as_str).collect();
             assert_eq!(missing, mandatory, "missing inputs differ from the mandatory ones");
@@ -111,7 +111,7 @@ fn check_workflow(definition: Value, input: Map<String, Value>) {
         for key in inputs.linked.keys() {
             with_linked.insert(key.clone(), Value::from("<image>"));
         }
-        match (&with_sample, compile_workflow(&def, &with_linked)) {
+        match (&with_sample, compile_workflow(&def, &with_linked, &Prices::default())) {
             (Ok(_), Ok(plan)) => {
                 assert!(plan.warnings.len() >= inputs.linked.len(), "a linked input was not warned about");
             }
@@ -121,7 +121,7 @@ fn check_workflow(definition: Value, input: Map<String, Value>) {
     }
 
     // Arbitrary caller input: any error, or a well-formed plan.
-    if let Ok(plan) = compile_workflow(&def, &input) {
+    if let Ok(plan) = compile_workflow(&def, &input, &Prices::default()) {
         check_workflow_plan(&def, &plan);
     }
 }

@@ -18,6 +18,7 @@ mod v3;
 use std::sync::Arc;
 
 use atelier_blob::BlobStore;
+use atelier_core::tools::Prices;
 use atelier_inputs::InputPolicy;
 use atelier_store::SharedStore;
 use axum::extract::{DefaultBodyLimit, State};
@@ -37,6 +38,8 @@ pub struct ApiConfig {
     /// Requests per API key on `/api/v3` and `/api/v2`; off by default here (the
     /// program's defaults are in its configuration).
     pub rate_limit: RateLimit,
+    /// What each tool costs (`[prices]`): plans, estimates and `GET /api/v3/tools` use it.
+    pub prices: Prices,
 }
 
 impl Default for ApiConfig {
@@ -46,6 +49,7 @@ impl Default for ApiConfig {
             inputs: InputPolicy::default(),
             file_max_age_secs: 3 * 24 * 3600,
             rate_limit: RateLimit::default(),
+            prices: Prices::default(),
         }
     }
 }

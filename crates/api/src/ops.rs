@@ -65,10 +65,10 @@ pub fn workflow_name(field: &str, raw: &str) -> Result<String, RequestError> {
 /// Compiles a request into a plan: validation and pricing, no writes.
 pub async fn plan(state: &AppState, account: &Account, request: &RunRequest) -> Result<Plan, ApiError> {
     match request.kind {
-        RunKind::Node => Ok(compile_node(&request.target, &request.input)?),
+        RunKind::Node => Ok(compile_node(&request.target, &request.input, &state.config.prices)?),
         RunKind::Workflow => {
             let def = load_workflow(state, account, &request.target).await?;
-            Ok(compile_workflow(&def, &request.input)?)
+            Ok(compile_workflow(&def, &request.input, &state.config.prices)?)
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use atelier_blob::BlobStore;
 use atelier_core::status::NodeStatus;
-use atelier_core::tools::{ParamSpecView, TOOLS};
+use atelier_core::tools::{ParamSpecView, Prices, TOOLS};
 use atelier_core::v2::Family;
 use atelier_store::{format_time, NodeRecord, RunKind, RunRecord};
 use serde_json::{json, Map, Value};
@@ -146,7 +146,7 @@ pub fn v2_status(blob: &BlobStore, run: &RunRecord, family: Family) -> Value {
 }
 
 /// `GET /api/v3/tools`.
-pub fn tools() -> Value {
+pub fn tools(prices: &Prices) -> Value {
     Value::Array(
         TOOLS
             .iter()
@@ -156,7 +156,7 @@ pub fn tools() -> Value {
                     "description": t.description,
                     "fidelity": t.fidelity,
                     "output": t.output,
-                    "price": t.price_rule,
+                    "price": prices.rule(t),
                     "primary_image": t.primary_image,
                     "params": t.params.iter().map(ParamSpecView::from).collect::<Vec<_>>(),
                 })

@@ -1,5 +1,7 @@
 //! `/api/v2`: one run/status pair per tool family, and the token balance.
 
+use atelier_core::params::ParamType;
+use atelier_core::tools::ToolId;
 use atelier_core::v2::Family;
 use atelier_store::RunKind;
 use axum::extract::State;
@@ -34,13 +36,16 @@ pub(crate) fn routes() -> Router<AppState> {
     router
 }
 
-/// The request as sent, with inline images replaced by `<base64>`.
-fn redact(body: &Map<String, Value>) -> Value {
+/// The request as sent, with inline images (the values of `tool`'s image parameters that
+/// are not URLs) replaced by `<base64>`.
+fn redact(body: &Map<String, Value>, tool: ToolId) -> Value {
+    let spec = tool.spec();
+    let is_image = |k: &str| spec.param(k).is_some_and(|p| p.ty == ParamType::Image);
     let redacted = body
         .iter()
         .map(|(k, v)| {
             let shown = match v.as_str() {
-                Some(s) if k.ends_with("image") || k == "face_reference" => {
+                Some(s) if is_image(k) => {
                     let lower = s.get(..8).unwrap_or(s).to_ascii_lowercase();
                     if lower.starts_with("http://") || lower.starts_with("https://") {
                         v.clone()
@@ -66,7 +71,7 @@ async fn run(
     let key = idempotency::key(&headers)?;
     let (tool, input) = family.to_v3(&body)?;
     let request = RunRequest { kind: RunKind::Node, target: tool.to_string(), input };
-    let submission = Submission::new(request, Some(family.as_str()), Some(redact(&body)));
+    let submission = Submission::new(request, Some(family.as_str()), Some(redact(&body, tool)));
     let endpoint = format!("/api/v2/{}/run", family.path());
     idempotency::submit_once(&state, &account, key, &endpoint, &body, submission).await
 }

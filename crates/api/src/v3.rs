@@ -147,8 +147,8 @@ async fn list_workflows(
     )))
 }
 
-async fn tools(Caller(_): Caller) -> Json<Value> {
-    Json(render::tools())
+async fn tools(State(state): State<AppState>, Caller(_): Caller) -> Json<Value> {
+    Json(render::tools(&state.config.prices))
 }
 
 async fn estimate(

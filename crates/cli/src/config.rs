@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use atelier_core::tools::{PriceSetting, Prices};
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,8 @@ pub struct Config {
     pub inputs: Inputs,
     pub outputs: Outputs,
     pub limits: Limits,
+    /// Tool name → its price (`[prices]`); tools not named keep the built-in price.
+    pub prices: BTreeMap<String, PriceSetting>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -316,6 +319,7 @@ impl Config {
                 "outputs.retention_hours must be at least 1 (ATELIER__OUTPUTS__RETENTION_HOURS)".into()
             );
         }
+        self.prices()?;
         self.database().map_err(|e| format!("database.url: {e} (ATELIER__DATABASE__URL, --database-url)"))?;
         self.storage_location()
             .map_err(|e| format!("storage.url: {e} (ATELIER__STORAGE__URL, --storage-url)"))?;
@@ -332,6 +336,12 @@ impl Config {
             );
         }
         Ok(())
+    }
+
+    /// The price table: the built-in prices with `[prices]` applied.
+    pub fn prices(&self) -> Result<Prices, String> {
+        Prices::configured(&self.prices)
+            .map_err(|e| format!("{e} (ATELIER__PRICES__TOOL, ATELIER__PRICES__TOOL__KEY)"))
     }
 
     pub fn public_url(&self) -> String {
@@ -439,6 +449,8 @@ mod tests {
         let tool_slots: Vec<(&str, usize)> =
             config.engine.tool_slots.iter().map(|(tool, &n)| (tool.as_str(), n)).collect();
         assert_eq!(tool_slots, [("video", 1), ("virtual_tryon_pro", 2)]);
+        let prices = config.prices().unwrap();
+        assert_eq!(prices, atelier_core::tools::Prices::default(), "the example shows the built-in prices");
     }
 
     #[test]

@@ -156,6 +156,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         inputs: policy.clone(),
         file_max_age_secs: config.retention().as_secs(),
         rate_limit: RateLimit { per_second: config.limits.requests_per_second, burst: config.limits.burst },
+        prices: config.prices().map_err(anyhow::Error::msg)?,
     };
     let state = AppState { store: store.clone(), blob: blob.clone(), config: Arc::new(api_config) };
     let shutdown = CancellationToken::new();

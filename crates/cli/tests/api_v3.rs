@@ -277,6 +277,33 @@ async fn estimate_prices_without_reserving_and_tools_are_discoverable() {
     assert_eq!(model_name["values"], json!(["Beta", "Turbo"]));
 }
 
+/// `[prices]` changes what discovery shows, what an estimate says and what a run reserves
+/// and is charged.
+#[tokio::test]
+async fn configured_prices_are_shown_estimated_and_charged() {
+    let app = TestApp::start_with(
+        |c| {
+            let settings = json!({"upscale": {"base": 3, "4": 7}});
+            c.prices = serde_json::from_value(settings).unwrap();
+        },
+        None,
+        1000,
+    )
+    .await;
+    let (_, tools) = app.get("/api/v3/tools").await;
+    let upscale_tool = tools.as_array().unwrap().iter().find(|t| t["name"] == "upscale").unwrap().clone();
+    assert_eq!(upscale_tool["price"], "3 per run, 7 at scale 4");
+    let reframe = tools.as_array().unwrap().iter().find(|t| t["name"] == "reframe").unwrap().clone();
+    assert_eq!(reframe["price"], "1 per run", "a tool not configured keeps its price");
+
+    let (code, est) = app.post("/api/v3/estimate", &upscale(4)).await;
+    assert_eq!(code, 200);
+    assert_eq!(est["tokens"], 7);
+    let id = app.run(&upscale(2)).await;
+    assert_eq!(app.wait(&id).await["overall_status"], "succeeded");
+    assert_eq!(app.balance().await, 1000 - 3);
+}
+
 #[tokio::test]
 async fn cancel_stops_a_run_and_releases_its_tokens() {
     let app = TestApp::start_with(|c| c.engine.simulated_latency_ms = 5_000, None, 10).await;

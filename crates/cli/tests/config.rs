@@ -159,3 +159,31 @@ fn subject_model_settings_load() {
     let model = atelier_cli::subject_model(path.to_str().unwrap()).unwrap().unwrap();
     assert_eq!(model.name(), "small");
 }
+
+/// `[prices]` from the file, a tool's base price from the environment, and a wrong key
+/// refused at start-up naming it.
+#[test]
+fn prices_load_and_a_wrong_one_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("atelier.toml");
+    std::fs::write(&file, "[prices]\nvideo = 8\n\n[prices.upscale]\nbase = 2\n\"4\" = 5\n").unwrap();
+    let prices = Config::load(Some(&file)).unwrap().prices().unwrap();
+    let upscale = atelier_core::tools::ToolId::Upscale.spec();
+    assert_eq!(prices.rule(upscale), "2 per run, 5 at scale 4");
+    assert_eq!(prices.rule(atelier_core::tools::ToolId::Video.spec()), "8 per run");
+
+    let (ok, stderr) = migrate(dir.path(), &[("ATELIER__PRICES__VIDEO", "3")], None);
+    assert!(ok, "a price from the environment is accepted: {stderr}");
+    for (env, expected) in [
+        (("ATELIER__PRICES__VIDOE", "3"), "prices.vidoe: no such tool"),
+        (("ATELIER__PRICES__VIDEO", "-1"), "prices.video.base: a price is a whole number of tokens"),
+        (
+            ("ATELIER__PRICES__UPSCALE__8", "2"),
+            "prices.upscale.8: not a priced case of upscale (keys: base, 4)",
+        ),
+    ] {
+        let (ok, stderr) = migrate(dir.path(), &[env], None);
+        assert!(!ok, "{env:?} was accepted");
+        assert!(stderr.contains(expected), "{env:?}: {stderr}");
+    }
+}

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use atelier_tools::{Artifact, Executor, Job, Registry, ToolError};
+use atelier_core::tools::ToolId;
+use atelier_tools::{Artifact, Execution, Executor, Registry, ToolError};
 use bytes::Bytes;
 use common::{png_base64, png_bytes, TestApp};
 use serde_json::json;
@@ -28,7 +29,7 @@ struct Rendezvous(Arc<Barrier>);
 
 #[async_trait::async_trait]
 impl Executor for Rendezvous {
-    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+    async fn run(&self, _execution: Execution) -> Result<Vec<Artifact>, ToolError> {
         match tokio::time::timeout(Duration::from_secs(10), self.0.wait()).await {
             Ok(_) => Ok(artifact()),
             Err(_) => Err(ToolError::Failed("the other node never ran at the same time".into())),
@@ -40,7 +41,7 @@ struct Fails;
 
 #[async_trait::async_trait]
 impl Executor for Fails {
-    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+    async fn run(&self, _execution: Execution) -> Result<Vec<Artifact>, ToolError> {
         Err(ToolError::Failed("stub failure".into()))
     }
 }
@@ -53,7 +54,7 @@ struct Flaky {
 
 #[async_trait::async_trait]
 impl Executor for Flaky {
-    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+    async fn run(&self, _execution: Execution) -> Result<Vec<Artifact>, ToolError> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         if n >= self.ok_after {
             Ok(artifact())
@@ -67,7 +68,7 @@ struct Sleeps;
 
 #[async_trait::async_trait]
 impl Executor for Sleeps {
-    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+    async fn run(&self, _execution: Execution) -> Result<Vec<Artifact>, ToolError> {
         tokio::time::sleep(Duration::from_secs(30)).await;
         Ok(artifact())
     }
@@ -111,7 +112,7 @@ struct Video(Arc<Probe>);
 
 #[async_trait::async_trait]
 impl Executor for Video {
-    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+    async fn run(&self, _execution: Execution) -> Result<Vec<Artifact>, ToolError> {
         let now = self.0.videos.fetch_add(1, Ordering::SeqCst) + 1;
         self.0.most_videos.fetch_max(now, Ordering::SeqCst);
         self.0.bump();
@@ -132,7 +133,7 @@ struct UpscaleBesideVideo(Arc<Probe>, Arc<Barrier>);
 
 #[async_trait::async_trait]
 impl Executor for UpscaleBesideVideo {
-    async fn run(&self, _job: Job) -> Result<Vec<Artifact>, ToolError> {
+    async fn run(&self, _execution: Execution) -> Result<Vec<Artifact>, ToolError> {
         if tokio::time::timeout(Duration::from_secs(10), self.1.wait()).await.is_err() {
             return Err(ToolError::Failed("the other upscale never ran at the same time".into()));
         }
@@ -154,7 +155,7 @@ async fn put_flow(app: &TestApp, name: &str, flow: serde_json::Value) {
 #[tokio::test]
 async fn independent_nodes_run_at_the_same_time() {
     let mut tools = registry();
-    tools.set("upscale", Arc::new(Rendezvous(Arc::new(Barrier::new(2)))));
+    tools.set(ToolId::Upscale, Arc::new(Rendezvous(Arc::new(Barrier::new(2)))));
     let app = TestApp::start_with(|c| c.engine.workers = 4, Some(tools), 100).await;
     put_flow(
         &app,
@@ -175,7 +176,7 @@ async fn independent_nodes_run_at_the_same_time() {
 #[tokio::test]
 async fn a_failure_skips_dependents_while_independent_branches_finish() {
     let mut tools = registry();
-    tools.set("reframe", Arc::new(Fails));
+    tools.set(ToolId::Reframe, Arc::new(Fails));
     let app = TestApp::start_with(|_| {}, Some(tools), 100).await;
     put_flow(
         &app,
@@ -211,7 +212,7 @@ async fn a_failure_skips_dependents_while_independent_branches_finish() {
 async fn retryable_errors_are_retried_with_backoff() {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut tools = registry();
-    tools.set("upscale", Arc::new(Flaky { calls: calls.clone(), ok_after: 3 }));
+    tools.set(ToolId::Upscale, Arc::new(Flaky { calls: calls.clone(), ok_after: 3 }));
     let app = TestApp::start_with(|c| c.engine.max_attempts = 3, Some(tools), 10).await;
     let id =
         app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
@@ -225,7 +226,7 @@ async fn retryable_errors_are_retried_with_backoff() {
 async fn retries_run_out_and_the_node_fails() {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut tools = registry();
-    tools.set("upscale", Arc::new(Flaky { calls: calls.clone(), ok_after: 100 }));
+    tools.set(ToolId::Upscale, Arc::new(Flaky { calls: calls.clone(), ok_after: 100 }));
     let app = TestApp::start_with(|c| c.engine.max_attempts = 2, Some(tools), 10).await;
     let id =
         app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
@@ -239,7 +240,7 @@ async fn retries_run_out_and_the_node_fails() {
 #[tokio::test]
 async fn a_node_that_runs_too_long_times_out() {
     let mut tools = registry();
-    tools.set("upscale", Arc::new(Sleeps));
+    tools.set(ToolId::Upscale, Arc::new(Sleeps));
     let app = TestApp::start_with(|c| c.engine.node_timeout_secs = 1, Some(tools), 10).await;
     let id =
         app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
@@ -267,7 +268,7 @@ fn base64_of(bytes: &[u8]) -> String {
 #[tokio::test]
 async fn shutdown_gives_unfinished_work_back_without_counting_an_attempt() {
     let mut tools = registry();
-    tools.set("upscale", Arc::new(Sleeps));
+    tools.set(ToolId::Upscale, Arc::new(Sleeps));
     let mut app = TestApp::start_with(|c| c.engine.shutdown_grace_secs = 0, Some(tools), 10).await;
     let id =
         app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
@@ -295,8 +296,8 @@ async fn shutdown_gives_unfinished_work_back_without_counting_an_attempt() {
 async fn a_tool_limit_holds_while_other_tools_keep_running() {
     let probe = Arc::new(Probe::default());
     let mut tools = registry();
-    tools.set("video", Arc::new(Video(probe.clone())));
-    tools.set("upscale", Arc::new(UpscaleBesideVideo(probe.clone(), Arc::new(Barrier::new(2)))));
+    tools.set(ToolId::Video, Arc::new(Video(probe.clone())));
+    tools.set(ToolId::Upscale, Arc::new(UpscaleBesideVideo(probe.clone(), Arc::new(Barrier::new(2)))));
     let app = TestApp::start_with(
         |c| {
             c.engine.workers = 4;

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::dag::{self, Node as _};
 use crate::params::Params;
-use crate::tools::{self, OUTPUT};
+use crate::tools::{self, Prices, OUTPUT};
 use crate::workflow::{split_key, Mode, WorkflowDef};
 use crate::RequestError;
 
@@ -85,11 +85,11 @@ impl dag::Node for PlanNode {
 }
 
 /// A single-tool run: `input` holds plain parameter names.
-pub fn compile_node(tool_name: &str, input: &Params) -> Result<Plan, RequestError> {
+pub fn compile_node(tool_name: &str, input: &Params, prices: &Prices) -> Result<Plan, RequestError> {
     let tool = tools::tool(tool_name)?;
     let params = tool.resolve(input, &[])?;
     let outputs = tool.outputs_per_run(&params);
-    let price = tool.unit_price(&params);
+    let price = prices.unit_price(tool, &params);
     Ok(Plan {
         nodes: vec![PlanNode {
             name: tool.name.to_string(),
@@ -108,7 +108,7 @@ pub fn compile_node(tool_name: &str, input: &Params) -> Result<Plan, RequestErro
 
 /// A workflow run: `input` keys are `Node.param` or variable names
 /// (spec 4.1 rules 1–3). The workflow must already be valid.
-pub fn compile_workflow(def: &WorkflowDef, input: &Params) -> Result<Plan, RequestError> {
+pub fn compile_workflow(def: &WorkflowDef, input: &Params, prices: &Prices) -> Result<Plan, RequestError> {
     let mut given: HashMap<&str, Params> = HashMap::new();
     let mut warnings = Vec::new();
     let mut place = |key: &str, node: &str, param: &str, value: &Value, warnings: &mut Vec<String>| {
@@ -234,7 +234,7 @@ pub fn compile_workflow(def: &WorkflowDef, input: &Params) -> Result<Plan, Reque
             name: node.name.clone(),
             tool: tool.name.to_string(),
             outputs,
-            price: tool.unit_price(&resolved) * i64::from(fanout),
+            price: prices.unit_price(tool, &resolved) * i64::from(fanout),
             params: resolved,
             links,
             bypassed: false,
@@ -299,6 +299,7 @@ mod tests {
             &params(
                 json!({"garment": "g", "Tryon.model_image": "m", "Upscale.scale": 4, "Upscale.image": "x"}),
             ),
+            &Prices::default(),
         )
         .unwrap();
         assert_eq!(plan.nodes[0].name, "Tryon", "topological order");
@@ -312,7 +313,7 @@ mod tests {
 
     #[test]
     fn missing_inputs_use_caller_keys() {
-        let err = compile_workflow(&tryon_upscale(), &params(json!({}))).unwrap_err();
+        let err = compile_workflow(&tryon_upscale(), &params(json!({})), &Prices::default()).unwrap_err();
         assert_eq!(err, RequestError::MissingInputs(vec!["Tryon.model_image".into(), "garment".into()]));
     }
 
@@ -322,7 +323,7 @@ mod tests {
         for key in ["Ghost.image", "Tryon.zoom", "plain"] {
             let mut input = params(json!({"garment": "g", "Tryon.model_image": "m"}));
             input.insert(key.into(), json!("x"));
-            match compile_workflow(&def, &input).unwrap_err() {
+            match compile_workflow(&def, &input, &Prices::default()).unwrap_err() {
                 RequestError::InvalidInput { field, .. } => assert_eq!(field, key),
                 other => panic!("{other:?}"),
             }
@@ -341,7 +342,7 @@ mod tests {
         }));
         let plan = compile_workflow(
             &def,
-            &params(json!({"Model.ethnicity": "a", "Model.gender": "Female", "Model.dresstype": "d", "Model.background": "b"})),
+            &params(json!({"Model.ethnicity": "a", "Model.gender": "Female", "Model.dresstype": "d", "Model.background": "b"})), &Prices::default(),
         )
         .unwrap();
         let up = plan.node("Up").unwrap();
@@ -372,11 +373,11 @@ mod tests {
             wf(json!({"nodes": nodes, "outputs": {"result": format!("N{}.output", n - 1)}}))
         };
         // 8 × 8 × 8 = 512 files: within the limit.
-        let plan = compile_workflow(&chain(3), &Params::new()).unwrap();
+        let plan = compile_workflow(&chain(3), &Params::new(), &Prices::default()).unwrap();
         assert_eq!(plan.node("N2").map(|n| (n.fanout, n.outputs, n.price)), Some((64, 512, 512)));
         // 8^4 and beyond, up to the 8^12 that overflowed: refused, naming the first node over.
         for n in [4, 12] {
-            match compile_workflow(&chain(n), &Params::new()).unwrap_err() {
+            match compile_workflow(&chain(n), &Params::new(), &Prices::default()).unwrap_err() {
                 RequestError::InvalidInput { field, reason, .. } => {
                     assert_eq!(field, "N3");
                     assert!(reason.contains(&MAX_NODE_OUTPUTS.to_string()), "{reason}");
@@ -396,17 +397,17 @@ mod tests {
             "outputs": { "image": "Cut.output" }
         }));
         assert_eq!(def.inputs().mandatory.keys().collect::<Vec<_>>(), vec!["Up.image"]);
-        let plan = compile_workflow(&def, &params(json!({"Up.image": "i"}))).unwrap();
+        let plan = compile_workflow(&def, &params(json!({"Up.image": "i"})), &Prices::default()).unwrap();
         assert!(plan.nodes[0].bypassed);
         assert_eq!(plan.price(), 1);
     }
 
     #[test]
     fn node_runs_resolve_and_price() {
-        let plan = compile_node("multipose", &params(json!({"image": "i"}))).unwrap();
+        let plan = compile_node("multipose", &params(json!({"image": "i"})), &Prices::default()).unwrap();
         assert_eq!((plan.nodes[0].outputs, plan.price()), (4, 4));
         assert_eq!(
-            compile_node("nope", &Params::new()).unwrap_err(),
+            compile_node("nope", &Params::new(), &Prices::default()).unwrap_err(),
             RequestError::UnknownTool("nope".into())
         );
     }

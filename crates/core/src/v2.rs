@@ -3,6 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::params::Params;
+use crate::tools::ToolId;
 use crate::RequestError;
 
 /// A v2 tool family: one run/status endpoint pair.
@@ -45,21 +46,39 @@ impl Family {
         Self::ALL.into_iter().find(|f| f.as_str() == s)
     }
 
-    /// Translates a v2 request body into a v3 tool name and its parameters.
-    pub fn to_v3(self, body: &Map<String, Value>) -> Result<(&'static str, Params), RequestError> {
+    /// The family whose endpoints run `tool`; `None` for tools the v2 interface does not
+    /// offer.
+    pub fn of(tool: ToolId) -> Option<Family> {
+        match tool {
+            ToolId::VirtualTryon => Some(Self::Tryon),
+            ToolId::VirtualTryonPro | ToolId::VirtualTryonProFit => Some(Self::TryonPro),
+            ToolId::VirtualModel => Some(Self::VirtualModel),
+            ToolId::Fabric => Some(Self::Fabric),
+            ToolId::SketchToDress => Some(Self::SketchToDress),
+            ToolId::Upscale
+            | ToolId::Multipose
+            | ToolId::Video
+            | ToolId::BackgroundRemoval
+            | ToolId::Reframe
+            | ToolId::ProductShoot => None,
+        }
+    }
+
+    /// Translates a v2 request body into a v3 tool and its parameters.
+    pub fn to_v3(self, body: &Map<String, Value>) -> Result<(ToolId, Params), RequestError> {
         let mut params = body.clone();
         // Fields the v2 endpoints document but the tools do not take.
         params.remove("webhook_url");
         let tool = match self {
             Self::Tryon => {
                 map_category(&mut params, &[("top", "tops"), ("bottom", "bottoms"), ("dress", "dresses")])?;
-                "virtual_tryon"
+                ToolId::VirtualTryon
             }
             Self::TryonPro => {
                 let model = params.remove("model_name");
                 let tool = match model.as_ref().map(|v| v.as_str().map(str::trim)) {
-                    None | Some(Some("" | "Pro")) => "virtual_tryon_pro",
-                    Some(Some("Pro Fit")) => "virtual_tryon_pro_fit",
+                    None | Some(Some("" | "Pro")) => ToolId::VirtualTryonPro,
+                    Some(Some("Pro Fit")) => ToolId::VirtualTryonProFit,
                     Some(_) => {
                         return Err(RequestError::InvalidInput {
                             field: "model_name".into(),
@@ -68,7 +87,7 @@ impl Family {
                         })
                     }
                 };
-                if tool == "virtual_tryon_pro" {
+                if tool == ToolId::VirtualTryonPro {
                     // garment_size is used only by 'Pro Fit' (spec 4.2).
                     params.remove("garment_size");
                 }
@@ -83,12 +102,12 @@ impl Family {
                 )?;
                 tool
             }
-            Self::VirtualModel => "virtual_model",
+            Self::VirtualModel => ToolId::VirtualModel,
             Self::Fabric => {
                 map_category(&mut params, &[("top", "tops"), ("bottom", "bottoms"), ("dress", "dresses")])?;
-                "fabric"
+                ToolId::Fabric
             }
-            Self::SketchToDress => "sketch_to_dress",
+            Self::SketchToDress => ToolId::SketchToDress,
         };
         Ok((tool, params))
     }
@@ -126,6 +145,16 @@ mod tests {
         assert_eq!(tool, "virtual_tryon_pro");
         assert!(!p.contains_key("garment_size"));
         assert!(Family::TryonPro.to_v3(&body(json!({"model_name": "Ultra"}))).is_err());
+    }
+
+    #[test]
+    fn every_family_runs_tools_that_map_back_to_it() {
+        for family in Family::ALL {
+            let (tool, _) = family.to_v3(&body(json!({}))).unwrap();
+            assert_eq!(Family::of(tool), Some(family), "{tool}");
+        }
+        assert_eq!(Family::of(ToolId::VirtualTryonProFit), Some(Family::TryonPro));
+        assert_eq!(Family::of(ToolId::Upscale), None);
     }
 
     #[test]

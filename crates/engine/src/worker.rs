@@ -8,7 +8,7 @@ use atelier_blob::output_key;
 use atelier_core::{tools, NodeError, NodeErrorName};
 use atelier_inputs::InputError;
 use atelier_store::{ClaimedTask, Outcome};
-use atelier_tools::{Artifact, Job, ToolError};
+use atelier_tools::{Artifact, Execution, ToolError};
 use bytes::Bytes;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -216,7 +216,7 @@ async fn run_node(engine: &Engine, task: &ClaimedTask) -> Result<Vec<String>, Fa
         return publish(engine, task, artifacts).await;
     }
 
-    let executor = engine.tools.get(&node.tool).ok_or(Failure {
+    let executor = engine.tools.get(spec.id).ok_or(Failure {
         name: NodeErrorName::EngineUnavailable,
         message: format!("no engine is configured for tool {}", node.tool),
         retryable: false,
@@ -226,21 +226,21 @@ async fn run_node(engine: &Engine, task: &ClaimedTask) -> Result<Vec<String>, Fa
     let base_seed = seed_of(node);
     let mut artifacts = Vec::new();
     for index in 0..runs {
-        let job_images = images
+        let execution_images = images
             .iter()
             .filter_map(|(k, list)| {
                 let pick = if Some(k) == fanned.as_ref() { list.get(index) } else { list.first() };
                 pick.map(|b| (k.clone(), b.clone()))
             })
             .collect();
-        let job = Job {
-            tool: node.tool.clone(),
+        let execution = Execution {
+            tool: spec.id,
             params: node.params.clone(),
-            images: job_images,
+            images: execution_images,
             seed: base_seed.wrapping_add(index as u64),
             index: index as u32,
         };
-        artifacts.extend(executor.run(job).await?);
+        artifacts.extend(executor.run(execution).await?);
     }
     publish(engine, task, artifacts).await
 }

@@ -19,9 +19,9 @@
 //! * **Built-in tool renders**: [`fabric`] (garment band of the silhouette re-textured with
 //!   the shading kept) and [`product_shoot`] (cut-out on a studio backdrop with a contact
 //!   shadow, product pixels preserved), held to quality tests and reported `production`; and
-//!   the `preview` renders, deterministic and clearly simpler than a learned model:
+//!   the preview renders, deterministic and clearly simpler than a learned model:
 //!   [`tryon`], [`sketch_to_dress`], [`virtual_model`] and [`multipose`]. (The renders share
-//!   code in the `preview` module whatever their fidelity.)
+//!   code in the `renders` module whatever their fidelity.)
 //!
 //! It does **not** own HTTP, persistence/database access, blob storage, job scheduling or video.
 //!
@@ -48,8 +48,8 @@ mod hash;
 mod mask;
 mod matte;
 mod palette;
-mod preview;
 mod reframe;
+mod renders;
 mod resize;
 mod saliency;
 
@@ -59,17 +59,17 @@ pub use error::ImagingError;
 pub use hash::seed_from;
 pub use mask::{subject_mask, subject_mask_with};
 pub use matte::{remove_background, remove_background_with};
-pub use preview::fabric::{fabric, fabric_with, FabricSource};
-pub use preview::model::{virtual_model, ModelDescription, ModelTier, MODEL_HEIGHT, MODEL_WIDTH};
-pub use preview::multipose::multipose;
-pub use preview::product::{
+pub use reframe::{parse_aspect, reframe, reframe_with, ReframeMode, AUTO_MIN_KEEP, EXTEND_MAX_PIXELS};
+pub use renders::fabric::{fabric, fabric_with, FabricSource};
+pub use renders::model::{virtual_model, ModelDescription, ModelTier, MODEL_HEIGHT, MODEL_WIDTH};
+pub use renders::multipose::multipose;
+pub use renders::product::{
     product_placement, product_placement_of_cutout, product_shoot, product_shoot_of_cutout, ProductPlacement,
     PRODUCT_LONG_SIDE,
 };
-pub use preview::sketch::{sketch_to_dress, SketchMode, SketchOptions};
-pub use preview::tryon::{tryon, GarmentSize, TryOn, TryOnModel};
-pub use preview::GarmentRegion;
-pub use reframe::{parse_aspect, reframe, reframe_with, ReframeMode, AUTO_MIN_KEEP, EXTEND_MAX_PIXELS};
+pub use renders::sketch::{sketch_to_dress, SketchMode, SketchOptions};
+pub use renders::tryon::{tryon, GarmentSize, TryOn, TryOnModel};
+pub use renders::GarmentRegion;
 pub use resize::{downscale, gaussian_blur, resize, upscale, MAX_UPSCALE_FACTOR};
 pub use saliency::SubjectModel;
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use atelier_core::ids;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
+use atelier_core::tools::Prices;
 use atelier_core::workflow::WorkflowDef;
 use atelier_store::prelude::*;
 use atelier_store::{
@@ -25,7 +26,7 @@ use sqlx::{Connection, Row, SqliteConnection};
 use common::Schema;
 
 fn node_plan() -> Plan {
-    compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap()
+    compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
 }
 
 fn workflow_plan() -> Plan {
@@ -38,7 +39,7 @@ fn workflow_plan() -> Plan {
     }))
     .unwrap();
     def.validate().unwrap();
-    compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap()).unwrap()
+    compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
 }
 
 async fn submit(

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use atelier_core::ids;
 use atelier_core::plan::{compile_node, Plan};
+use atelier_core::tools::Prices;
 use atelier_store::{
     now_micros, IdempotencyClaim, IdempotencyStart, IdempotentAnswer, NewRun, RunKind, SharedStore,
     StoreConfig, StoreError, StoredAnswer,
@@ -31,7 +32,7 @@ backend_tests! {
 }
 
 fn plan() -> Plan {
-    compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap()
+    compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
 }
 
 fn claim<'a>(account_id: i64, key: &'a str, fingerprint: &'a str, run_id: &'a str) -> IdempotencyClaim<'a> {

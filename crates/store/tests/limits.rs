@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::RunStatus;
+use atelier_core::tools::Prices;
 use atelier_core::workflow::WorkflowDef;
 use atelier_store::{Outcome, SharedStore, StoreConfig, StoreError};
 use common::submit;
@@ -20,7 +21,7 @@ use serde_json::json;
 const LEASE: Duration = Duration::from_secs(30);
 
 fn single() -> Plan {
-    compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap()
+    compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
 }
 
 /// Three independent nodes in one workflow run.
@@ -36,7 +37,7 @@ fn three_nodes() -> Plan {
     .unwrap();
     def.validate().unwrap();
     let input = json!({"A.image": "x", "B.image": "x", "C.image": "x"});
-    compile_workflow(&def, input.as_object().unwrap()).unwrap()
+    compile_workflow(&def, input.as_object().unwrap(), &Prices::default()).unwrap()
 }
 
 fn ok() -> Outcome {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::{NodeStatus, RunStatus};
+use atelier_core::tools::Prices;
 use atelier_core::workflow::WorkflowDef;
 use atelier_core::{NodeError, NodeErrorName};
 use atelier_store::{Outcome, RunKind, SharedStore, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES};
@@ -28,11 +29,11 @@ fn diamond() -> Plan {
     }))
     .unwrap();
     def.validate().unwrap();
-    compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap()).unwrap()
+    compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
 }
 
 fn single() -> Plan {
-    compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap()
+    compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
 }
 
 /// A feeds `n` independent nodes B0…B(n-1).
@@ -43,7 +44,7 @@ fn fan_out(n: usize) -> Plan {
     }
     let def = WorkflowDef::parse(json!({"nodes": nodes, "outputs": {"b": "B0.output"}})).unwrap();
     def.validate().unwrap();
-    compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap()).unwrap()
+    compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
 }
 
 fn ok(keys: &[&str]) -> Outcome {
@@ -147,7 +148,8 @@ async fn a_failed_node_skips_its_dependents_and_independent_branches_finish(stor
 
 async fn retryable_failures_are_retried_until_attempts_run_out(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
-    let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
+    let plan =
+        compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap();
     let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
     let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert_eq!(t.attempt, 1);
@@ -164,7 +166,8 @@ async fn retryable_failures_are_retried_until_attempts_run_out(store: SharedStor
 
 async fn permanent_failures_fail_at_once(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
-    let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
+    let plan =
+        compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap();
     let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
     let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     store.complete(&t, fail(false)).await.unwrap();
@@ -173,7 +176,8 @@ async fn permanent_failures_fail_at_once(store: SharedStore) {
 
 async fn expired_leases_are_rescued_and_the_stale_worker_is_fenced(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
-    let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
+    let plan =
+        compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap();
     let run = submit(store.as_ref(), acct.id, &plan).await.unwrap();
     let stale = store.claim("dead", Duration::ZERO, &[]).await.unwrap().unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
@@ -191,7 +195,8 @@ async fn expired_leases_are_rescued_and_the_stale_worker_is_fenced(store: Shared
 
 async fn released_tasks_do_not_count_an_attempt(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
-    let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
+    let plan =
+        compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap();
     submit(store.as_ref(), acct.id, &plan).await.unwrap();
     let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert!(store.release(&t).await.unwrap());
@@ -234,7 +239,8 @@ async fn insufficient_tokens_leave_nothing_behind(store: SharedStore) {
 
 async fn concurrent_reservations_never_overdraw(store: SharedStore) {
     let (acct, _) = store.create_account("a", 10).await.unwrap();
-    let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
+    let plan =
+        compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap();
     let attempts = (0..50).map(|_| {
         let store = store.clone();
         let plan = plan.clone();
@@ -320,7 +326,7 @@ async fn a_run_read_leaves_out_long_strings_and_a_claim_reads_them_whole(store: 
     let short = "B".repeat(usize::try_from(STATUS_PARAM_MAX_BYTES).unwrap());
     let input =
         json!({"model_image": image, "category": "tops", "fabric_description": short, "upscale": true});
-    let plan = compile_node("fabric", input.as_object().unwrap()).unwrap();
+    let plan = compile_node("fabric", input.as_object().unwrap(), &Prices::default()).unwrap();
     let sent = plan.nodes[0].params.clone();
     assert!(sent.len() > 3 && sent.values().any(Value::is_boolean), "defaults filled: {sent:?}");
     let id = submit(store.as_ref(), acct.id, &plan).await.unwrap();
@@ -332,8 +338,12 @@ async fn a_run_read_leaves_out_long_strings_and_a_claim_reads_them_whole(store: 
     assert_eq!(read.nodes[0].params.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>());
 
     // Parameters short in all come back as they are.
-    let small =
-        compile_node("upscale", json!({"image": "https://example.com/a.png"}).as_object().unwrap()).unwrap();
+    let small = compile_node(
+        "upscale",
+        json!({"image": "https://example.com/a.png"}).as_object().unwrap(),
+        &Prices::default(),
+    )
+    .unwrap();
     let small_id = submit(store.as_ref(), acct.id, &small).await.unwrap();
     assert_eq!(store.get_run(acct.id, &small_id).await.unwrap().nodes[0].params, small.nodes[0].params);
 
@@ -345,7 +355,8 @@ async fn a_run_read_leaves_out_long_strings_and_a_claim_reads_them_whole(store: 
 async fn claims_are_fair_across_accounts(store: SharedStore) {
     let (a, _) = store.create_account("a", 100).await.unwrap();
     let (b, _) = store.create_account("b", 100).await.unwrap();
-    let plan = compile_node("upscale", json!({"image": "x"}).as_object().unwrap()).unwrap();
+    let plan =
+        compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap();
     for _ in 0..5 {
         submit(store.as_ref(), a.id, &plan).await.unwrap();
     }
@@ -364,7 +375,7 @@ fn one_of(tool: &str) -> Plan {
     }))
     .unwrap();
     def.validate().unwrap();
-    compile_workflow(&def, json!({"Job.image": "x"}).as_object().unwrap()).unwrap()
+    compile_workflow(&def, json!({"Job.image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
 }
 
 async fn claims_skip_the_tools_they_are_told_to_and_take_the_rest(store: SharedStore) {

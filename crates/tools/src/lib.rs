@@ -1,11 +1,11 @@
 //! The tools' executors: the function half of "tools are data plus one
 //! function". Schemas live in `atelier-core`; this crate runs them.
 //!
-//! An [`Executor`] takes one execution's parameters and input image bytes
-//! and returns the files it produced. The [`Registry`] maps tool names to
-//! executors: the built-in CPU engine by default, replaceable per tool (by a
-//! remote engine, or by stubs in tests). Scheduling, retries and storage are
-//! the engine's business, not this crate's.
+//! An [`Executor`] takes one [`Execution`] (a tool's parameters and input image bytes) and
+//! returns the files it produced. The [`Registry`] maps each [`ToolId`] to an executor: the
+//! built-in CPU engine by default (one file per tool under `builtin/`), replaceable per tool
+//! (by a remote engine, or by stubs in tests). Scheduling, retries and storage are the
+//! engine's business, not this crate's.
 
 mod builtin;
 
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use atelier_core::params::Params;
-use atelier_core::tools::TOOLS;
+use atelier_core::tools::ToolId;
 use atelier_core::NodeErrorName;
 use bytes::Bytes;
 
@@ -22,8 +22,8 @@ pub use builtin::Builtin;
 
 /// One execution of a tool (one element of a fan-out).
 #[derive(Debug, Clone)]
-pub struct Job {
-    pub tool: String,
+pub struct Execution {
+    pub tool: ToolId,
     /// Resolved parameters, image parameters included as given.
     pub params: Params,
     /// Image parameter → the bytes of that image.
@@ -72,29 +72,29 @@ impl ToolError {
 
 #[async_trait::async_trait]
 pub trait Executor: Send + Sync {
-    async fn run(&self, job: Job) -> Result<Vec<Artifact>, ToolError>;
+    async fn run(&self, execution: Execution) -> Result<Vec<Artifact>, ToolError>;
 }
 
-/// Tool name → executor.
+/// Tool → executor.
 #[derive(Clone)]
 pub struct Registry {
-    executors: HashMap<String, Arc<dyn Executor>>,
+    executors: HashMap<ToolId, Arc<dyn Executor>>,
 }
 
 impl Registry {
     /// Every tool on the built-in CPU engine.
     pub fn builtin(options: BuiltinOptions) -> Self {
         let engine: Arc<dyn Executor> = Arc::new(Builtin::new(options));
-        Self { executors: TOOLS.iter().map(|t| (t.name.to_string(), engine.clone())).collect() }
+        Self { executors: ToolId::ALL.iter().map(|&t| (t, engine.clone())).collect() }
     }
 
     /// Routes one tool to another executor.
-    pub fn set(&mut self, tool: &str, executor: Arc<dyn Executor>) {
-        self.executors.insert(tool.to_string(), executor);
+    pub fn set(&mut self, tool: ToolId, executor: Arc<dyn Executor>) {
+        self.executors.insert(tool, executor);
     }
 
-    pub fn get(&self, tool: &str) -> Option<Arc<dyn Executor>> {
-        self.executors.get(tool).cloned()
+    pub fn get(&self, tool: ToolId) -> Option<Arc<dyn Executor>> {
+        self.executors.get(&tool).cloned()
     }
 }
 

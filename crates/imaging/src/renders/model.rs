@@ -5,7 +5,7 @@ use image::{DynamicImage, RgbImage};
 use crate::draw::{Canvas, Shape};
 use crate::hash::{seed_from, Rng};
 use crate::palette::{self, Colour};
-use crate::preview::look::Look;
+use crate::renders::look::Look;
 
 /// Output width of [`virtual_model`].
 pub const MODEL_WIDTH: u32 = 768;

@@ -1,8 +1,10 @@
-//! Built-in preview renders.
+//! The built-in engine's renders of the generative tools: `fabric` and `product_shoot`
+//! (production quality, held to quality tests), and the try-on, virtual model, sketch and
+//! multipose previews.
 //!
-//! These are deliberately simple, deterministic stand-ins for the full generative algorithms:
-//! they produce correctly sized, plausible images derived from the inputs and parameters so the
-//! whole service works end to end on a CPU. Every parameter of a render changes its output in a
+//! The previews are deliberately simple, deterministic stand-ins for the full generative
+//! algorithms: they produce correctly sized, plausible images derived from the inputs and
+//! parameters so the whole service works end to end on a CPU. Every parameter of a render changes its output in a
 //! documented way; each render documents exactly what it does.
 
 pub(crate) mod fabric;

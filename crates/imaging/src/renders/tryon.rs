@@ -9,9 +9,9 @@ use crate::hash::Rng;
 use crate::mask::subject_mask;
 use crate::matte::remove_background;
 use crate::palette;
-use crate::preview::look::Look;
-use crate::preview::multipose::{pose_hint, repose};
-use crate::preview::{exact_aspect, garment_region, weighted_mean, GarmentRegion};
+use crate::renders::look::Look;
+use crate::renders::multipose::{pose_hint, repose};
+use crate::renders::{exact_aspect, garment_region, weighted_mean, GarmentRegion};
 
 /// Garment size of the precise-sizing try-on: scales the fitted garment's width and length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

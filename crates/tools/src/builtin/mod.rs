@@ -1,17 +1,25 @@
-//! The built-in CPU engine: every tool, deterministic for a given seed.
-//! Image work runs on the blocking pool, never on the async runtime.
+//! The built-in CPU engine: every tool, deterministic for a given seed, one file per tool
+//! (the three try-ons share `tryon.rs`). Image work runs on the blocking pool, never on the
+//! async runtime. Parameters are read through the tool's schema ([`ParamReader`]), so a
+//! parameter left out reads as the schema's default.
 
-use atelier_core::params::Params;
-use atelier_imaging::{
-    self as imaging, FabricSource, GarmentRegion, GarmentSize, ModelDescription, ModelTier, OutputFormat,
-    ReframeMode, SketchMode, SketchOptions, TryOn, TryOnModel,
-};
-use atelier_video::{Motion, VideoSpec};
+mod background_removal;
+mod fabric;
+mod multipose;
+mod product_shoot;
+mod reframe;
+mod sketch_to_dress;
+mod tryon;
+mod upscale;
+mod video;
+mod virtual_model;
+
+use atelier_core::tools::{ParamReader, ToolId};
+use atelier_imaging::{self as imaging, GarmentRegion, OutputFormat};
 use bytes::Bytes;
 use image::DynamicImage;
-use serde_json::Value;
 
-use crate::{Artifact, BuiltinOptions, Executor, Job, ToolError};
+use crate::{Artifact, BuiltinOptions, Execution, Executor, ToolError};
 
 pub struct Builtin {
     options: BuiltinOptions,
@@ -25,7 +33,7 @@ impl Builtin {
 
 #[async_trait::async_trait]
 impl Executor for Builtin {
-    async fn run(&self, job: Job) -> Result<Vec<Artifact>, ToolError> {
+    async fn run(&self, execution: Execution) -> Result<Vec<Artifact>, ToolError> {
         if !self.options.simulated_latency.is_zero() {
             tokio::time::sleep(self.options.simulated_latency).await;
         }
@@ -34,7 +42,7 @@ impl Executor for Builtin {
         }
         let limits = self.options.limits;
         let subject = self.options.subject.clone();
-        tokio::task::spawn_blocking(move || execute(&job, &limits, subject.as_deref()))
+        tokio::task::spawn_blocking(move || execute(&execution, &limits, subject.as_deref()))
             .await
             .map_err(|e| ToolError::Failed(format!("the tool stopped unexpectedly: {e}")))?
     }
@@ -49,29 +57,58 @@ const NOOP_PNG: &[u8] = &[
     0x82,
 ];
 
-fn text<'a>(params: &'a Params, key: &str) -> &'a str {
-    params.get(key).and_then(Value::as_str).unwrap_or("")
+/// What an executor of the built-in engine is given.
+struct Input<'a> {
+    execution: &'a Execution,
+    params: ParamReader<'a>,
+    limits: &'a imaging::Limits,
+    /// The learned subject model, where one is configured.
+    subject: Option<&'a dyn imaging::SubjectModel>,
 }
 
-fn number(params: &Params, key: &str, default: f64) -> f64 {
-    params.get(key).and_then(Value::as_f64).unwrap_or(default)
+impl Input<'_> {
+    fn seed(&self) -> u64 {
+        self.execution.seed
+    }
+
+    /// An optional image input, decoded.
+    fn image(&self, key: &str) -> Result<Option<DynamicImage>, ToolError> {
+        self.execution
+            .images
+            .get(key)
+            .map(|bytes| {
+                imaging::decode(bytes, self.limits)
+                    .map_err(|e| ToolError::InvalidImage(format!("{key}: {e}")))
+            })
+            .transpose()
+    }
+
+    /// A mandatory image input, decoded.
+    fn required(&self, key: &str) -> Result<DynamicImage, ToolError> {
+        self.image(key)?.ok_or_else(|| ToolError::Failed(format!("{key} is missing")))
+    }
 }
 
-fn count(params: &Params, key: &str) -> u32 {
-    number(params, key, 1.0).clamp(1.0, 64.0) as u32
-}
-
-fn image_of(job: &Job, key: &str, limits: &imaging::Limits) -> Result<Option<DynamicImage>, ToolError> {
-    job.images
-        .get(key)
-        .map(|bytes| {
-            imaging::decode(bytes, limits).map_err(|e| ToolError::InvalidImage(format!("{key}: {e}")))
-        })
-        .transpose()
-}
-
-fn required(job: &Job, key: &str, limits: &imaging::Limits) -> Result<DynamicImage, ToolError> {
-    image_of(job, key, limits)?.ok_or_else(|| ToolError::Failed(format!("{key} is missing")))
+/// Runs one execution on the built-in engine.
+fn execute(
+    execution: &Execution,
+    limits: &imaging::Limits,
+    subject: Option<&dyn imaging::SubjectModel>,
+) -> Result<Vec<Artifact>, ToolError> {
+    let params = execution.tool.spec().reader(&execution.params);
+    let input = Input { execution, params, limits, subject };
+    match execution.tool {
+        ToolId::VirtualTryon | ToolId::VirtualTryonPro | ToolId::VirtualTryonProFit => tryon::run(&input),
+        ToolId::VirtualModel => virtual_model::run(&input),
+        ToolId::Fabric => fabric::run(&input),
+        ToolId::SketchToDress => sketch_to_dress::run(&input),
+        ToolId::Upscale => upscale::run(&input),
+        ToolId::Multipose => multipose::run(&input),
+        ToolId::Video => video::run(&input),
+        ToolId::BackgroundRemoval => background_removal::run(&input),
+        ToolId::Reframe => reframe::run(&input),
+        ToolId::ProductShoot => product_shoot::run(&input),
+    }
 }
 
 fn encode(img: &DynamicImage, format: OutputFormat) -> Result<Artifact, ToolError> {
@@ -103,204 +140,45 @@ fn region(category: &str) -> GarmentRegion {
     }
 }
 
-/// The try-on parameters. The three try-on tools share this mapping; each tool's schema decides
-/// which parameters can be present (`garment_size` only on `virtual_tryon_pro_fit`,
-/// `model_name` only on `virtual_tryon`, …), and an absent one takes its default.
-fn tryon_options<'a>(
-    p: &'a Params,
-    pose: Option<&'a DynamicImage>,
-    style: Option<&'a DynamicImage>,
-) -> TryOn<'a> {
-    TryOn {
-        region: region(text(p, "category")),
-        size: GarmentSize::from_name(text(p, "garment_size")).unwrap_or_default(),
-        model: TryOnModel::from_name(text(p, "model_name")).unwrap_or_default(),
-        description: text(p, "garment_description"),
-        pose,
-        style,
-        aspect: aspect(text(p, "aspect_ratio")),
-    }
-}
-
-fn model_description(p: &Params) -> ModelDescription<'_> {
-    ModelDescription {
-        gender: text(p, "gender"),
-        ethnicity: text(p, "ethnicity"),
-        dresstype: text(p, "dresstype"),
-        background: text(p, "background"),
-        age: text(p, "age"),
-        closeup: p.get("closeup").and_then(Value::as_bool).unwrap_or(false),
-        prompt: text(p, "improve_prompt"),
-        tier: ModelTier::from_name(text(p, "model_name")).unwrap_or_default(),
-    }
-}
-
-fn sketch_options(p: &Params) -> SketchOptions<'_> {
-    SketchOptions {
-        female: !text(p, "gender").eq_ignore_ascii_case("male"),
-        mode: SketchMode::from_name(text(p, "mode")).unwrap_or_default(),
-        prompt: text(p, "improve_prompt"),
-    }
-}
-
-/// The video's move: `motion`, or for `auto` the first move the prompt names (`zoom in` /
-/// `push in`, `zoom out` / `pull back`, `pan left`, `pan right`), else `auto`.
-fn video_motion(p: &Params) -> Motion {
-    let motion = text(p, "motion").parse::<Motion>().unwrap_or(Motion::Auto);
-    if motion != Motion::Auto {
-        return motion;
-    }
-    let words: Vec<String> = text(p, "prompt")
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_ascii_lowercase)
-        .collect();
-    // The earliest two-word phrase wins.
-    for pair in words.windows(2) {
-        return match (pair[0].as_str(), pair[1].as_str()) {
-            ("zoom" | "push", "in") => Motion::ZoomIn,
-            ("zoom" | "pull", "out" | "back") => Motion::ZoomOut,
-            ("pan", "left") => Motion::PanLeft,
-            ("pan", "right") => Motion::PanRight,
-            _ => continue,
-        };
-    }
-    Motion::Auto
-}
-
-fn execute(
-    job: &Job,
-    limits: &imaging::Limits,
-    subject: Option<&dyn imaging::SubjectModel>,
-) -> Result<Vec<Artifact>, ToolError> {
-    let p = &job.params;
-    let seed = job.seed;
-    match job.tool.as_str() {
-        "virtual_tryon" | "virtual_tryon_pro" | "virtual_tryon_pro_fit" => {
-            let model = required(job, "model_image", limits)?;
-            let garment = required(job, "garment_image", limits)?;
-            let pose = image_of(job, "pose_image", limits)?;
-            let style = image_of(job, "style_image", limits)?;
-            let opts = tryon_options(p, pose.as_ref(), style.as_ref());
-            png(imaging::tryon(&model, &garment, &opts, seed)).map(|a| vec![a])
-        }
-        "virtual_model" => {
-            let face = image_of(job, "face_reference", limits)?;
-            let desc = model_description(p);
-            (0..count(p, "num_outputs"))
-                .map(|i| png(imaging::virtual_model(&desc, face.as_ref(), seed, i)))
-                .collect()
-        }
-        "fabric" => {
-            let model = required(job, "model_image", limits)?;
-            let fabric_image = image_of(job, "fabric_image", limits)?;
-            let source = match &fabric_image {
-                Some(img) => FabricSource::Image(img),
-                None => FabricSource::Description(text(p, "fabric_description")),
-            };
-            let out = imaging::fabric_with(&model, source, region(text(p, "category")), seed, subject)
-                .map_err(model_failed)?;
-            let out = DynamicImage::ImageRgb8(out);
-            let out = if p.get("upscale").and_then(Value::as_bool) == Some(true) {
-                imaging::upscale(&out, 2)
-            } else {
-                out
-            };
-            Ok(vec![encode(&out, OutputFormat::Png)?])
-        }
-        "sketch_to_dress" => {
-            let sketch = required(job, "image", limits)?;
-            png(imaging::sketch_to_dress(&sketch, &sketch_options(p), seed)).map(|a| vec![a])
-        }
-        "upscale" => {
-            let factor = number(p, "scale", 2.0) as u32;
-            // The output size follows from the header (an EXIF rotation swaps the sides, which
-            // changes neither the pixel count nor the longest side), so an input too large to
-            // upscale is refused before its pixels are decoded.
-            let bytes =
-                job.images.get("image").ok_or_else(|| ToolError::Failed("image is missing".into()))?;
-            let info =
-                imaging::probe(bytes, limits).map_err(|e| ToolError::InvalidImage(format!("image: {e}")))?;
-            let (w, h) =
-                (u64::from(info.width) * u64::from(factor), u64::from(info.height) * u64::from(factor));
-            if w * h > limits.max_pixels || w.max(h) > u64::from(limits.max_side) {
-                return Err(ToolError::InvalidImage(format!(
-                    "image: upscaled to {w}x{h} it would exceed the output limits ({} px a side, {} pixels)",
-                    limits.max_side, limits.max_pixels
-                )));
-            }
-            let img = required(job, "image", limits)?;
-            let format = match text(p, "output_format") {
-                "jpeg" => OutputFormat::Jpeg,
-                "webp" => OutputFormat::Webp,
-                _ => OutputFormat::Png,
-            };
-            Ok(vec![encode(&imaging::upscale(&img, factor), format)?])
-        }
-        "multipose" => {
-            let img = required(job, "image", limits)?;
-            let pose = image_of(job, "pose_image", limits)?;
-            (0..count(p, "num_outputs"))
-                .map(|i| png(imaging::multipose(&img, pose.as_ref(), i, seed)))
-                .collect()
-        }
-        "video" => {
-            let img = required(job, "image", limits)?.to_rgb8();
-            let spec = VideoSpec {
-                duration_s: number(p, "duration", 5.0) as f32,
-                motion: video_motion(p),
-                seed,
-                ..VideoSpec::default()
-            };
-            let mp4 = atelier_video::render(&img, &spec).map_err(|e| ToolError::Failed(e.to_string()))?;
-            Ok(vec![Artifact { bytes: Bytes::from(mp4), ext: "mp4" }])
-        }
-        "background_removal" => {
-            let img = required(job, "image", limits)?;
-            let cut = imaging::remove_background_with(&img, subject).map_err(model_failed)?;
-            let format =
-                if text(p, "output_format") == "webp" { OutputFormat::Webp } else { OutputFormat::Png };
-            let out = match atelier_core::tools::parse_hex_color(text(p, "background_color")) {
-                Some(color) => DynamicImage::ImageRgb8(imaging::flatten(&cut, color)),
-                None => DynamicImage::ImageRgba8(cut),
-            };
-            Ok(vec![encode(&out, format)?])
-        }
-        "reframe" => {
-            let img = required(job, "image", limits)?;
-            let target = aspect(text(p, "aspect_ratio")).unwrap_or((1, 1));
-            let mode = match text(p, "mode") {
-                "crop" => ReframeMode::Crop,
-                "extend" => ReframeMode::Extend,
-                _ => ReframeMode::Auto,
-            };
-            let out = imaging::reframe_with(&img, target, mode, subject).map_err(model_failed)?;
-            Ok(vec![encode(&out, OutputFormat::Png)?])
-        }
-        "product_shoot" => {
-            let product = required(job, "product_image", limits)?;
-            let target = aspect(text(p, "aspect_ratio")).unwrap_or((1, 1));
-            // One cut-out for every shot of the product.
-            let cut = imaging::remove_background_with(&product, subject).map_err(model_failed)?;
-            (0..count(p, "num_outputs"))
-                .map(|i| png(imaging::product_shoot_of_cutout(&cut, text(p, "scene"), target, i, seed)))
-                .collect()
-        }
-        other => Err(ToolError::Failed(format!("the built-in engine has no tool '{other}'"))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
 
+    use atelier_core::params::Params;
+    use atelier_imaging::{GarmentSize, ModelTier, SketchMode, TryOnModel};
+    use atelier_video::Motion;
     use image::{Rgb, RgbImage};
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     use super::*;
 
     fn params(v: Value) -> Params {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    /// `p` read as `tool`'s parameters.
+    fn read(tool: ToolId, p: &Params) -> ParamReader<'_> {
+        tool.spec().reader(p)
+    }
+
+    fn tryon_options<'a>(
+        p: &'a Params,
+        pose: Option<&'a DynamicImage>,
+        style: Option<&'a DynamicImage>,
+    ) -> imaging::TryOn<'a> {
+        tryon::options(&read(ToolId::VirtualTryonProFit, p), pose, style)
+    }
+
+    fn model_description(p: &Params) -> imaging::ModelDescription<'_> {
+        virtual_model::description(&read(ToolId::VirtualModel, p))
+    }
+
+    fn sketch_options(p: &Params) -> imaging::SketchOptions<'_> {
+        sketch_to_dress::options(&read(ToolId::SketchToDress, p))
+    }
+
+    fn video_motion(p: &Params) -> Motion {
+        video::motion(&read(ToolId::Video, p))
     }
 
     #[test]
@@ -428,7 +306,7 @@ mod tests {
         let p = params(p);
         let images =
             images.iter().filter(|(k, _)| p.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-        let job = Job { tool: tool.to_string(), params: p, images, seed: 7, index: 0 };
+        let job = Execution { tool: tool.parse().unwrap(), params: p, images, seed: 7, index: 0 };
         match execute(&job, &imaging::Limits::default(), None) {
             Ok(a) => a,
             Err(e) => panic!("{tool}: {e}"),
@@ -445,8 +323,13 @@ mod tests {
         bytes[idat + 4..end].iter_mut().for_each(|b| *b ^= 0x5a);
         let limits = imaging::Limits { max_pixels: 60 * 90 * 2, ..imaging::Limits::default() };
         let images = HashMap::from([("image".to_string(), Bytes::from(bytes))]);
-        let job =
-            Job { tool: "upscale".into(), params: params(json!({"scale": 2})), images, seed: 7, index: 0 };
+        let job = Execution {
+            tool: ToolId::Upscale,
+            params: params(json!({"scale": 2})),
+            images,
+            seed: 7,
+            index: 0,
+        };
         match execute(&job, &limits, None) {
             Err(ToolError::InvalidImage(msg)) => {
                 assert!(msg.contains("upscaled to 120x180 it would exceed the output limits"), "{msg}")
@@ -465,8 +348,13 @@ mod tests {
         let engine = Builtin::new(BuiltinOptions { noop: true, ..BuiltinOptions::default() });
         // Not an image: the no-op engine never decodes it.
         let images = HashMap::from([("image".to_string(), Bytes::from_static(b"not an image"))]);
-        let job =
-            Job { tool: "upscale".into(), params: params(json!({"scale": 4})), images, seed: 1, index: 0 };
+        let job = Execution {
+            tool: ToolId::Upscale,
+            params: params(json!({"scale": 4})),
+            images,
+            seed: 1,
+            index: 0,
+        };
         let out = engine.run(job).await.unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].ext, "png");
@@ -517,7 +405,7 @@ mod tests {
             let mut imgs = HashMap::new();
             imgs.insert("image".to_string(), images["image"].clone());
             let job =
-                Job { tool: "sketch_to_dress".into(), params: params(p), images: imgs, seed: 7, index: 0 };
+                Execution { tool: ToolId::SketchToDress, params: params(p), images: imgs, seed: 7, index: 0 };
             execute(&job, &imaging::Limits::default(), None).map_err(|e| e.to_string())
         };
         let a = sketch(json!({}));

@@ -7,7 +7,7 @@ use crate::filter::{to_u8, Plane};
 use crate::hash::{seed_from, value_noise, Rng};
 use crate::mask::components;
 use crate::palette::{self, Colour};
-use crate::preview::look::Look;
+use crate::renders::look::Look;
 
 const FEMININE: &[[u8; 3]] = &[
     [196, 60, 90],

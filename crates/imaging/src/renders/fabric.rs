@@ -9,7 +9,7 @@ use crate::filter::{smoothstep, to_u8, Plane};
 use crate::hash::{hash2, hash2_unit, value_noise, Rng};
 use crate::mask::{subject_mask, subject_mask_with};
 use crate::palette::{self, Colour};
-use crate::preview::{garment_region, weighted_mean, GarmentRegion};
+use crate::renders::{garment_region, weighted_mean, GarmentRegion};
 use crate::saliency::SubjectModel;
 use crate::ImagingError;
 

@@ -1,0 +1,17 @@
+//! `product_shoot`: a product photo placed in a studio scene.
+
+use atelier_imaging as imaging;
+
+use super::{aspect, model_failed, png, Input};
+use crate::{Artifact, ToolError};
+
+pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
+    let product = x.required("product_image")?;
+    let target = aspect(x.params.text("aspect_ratio")).unwrap_or((1, 1));
+    // One cut-out for every shot of the product.
+    let cut = imaging::remove_background_with(&product, x.subject).map_err(model_failed)?;
+    let scene = x.params.text("scene");
+    (0..x.params.outputs())
+        .map(|i| png(imaging::product_shoot_of_cutout(&cut, scene, target, i, x.seed())))
+        .collect()
+}

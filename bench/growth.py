@@ -65,6 +65,8 @@ WORKFLOW_IMAGE = (256, 384)
 POLL_S = 0.01
 # Growth of time and memory between the two largest sizes, as a log-log slope: 1 = linear.
 SLOPE_TARGET = 1.15
+# Accepting a run holds its image about once: peak - idle memory ÷ request body.
+ACCEPT_TARGET = 2.0
 
 
 def log(msg):
@@ -581,6 +583,10 @@ def report(args, sizes, counts, repeats, images, timing, memory, wf_time, wf_mem
                     f"(slope {slope([(mp, m['peak'] - m['idle']) for mp, m in zip(mps, s)]):.2f}).")
     rows.append(row(f"accepting a run, {fmt_mp(mps[-1])} image: peak - idle memory",
                     (s[-1]["peak"] - s[-1]["idle"]) / 1024, "MiB"))
+    body = len(images.get(*sizes[-1][1:])[0]) / 2**20
+    ratio = (s[-1]["peak"] - s[-1]["idle"]) / 1024 / body
+    rows.append(row(f"accepting a run, {fmt_mp(mps[-1])} image: peak - idle memory / request body", ratio, "x",
+                    f"<= {ACCEPT_TARGET:g}", ratio <= ACCEPT_TARGET))
     print()
     print("\n".join(comments))
     print()

@@ -8,7 +8,9 @@ the embedded default (SQLite + local disk) and on PostgreSQL + S3 (moto's server
 
 For each backend:
 1. Status polls: `GET /api/v3/status/{id}` rotating over 16 finished `upscale` runs; requests
-   per second, p50/p99 latency.
+   per second, p50/p99 latency. Then the same over 16 runs whose input was a 143 KB PNG sent
+   inline: the rate ÷ the first rate shows what a large inline input costs a poll (target
+   >= 0.9: inline images are kept in the object store, not in the run's row).
 2. Durable run submissions: `POST /api/v3/run` (a node run, `upscale` of a 16x16 PNG in base64)
    to an API process without workers (`serve --no-workers`), so each answer is only the API's
    own durable work: the run, its node, its task and the reservation committed to the store;
@@ -50,6 +52,8 @@ MIX = 21  # one submission in every 21 requests: 1 submit : 20 polls
 TARGET_POLLS = 20_000
 TARGET_POLL_P99_MS = 10.0
 TARGET_SUBMITS = 2_000
+LARGE_INPUT_BYTES = 143 * 1024
+TARGET_LARGE_POLL_RATIO = 0.9
 # What bounds the figures, from profiles of these loads (perf) and the code; printed under a
 # backend's miss.
 CAUSES = {
@@ -159,6 +163,23 @@ def finished_runs(svc, body, count):
     sys.exit("the runs to poll did not finish in 120 s")
 
 
+def noise_png_base64(min_bytes, seed=7):
+    """A PNG of seeded noise (it does not compress) of at least `min_bytes`, in base64."""
+    import base64
+    import random
+    import struct
+    import zlib
+    rng = random.Random(seed)
+    side = int((min_bytes / 3) ** 0.5) + 1
+    raw = b"".join(b"\x00" + bytes(rng.getrandbits(8) for _ in range(side * 3)) for _ in range(side))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return base64.b64encode(png).decode(), len(png)
+
+
 def errors(result):
     bad = result.get("bad", result["status_errors"])
     return int(bad) + result["socket_errors"]
@@ -181,6 +202,16 @@ def measure(backend, args, body, body_file):
         per_request(r["polls"], before, server_counters(svc.server.pid), r["polls"]["requests"])
         r["polls"]["rate"] = r["polls"]["requests"] / (r["polls"]["duration_us"] / 1e6)
         log(f"[{backend}]   {r['polls']['rate']:.0f}/s, p99 {r['polls']['p99_us'] / 1000:.2f} ms")
+        image, size = noise_png_base64(LARGE_INPUT_BYTES)
+        large_body = {"type": "node", "target": "upscale", "input": {"image": image, "scale": 2}}
+        log(f"[{backend}] status polls of runs with a {size / 1024:.0f} KB inline input, {args.duration} s")
+        large_ids = finished_runs(svc, large_body, POLL_RUNS)
+        wrk(svc, 0, 1, ids=large_ids, **setting)  # warm-up
+        r["large_polls"] = wrk(svc, 0, args.duration, ids=large_ids, **setting)
+        r["large_polls"]["rate"] = r["large_polls"]["requests"] / (r["large_polls"]["duration_us"] / 1e6)
+        r["large_polls"]["input_bytes"] = size
+        log(f"[{backend}]   {r['large_polls']['rate']:.0f}/s "
+            f"({r['large_polls']['rate'] / r['polls']['rate']:.2f}x the tiny input's)")
         before = count_runs(svc)
         log(f"[{backend}] mixed load 1 submit : 20 polls, {args.duration} s")
         mixed = wrk(svc, MIX, args.duration, ids=ids, body_file=body_file, drain=True, rss_pid=svc.server.pid,
@@ -247,6 +278,9 @@ def rows_for(r):
         row("status poll p99", polls["p99_us"] / 1000, "ms", f"< {TARGET_POLL_P99_MS:g}" if embedded else None,
             polls["p99_us"] / 1000 < TARGET_POLL_P99_MS if embedded else None),
         row("status poll errors", errors(polls), "count", "0", errors(polls) == 0),
+        row("status polls, 143 KB inline input", r["large_polls"]["rate"], "req/s"),
+        row("status polls, 143 KB inline input / tiny input", r["large_polls"]["rate"] / polls["rate"], "x",
+            f">= {TARGET_LARGE_POLL_RATIO}", r["large_polls"]["rate"] / polls["rate"] >= TARGET_LARGE_POLL_RATIO),
         row("run submissions", sub["rate"], "req/s", f">= {TARGET_SUBMITS}", sub["rate"] >= TARGET_SUBMITS),
         row("run submission p50", sub["p50_us"] / 1000, "ms"),
         row("run submission p99", sub["p99_us"] / 1000, "ms"),
@@ -316,6 +350,14 @@ def report(results, sweep_rows, args, command):
         p, s = r["polls"], r["submits"]
         print(f"| {NAMES[r['backend']]} | {p['cpu_us_per_req']:.0f} us | {p['switches_per_req']:.1f} | "
               f"{s['cpu_us_per_req']:.0f} us | {s['switches_per_req']:.1f} |")
+    print("\nStatus polls of runs whose input was a large image sent inline (base64 in the request), "
+          "beside the polls above (a 16x16 input):\n")
+    print("| backend | input | polls/s | p99 | ÷ tiny input's polls/s |")
+    print("|---|---:|---:|---:|---:|")
+    for r in results:
+        lp = r["large_polls"]
+        print(f"| {NAMES[r['backend']]} | {lp['input_bytes'] / 1024:.0f} KB | {lp['rate']:,.0f} | "
+              f"{ms(lp['p99_us'])} | {lp['rate'] / r['polls']['rate']:.2f} |")
     if sweep_rows:
         print("\nStatus polls on the embedded default at other wrk settings (same conditions):\n")
         print("| wrk threads | connections | polls/s | p50 | p99 | errors |")
@@ -332,7 +374,8 @@ def report(results, sweep_rows, args, command):
                 if r["backend"] not in missed_backends:
                     missed_backends.append(r["backend"])
     targets = (f"Targets: >= {TARGET_POLLS:,} status polls/s with p99 under {TARGET_POLL_P99_MS:g} ms on the "
-               f"embedded default; >= {TARGET_SUBMITS:,} durable run submissions/s; no errors; runs created = "
+               f"embedded default; >= {TARGET_SUBMITS:,} durable run submissions/s; polls of runs with a 143 KB "
+               f"inline input >= {TARGET_LARGE_POLL_RATIO:g}x those with a tiny one; no errors; runs created = "
                "accepted submissions.")
     print(targets)
     if missed:

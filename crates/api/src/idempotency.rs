@@ -99,28 +99,56 @@ fn canonical(value: &Value, out: &mut Sha256) {
             }
             out.update(b"]");
         }
-        // Scalars serialize one way (`Value`'s `Display` is its compact JSON).
-        scalar => out.update(scalar.to_string().as_bytes()),
+        // Scalars serialize one way (compact JSON), written straight into the hash: a string
+        // may be an image of several MiB.
+        scalar => {
+            let _ = serde_json::to_writer(HashWriter(out), scalar);
+        }
     }
 }
 
-/// Accepts `submission` (a body `body` sent to `endpoint`), at most once per key: without a
-/// key it is submitted as is; with one, a repeat gets the first answer again, a different
-/// request under the key 422 `IdempotencyKeyReused`, and a repeat while the first is still
-/// being accepted 409 `IdempotencyConflict`.
+/// Feeds what is written to it to a hash.
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An idempotency key and the fingerprint of the request sent with it ([`fingerprint`]).
+pub(crate) struct Keyed {
+    pub key: String,
+    pub fingerprint: String,
+}
+
+impl Keyed {
+    /// The key of a request sent to `endpoint` with `body`, if it has one (taken before the
+    /// body is handed on, so the body is not kept for it).
+    pub fn of(key: Option<String>, endpoint: &str, body: &Map<String, Value>) -> Option<Self> {
+        key.map(|key| Keyed { key, fingerprint: fingerprint(endpoint, body) })
+    }
+}
+
+/// Accepts `submission`, at most once per key: without a key it is submitted as is; with
+/// one, a repeat gets the first answer again, a different request under the key 422
+/// `IdempotencyKeyReused`, and a repeat while the first is still being accepted 409
+/// `IdempotencyConflict`.
 pub(crate) async fn submit_once(
     state: &AppState,
     account: &Account,
-    key: Option<String>,
-    endpoint: &str,
-    body: &Map<String, Value>,
+    keyed: Option<Keyed>,
     submission: Submission<'_>,
 ) -> Result<Response, RunError> {
-    let Some(key) = key else {
+    let Some(Keyed { key, fingerprint }) = keyed else {
         let accepted = ops::submit(state, account, submission, None).await?;
         return Ok(Json(accepted.handle()).into_response());
     };
-    let fingerprint = fingerprint(endpoint, body);
     let run_id = submission.id.clone();
     let claim = IdempotencyClaim {
         account_id: account.id,

@@ -8,6 +8,7 @@ pub mod error;
 mod extract;
 mod files;
 pub mod idempotency;
+mod inputs;
 mod limits;
 pub mod openapi;
 pub mod ops;

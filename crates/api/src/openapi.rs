@@ -1,5 +1,8 @@
-//! `/openapi.json`, generated from the route table and the tool schemas,
-//! so the document cannot drift from the code that serves it.
+//! `/openapi.json`. The operations are written here by hand, beside the routes (`v3.rs`,
+//! `v2.rs`, `lib.rs`); the tool schemas, the v2 families and the error names come from
+//! `atelier-core`. Tests keep the two in step: every documented operation must be routed
+//! (`crates/cli/tests/api_v3.rs`), the document is pinned by a snapshot, and Schemathesis
+//! checks every answer against it (`tests/contract.sh`). A new route needs its entry here.
 
 use atelier_core::tools::{ParamSpecView, TOOLS};
 use atelier_core::v2::Family;

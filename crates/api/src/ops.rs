@@ -1,5 +1,7 @@
 //! Transport-free operations behind the endpoints.
 
+use std::collections::HashSet;
+
 use atelier_core::params::Params;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::tools;
@@ -10,7 +12,7 @@ use atelier_store::{Account, IdempotentAnswer, NewRun, RunKind};
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
-use crate::{render, AppState};
+use crate::{inputs, render, AppState};
 
 /// What to run: a parsed v3 run body (or a v2 body mapped onto a tool).
 #[derive(Debug, Clone)]
@@ -23,6 +25,12 @@ pub struct RunRequest {
 impl RunRequest {
     /// Parses `{type, target, input}`.
     pub fn parse(body: &Map<String, Value>) -> Result<Self, RequestError> {
+        Self::from_body(body.clone())
+    }
+
+    /// [`RunRequest::parse`], taking the body: its input is moved, not copied (a run's body
+    /// may carry images of several MiB).
+    pub fn from_body(mut body: Map<String, Value>) -> Result<Self, RequestError> {
         let field = |name: &str| body.get(name).filter(|v| !v.is_null());
         let kind = match field("type").map(|v| v.as_str()) {
             Some(Some("node")) => RunKind::Node,
@@ -37,16 +45,19 @@ impl RunRequest {
             Some(_) => return Err(RequestError::InvalidRequest("target must be a non-empty string".into())),
             None => return Err(RequestError::InvalidRequest("target is required".into())),
         };
-        let input = match field("input") {
-            Some(Value::Object(map)) => map.clone(),
+        match field("input") {
+            Some(Value::Object(_)) => {}
             Some(_) => return Err(RequestError::InvalidRequest("input must be an object".into())),
             None => return Err(RequestError::InvalidRequest("input is required".into())),
-        };
+        }
         for key in body.keys() {
             if !["type", "target", "input"].contains(&key.as_str()) {
                 return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")));
             }
         }
+        let Some(Value::Object(input)) = body.remove("input") else {
+            return Err(RequestError::InvalidRequest("input must be an object".into()));
+        };
         // A workflow is looked up by its normalised name, and the run records that name.
         let target = match kind {
             RunKind::Workflow => workflow_name("target", &target)?,
@@ -84,13 +95,22 @@ pub async fn load_workflow(state: &AppState, account: &Account, name: &str) -> R
 
 /// Checks every image value of a plan without fetching it: the value's
 /// form, inline bytes' size and format, and a URL's scheme and address
-/// against the input policy (DESIGN 3.8).
-pub async fn check_images(state: &AppState, plan: &Plan, node_run: bool) -> Result<(), ApiError> {
+/// against the input policy (DESIGN 3.8). `moved` are the references this request's inline
+/// images were replaced with ([`crate::inputs`]); any other reference is refused.
+pub async fn check_images(
+    state: &AppState,
+    plan: &Plan,
+    node_run: bool,
+    moved: &HashSet<String>,
+) -> Result<(), ApiError> {
     let policy = &state.config.inputs;
     for node in &plan.nodes {
         let Ok(spec) = tools::tool(&node.tool) else { continue };
         for param in spec.image_params() {
             let Some(Value::String(value)) = node.params.get(param.name) else { continue };
+            if moved.contains(value) {
+                continue;
+            }
             let field =
                 if node_run { param.name.to_string() } else { format!("{}.{}", node.name, param.name) };
             let invalid = |reason: String| ApiError::InvalidImage { field: field.clone(), reason };
@@ -168,9 +188,19 @@ pub async fn submit(
     submission: Submission<'_>,
     idempotency_key: Option<&str>,
 ) -> Result<Accepted, ApiError> {
-    let Submission { request, family, echo, id } = submission;
-    let plan = plan(state, account, &request).await?;
-    check_images(state, &plan, request.kind == RunKind::Node).await?;
+    let Submission { mut request, family, echo, id } = submission;
+    let def = match request.kind {
+        RunKind::Workflow => Some(load_workflow(state, account, &request.target).await?),
+        RunKind::Node => None,
+    };
+    let tool = (request.kind == RunKind::Node).then_some(request.target.as_str());
+    let moved = inputs::move_inline_images(state, account, &mut request.input, tool, def.as_ref()).await?;
+    let prices = &state.config.prices;
+    let plan = match &def {
+        Some(def) => compile_workflow(def, &request.input, prices)?,
+        None => compile_node(&request.target, &request.input, prices)?,
+    };
+    check_images(state, &plan, request.kind == RunKind::Node, &moved.references).await?;
     for warning in &plan.warnings {
         tracing::warn!(account = %account.name, target = %request.target, "{warning}");
     }
@@ -192,6 +222,7 @@ pub async fn submit(
             node_ids,
             echo,
             idempotency: idempotency_key.map(|key| IdempotentAnswer { key, status: 200, body: &answer }),
+            inputs: &moved.ids,
         })
         .await?;
     Ok(accepted)

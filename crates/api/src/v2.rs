@@ -36,11 +36,15 @@ pub(crate) fn routes() -> Router<AppState> {
     router
 }
 
-/// The request as sent, with inline images (the values of `tool`'s image parameters that
-/// are not URLs) replaced by `<base64>`.
-fn redact(body: &Map<String, Value>, tool: ToolId) -> Value {
-    let spec = tool.spec();
-    let is_image = |k: &str| spec.param(k).is_some_and(|p| p.ty == ParamType::Image);
+/// The request as sent, with inline images (the values of the family's image parameters
+/// that are not URLs) replaced by `<base64>`.
+fn redact(body: &Map<String, Value>, family: Family) -> Value {
+    let is_image = |k: &str| {
+        ToolId::ALL
+            .into_iter()
+            .filter(|&t| Family::of(t) == Some(family))
+            .any(|t| t.spec().param(k).is_some_and(|p| p.ty == ParamType::Image))
+    };
     let redacted = body
         .iter()
         .map(|(k, v)| {
@@ -68,12 +72,13 @@ async fn run(
     JsonObject(body): JsonObject,
     family: Family,
 ) -> Result<Response, RunError> {
-    let key = idempotency::key(&headers)?;
-    let (tool, input) = family.to_v3(&body)?;
-    let request = RunRequest { kind: RunKind::Node, target: tool.to_string(), input };
-    let submission = Submission::new(request, Some(family.as_str()), Some(redact(&body, tool)));
     let endpoint = format!("/api/v2/{}/run", family.path());
-    idempotency::submit_once(&state, &account, key, &endpoint, &body, submission).await
+    let keyed = idempotency::Keyed::of(idempotency::key(&headers)?, &endpoint, &body);
+    let echo = redact(&body, family);
+    let (tool, input) = family.into_v3(body)?;
+    let request = RunRequest { kind: RunKind::Node, target: tool.to_string(), input };
+    let submission = Submission::new(request, Some(family.as_str()), Some(echo));
+    idempotency::submit_once(&state, &account, keyed, submission).await
 }
 
 async fn status(

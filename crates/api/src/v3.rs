@@ -34,10 +34,10 @@ async fn run(
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Response, RunError> {
-    let key = idempotency::key(&headers)?;
-    let request = RunRequest::parse(&body)?;
+    let keyed = idempotency::Keyed::of(idempotency::key(&headers)?, "/api/v3/run", &body);
+    let request = RunRequest::from_body(body)?;
     let submission = Submission::new(request, None, None);
-    idempotency::submit_once(&state, &account, key, "/api/v3/run", &body, submission).await
+    idempotency::submit_once(&state, &account, keyed, submission).await
 }
 
 async fn status(

@@ -209,6 +209,15 @@ impl BlobStore {
         }
     }
 
+    /// Deletes one object; an object that is not there is not an error.
+    pub async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        let path = to_path(key)?;
+        match self.store.delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(BlobError::from_store(e, "delete", key)),
+        }
+    }
+
     /// Deletes every object whose key lies under `prefix` (whole path
     /// segments: prefix `outputs/run1` matches `outputs/run1/a.png` but not
     /// `outputs/run10/a.png`) and returns how many were deleted.

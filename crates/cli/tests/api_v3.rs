@@ -342,3 +342,30 @@ async fn openapi_document_matches_its_snapshot() {
     assert_eq!(doc, atelier_api::openapi::document());
     insta::assert_json_snapshot!("openapi", doc);
 }
+
+/// The OpenAPI document is written by hand beside the routes: every operation it documents
+/// must be routed. A path the router does not know answers axum's bare 404 (no body); every
+/// routed path answers JSON (an object or a list), errors included.
+#[tokio::test]
+async fn every_documented_operation_is_routed() {
+    let app = TestApp::start().await;
+    let doc = atelier_api::openapi::document();
+    let mut operations = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let concrete = path
+            .replace("{*key}", "outputs/x/y/0.png")
+            .replace("{key}", "outputs/x/y/0.png")
+            .replace("{run_id}", "gen_0000000000000000")
+            .replace("{id}", "gen_0000000000000000")
+            .replace("{name}", "no-such-workflow");
+        assert!(!concrete.contains('{'), "a parameter this test does not fill: {path}");
+        for method in item.as_object().unwrap().keys() {
+            let body = (method != "get" && method != "delete").then(|| json!({}));
+            let (code, answer) =
+                app.call(&method.to_uppercase(), &concrete, Some(&app.key), body.as_ref()).await;
+            assert!(!answer.is_string(), "{method} {path} ({concrete}) is not routed: {code} {answer:?}");
+            operations += 1;
+        }
+    }
+    assert!(operations >= 15, "{operations} operations documented");
+}

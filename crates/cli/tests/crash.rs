@@ -488,11 +488,17 @@ impl Cluster {
         let grants = self.number("SELECT sum(amount) FROM ledger WHERE kind = 'grant'");
         assert_eq!(grants, GRANT, "one grant");
 
-        let recorded: BTreeSet<String> = self
+        let mut recorded: BTreeSet<String> = self
             .sql("SELECT outputs FROM nodes")
             .iter()
             .flat_map(|row| serde_json::from_str::<Vec<String>>(&row[0]).unwrap())
             .collect();
+        // Inline images are kept as stored inputs (`inputs/<account>/<id>-<digest>`).
+        recorded.extend(
+            self.sql("SELECT 'inputs/' || account_id || '/' || id || '-' || digest FROM inputs")
+                .into_iter()
+                .map(|row| row[0].clone()),
+        );
         let stored: BTreeSet<String> = self.bucket_objects().into_keys().collect();
         let extra: Vec<_> = stored.difference(&recorded).collect();
         let missing: Vec<_> = recorded.difference(&stored).collect();
@@ -908,7 +914,8 @@ fn a_worker_dying_between_publishing_outputs_and_committing_is_rescued_and_publi
     assert!(log.contains("failpoint reached") && log.contains("after_publish"), "{log}");
     // What the crash left: Shoot's outputs published, its task still held by the dead worker,
     // nothing recorded or charged.
-    let left = c.bucket_objects();
+    let left: BTreeMap<String, String> =
+        c.bucket_objects().into_iter().filter(|(key, _)| key.starts_with("outputs/")).collect();
     assert!(!left.is_empty(), "the outputs were put before the abort");
     assert!(left.keys().all(|k| k.starts_with(&format!("outputs/{run}/Shoot/"))), "{left:?}");
     let t = task(&c, &run, "Shoot");

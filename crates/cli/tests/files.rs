@@ -72,3 +72,62 @@ async fn expired_outputs_answer_410_and_are_swept() {
     assert_eq!(status["output"][0], url.as_str());
     assert!(status["expires_at"].is_string());
 }
+
+/// An image sent inline is kept in the object store, once per account and image, and the run
+/// keeps a reference: the output is what it was (the seed comes from the parameters as
+/// sent), a reference is never accepted from a client, and the image is deleted once every
+/// run that used it was swept.
+#[tokio::test]
+async fn inline_images_are_kept_in_the_object_store_and_swept_with_their_runs() {
+    let app = TestApp::start().await;
+    let image = png_base64(40, 30);
+    let body =
+        serde_json::json!({"type": "node", "target": "upscale", "input": {"image": image, "scale": 2}});
+    let first = app.run(&body).await;
+    let second = app.run(&body).await;
+    let mut outputs = Vec::new();
+    for id in [&first, &second] {
+        let status = app.wait(id).await;
+        assert_eq!(status["overall_status"], "succeeded", "{status}");
+        outputs.push(app.fetch(status["output"][0].as_str().unwrap()).await.2);
+    }
+    assert_eq!(outputs[0], outputs[1]);
+
+    let store = app.store();
+    let blob = &app.running.as_ref().unwrap().blob;
+    let account = store.authenticate(&app.key).await.unwrap().unwrap();
+    let run = store.get_run(account.id, &first).await.unwrap();
+    let reference = run.nodes[0].params["image"].as_str().unwrap().to_string();
+    assert!(reference.starts_with("atelier-input:inputs/"), "{reference}");
+    let stored = blob.list(Some("inputs")).await.unwrap();
+    assert_eq!(stored.len(), 1, "the same image of the same account is stored once");
+    let key = reference.strip_prefix("atelier-input:").unwrap();
+    assert_eq!(blob.get(key).await.unwrap(), image.as_bytes(), "kept as sent");
+
+    // The same image on another installation (other ids) gives the same output.
+    let other = TestApp::start().await;
+    let id = other.run(&body).await;
+    let status = other.wait(&id).await;
+    assert_eq!(other.fetch(status["output"][0].as_str().unwrap()).await.2, outputs[0]);
+
+    // A client cannot send a reference (here: to the image of another account).
+    let forged = serde_json::json!({"type": "node", "target": "upscale", "input": {"image": reference}});
+    let (code, answer) = other.post("/api/v3/run", &forged).await;
+    assert_eq!((code, answer["error"]["name"].as_str()), (422, Some("InvalidInput")), "{answer}");
+
+    // Deleted once both runs were swept (and it went unused past the cut-off).
+    let later = atelier_store::now_micros() + 1_000_000;
+    assert_eq!(atelier_engine::sweep_unused_inputs(store.as_ref(), blob, later).await.unwrap(), 0);
+    for id in [&first, &second] {
+        store.set_expiry(id, atelier_store::now_micros() - 1).await.unwrap();
+    }
+    atelier_engine::sweep_expired(store.as_ref(), blob).await.unwrap();
+    let recent = atelier_store::now_micros() - 3_600_000_000;
+    assert_eq!(
+        atelier_engine::sweep_unused_inputs(store.as_ref(), blob, recent).await.unwrap(),
+        0,
+        "used within the grace period"
+    );
+    assert_eq!(atelier_engine::sweep_unused_inputs(store.as_ref(), blob, later).await.unwrap(), 1);
+    assert!(!blob.exists(key).await.unwrap());
+}

@@ -636,11 +636,13 @@ fn migrate_data_moves_an_embedded_installation_to_postgres_and_s3() {
     assert_eq!(tables["ledger"], 7);
     assert_eq!(summary["ledger"]["balance"], balance);
     assert_eq!((&summary["ledger"]["granted"], &summary["ledger"]["charged"]), (&json!(40), &json!(6)));
-    let bytes: usize = files.iter().map(|(_, body)| body.len()).sum();
+    // The five outputs, and the inline image both runs sent, kept once as a stored input.
+    let bytes: usize = files.iter().map(|(_, body)| body.len()).sum::<usize>() + image.len();
     assert_eq!(
         summary["objects"],
-        json!({"count": 5, "bytes": bytes, "copied": 5, "already_present": 0, "in_place": false})
+        json!({"count": 6, "bytes": bytes, "copied": 6, "already_present": 0, "in_place": false})
     );
+    assert_eq!((&tables["inputs"], &tables["run_inputs"]), (&json!(1), &json!(2)));
     assert_eq!(summary["database"], db);
     assert_eq!(summary["storage"], "s3://atelier-move/prod");
     assert_eq!(summary["requeued_tasks"], 0);

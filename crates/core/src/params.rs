@@ -60,6 +60,21 @@ impl Default {
     }
 }
 
+/// How a run's parameters refer to an image sent inline once it was moved to the object store
+/// at acceptance: `atelier-input:<key>`. Never accepted from a client (its scheme is not an
+/// image source: `InvalidInput`), only written by the service.
+pub const STORED_INPUT_PREFIX: &str = "atelier-input:";
+
+/// The parameter value that refers to the stored input `key`.
+pub fn stored_input_reference(key: &str) -> String {
+    format!("{STORED_INPUT_PREFIX}{key}")
+}
+
+/// The object-store key a parameter value refers to, when it is a stored-input reference.
+pub fn stored_input_key(value: &str) -> Option<&str> {
+    value.strip_prefix(STORED_INPUT_PREFIX)
+}
+
 /// Numbers without a fraction render as integers (`2`, not `2.0`).
 pub fn number_value(n: f64) -> Value {
     if n.fract() == 0.0 && n.abs() < 9.0e15 {

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::dag::{self, Node as _};
+use crate::params::ParamType;
 use crate::params::Params;
-use crate::tools::{self, Prices, OUTPUT};
+use crate::tools::{self, Prices, ToolSpec, OUTPUT};
 use crate::workflow::{split_key, Mode, WorkflowDef};
 use crate::RequestError;
 
@@ -81,6 +82,27 @@ impl dag::Node for PlanNode {
 
     fn sources(&self) -> impl Iterator<Item = &str> {
         self.links.values().map(String::as_str)
+    }
+}
+
+/// Whether the input `key` of a run of `tool` feeds an image parameter.
+pub fn node_image_input(tool: &ToolSpec, key: &str) -> bool {
+    tool.param(key).is_some_and(|p| p.ty == ParamType::Image)
+}
+
+/// Whether the input `key` of a run of workflow `def` feeds image parameters only: a
+/// `Node.param` key naming an image parameter, or a variable whose targets all are.
+pub fn workflow_image_input(def: &WorkflowDef, key: &str) -> bool {
+    let is_image = |target: &str| {
+        split_key(target).is_some_and(|(node, param)| {
+            def.node(node)
+                .and_then(|n| tools::tool(&n.tool).ok())
+                .is_some_and(|tool| node_image_input(tool, param))
+        })
+    };
+    match def.variables.get(key) {
+        Some(var) => !var.targets.is_empty() && var.targets.iter().all(|t| is_image(t)),
+        None => is_image(key),
     }
 }
 
@@ -400,6 +422,31 @@ mod tests {
         let plan = compile_workflow(&def, &params(json!({"Up.image": "i"})), &Prices::default()).unwrap();
         assert!(plan.nodes[0].bypassed);
         assert_eq!(plan.price(), 1);
+    }
+
+    #[test]
+    fn image_inputs_are_told_from_the_others() {
+        let upscale = tools::tool("upscale").unwrap();
+        assert!(node_image_input(upscale, "image"));
+        assert!(!node_image_input(upscale, "scale"));
+        assert!(!node_image_input(upscale, "nope"));
+        let mut def = tryon_upscale();
+        assert!(workflow_image_input(&def, "Tryon.model_image"));
+        assert!(!workflow_image_input(&def, "Tryon.category"));
+        assert!(!workflow_image_input(&def, "Nobody.image"));
+        def.variables.insert(
+            "photo".into(),
+            crate::workflow::Variable { ty: "image".into(), targets: vec!["Tryon.model_image".into()] },
+        );
+        def.variables.insert(
+            "mixed".into(),
+            crate::workflow::Variable {
+                ty: "image".into(),
+                targets: vec!["Tryon.model_image".into(), "Tryon.category".into()],
+            },
+        );
+        assert!(workflow_image_input(&def, "photo"));
+        assert!(!workflow_image_input(&def, "mixed"), "a variable that also feeds a text parameter");
     }
 
     #[test]

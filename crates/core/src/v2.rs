@@ -66,7 +66,12 @@ impl Family {
 
     /// Translates a v2 request body into a v3 tool and its parameters.
     pub fn to_v3(self, body: &Map<String, Value>) -> Result<(ToolId, Params), RequestError> {
-        let mut params = body.clone();
+        self.into_v3(body.clone())
+    }
+
+    /// [`Family::to_v3`], taking the body (its images are moved, not copied).
+    pub fn into_v3(self, body: Map<String, Value>) -> Result<(ToolId, Params), RequestError> {
+        let mut params = body;
         // Fields the v2 endpoints document but the tools do not take.
         params.remove("webhook_url");
         let tool = match self {

@@ -28,7 +28,10 @@ use atelier_store::SharedStore;
 use atelier_tools::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use maintenance::{delete_expired_idempotency_keys, sweep_expired, Maintenance, JANITOR_INTERVAL};
+pub use maintenance::{
+    delete_expired_idempotency_keys, sweep_expired, sweep_unused_inputs, Maintenance, INPUT_GRACE,
+    JANITOR_INTERVAL,
+};
 
 #[derive(Debug, Clone)]
 pub struct EngineConfig {

@@ -4,7 +4,8 @@
 //!
 //! - rescuer: re-queues tasks whose lease expired (every `lease / 2`);
 //! - sweeper: deletes the objects of runs whose retention ended (every
-//!   `sweep_interval`); their URLs answer 410 from expiry on, swept or not;
+//!   `sweep_interval`); their URLs answer 410 from expiry on, swept or not; then the inline
+//!   images no unswept run uses and none has used for [`INPUT_GRACE`];
 //! - janitor: deletes idempotency keys whose 24 hours are over (every `janitor_interval`,
 //!   by default [`JANITOR_INTERVAL`]); an expired key is already free for a new request
 //!   before it is deleted, so how late this runs changes nothing but the table's size.
@@ -28,6 +29,10 @@ pub struct Maintenance {
 /// How often the janitor deletes expired idempotency keys, by default.
 pub const JANITOR_INTERVAL: Duration = Duration::from_secs(600);
 
+/// How long an inline image nobody uses is kept: longer than accepting a run takes between
+/// registering its images and writing the run that uses them.
+pub const INPUT_GRACE: Duration = Duration::from_secs(3600);
+
 /// Idempotency keys the janitor deletes per statement.
 const JANITOR_BATCH: i64 = 1000;
 
@@ -49,6 +54,10 @@ impl Maintenance {
                 _ = sweep.tick() => if self.leads().await {
                     if let Err(e) = sweep_expired(self.store.as_ref(), &self.blob).await {
                         warn!(error = %e, "sweeper failed");
+                    }
+                    let before = now_micros().saturating_sub(atelier_core::time::micros(INPUT_GRACE));
+                    if let Err(e) = sweep_unused_inputs(self.store.as_ref(), &self.blob, before).await {
+                        warn!(error = %e, "sweeper failed on inline images");
                     }
                 },
                 _ = janitor.tick() => if self.leads().await {
@@ -88,6 +97,30 @@ pub async fn sweep_expired(store: &dyn Store, blob: &BlobStore) -> Result<usize,
             store.mark_swept(&run).await.map_err(|e| e.to_string())?;
             info!(run, objects = deleted, "swept expired outputs");
             swept += 1;
+        }
+    }
+}
+
+/// Deletes the inline images that no unswept run uses and none has used since `before`;
+/// returns how many were deleted. The row goes first: from then on a new use registers a new
+/// row with a new key, so the file deleted here is never one a run is about to read.
+pub async fn sweep_unused_inputs(store: &dyn Store, blob: &BlobStore, before: i64) -> Result<usize, String> {
+    let mut deleted = 0;
+    loop {
+        let unused = store.unused_inputs(before, 100).await.map_err(|e| e.to_string())?;
+        let mut progressed = false;
+        for input in &unused {
+            if store.delete_input(input.id, before).await.map_err(|e| e.to_string())? {
+                blob.delete(&input.key()).await.map_err(|e| e.to_string())?;
+                deleted += 1;
+                progressed = true;
+            }
+        }
+        if unused.is_empty() || !progressed {
+            if deleted > 0 {
+                info!(images = deleted, "swept unused inline images");
+            }
+            return Ok(deleted);
         }
     }
 }

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use atelier_blob::output_key;
+use atelier_core::params::stored_input_key;
 use atelier_core::{tools, NodeError, NodeErrorName};
 use atelier_inputs::InputError;
-use atelier_store::{ClaimedTask, Outcome};
+use atelier_store::{ClaimedTask, NodeRecord, Outcome};
 use atelier_tools::{Artifact, Execution, ToolError};
 use bytes::Bytes;
 use serde_json::Value;
@@ -186,7 +187,7 @@ fn backoff(base: Duration, attempt: u32, salt: i64) -> Duration {
 /// writes the outputs. Returns the blob keys.
 async fn run_node(engine: &Engine, task: &ClaimedTask) -> Result<Vec<String>, Failure> {
     engine.failpoints.before_tool(task);
-    let node = &task.node;
+    let node = &with_stored_inputs(engine, &task.node).await?;
     let spec = tools::tool(&node.tool).map_err(|e| Failure {
         name: NodeErrorName::ToolFailed,
         message: e.to_string(),
@@ -261,7 +262,26 @@ async fn publish(
 
 /// The `seed` parameter, or one derived from the parameters, so that the
 /// same request gives the same output.
-fn seed_of(node: &atelier_store::NodeRecord) -> u64 {
+/// The node with every stored-input reference in its parameters replaced by the value as it
+/// was sent (`atelier_api`'s inline images): the node runs on, and derives its seed from,
+/// its parameters as sent.
+async fn with_stored_inputs(engine: &Engine, node: &NodeRecord) -> Result<NodeRecord, Failure> {
+    let mut node = node.clone();
+    for value in node.params.values_mut() {
+        let Value::String(text) = value else { continue };
+        let Some(key) = stored_input_key(text) else { continue };
+        let bytes = engine.blob.get(key).await?;
+        let sent = String::from_utf8(bytes.to_vec()).map_err(|_| Failure {
+            name: NodeErrorName::ToolFailed,
+            message: format!("storage: the stored input {key} is not text"),
+            retryable: false,
+        })?;
+        *value = Value::String(sent);
+    }
+    Ok(node)
+}
+
+fn seed_of(node: &NodeRecord) -> u64 {
     if let Some(seed) = node.params.get("seed").and_then(Value::as_u64) {
         return seed;
     }

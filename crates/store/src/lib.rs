@@ -59,6 +59,7 @@ mod backend;
 mod copy;
 mod flows;
 mod idempotency;
+mod input;
 mod lease;
 mod migrations;
 mod postgres;
@@ -81,6 +82,7 @@ pub use copy::{check_target_empty, copy_to_postgres, AccountTotals, CopyError, C
 pub use idempotency::{
     IdempotencyClaim, IdempotencyRecord, IdempotencyStart, IdempotentAnswer, StoredAnswer,
 };
+pub use input::StoredInput;
 pub use postgres::{PgStore, TASKS_CHANNEL};
 pub use run::{NewRun, NodeRecord, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
 pub(crate) use sql::args;
@@ -88,12 +90,14 @@ pub use sqlite::SqliteStore;
 /// Connection options for [`PgStore::connect_with`].
 pub use sqlx::postgres::PgConnectOptions;
 pub use task::{ClaimedTask, Outcome};
-pub use traits::{Accounts, IdempotencyKeys, Lifecycle, Runs, SharedStore, Store, TaskQueue, Workflows};
+pub use traits::{
+    Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, SharedStore, Store, TaskQueue, Workflows,
+};
 pub use workflow::WorkflowRow;
 
 /// Every trait of the store, so that its methods can be called on a [`SharedStore`].
 pub mod prelude {
-    pub use crate::{Accounts, IdempotencyKeys, Lifecycle, Runs, Store, TaskQueue, Workflows};
+    pub use crate::{Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Store, TaskQueue, Workflows};
 }
 
 #[derive(Debug, thiserror::Error)]

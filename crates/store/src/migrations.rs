@@ -6,10 +6,12 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0001_init.sql"),
     include_str!("../migrations/sqlite/0002_idempotency_keys.sql"),
     include_str!("../migrations/sqlite/0003_unfinished_runs.sql"),
+    include_str!("../migrations/sqlite/0004_inputs.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0001_init.sql"),
     include_str!("../migrations/postgres/0002_idempotency_keys.sql"),
     include_str!("../migrations/postgres/0003_unfinished_runs.sql"),
+    include_str!("../migrations/postgres/0004_inputs.sql"),
 ];

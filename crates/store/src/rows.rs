@@ -4,7 +4,7 @@
 use crate::sql::{json_col, parse_text, FromRow, RowRead};
 use crate::{
     Account, IdempotencyRecord, NodeRecord, Result, RunRecord, RunSummary, StoreError, StoredAnswer,
-    WorkflowRow,
+    StoredInput, WorkflowRow,
 };
 
 impl FromRow for NodeRecord {
@@ -180,6 +180,19 @@ impl FromRow for crate::task::ClaimRow {
             run_id: row.text("run_id")?.to_owned(),
             account_id: row.int("account_id")?,
             node: row.text("node")?.to_owned(),
+        })
+    }
+}
+
+impl FromRow for StoredInput {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(StoredInput {
+            id: row.int("id")?,
+            account_id: row.int("account_id")?,
+            digest: row.text("digest")?.to_owned(),
+            ext: row.text("ext")?.to_owned(),
+            created_at: row.int("created_at")?,
+            created: false,
         })
     }
 }

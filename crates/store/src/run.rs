@@ -27,6 +27,8 @@ pub struct NewRun<'a> {
     /// The answer to record under the idempotency key this run's request claimed (for the
     /// run id `id`), in the transaction that creates the run.
     pub idempotency: Option<IdempotentAnswer<'a>>,
+    /// The stored inputs (`InputFiles::register_input`) the run's parameters refer to.
+    pub inputs: &'a [i64],
 }
 
 #[derive(Debug, Clone, PartialEq)]

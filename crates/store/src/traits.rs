@@ -1,5 +1,5 @@
 //! What callers see of the store: one trait per concern ([`Accounts`], [`Runs`],
-//! [`TaskQueue`], [`IdempotencyKeys`], [`Workflows`], and [`Lifecycle`] for the database
+//! [`TaskQueue`], [`IdempotencyKeys`], [`Workflows`], [`InputFiles`], and [`Lifecycle`] for the database
 //! itself), and [`Store`], their sum. Callers hold an `Arc<dyn Store>` ([`SharedStore`]) and
 //! never see which database answers; `use atelier_store::prelude::*` brings every method into
 //! scope.
@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::{
     Account, ClaimedTask, IdempotencyClaim, IdempotencyRecord, IdempotencyStart, KeyInfo, Micros, NewRun,
-    Outcome, Result, RunRecord, RunSummary, StoreConfig, WorkflowRow,
+    Outcome, Result, RunRecord, RunSummary, StoreConfig, StoredInput, WorkflowRow,
 };
 
 /// A store shared by the API, the workers and the maintenance services.
@@ -24,9 +24,9 @@ pub type SharedStore = Arc<dyn Store>;
 /// Durable state: accounts and keys, the token ledger, saved workflows, runs and their nodes,
 /// and the leased task queue. The invariants listed in the crate documentation hold for every
 /// implementation.
-pub trait Store: Lifecycle + Accounts + Runs + TaskQueue + IdempotencyKeys + Workflows {}
+pub trait Store: Lifecycle + Accounts + Runs + TaskQueue + IdempotencyKeys + Workflows + InputFiles {}
 
-impl<T: Lifecycle + Accounts + Runs + TaskQueue + IdempotencyKeys + Workflows> Store for T {}
+impl<T: Lifecycle + Accounts + Runs + TaskQueue + IdempotencyKeys + Workflows + InputFiles> Store for T {}
 
 /// The database itself.
 #[async_trait]
@@ -169,4 +169,26 @@ pub trait IdempotencyKeys: Send + Sync {
     /// Moves a key's expiry (`NotFound` without a record). No command exposes it; tests of
     /// expiry use it.
     async fn set_idempotency_expiry(&self, account_id: i64, key: &str, expires_at: Micros) -> Result<()>;
+}
+
+/// Inline images of runs, kept in the object store (see [`StoredInput`]).
+#[async_trait]
+pub trait InputFiles: Send + Sync {
+    /// Registers an image of `account_id` whose SHA-256 is `digest` (hex): its row, created
+    /// when new (`StoredInput::created`: its file is to be written), is marked used now, in a
+    /// transaction of its own. A run that uses it names it in [`NewRun::inputs`].
+    async fn register_input(
+        &self,
+        account_id: i64,
+        digest: &str,
+        ext: &str,
+        size: i64,
+    ) -> Result<StoredInput>;
+    /// Inputs unused since `before` that no unswept run uses (the sweeper deletes them), up to
+    /// `limit`.
+    async fn unused_inputs(&self, before: Micros, limit: i64) -> Result<Vec<StoredInput>>;
+    /// Deletes an input's row when it is still unused since `before` and no unswept run
+    /// uses it; whether it did (then its file may be deleted: a registration from now on
+    /// creates a new row and a new key).
+    async fn delete_input(&self, id: i64, before: Micros) -> Result<bool>;
 }

@@ -49,6 +49,7 @@ async fn submit(
     family: Option<&str>,
     plan: &Plan,
     key: Option<&str>,
+    inputs: &[i64],
 ) -> String {
     let id = match kind {
         RunKind::Workflow => ids::workflow_run_id(),
@@ -76,6 +77,7 @@ async fn submit(
         node_ids: plan.nodes.iter().map(|_| ids::generation_id()).collect(),
         echo: family.map(|_| json!({"category": "tops", "model_image": "<base64>"})),
         idempotency: key.map(|key| IdempotentAnswer { key, status: 200, body: &answer }),
+        inputs,
     };
     store.create_run(&run).await.unwrap();
     id
@@ -108,12 +110,15 @@ async fn source() -> Source {
     store.put_workflow(None, "custom-template", &json!({"v": "system"})).await.unwrap();
     store.put_workflow(Some(other.id), "theirs", &json!({"v": "other"})).await.unwrap();
 
-    let canceled = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan(), None).await;
+    let canceled = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan(), None, &[]).await;
     store.cancel_run(acme.id, &canceled).await.unwrap();
     store.mark_swept(&canceled).await.unwrap();
     // Sent with an idempotency key: its record is copied with the run.
-    let queued = submit(&store, other.id, RunKind::Node, Some("tryon"), &node_plan(), Some("k-1")).await;
-    let running = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan(), None).await;
+    // Its inline image is a stored input.
+    let image = store.register_input(other.id, "d1", "png", 100).await.unwrap();
+    let queued =
+        submit(&store, other.id, RunKind::Node, Some("tryon"), &node_plan(), Some("k-1"), &[image.id]).await;
+    let running = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan(), None, &[]).await;
     // What a claim writes (the server stopped with the node in a worker's hands).
     let mut conn = SqliteConnection::connect(&format!("sqlite://{}", path.display())).await.unwrap();
     let now = now_micros();
@@ -183,6 +188,8 @@ async fn everything_is_copied_with_its_ids_and_verified() {
             ("nodes", 5),
             ("tasks", 3),
             ("idempotency_keys", 1),
+            ("inputs", 1),
+            ("run_inputs", 1),
         ]
     );
     assert_eq!((report.requeued_tasks, report.replaced_templates), (1, 1));
@@ -243,6 +250,8 @@ async fn everything_is_copied_with_its_ids_and_verified() {
     // New rows take ids after the copied ones.
     let (fresh, _) = target.create_account("fresh", 1).await.unwrap();
     assert_eq!(fresh.id, 3);
+    let image = target.register_input(fresh.id, "d2", "png", 1).await.unwrap();
+    assert_eq!(image.id, 2, "the copied input keeps id 1");
     let flow = target.put_workflow(Some(fresh.id), "f", &json!({})).await.unwrap();
     let max_flow: i64 = sqlx::query_scalar("SELECT MAX(id) FROM workflows WHERE id <> $1")
         .bind(flow)

@@ -63,6 +63,7 @@ async fn create(
             node_ids: vec![run_id.to_string()],
             echo: None,
             idempotency: key.map(|key| IdempotentAnswer { key, status: 200, body: answer }),
+            inputs: &[],
         })
         .await
 }

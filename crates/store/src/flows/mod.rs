@@ -4,6 +4,7 @@
 
 mod accounts;
 mod idempotency;
+mod inputs;
 mod runs;
 mod workflows;
 

@@ -34,7 +34,7 @@ use crate::{NewRun, Result, StoreError};
 /// Reserves `$2` tokens on account `$1` and, only when its balance covers them, writes each
 /// run (arrays `$6..$13`, one element per run), its ledger entry, its nodes (arrays
 /// `$14..$24`, one element per node, with its run's id) and the tasks of its ready nodes
-/// (`$25`, `$26`), and wakes the workers. One row when written, none when the balance is
+/// (`$25`, `$26`) and the stored inputs it uses (`$27`, `$28`), and wakes the workers. One row when written, none when the balance is
 /// short. Foreign keys are checked at the end of the statement, when the runs' rows exist.
 const ACCEPT_RUNS: &str = "
 WITH reserve AS (
@@ -59,6 +59,9 @@ WITH reserve AS (
 ), task_row AS (
     INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
     SELECT t.run_id, t.node, $1, 'available', $4, $3, $3 FROM reserve, unnest($25::text[], $26::text[]) AS t(run_id, node)
+), input_row AS (
+    INSERT INTO run_inputs (run_id, input_id)
+    SELECT i.run_id, i.input_id FROM reserve, unnest($27::text[], $28::bigint[]) AS i(run_id, input_id)
 )
 SELECT pg_notify($5, '')::text FROM reserve";
 
@@ -77,6 +80,7 @@ pub(crate) struct Accepted {
     echo: Option<String>,
     warnings: Option<String>,
     nodes: Vec<NodeRow>,
+    inputs: Vec<i64>,
 }
 
 struct NodeRow {
@@ -121,6 +125,7 @@ impl Accepted {
                     ready: node.links.is_empty(),
                 })
                 .collect(),
+            inputs: run.inputs.to_vec(),
         }
     }
 }
@@ -264,6 +269,8 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u
         .bind(nodes.iter().map(|(_, _, n)| status(n.ready)).collect::<Vec<_>>())
         .bind(tasks.iter().map(|(run, _, _)| *run).collect::<Vec<_>>())
         .bind(tasks.iter().map(|(_, _, n)| n.name.as_str()).collect::<Vec<_>>())
+        .bind(runs.iter().flat_map(|r| r.inputs.iter().map(|_| r.id.as_str())).collect::<Vec<_>>())
+        .bind(runs.iter().flat_map(|r| r.inputs.iter().copied()).collect::<Vec<_>>())
         .fetch_optional(&mut *conn)
         .await?;
     Ok(written.is_some())

@@ -31,7 +31,7 @@ use crate::migrations::SQLITE as MIGRATIONS;
 use crate::rows::node_record;
 use crate::run::STATUS_PARAMS_AS_STORED_BYTES;
 use crate::sql::{impl_conn, to_json, Conn, FromRow};
-use crate::statements::{BALANCE, RESERVE};
+use crate::statements::{BALANCE, INSERT_RUN_INPUT, RESERVE};
 use crate::task::ClaimRow;
 use crate::{
     args, Lifecycle, NewRun, NodeRecord, Result, RunRecord, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES,
@@ -296,6 +296,9 @@ impl Backend for SqliteStore {
                 insert
             };
             insert.execute(&mut *conn).await?;
+        }
+        for input in run.inputs {
+            conn.execute(INSERT_RUN_INPUT, args![&run.id, *input]).await?;
         }
         Ok(())
     }

@@ -174,6 +174,7 @@ pub async fn submit_as(
         node_ids: plan.nodes.iter().map(|_| ids::generation_id()).collect(),
         echo: None,
         idempotency: None,
+        inputs: &[],
     };
     store.create_run(&run).await.map(|_| id)
 }

@@ -1,0 +1,39 @@
+//! Inline images of runs (see `crate::input`).
+
+use async_trait::async_trait;
+use atelier_core::time::{now_micros, Micros};
+
+use crate::backend::Backend;
+use crate::sql::{args, Conn};
+use crate::statements::*;
+use crate::{InputFiles, Result, StoredInput};
+
+#[async_trait]
+impl<B: Backend> InputFiles for B {
+    async fn register_input(
+        &self,
+        account_id: i64,
+        digest: &str,
+        ext: &str,
+        size: i64,
+    ) -> Result<StoredInput> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let mut input: StoredInput =
+            tx.fetch_one(REGISTER_INPUT, args![account_id, digest, ext, size, now]).await?;
+        B::commit(tx).await?;
+        input.created = input.created_at == now;
+        Ok(input)
+    }
+
+    async fn unused_inputs(&self, before: Micros, limit: i64) -> Result<Vec<StoredInput>> {
+        self.read().await?.fetch_all(&UNUSED_INPUTS, args![before, limit]).await
+    }
+
+    async fn delete_input(&self, id: i64, before: Micros) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let deleted = tx.execute(&DELETE_UNUSED_INPUT, args![id, before]).await?;
+        B::commit(tx).await?;
+        Ok(deleted == 1)
+    }
+}

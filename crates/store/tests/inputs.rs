@@ -1,0 +1,99 @@
+//! Inline images kept for runs (`InputFiles`), on every backend (see `common`): one row per
+//! distinct image of an account, listed with the runs that use it, deleted only once every
+//! such run was swept and the image has not been used since the cut-off.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[macro_use]
+mod common;
+
+use atelier_core::plan::{compile_node, Plan};
+use atelier_core::tools::Prices;
+use atelier_store::{now_micros, NewRun, RunKind, SharedStore, StoreConfig};
+use serde_json::json;
+
+backend_tests! {
+    an_image_is_registered_once_per_account(StoreConfig::default());
+    an_image_is_deleted_only_when_its_runs_were_swept_and_it_was_not_used_since(StoreConfig::default());
+    a_refused_run_leaves_its_images_to_the_sweeper(StoreConfig::default());
+}
+
+fn plan() -> Plan {
+    compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
+}
+
+async fn submit_with(
+    store: &SharedStore,
+    account: i64,
+    plan: &Plan,
+    inputs: &[i64],
+) -> atelier_store::Result<String> {
+    let id = atelier_core::ids::generation_id();
+    let run = NewRun {
+        id: id.clone(),
+        account_id: account,
+        kind: RunKind::Node,
+        family: None,
+        target: "upscale",
+        plan,
+        node_ids: vec![id.clone()],
+        echo: None,
+        idempotency: None,
+        inputs,
+    };
+    store.create_run(&run).await.map(|_| id)
+}
+
+async fn an_image_is_registered_once_per_account(store: SharedStore) {
+    let (a, _) = store.create_account("a", 10).await.unwrap();
+    let (b, _) = store.create_account("b", 10).await.unwrap();
+    let first = store.register_input(a.id, "d1", "png", 100).await.unwrap();
+    assert!(first.created);
+    assert_eq!(first.key(), format!("inputs/{}/{}-d1", a.id, first.id));
+    let again = store.register_input(a.id, "d1", "png", 100).await.unwrap();
+    assert!(!again.created, "the same image of the same account is stored once");
+    assert_eq!(again.id, first.id);
+    let other = store.register_input(b.id, "d1", "png", 100).await.unwrap();
+    assert!(other.created, "accounts do not share images");
+    assert_ne!(other.key(), first.key());
+}
+
+async fn an_image_is_deleted_only_when_its_runs_were_swept_and_it_was_not_used_since(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 10).await.unwrap();
+    let input = store.register_input(acct.id, "d1", "png", 100).await.unwrap();
+    let plan = plan();
+    let first = submit_with(&store, acct.id, &plan, &[input.id]).await.unwrap();
+    let second = submit_with(&store, acct.id, &plan, &[input.id]).await.unwrap();
+    let later = now_micros() + 1_000_000;
+    assert!(store.unused_inputs(later, 10).await.unwrap().is_empty(), "runs that are not swept use it");
+    assert!(!store.delete_input(input.id, later).await.unwrap());
+
+    store.cancel_run(acct.id, &first).await.unwrap();
+    store.mark_swept(&first).await.unwrap();
+    assert!(store.unused_inputs(later, 10).await.unwrap().is_empty(), "the second run still uses it");
+
+    store.cancel_run(acct.id, &second).await.unwrap();
+    store.mark_swept(&second).await.unwrap();
+    let before_use = input.created_at;
+    assert!(store.unused_inputs(before_use, 10).await.unwrap().is_empty(), "used after the cut-off");
+    assert!(!store.delete_input(input.id, before_use).await.unwrap());
+    let unused = store.unused_inputs(later, 10).await.unwrap();
+    assert_eq!(unused.iter().map(|i| i.id).collect::<Vec<_>>(), [input.id]);
+    assert_eq!(unused[0].key(), input.key());
+    assert!(store.delete_input(input.id, later).await.unwrap());
+    assert!(!store.delete_input(input.id, later).await.unwrap(), "deleted once");
+
+    let again = store.register_input(acct.id, "d1", "png", 100).await.unwrap();
+    assert!(again.created, "registered anew after its deletion");
+    assert_ne!(again.key(), input.key(), "with a new key, so a file being deleted is never reused");
+}
+
+async fn a_refused_run_leaves_its_images_to_the_sweeper(store: SharedStore) {
+    let (acct, _) = store.create_account("poor", 0).await.unwrap();
+    let input = store.register_input(acct.id, "d1", "png", 100).await.unwrap();
+    let refused = submit_with(&store, acct.id, &plan(), &[input.id]).await;
+    assert!(matches!(refused, Err(atelier_store::StoreError::InsufficientTokens { .. })));
+    let later = now_micros() + 1_000_000;
+    let unused = store.unused_inputs(later, 10).await.unwrap();
+    assert_eq!(unused.iter().map(|i| i.id).collect::<Vec<_>>(), [input.id], "no run uses it");
+}

@@ -6,9 +6,9 @@
 //! the node runs, so a node sees (and derives its seed from) its parameters as they were sent.
 //!
 //! Only values that are valid inline images (within the byte limit, a format the tools read)
-//! are moved; anything else stays in place for the usual checks to refuse with the usual
-//! error. A value moved here is taken out of the request, so accepting a run holds its image
-//! about once.
+//! and longer than [`KEPT_INLINE_BYTES`] are moved; anything else stays in place for the usual
+//! checks to refuse with the usual error. A value moved here is taken out of the request, so
+//! accepting a run holds its image about once.
 
 use std::collections::HashSet;
 
@@ -24,6 +24,11 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::AppState;
+
+/// Inline images up to this length (as sent) stay in the run's row: a status read returns
+/// string parameters of this length anyway (`STATUS_PARAM_MAX_BYTES`), and a node reads them
+/// without a round trip to the object store.
+pub const KEPT_INLINE_BYTES: usize = atelier_store::STATUS_PARAM_MAX_BYTES as usize;
 
 /// The inline images of a request, moved to the object store.
 #[derive(Debug, Default)]
@@ -53,7 +58,7 @@ pub async fn move_inline_images(
             (None, None) => false,
         };
         let Value::String(text) = value else { continue };
-        if !feeds_image {
+        if !feeds_image || text.len() <= KEPT_INLINE_BYTES {
             continue;
         }
         let Some(format) = inline_image_format(state, text) else { continue };

@@ -1,7 +1,7 @@
 //! `/openapi.json`. The operations are written here by hand, beside the routes (`v3.rs`,
 //! `v2.rs`, `lib.rs`); the tool schemas, the v2 families and the error names come from
 //! `atelier-core`. Tests keep the two in step: every documented operation must be routed
-//! (`crates/cli/tests/api_v3.rs`), the document is pinned by a snapshot, and Schemathesis
+//! (`crates/cli/tests/integration/interface/api_v3.rs`), the document is pinned by a snapshot, and Schemathesis
 //! checks every answer against it (`tests/contract.sh`). A new route needs its entry here.
 
 use atelier_core::tools::{ParamSpecView, TOOLS};

@@ -37,7 +37,6 @@ use object_store::{ObjectStore, PutPayload};
 mod copy;
 pub mod http;
 mod location;
-pub mod moto;
 
 pub use copy::{copy_objects, CopyError, CopyReport};
 pub use location::{Location, S3Settings};

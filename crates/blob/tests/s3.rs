@@ -1,8 +1,8 @@
 //! The blob store against a real S3-compatible server: moto's, started by the test on a free
-//! port (see `atelier_blob::moto`; `.ci/run` installs it).
+//! port (see `atelier_testkit::moto`; `.ci/run` installs it).
 
-use atelier_blob::moto::MotoServer;
 use atelier_blob::{output_key, BlobError, BlobStore, Location};
+use atelier_testkit::moto::MotoServer;
 use bytes::Bytes;
 
 #[tokio::test]

@@ -260,8 +260,6 @@ async fn publish(
     Ok(keys)
 }
 
-/// The `seed` parameter, or one derived from the parameters, so that the
-/// same request gives the same output.
 /// The node with every stored-input reference in its parameters replaced by the value as it
 /// was sent (`atelier_api`'s inline images): the node runs on, and derives its seed from,
 /// its parameters as sent.
@@ -281,6 +279,8 @@ async fn with_stored_inputs(engine: &Engine, node: &NodeRecord) -> Result<NodeRe
     Ok(node)
 }
 
+/// The `seed` parameter, or one derived from the parameters, so that the
+/// same request gives the same output.
 fn seed_of(node: &NodeRecord) -> u64 {
     if let Some(seed) = node.params.get("seed").and_then(Value::as_u64) {
         return seed;

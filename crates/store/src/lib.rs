@@ -3,7 +3,8 @@
 //!
 //! Callers hold a [`SharedStore`] (`Arc<dyn Store>`) and bring its methods into scope with
 //! `use atelier_store::prelude::*`. [`Store`] is the sum of one trait per concern
-//! ([`Accounts`], [`Runs`], [`TaskQueue`], [`IdempotencyKeys`], [`Workflows`], [`Lifecycle`]).
+//! ([`Accounts`], [`Runs`], [`TaskQueue`], [`IdempotencyKeys`], [`Workflows`], [`InputFiles`],
+//! [`Lifecycle`]).
 //!
 //! The crate is laid out so that what defines the product is written once:
 //! - what callers see: the records (`run`, `task`, `account`, `idempotency`, `workflow`) and

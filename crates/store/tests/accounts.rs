@@ -151,7 +151,7 @@ async fn migrations_are_applied_once(store: SharedStore) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_stores_starting_together_migrate_once() {
     let Some(mut admin) = common::admin().await else { return };
-    let schema = common::Schema::create(&mut admin).await;
+    let schema = common::schema();
     let (a, b) = tokio::join!(
         atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default()),
         atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default()),
@@ -181,8 +181,8 @@ async fn postgres_stores_starting_together_migrate_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_maintenance_is_led_by_one_store_and_passes_on_when_it_stops() {
-    let Some(mut admin) = common::admin().await else { return };
-    let schema = common::Schema::create(&mut admin).await;
+    let Some(_admin) = common::admin().await else { return };
+    let schema = common::schema();
     let first = atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default()).await.unwrap();
     let second =
         atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default()).await.unwrap();
@@ -190,7 +190,7 @@ async fn postgres_maintenance_is_led_by_one_store_and_passes_on_when_it_stops() 
     assert!(first.lead_maintenance().await.unwrap(), "and keeps the lead");
     assert!(!second.lead_maintenance().await.unwrap(), "one leader at a time");
     // Another installation (schema) in the same database has its own leader.
-    let other_schema = common::Schema::create(&mut admin).await;
+    let other_schema = common::schema();
     let other =
         atelier_store::PgStore::connect_with(other_schema.options(), StoreConfig::default()).await.unwrap();
     assert!(other.lead_maintenance().await.unwrap());

@@ -23,8 +23,6 @@ use atelier_store::{
 use serde_json::json;
 use sqlx::{Connection, Row, SqliteConnection};
 
-use common::Schema;
-
 fn node_plan() -> Plan {
     compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
 }
@@ -154,9 +152,9 @@ async fn source() -> Source {
     }
 }
 
-async fn target() -> Option<(Schema, PgStore)> {
-    let mut admin = common::admin().await?;
-    let schema = Schema::create(&mut admin).await;
+async fn target() -> Option<(common::PgSchema, PgStore)> {
+    common::admin().await?;
+    let schema = common::schema();
     let store = PgStore::connect_with(schema.options(), StoreConfig::default()).await.unwrap();
     Some((schema, store))
 }

@@ -9,17 +9,13 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
-use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use atelier_store::{PgConnectOptions, PgStore, SharedStore, SqliteStore, StoreConfig};
+use atelier_store::{PgStore, SharedStore, SqliteStore, StoreConfig};
 use sqlx::{Connection, PgConnection};
 
-pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+pub use atelier_testkit::pg::{database_url, PgSchema};
 
 /// A store under test and what must outlive it (declared first: dropped first).
 pub struct Fixture {
@@ -29,7 +25,7 @@ pub struct Fixture {
 
 enum Guard {
     Sqlite(tempfile::TempDir),
-    Postgres(Schema),
+    Postgres(PgSchema),
 }
 
 pub async fn sqlite(config: StoreConfig) -> Fixture {
@@ -38,15 +34,11 @@ pub async fn sqlite(config: StoreConfig) -> Fixture {
     Fixture { store: Arc::new(store), _guard: Guard::Sqlite(dir) }
 }
 
-pub fn database_url() -> String {
-    std::env::var("ATELIER_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string())
-}
-
 fn postgres_required() -> bool {
     std::env::var("ATELIER_REQUIRE_POSTGRES").is_ok_and(|v| v == "1")
 }
 
-/// A connection for setting up and cleaning up, or `None` (after saying why)
+/// A connection for setting up and checking, or `None` (after saying why)
 /// when PostgreSQL cannot be reached and is not required.
 pub async fn admin() -> Option<PgConnection> {
     let url = database_url();
@@ -61,54 +53,16 @@ pub async fn admin() -> Option<PgConnection> {
     None
 }
 
-/// A fresh schema; dropped (with everything in it) when this is dropped.
-pub struct Schema {
-    pub name: String,
-}
-
-impl Schema {
-    pub async fn create(admin: &mut PgConnection) -> Schema {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let mut hasher = RandomState::new().build_hasher();
-        hasher.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
-        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        hasher.write_u32(std::process::id());
-        let name = format!("t_{:016x}", hasher.finish());
-        sqlx::query(&format!("CREATE SCHEMA {name}")).execute(admin).await.unwrap();
-        Schema { name }
-    }
-
-    /// Connection options whose `search_path` is this schema.
-    pub fn options(&self) -> PgConnectOptions {
-        PgConnectOptions::from_str(&database_url()).unwrap().options([("search_path", self.name.as_str())])
-    }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        // Drop may run on a runtime thread, possibly while panicking: clean up
-        // from a thread of our own, and never fail the test here.
-        let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name);
-        let url = database_url();
-        let cleanup = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
-            rt.block_on(async {
-                if let Ok(mut conn) = PgConnection::connect(&url).await {
-                    let _ = sqlx::query("SET lock_timeout = '10s'").execute(&mut conn).await;
-                    if let Err(e) = sqlx::query(&sql).execute(&mut conn).await {
-                        eprintln!("could not clean up ({sql}): {e}");
-                    }
-                }
-            });
-        });
-        let _ = cleanup.join();
-    }
+/// A fresh schema (dropped with everything in it when this is dropped), once [`admin`]
+/// found PostgreSQL.
+pub fn schema() -> PgSchema {
+    PgSchema::create().expect("PostgreSQL answered a moment ago")
 }
 
 /// A PostgreSQL store in a fresh schema, or `None` when skipped.
 pub async fn postgres(config: StoreConfig) -> Option<Fixture> {
-    let mut admin = admin().await?;
-    let schema = Schema::create(&mut admin).await;
+    admin().await?;
+    let schema = schema();
     let store = PgStore::connect_with(schema.options(), config).await.unwrap();
     Some(Fixture { store: Arc::new(store), _guard: Guard::Postgres(schema) })
 }

@@ -6,18 +6,90 @@
 //! fresh prefix of an S3-compatible bucket: the server at `ATELIER_TEST_S3_ENDPOINT`
 //! (bucket `atelier-test`, created if missing), or else moto's server started for the app.
 //! The interface suites are the same on both.
-#![allow(dead_code)]
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//!
+//! Tests that start processes of their own, time leases or change the environment take
+//! [`exclusive`]; every [`TestApp`] holds a share of the same lock, so those tests run alone.
 
-pub mod pg;
-
-use std::io::Cursor;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use atelier_cli::Config;
 use atelier_tools::Registry;
-use base64::Engine as _;
 use serde_json::{json, Value};
+
+use crate::images::png_base64;
+use crate::moto::MotoServer;
+use crate::pg::PgSchema;
+
+/// Apps share it; a test that must run alone holds it whole. Readers never wait for a writer
+/// that is only waiting (a test may start a second app while a writer waits), so a writer
+/// gets it once no app is left.
+struct Gate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    apps: usize,
+    alone: bool,
+}
+
+static GATE: Gate = Gate { state: Mutex::new(GateState { apps: 0, alone: false }), changed: Condvar::new() };
+
+impl Gate {
+    fn state(&self) -> MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wait<'a>(&self, state: MutexGuard<'a, GateState>) -> MutexGuard<'a, GateState> {
+        self.changed.wait(state).unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Holds the test binary to this test alone until dropped: waits for running apps to stop,
+/// and keeps new ones from starting. For tests that start processes of their own (lease and
+/// crash timings), or change this process's environment.
+pub fn exclusive() -> Alone {
+    let mut state = GATE.state();
+    while state.alone || state.apps > 0 {
+        state = GATE.wait(state);
+    }
+    state.alone = true;
+    Alone(())
+}
+
+/// See [`exclusive`].
+pub struct Alone(());
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        GATE.state().alone = false;
+        GATE.changed.notify_all();
+    }
+}
+
+/// A share of the gate, held by an app while it lives.
+struct Shared(());
+
+fn shared() -> Shared {
+    let mut state = GATE.state();
+    while state.alone {
+        state = GATE.wait(state);
+    }
+    state.apps += 1;
+    Shared(())
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let mut state = GATE.state();
+        state.apps -= 1;
+        if state.apps == 0 {
+            GATE.changed.notify_all();
+        }
+    }
+}
 
 pub struct TestApp {
     pub base: String,
@@ -26,14 +98,16 @@ pub struct TestApp {
     pub running: Option<atelier_cli::Running>,
     pub dir: tempfile::TempDir,
     /// What the PostgreSQL + S3 backend needs to outlive the app (dropped last).
-    backend: Option<Backend>,
+    _backend: Option<Backend>,
+    /// A share of [`exclusive`]'s gate, held while the app lives.
+    _shared: Shared,
 }
 
 /// A fresh PostgreSQL schema (dropped with the app) and, unless an S3 endpoint was
 /// given, the moto server that holds the outputs.
 struct Backend {
-    _schema: pg::PgSchema,
-    _moto: Option<atelier_blob::moto::MotoServer>,
+    _schema: PgSchema,
+    _moto: Option<MotoServer>,
 }
 
 const S3_BUCKET: &str = "atelier-test";
@@ -46,7 +120,7 @@ fn select_backend(config: &mut Config) -> Option<Backend> {
         Ok("postgres-s3") => {}
         Ok(other) => panic!("ATELIER_TEST_BACKEND={other}: expected embedded or postgres-s3"),
     }
-    let schema = pg::PgSchema::create().expect("ATELIER_TEST_BACKEND=postgres-s3 needs PostgreSQL");
+    let schema = PgSchema::create().expect("ATELIER_TEST_BACKEND=postgres-s3 needs PostgreSQL");
     config.database.url = schema.url.clone();
 
     let (endpoint, moto) = match std::env::var("ATELIER_TEST_S3_ENDPOINT") {
@@ -58,7 +132,7 @@ fn select_backend(config: &mut Config) -> Option<Backend> {
             (endpoint, None)
         }
         Err(_) => {
-            let moto = atelier_blob::moto::MotoServer::start(S3_BUCKET)
+            let moto = MotoServer::start(S3_BUCKET)
                 .expect("ATELIER_TEST_BACKEND=postgres-s3 needs moto_server or ATELIER_TEST_S3_ENDPOINT");
             (moto.endpoint.clone(), Some(moto))
         }
@@ -89,6 +163,7 @@ impl TestApp {
     }
 
     pub async fn start_with(tweak: impl FnOnce(&mut Config), tools: Option<Registry>, tokens: i64) -> Self {
+        let shared = shared();
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config(dir.path());
         let backend = select_backend(&mut config);
@@ -97,7 +172,15 @@ impl TestApp {
         let (_, key) = store.create_account("test", tokens).await.unwrap();
         let running = atelier_cli::start(&config, store, tools).await.unwrap();
         let base = format!("http://{}", running.addr);
-        Self { base, key, client: reqwest::Client::new(), running: Some(running), dir, backend }
+        Self {
+            base,
+            key,
+            client: reqwest::Client::new(),
+            running: Some(running),
+            dir,
+            _backend: backend,
+            _shared: shared,
+        }
     }
 
     pub fn store(&self) -> atelier_store::SharedStore {
@@ -172,29 +255,6 @@ impl TestApp {
     pub async fn balance(&self) -> i64 {
         self.get("/api/v2/user/tokens").await.1["tokens"].as_i64().unwrap()
     }
-}
-
-/// A PNG of a disc on a plain background, as base64.
-pub fn png_base64(w: u32, h: u32) -> String {
-    base64::engine::general_purpose::STANDARD.encode(png_bytes(w, h))
-}
-
-pub fn png_bytes(w: u32, h: u32) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(w, h, |x, y| {
-        let (dx, dy) = (x as f32 - w as f32 / 2.0, y as f32 - h as f32 / 2.0);
-        if dx * dx + dy * dy < (w.min(h) as f32 / 3.0).powi(2) {
-            image::Rgb([180, 40, 60])
-        } else {
-            image::Rgb([235, 235, 230])
-        }
-    });
-    let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
-    out.into_inner()
-}
-
-pub fn decode(bytes: &[u8]) -> image::DynamicImage {
-    image::load_from_memory(bytes).unwrap()
 }
 
 /// Fills a sample payload's placeholders with real values.

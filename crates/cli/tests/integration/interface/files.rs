@@ -1,10 +1,6 @@
 //! Output files: caching headers, ranges, retention and the sweeper.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{png_base64, TestApp};
+use super::common::{png_base64, TestApp};
 use serde_json::json;
 
 async fn one_output(app: &TestApp) -> (String, String) {
@@ -73,16 +69,16 @@ async fn expired_outputs_answer_410_and_are_swept() {
     assert!(status["expires_at"].is_string());
 }
 
-/// An image sent inline is kept in the object store, once per account and image, and the run
-/// keeps a reference: the output is what it was (the seed comes from the parameters as
-/// sent), a reference is never accepted from a client, and the image is deleted once every
-/// run that used it was swept.
+/// An image sent inline (over 1 KiB) is kept in the object store, once per account and
+/// image, and the run keeps a reference: the output is what it was (the seed comes from the
+/// parameters as sent), a reference is never accepted from a client, and the image is deleted
+/// once every run that used it was swept. A small one stays in the row.
 #[tokio::test]
 async fn inline_images_are_kept_in_the_object_store_and_swept_with_their_runs() {
     let app = TestApp::start().await;
-    let image = png_base64(40, 30);
-    let body =
-        serde_json::json!({"type": "node", "target": "upscale", "input": {"image": image, "scale": 2}});
+    let image = png_base64(640, 480);
+    assert!(image.len() > 1024, "larger than what stays in the row ({} bytes)", image.len());
+    let body = json!({"type": "node", "target": "upscale", "input": {"image": image, "scale": 2}});
     let first = app.run(&body).await;
     let second = app.run(&body).await;
     let mut outputs = Vec::new();
@@ -104,6 +100,13 @@ async fn inline_images_are_kept_in_the_object_store_and_swept_with_their_runs() 
     let key = reference.strip_prefix("atelier-input:").unwrap();
     assert_eq!(blob.get(key).await.unwrap(), image.as_bytes(), "kept as sent");
 
+    let small = json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}});
+    let kept = app.run(&small).await;
+    let run = store.get_run(account.id, &kept).await.unwrap();
+    let value = run.nodes[0].params["image"].as_str().unwrap().to_string();
+    assert!(!value.starts_with("atelier-input:"), "a small image stays in the row");
+    assert_eq!(blob.list(Some("inputs")).await.unwrap().len(), 1);
+
     // The same image on another installation (other ids) gives the same output.
     let other = TestApp::start().await;
     let id = other.run(&body).await;
@@ -111,7 +114,7 @@ async fn inline_images_are_kept_in_the_object_store_and_swept_with_their_runs() 
     assert_eq!(other.fetch(status["output"][0].as_str().unwrap()).await.2, outputs[0]);
 
     // A client cannot send a reference (here: to the image of another account).
-    let forged = serde_json::json!({"type": "node", "target": "upscale", "input": {"image": reference}});
+    let forged = json!({"type": "node", "target": "upscale", "input": {"image": reference}});
     let (code, answer) = other.post("/api/v3/run", &forged).await;
     assert_eq!((code, answer["error"]["name"].as_str()), (422, Some("InvalidInput")), "{answer}");
 

@@ -1,11 +1,7 @@
 //! Workflows: discovery, templates run from their sample payloads, saving,
 //! validation, variables, overrides, shadowing.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{decode, fill, png_base64, TestApp};
+use super::common::{decode, fill, png_base64, TestApp};
 use serde_json::{json, Value};
 
 #[tokio::test]

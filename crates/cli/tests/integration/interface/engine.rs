@@ -1,18 +1,14 @@
 //! Execution semantics with stub tools: concurrency, failure propagation,
 //! retries, timeouts.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::common::{png_base64, png_bytes, TestApp};
 use atelier_core::tools::ToolId;
 use atelier_tools::{Artifact, Execution, Executor, Registry, ToolError};
 use bytes::Bytes;
-use common::{png_base64, png_bytes, TestApp};
 use serde_json::json;
 use tokio::sync::Barrier;
 

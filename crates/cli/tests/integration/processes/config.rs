@@ -2,8 +2,6 @@
 //! `ATELIER__ENGINE__TOOL_SLOTS__<TOOL>` variables, and refused at start-up
 //! when it names an unknown tool.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeMap;
 use std::process::Command;
 
@@ -15,10 +13,10 @@ fn slots(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
     pairs.iter().map(|&(tool, n)| (tool.to_string(), n)).collect()
 }
 
-// The only test here that changes this process's environment; it sets valid
-// entries only, so a command another test starts meanwhile is unaffected.
+// The only test here that changes this process's environment: it runs alone.
 #[test]
 fn tool_slots_come_from_the_file_and_the_environment() {
+    let _alone = atelier_testkit::service::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("atelier.toml");
     std::fs::write(&file, "[engine.tool_slots]\nvideo = 2\nupscale = 3\n").unwrap();

@@ -77,8 +77,8 @@ impl MotoServer {
     }
 
     /// Settings for this server (test credentials, path style).
-    pub fn settings(&self) -> crate::S3Settings {
-        crate::S3Settings {
+    pub fn settings(&self) -> atelier_blob::S3Settings {
+        atelier_blob::S3Settings {
             endpoint: Some(self.endpoint.clone()),
             region: Some("us-east-1".into()),
             access_key_id: Some("test".into()),

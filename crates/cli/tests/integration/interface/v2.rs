@@ -1,10 +1,6 @@
 //! The v2 interface: per-family run/status and the token balance.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{png_base64, TestApp};
+use super::common::{png_base64, TestApp};
 use serde_json::{json, Value};
 
 async fn wait_v2(app: &TestApp, family: &str, id: &str) -> Value {

@@ -3,17 +3,13 @@
 //! connections; inline images that are too big, malformed or not images; decompression and
 //! animation bombs and format polyglots; API keys in the query string and in the logs.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::common::{png_base64, png_bytes, TestApp};
 use base64::Engine as _;
-use common::{png_base64, png_bytes, TestApp};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -481,7 +477,7 @@ async fn bombs_and_polyglots_fail_their_node_quickly_and_are_never_served_as_pag
     let (_, headers, bytes) = app.fetch(status["output"][0].as_str().unwrap()).await;
     assert_eq!(headers["content-type"], "image/png");
     assert!(!bytes.windows(7).any(|w| w == b"<script"), "the page did not reach the output");
-    assert_eq!(common::decode(&bytes).width(), 32);
+    assert_eq!(super::common::decode(&bytes).width(), 32);
 
     // Copied through by a bypassed node, byte for byte: served as a GIF, never sniffed.
     let flow = json!({"nodes": [{"name": "Up", "tool": "upscale", "mode": "bypassed"}],

@@ -2,13 +2,9 @@
 //! body, concurrent duplicates, refused requests that leave their key free, key validation,
 //! keys per account, and expiry through the janitor.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::sync::Arc;
 
-use common::{png_base64, TestApp};
+use super::common::{png_base64, TestApp};
 use reqwest::header::HeaderValue;
 use serde_json::{json, Value};
 
@@ -95,7 +91,7 @@ async fn a_repeated_request_gets_the_first_answer_and_is_charged_once() {
 
     // A workflow run's answer (with its warnings) is replayed the same way.
     let (_, sample) = app.get("/api/v3/workflow/tryon-upscale").await;
-    let mut workflow = common::fill(&sample["sample_payload"]);
+    let mut workflow = super::common::fill(&sample["sample_payload"]);
     workflow["input"]["Upscale.image"] = json!(png_base64(8, 8));
     let first = run(&app, "order-2", &workflow).await;
     assert_eq!(first.code, 200, "{}", first.text);

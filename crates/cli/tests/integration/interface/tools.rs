@@ -1,11 +1,7 @@
 //! Every tool on the built-in engine produces outputs of the right kind,
 //! count and size, deterministically.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{decode, png_base64, TestApp};
+use super::common::{decode, png_base64, TestApp};
 use serde_json::{json, Value};
 
 async fn outputs(app: &TestApp, tool: &str, input: Value) -> Vec<Vec<u8>> {

@@ -9,22 +9,17 @@
 //! The tests take turns (one cluster at a time): on a two-core machine, clusters running
 //! side by side would starve each other's heartbeats and make lease timing noise.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use atelier_blob::moto::MotoServer;
+use atelier_testkit::moto::MotoServer;
 use futures::StreamExt as _;
 use serde_json::{json, Value};
 
-#[path = "common/pg.rs"]
-mod pg;
-use pg::PgSchema;
+use atelier_testkit::pg::PgSchema;
 
 const BIN: &str = env!("CARGO_BIN_EXE_atelier");
 const BUCKET: &str = "atelier-crash";
@@ -32,9 +27,6 @@ const BUCKET: &str = "atelier-crash";
 const PREFIX: &str = "o";
 /// Tokens of the test account: far more than any test spends.
 const GRANT: i64 = 1_000_000;
-
-/// Held by the cluster of the test that runs.
-static TURN: Mutex<()> = Mutex::new(());
 
 /// One `atelier` process.
 struct Proc {
@@ -79,7 +71,7 @@ struct Cluster {
     rt: tokio::runtime::Runtime,
     http: reqwest::Client,
     moto: MotoServer,
-    _turn: MutexGuard<'static, ()>,
+    _turn: atelier_testkit::service::Alone,
 }
 
 impl Drop for Cluster {
@@ -104,7 +96,8 @@ impl Cluster {
     /// A cluster with no process yet and an account with [`GRANT`] tokens, or `None` (after
     /// saying why) when PostgreSQL or moto is missing and not required.
     fn start(engine: Engine) -> Option<Cluster> {
-        let turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+        // Alone: lease timings need the machine's cores, and only one cluster at a time.
+        let turn = atelier_testkit::service::exclusive();
         let moto = MotoServer::start(BUCKET)?;
         let schema = PgSchema::create()?;
         let settings = [

@@ -1,8 +1,6 @@
 //! The `atelier` binary as an operator runs it: admin commands, and a
 //! kill -9 in the middle of a workflow run.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -10,9 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-#[path = "common/pg.rs"]
-mod pg;
-use pg::PgSchema;
+use atelier_testkit::pg::PgSchema;
 
 const BIN: &str = env!("CARGO_BIN_EXE_atelier");
 
@@ -87,6 +83,7 @@ fn post(url: &str, key: &str, body: &Value) -> Value {
 
 #[test]
 fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
+    let _alone = atelier_testkit::service::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let (ok, out, _) =
         atelier(dir.path(), &["admin", "account", "create", "acme", "--tokens", "5", "--json"]);
@@ -143,6 +140,7 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
 
 #[test]
 fn workflow_import_saves_under_the_flag_the_file_s_name_or_the_file_name_and_says_which() {
+    let _alone = atelier_testkit::service::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let (ok, out, _) =
         atelier(dir.path(), &["admin", "account", "create", "acme", "--tokens", "5", "--json"]);
@@ -246,6 +244,7 @@ fn workflow_import_saves_under_the_flag_the_file_s_name_or_the_file_name_and_say
 
 #[test]
 fn a_run_survives_kill_9_and_completes_once_after_restart() {
+    let _alone = atelier_testkit::service::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let (ok, out, _) =
         atelier(dir.path(), &["admin", "account", "create", "crash", "--tokens", "50", "--json"]);
@@ -314,6 +313,7 @@ fn a_run_survives_kill_9_and_completes_once_after_restart() {
 
 #[test]
 fn allow_private_urls_flag_admits_loopback_image_urls() {
+    let _alone = atelier_testkit::service::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let (_, out, _) = atelier(dir.path(), &["admin", "account", "create", "t", "--tokens", "5", "--json"]);
     let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
@@ -336,7 +336,8 @@ fn allow_private_urls_flag_admits_loopback_image_urls() {
 
 #[test]
 fn serve_keeps_outputs_in_s3_compatible_storage() {
-    let Some(moto) = atelier_blob::moto::MotoServer::start("atelier-e2e") else { return };
+    let _alone = atelier_testkit::service::exclusive();
+    let Some(moto) = atelier_testkit::moto::MotoServer::start("atelier-e2e") else { return };
     let dir = tempfile::tempdir().unwrap();
     let (_, out, _) = atelier(dir.path(), &["admin", "account", "create", "s3", "--tokens", "5", "--json"]);
     let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
@@ -390,6 +391,7 @@ fn serve_keeps_outputs_in_s3_compatible_storage() {
 
 #[test]
 fn api_only_serve_and_a_separate_worker_process_share_the_work() {
+    let _alone = atelier_testkit::service::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let (_, out, _) = atelier(dir.path(), &["admin", "account", "create", "w", "--tokens", "5", "--json"]);
     let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
@@ -450,9 +452,10 @@ fn api_only_serve_and_a_separate_worker_process_share_the_work() {
 
 #[test]
 fn api_and_two_workers_on_postgres_and_s3_complete_every_run_once() {
+    let _alone = atelier_testkit::service::exclusive();
     let Some(schema) = PgSchema::create() else { return };
     let db = schema.url.clone();
-    let Some(moto) = atelier_blob::moto::MotoServer::start("atelier-scale") else { return };
+    let Some(moto) = atelier_testkit::moto::MotoServer::start("atelier-scale") else { return };
     let dir = tempfile::tempdir().unwrap();
     let flags = ["--database-url", db.as_str(), "--storage-url", "s3://atelier-scale/o"];
     let env = [
@@ -567,9 +570,10 @@ fn psql_count(db: &str, table: &str) -> i64 {
 
 #[test]
 fn migrate_data_moves_an_embedded_installation_to_postgres_and_s3() {
+    let _alone = atelier_testkit::service::exclusive();
     let Some(schema) = PgSchema::create() else { return };
     let db = schema.url.clone();
-    let Some(moto) = atelier_blob::moto::MotoServer::start("atelier-move") else { return };
+    let Some(moto) = atelier_testkit::moto::MotoServer::start("atelier-move") else { return };
     let embedded = tempfile::tempdir().unwrap();
     let (ok, out, err) =
         atelier(embedded.path(), &["admin", "account", "create", "shop", "--tokens", "40", "--json"]);
@@ -636,13 +640,11 @@ fn migrate_data_moves_an_embedded_installation_to_postgres_and_s3() {
     assert_eq!(tables["ledger"], 7);
     assert_eq!(summary["ledger"]["balance"], balance);
     assert_eq!((&summary["ledger"]["granted"], &summary["ledger"]["charged"]), (&json!(40), &json!(6)));
-    // The five outputs, and the inline image both runs sent, kept once as a stored input.
-    let bytes: usize = files.iter().map(|(_, body)| body.len()).sum::<usize>() + image.len();
+    let bytes: usize = files.iter().map(|(_, body)| body.len()).sum();
     assert_eq!(
         summary["objects"],
-        json!({"count": 6, "bytes": bytes, "copied": 6, "already_present": 0, "in_place": false})
+        json!({"count": 5, "bytes": bytes, "copied": 5, "already_present": 0, "in_place": false})
     );
-    assert_eq!((&tables["inputs"], &tables["run_inputs"]), (&json!(1), &json!(2)));
     assert_eq!(summary["database"], db);
     assert_eq!(summary["storage"], "s3://atelier-move/prod");
     assert_eq!(summary["requeued_tasks"], 0);
@@ -685,6 +687,7 @@ fn migrate_data_moves_an_embedded_installation_to_postgres_and_s3() {
 
 #[test]
 fn migrate_data_refuses_a_missing_source_a_sqlite_target_unreachable_storage_and_a_non_empty_target() {
+    let _alone = atelier_testkit::service::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("embedded");
     let from = source.to_str().unwrap();
@@ -781,6 +784,7 @@ fn migrate_data_refuses_a_missing_source_a_sqlite_target_unreachable_storage_and
 /// keeps working on both.
 #[test]
 fn revoking_a_key_takes_effect_at_once_on_every_api_process() {
+    let _alone = atelier_testkit::service::exclusive();
     let Some(schema) = PgSchema::create() else { return };
     let db = schema.url.clone();
     let dir = tempfile::tempdir().unwrap();

@@ -1,10 +1,6 @@
 //! The v3 interface, driven over HTTP.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{decode, png_base64, TestApp};
+use super::common::{decode, png_base64, TestApp};
 use serde_json::{json, Value};
 
 fn upscale(scale: u32) -> Value {
@@ -184,7 +180,7 @@ async fn private_image_urls_are_refused_by_default() {
 
 #[tokio::test]
 async fn private_image_urls_are_fetched_when_allowed() {
-    let png = common::png_bytes(20, 10);
+    let png = super::common::png_bytes(20, 10);
     let server =
         axum::Router::new().route("/img.png", axum::routing::get(move || async move { png.clone() }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

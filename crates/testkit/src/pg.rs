@@ -6,6 +6,17 @@
 //! unless `ATELIER_REQUIRE_POSTGRES=1` (CI), where that is a panic.
 
 use std::process::Command;
+use std::str::FromStr;
+
+use atelier_store::PgConnectOptions;
+use rand::Rng;
+
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// `ATELIER_TEST_DATABASE_URL`, or the default.
+pub fn database_url() -> String {
+    std::env::var("ATELIER_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string())
+}
 
 pub struct PgSchema {
     pub name: String,
@@ -17,9 +28,8 @@ pub struct PgSchema {
 
 impl PgSchema {
     pub fn create() -> Option<PgSchema> {
-        let admin_url = std::env::var("ATELIER_TEST_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-        let name = format!("t_{}", &atelier_core::ids::generation_id()[4..16].to_lowercase());
+        let admin_url = database_url();
+        let name = format!("t_{:016x}", rand::thread_rng().gen::<u64>());
         let created = Command::new("psql")
             .args([admin_url.as_str(), "-v", "ON_ERROR_STOP=1", "-qc", &format!("CREATE SCHEMA {name}")])
             .output();
@@ -35,6 +45,13 @@ impl PgSchema {
         let sep = if admin_url.contains('?') { '&' } else { '?' };
         let url = format!("{admin_url}{sep}options=-c%20search_path%3D{name}");
         Some(PgSchema { name, admin_url, url })
+    }
+
+    /// Connection options whose `search_path` is this schema.
+    pub fn options(&self) -> PgConnectOptions {
+        PgConnectOptions::from_str(&self.admin_url)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.admin_url))
+            .options([("search_path", self.name.as_str())])
     }
 }
 

@@ -2,14 +2,10 @@
 //! the `RateLimit-*` headers), the hard cap on an account's unfinished runs (429
 //! `ConcurrencyLimited`), and the soft cap and fair order of claims.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::time::{Duration, Instant};
 
+use super::common::{png_base64, TestApp};
 use atelier_cli::Config;
-use common::{png_base64, TestApp};
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 

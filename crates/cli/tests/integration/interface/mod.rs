@@ -1,0 +1,17 @@
+//! The HTTP interface suites (see the binary's documentation).
+
+mod api_v3;
+mod engine;
+mod files;
+mod idempotency;
+mod limits;
+mod security;
+mod tools;
+mod v2;
+mod workflows;
+
+/// What every suite uses: the test service and the image fixtures.
+mod common {
+    pub use atelier_testkit::images::{decode, png_base64, png_bytes};
+    pub use atelier_testkit::service::{fill, TestApp};
+}

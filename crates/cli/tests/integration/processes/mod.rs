@@ -1,0 +1,5 @@
+//! Tests that run the `atelier` binary itself (see the binary's documentation).
+
+mod config;
+mod crash;
+mod process;

@@ -1,0 +1,19 @@
+//! Test support shared by the crates' test suites (a development dependency only):
+//! - [`moto`]: moto's S3-compatible server on a free port;
+//! - [`pg`]: a fresh PostgreSQL schema per test;
+//! - [`images`]: image fixtures;
+//! - [`service`] (feature `service`): the whole program on either backend, driven over HTTP
+//!   as a client would ([`service::TestApp`]), and the lock that keeps tests which start their
+//!   own processes or change the environment apart from the others ([`service::exclusive`]).
+//!
+//! Skips and failures: a test that needs PostgreSQL or moto says "skipped: …" and passes
+//! when it is missing, unless `ATELIER_REQUIRE_POSTGRES=1` / `ATELIER_REQUIRE_S3=1` (CI),
+//! where that is a failure.
+
+#![allow(clippy::unwrap_used)]
+
+pub mod images;
+pub mod moto;
+pub mod pg;
+#[cfg(feature = "service")]
+pub mod service;

@@ -3,6 +3,7 @@
 of a workflow, and the peak memory of one running task.
 
     bench/growth.py [--quick] [--no-build] [--json PATH] [--plot PATH] [--repeats N]
+    bench/growth.py --accept-only [--no-build] [--json PATH]   (accepting a run's memory alone)
 
 Everything goes through the service: the release binary, `atelier serve` on the embedded
 store (SQLite + local disk) with one worker slot (ATELIER__ENGINE__WORKERS=1), a client on
@@ -424,7 +425,11 @@ def main():
     parser.add_argument("--plot", metavar="PATH", default=os.path.join(benchlib.ROOT, "docs", "bench-growth.png"),
                         help="where to write the plot (default docs/bench-growth.png)")
     parser.add_argument("--repeats", type=int, help="timed runs per point (default 3, 2 with --quick)")
+    parser.add_argument("--accept-only", action="store_true",
+                        help="only the memory of accepting a run, at every image size (about a minute)")
     args = parser.parse_args()
+    if args.accept_only:
+        return accept_only(args)
     repeats = args.repeats or (2 if args.quick else 3)
     sizes = SIZES[:3] if args.quick else SIZES
     counts = NODES[:2] if args.quick else NODES
@@ -450,6 +455,34 @@ def main():
     elapsed = time.monotonic() - started
 
     rows = report(args, sizes, counts, repeats, images, timing, memory, wf_time, wf_mem, elapsed)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+def accept_only(args):
+    """Peak memory of accepting a run (API-only server), at every size, against the target."""
+    if not args.no_build:
+        benchlib.build()
+    ensure_numpy()
+    images = Images()
+    print("### Accepting a run: peak memory against the request body\n")
+    print(f"Command: `bench/growth.py --accept-only{' --no-build' if args.no_build else ''}`. "
+          f"Machine: {benchlib.machine()}; run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
+          "A fresh API-only server per point; peak VmHWM − idle VmRSS once `POST /api/v3/run` (an `upscale` "
+          f"of the PNG as base64) has answered. Target: ≤ {ACCEPT_TARGET:g}× the request body.\n")
+    print("| input | request body | POST answered in | peak − idle | ÷ request body |")
+    print("|---|---:|---:|---:|---:|")
+    rows = []
+    for mp, w, h in SIZES:
+        image, _ = images.get(w, h)
+        m = submit_memory(node_body(TOOLS[0], image))
+        body = len(image) / 2**20
+        rise = (m["peak"] - m["idle"]) / 1024
+        print(f"| {w}x{h} ({fmt_mp(mp)}) | {body:.1f} MiB | {m['seconds'] * 1e3:.0f} ms "
+              f"| {rise:.1f} MiB{'' if m['ok'] else ' (refused)'} | {rise / body:.1f} |")
+        rows.append(row(f"accepting a run, {fmt_mp(mp)} image: peak - idle memory / request body", rise / body,
+                        "x", f"<= {ACCEPT_TARGET:g}", rise / body <= ACCEPT_TARGET))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use atelier_core::time::Micros;
 
-use crate::sql::{args, to_json, Conn};
+use crate::sql::{args, to_json, Arg, Conn};
 use crate::statements::{INSERT_TASK, LOAD_NODES, NODE_SUCCEEDED, QUEUE_NODE};
 use crate::task::ClaimRow;
 use crate::{NewRun, NodeRecord, Result, RunRecord, StoreConfig};
@@ -52,6 +52,18 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn commit(tx: Self::Tx) -> impl Future<Output = Result<()>> + Send;
 
     fn read(&self) -> impl Future<Output = Result<Self::Read<'_>>> + Send;
+
+    /// Runs one write statement on its own; how many rows it changed. By default in a
+    /// transaction of its own (SQLite: the one writer, taken in turn); PostgreSQL runs it on a
+    /// pooled connection in one round trip.
+    fn execute_alone(&self, sql: &str, args: &[Arg<'_>]) -> impl Future<Output = Result<u64>> + Send {
+        async move {
+            let mut tx = self.begin().await?;
+            let changed = tx.execute(sql, args).await?;
+            Self::commit(tx).await?;
+            Ok(changed)
+        }
+    }
 
     /// Locks run `run_id`'s row until the transaction ends: the first lock every write that
     /// advances or ends a run takes.

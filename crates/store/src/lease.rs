@@ -43,10 +43,7 @@ impl<B: Backend> TaskQueue for B {
 
     async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {
         let until = time::after(now_micros(), lease);
-        let mut tx = self.begin().await?;
-        let extended = tx.execute(&HEARTBEAT, args![until, task.task_id, task.epoch]).await?;
-        B::commit(tx).await?;
-        Ok(extended == 1)
+        Ok(self.execute_alone(&HEARTBEAT, args![until, task.task_id, task.epoch]).await? == 1)
     }
 
     async fn complete(&self, task: &ClaimedTask, outcome: Outcome) -> Result<bool> {

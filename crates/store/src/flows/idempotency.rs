@@ -52,10 +52,7 @@ impl<B: Backend> IdempotencyKeys for B {
     }
 
     async fn release_idempotency_key(&self, account_id: i64, key: &str, run_id: &str) -> Result<bool> {
-        let mut tx = self.begin().await?;
-        let released = tx.execute(RELEASE_IDEMPOTENCY_KEY, args![account_id, key, run_id]).await?;
-        B::commit(tx).await?;
-        Ok(released > 0)
+        Ok(self.execute_alone(RELEASE_IDEMPOTENCY_KEY, args![account_id, key, run_id]).await? > 0)
     }
 
     async fn idempotency_record(&self, account_id: i64, key: &str) -> Result<Option<IdempotencyRecord>> {
@@ -63,16 +60,11 @@ impl<B: Backend> IdempotencyKeys for B {
     }
 
     async fn delete_expired_idempotency_keys(&self, now: Micros, limit: i64) -> Result<u64> {
-        let mut tx = self.begin().await?;
-        let deleted = tx.execute(DELETE_EXPIRED_IDEMPOTENCY_KEYS, args![now, limit]).await?;
-        B::commit(tx).await?;
-        Ok(deleted)
+        self.execute_alone(DELETE_EXPIRED_IDEMPOTENCY_KEYS, args![now, limit]).await
     }
 
     async fn set_idempotency_expiry(&self, account_id: i64, key: &str, expires_at: Micros) -> Result<()> {
-        let mut tx = self.begin().await?;
-        let changed = tx.execute(SET_IDEMPOTENCY_EXPIRY, args![expires_at, account_id, key]).await?;
-        B::commit(tx).await?;
+        let changed = self.execute_alone(SET_IDEMPOTENCY_EXPIRY, args![expires_at, account_id, key]).await?;
         if changed == 0 {
             return Err(StoreError::NotFound);
         }

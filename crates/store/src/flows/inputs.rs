@@ -31,9 +31,6 @@ impl<B: Backend> InputFiles for B {
     }
 
     async fn delete_input(&self, id: i64, before: Micros) -> Result<bool> {
-        let mut tx = self.begin().await?;
-        let deleted = tx.execute(&DELETE_UNUSED_INPUT, args![id, before]).await?;
-        B::commit(tx).await?;
-        Ok(deleted == 1)
+        Ok(self.execute_alone(&DELETE_UNUSED_INPUT, args![id, before]).await? == 1)
     }
 }

@@ -99,15 +99,11 @@ impl<B: Backend> Runs for B {
     }
 
     async fn mark_swept(&self, run_id: &str) -> Result<()> {
-        let mut tx = self.begin().await?;
-        tx.execute(MARK_SWEPT, args![run_id]).await?;
-        B::commit(tx).await
+        self.execute_alone(MARK_SWEPT, args![run_id]).await.map(drop)
     }
 
     async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()> {
-        let mut tx = self.begin().await?;
-        tx.execute(SET_EXPIRY, args![expires_at, run_id]).await?;
-        B::commit(tx).await
+        self.execute_alone(SET_EXPIRY, args![expires_at, run_id]).await.map(drop)
     }
 }
 

@@ -20,10 +20,7 @@ impl<B: Backend> Workflows for B {
     }
 
     async fn delete_workflow(&self, account: i64, name: &str) -> Result<()> {
-        let mut tx = self.begin().await?;
-        let deleted = tx.execute(DELETE_WORKFLOW, args![account, name]).await?;
-        B::commit(tx).await?;
-        if deleted == 0 {
+        if self.execute_alone(DELETE_WORKFLOW, args![account, name]).await? == 0 {
             return Err(StoreError::NotFound);
         }
         Ok(())

@@ -243,6 +243,10 @@ impl Backend for PgStore {
         Ok(self.pool.acquire().await?)
     }
 
+    async fn execute_alone(&self, sql: &str, args: &[crate::sql::Arg<'_>]) -> Result<u64> {
+        self.read().await?.execute(sql, args).await
+    }
+
     async fn lock_run(conn: &mut PgConnection, run_id: &str) -> Result<()> {
         conn.execute("SELECT 1 FROM runs WHERE id = $1 FOR NO KEY UPDATE", args![run_id]).await?;
         Ok(())

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::dag::{self, Node as _};
-use crate::params::ParamType;
 use crate::params::Params;
 use crate::tools::{self, Prices, ToolSpec, OUTPUT};
 use crate::workflow::{split_key, Mode, WorkflowDef};
@@ -86,8 +85,8 @@ impl dag::Node for PlanNode {
 }
 
 /// Whether the input `key` of a run of `tool` feeds an image parameter.
-pub fn node_image_input(tool: &ToolSpec, key: &str) -> bool {
-    tool.param(key).is_some_and(|p| p.ty == ParamType::Image)
+pub fn node_image_input(tool: &'static ToolSpec, key: &str) -> bool {
+    tool.image_params().any(|p| p.name == key)
 }
 
 /// Whether the input `key` of a run of workflow `def` feeds image parameters only: a

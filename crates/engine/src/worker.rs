@@ -1,5 +1,6 @@
 //! The dispatcher and the execution of one task.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -263,7 +264,14 @@ async fn publish(
 /// The node with every stored-input reference in its parameters replaced by the value as it
 /// was sent (`atelier_api`'s inline images): the node runs on, and derives its seed from,
 /// its parameters as sent.
-async fn with_stored_inputs(engine: &Engine, node: &NodeRecord) -> Result<NodeRecord, Failure> {
+async fn with_stored_inputs<'a>(
+    engine: &Engine,
+    node: &'a NodeRecord,
+) -> Result<Cow<'a, NodeRecord>, Failure> {
+    let stored = |v: &Value| v.as_str().and_then(stored_input_key).is_some();
+    if !node.params.values().any(stored) {
+        return Ok(Cow::Borrowed(node));
+    }
     let mut node = node.clone();
     for value in node.params.values_mut() {
         let Value::String(text) = value else { continue };
@@ -276,7 +284,7 @@ async fn with_stored_inputs(engine: &Engine, node: &NodeRecord) -> Result<NodeRe
         })?;
         *value = Value::String(sent);
     }
-    Ok(node)
+    Ok(Cow::Owned(node))
 }
 
 /// The `seed` parameter, or one derived from the parameters, so that the

@@ -115,5 +115,5 @@ pub(crate) fn decide(found: &IdempotencyRecord, claim: &IdempotencyClaim<'_>, no
 
 /// When a record claimed at `now` expires.
 pub(crate) fn record_expiry(now: Micros, claim: &IdempotencyClaim<'_>) -> Micros {
-    time::after(now, claim.ttl)
+    crate::rules::expiry(now, claim.ttl)
 }

@@ -138,14 +138,16 @@ class Atelier:
     """A running Atelier with one account (`key`) and its base URL (`base`).
 
     backend: "embedded" (SQLite + local disk, one `serve` with its workers) or "postgres"
-    (PostgreSQL + moto's S3 server). With `api_only`, `serve --no-workers` is started and
+    (PostgreSQL + moto's S3 server; with `storage="local"`, PostgreSQL + the data directory,
+    which every process started here shares). With `api_only`, `serve --no-workers` is started and
     `worker_processes` separate `atelier worker` processes with `workers` slots each.
     `env` adds ATELIER__* settings (strings); request rate limits are off unless set there.
     """
 
     def __init__(self, backend="embedded", workers=2, api_only=False, worker_processes=0, env=None,
-                 tokens=10_000_000, log="warn"):
+                 tokens=10_000_000, log="warn", storage="s3"):
         self.backend = backend
+        self.storage = storage
         self.workers = workers
         self.api_only = api_only
         self.worker_processes = worker_processes
@@ -164,14 +166,18 @@ class Atelier:
         self.flags = ["--data-dir", self.data]
         try:
             if self.backend == "postgres":
-                self.moto, endpoint = start_moto()
                 self.schema = f"bench_{os.getpid()}_{int(time.time() * 1000) % 10**9}"
                 psql(f"CREATE SCHEMA {self.schema}")
                 sep = "&" if "?" in DATABASE else "?"
                 self.database_url = f"{DATABASE}{sep}options=-c%20search_path%3D{self.schema}"
-                self.flags += ["--database-url", self.database_url, "--storage-url", f"s3://{BUCKET}/{self.schema}"]
-                self.env.update(ATELIER__STORAGE__S3__ENDPOINT=endpoint, ATELIER__STORAGE__S3__ACCESS_KEY_ID="test",
-                                ATELIER__STORAGE__S3__SECRET_ACCESS_KEY="test")
+                self.flags += ["--database-url", self.database_url]
+                if self.storage == "s3":
+                    self.moto, endpoint = start_moto()
+                    self.flags += ["--storage-url", f"s3://{BUCKET}/{self.schema}"]
+                    self.env.update(ATELIER__STORAGE__S3__ENDPOINT=endpoint, ATELIER__STORAGE__S3__ACCESS_KEY_ID="test",
+                                    ATELIER__STORAGE__S3__SECRET_ACCESS_KEY="test")
+                elif self.storage != "local":
+                    raise ValueError(f"unknown storage {self.storage!r}")
             elif self.backend != "embedded":
                 raise ValueError(f"unknown backend {self.backend!r}")
             self.env.update(self.extra_env)

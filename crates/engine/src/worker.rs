@@ -27,7 +27,9 @@ use crate::Engine;
 /// Two bounds hold at once: `slots` nodes in all, and `tool_slots` nodes of
 /// each listed tool. A claim names the tools whose slots are full, so the
 /// store hands out only work this process can start now and leaves the rest
-/// to other workers.
+/// to other workers. Without per-tool slots, one claim fills every free slot
+/// (`TaskQueue::claim_batch`); with them, a claim takes one task, so that the
+/// next claim knows which tools are full.
 pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
     let slots = Arc::new(Semaphore::new(engine.config.slots.max(1)));
     let tool_slots = ToolSlots::new(engine.config.tool_slots.clone());
@@ -37,32 +39,43 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
     let mut running = tokio::task::JoinSet::new();
     loop {
         // `biased`: once shutdown is signalled, no branch that leads to a claim is taken.
-        let permit = tokio::select! {
+        let first = tokio::select! {
             biased;
             _ = shutdown.cancelled() => break,
             permit = slots.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => break },
         };
+        let mut permits = vec![first];
+        if engine.config.tool_slots.is_empty() {
+            while let Ok(more) = slots.clone().try_acquire_owned() {
+                permits.push(more);
+            }
+        }
         let skip = tool_slots.full();
-        match engine.store.claim(&engine.worker_id, engine.config.lease, &skip).await {
-            Ok(Some(task)) if shutdown.is_cancelled() => {
-                // Claimed while shutdown began: give it back at once, without an attempt.
-                if let Err(e) = engine.store.release(&task).await {
-                    warn!(error = %e, "releasing a task at shutdown failed; its lease will expire");
+        match engine.store.claim_batch(&engine.worker_id, engine.config.lease, &skip, permits.len()).await {
+            Ok(tasks) if shutdown.is_cancelled() => {
+                // Claimed while shutdown began: give them back at once, without an attempt.
+                for task in &tasks {
+                    if let Err(e) = engine.store.release(task).await {
+                        warn!(error = %e, "releasing a task at shutdown failed; its lease will expire");
+                    }
                 }
                 break;
             }
-            Ok(Some(task)) => {
-                let tool_permit = tool_slots.take(&task.node.tool);
-                let engine = engine.clone();
-                let shutdown = shutdown.clone();
-                running.spawn(async move {
-                    execute(&engine, task, shutdown).await;
-                    drop(tool_permit);
-                    drop(permit);
-                });
+            Ok(tasks) if !tasks.is_empty() => {
+                // Slots beyond the tasks claimed are given back as `permits` drops.
+                for (task, permit) in tasks.into_iter().zip(permits.drain(..)) {
+                    let tool_permit = tool_slots.take(&task.node.tool);
+                    let engine = engine.clone();
+                    let shutdown = shutdown.clone();
+                    running.spawn(async move {
+                        execute(&engine, task, shutdown).await;
+                        drop(tool_permit);
+                        drop(permit);
+                    });
+                }
             }
-            Ok(None) => {
-                drop(permit);
+            Ok(_) => {
+                drop(permits);
                 // With tools skipped, a slot given back may make queued work claimable.
                 let some_skipped = !skip.is_empty();
                 tokio::select! {
@@ -74,7 +87,7 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
                 }
             }
             Err(e) => {
-                drop(permit);
+                drop(permits);
                 warn!(error = %e, "claiming a task failed");
                 tokio::time::sleep(engine.config.poll).await;
             }

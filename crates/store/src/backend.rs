@@ -23,9 +23,10 @@ use std::time::Duration;
 use atelier_core::time::Micros;
 
 use crate::sql::{args, to_json, Arg, Conn};
-use crate::statements::{INSERT_TASK, LOAD_NODES, NODE_SUCCEEDED, QUEUE_NODE};
+use crate::run::NodeState;
+use crate::statements::{INSERT_TASK, LOAD_NODE_STATES, NODE_SUCCEEDED, QUEUE_NODE};
 use crate::task::ClaimRow;
-use crate::{NewRun, NodeRecord, Result, RunRecord, StoreConfig};
+use crate::{NewRun, Result, RunRecord, StoreConfig};
 
 pub(crate) trait Backend: Send + Sync + 'static {
     type Conn: Conn + Send;
@@ -44,6 +45,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// soonest first. Per backend so that each uses its partial index (`WHERE swept = 0` on
     /// SQLite, `WHERE NOT swept` on PostgreSQL).
     const EXPIRED_RUNS: &'static str;
+
+    /// The nodes a claimed task needs, `$1` run and `$2` node: the node itself and the nodes
+    /// its links name (whose outputs it reads), as `nodes` rows. Per backend for the JSON
+    /// function that lists the links.
+    const CLAIMED_NODES: &'static str;
 
     fn settings(&self) -> &StoreConfig;
 
@@ -105,18 +111,18 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// A run with its nodes as `Runs::get_run` documents; `NotFound` for another account's.
     fn read_run(&self, account_id: i64, run_id: &str) -> impl Future<Output = Result<RunRecord>> + Send;
 
-    /// Marks node `node` of `run_id` succeeded with `outputs` and reads the run's nodes after
-    /// the update.
+    /// Marks node `node` of `run_id` succeeded with `outputs` and reads the run's node states
+    /// after the update.
     fn succeed_node(
         conn: &mut Self::Conn,
         run_id: &str,
         node: &str,
         outputs: &[String],
         now: Micros,
-    ) -> impl Future<Output = Result<Vec<NodeRecord>>> + Send {
+    ) -> impl Future<Output = Result<Vec<NodeState>>> + Send {
         async move {
             conn.execute(&NODE_SUCCEEDED, args![to_json(&outputs).as_str(), now, run_id, node]).await?;
-            conn.fetch_all(LOAD_NODES, args![run_id]).await
+            conn.fetch_all(LOAD_NODE_STATES, args![run_id]).await
         }
     }
 

@@ -1,7 +1,8 @@
 //! The leased task queue: claim, heartbeat, completion, release and the rescue of expired
 //! leases.
 //!
-//! A task is claimed with one guarded `UPDATE` that bumps its lease epoch; the worker extends
+//! A task is claimed with one guarded `UPDATE` that bumps its lease epoch (a worker with
+//! several free slots claims as many tasks in one transaction); the worker extends
 //! its lease by heartbeat and completes with a write that names the epoch it claimed.
 //! Cancellation, rescue and shutdown release all bump the epoch too, so a stale worker's
 //! completion matches no row and changes nothing. Completing a task hands the node's result
@@ -29,16 +30,31 @@ use crate::{ClaimedTask, NodeRecord, Outcome, Result, TaskQueue};
 
 #[async_trait]
 impl<B: Backend> TaskQueue for B {
-    async fn claim(&self, worker: &str, lease: Duration, skip_tools: &[&str]) -> Result<Option<ClaimedTask>> {
+    async fn claim_batch(
+        &self,
+        worker: &str,
+        lease: Duration,
+        skip_tools: &[&str],
+        limit: usize,
+    ) -> Result<Vec<ClaimedTask>> {
         let now = now_micros();
         let mut tx = self.begin().await?;
-        let Some(claimed) = self.claim_row(&mut tx, worker, lease, skip_tools, now).await? else {
-            B::commit(tx).await?;
-            return Ok(None);
-        };
-        let nodes: Vec<NodeRecord> = tx.fetch_all(LOAD_NODES, args![&claimed.run_id]).await?;
+        // One claim after another in one transaction: each sees the ones before it, so the
+        // order across accounts is the same as that of separate claims.
+        let mut claimed = Vec::new();
+        while claimed.len() < limit {
+            match self.claim_row(&mut tx, worker, lease, skip_tools, now).await? {
+                Some(row) => claimed.push(row),
+                None => break,
+            }
+        }
+        let mut tasks = Vec::with_capacity(claimed.len());
+        for row in claimed {
+            let nodes: Vec<NodeRecord> = tx.fetch_all(B::CLAIMED_NODES, args![&row.run_id, &row.node]).await?;
+            tasks.push(row.into_task(&nodes)?);
+        }
         B::commit(tx).await?;
-        claimed.into_task(&nodes).map(Some)
+        Ok(tasks)
     }
 
     async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {

@@ -1,6 +1,7 @@
 //! Rows decoded into records, the same on both backends: both schemas keep JSON in text
 //! columns, integers in 64-bit columns and flags as booleans (SQLite's 0/1 read as such).
 
+use crate::run::NodeState;
 use crate::sql::{json_col, parse_text, FromRow, RowRead};
 use crate::{
     Account, IdempotencyRecord, NodeRecord, Result, RunRecord, RunSummary, StoreError, StoredAnswer,
@@ -29,6 +30,17 @@ pub(crate) fn node_record(row: &dyn RowRead, [status, outputs, error]: [&str; 3]
         outputs: row.opt_text(outputs)?.map(|s| json_col(s, "node outputs")).transpose()?.unwrap_or_default(),
         error: row.opt_text(error)?.map(|s| json_col(s, "node error")).transpose()?,
     })
+}
+
+impl FromRow for NodeState {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(NodeState {
+            name: row.text("name")?.to_owned(),
+            links: json_col(row.text("links")?, "node links")?,
+            status: parse_text(row.text("status")?)?,
+            error: row.opt_text("error")?.map(|s| json_col(s, "node error")).transpose()?,
+        })
+    }
 }
 
 /// A `runs` row, without its nodes.

@@ -106,9 +106,39 @@ impl dag::RunNode for NodeRecord {
     }
 }
 
-impl NodeRecord {
+/// What advancing a run reads of its nodes: the DAG and each node's state, not the
+/// parameters (a wide run's completion reads every node, so this row is kept small).
+#[derive(Debug, Clone)]
+pub(crate) struct NodeState {
+    pub name: String,
+    pub links: IndexMap<String, String>,
+    pub status: NodeStatus,
+    pub error: Option<NodeError>,
+}
+
+impl dag::Node for NodeState {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn sources(&self) -> impl Iterator<Item = &str> {
+        self.links.values().map(String::as_str)
+    }
+}
+
+impl dag::RunNode for NodeState {
+    fn status(&self) -> NodeStatus {
+        self.status
+    }
+
+    fn error(&self) -> Option<&NodeError> {
+        self.error.as_ref()
+    }
+}
+
+impl NodeState {
     /// Applies what a success wrote: `children` are queued.
-    pub(crate) fn mark_queued(nodes: &mut [NodeRecord], children: &[String]) {
+    pub(crate) fn mark_queued(nodes: &mut [NodeState], children: &[String]) {
         for node in nodes.iter_mut().filter(|n| children.contains(&n.name)) {
             node.status = NodeStatus::Queued;
         }
@@ -116,7 +146,7 @@ impl NodeRecord {
 
     /// Applies what a failure wrote: the nodes in `doomed` that were still waiting are skipped
     /// with `error`.
-    pub(crate) fn mark_skipped(nodes: &mut [NodeRecord], doomed: &[String], error: &NodeError) {
+    pub(crate) fn mark_skipped(nodes: &mut [NodeState], doomed: &[String], error: &NodeError) {
         for node in nodes.iter_mut().filter(|n| NodeStatus::WAITING.contains(&n.status)) {
             if doomed.contains(&node.name) {
                 node.status = NodeStatus::Skipped;

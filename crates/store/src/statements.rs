@@ -89,7 +89,9 @@ pub(crate) const SET_CHARGED: &str = "UPDATE runs SET charged = $1 WHERE id = $2
 pub(crate) const RUN_EXPIRY: &str = "SELECT expires_at FROM runs WHERE id = $1";
 pub(crate) const MARK_SWEPT: &str = "UPDATE runs SET swept = TRUE WHERE id = $1";
 pub(crate) const SET_EXPIRY: &str = "UPDATE runs SET expires_at = $1 WHERE id = $2";
-pub(crate) const LOAD_NODES: &str = "SELECT * FROM nodes WHERE run_id = $1 ORDER BY position";
+/// What advancing run `$1` reads of its nodes ([`crate::run::NodeState`]), in order.
+pub(crate) const LOAD_NODE_STATES: &str =
+    "SELECT name, links, status, error FROM nodes WHERE run_id = $1 ORDER BY position";
 
 // Advancing a run.
 
@@ -121,12 +123,6 @@ pub(crate) static INSERT_TASK: Sql = sql!(
     "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
      VALUES ($1, $2, $3, '{}', $4, $5, $5)",
     TaskState::Available
-);
-/// After a claim: node `$3` of run `$2` runs from `$1`.
-pub(crate) static NODE_STARTED: Sql = sql!(
-    "UPDATE nodes SET status = '{running}', started_at = $1 WHERE run_id = $2 AND name = $3 AND status = '{queued}'",
-    running = NodeStatus::Running,
-    queued = NodeStatus::Queued
 );
 
 // The lease queue. A task's `errors` is a JSON array kept as compact text; an attempt's entry

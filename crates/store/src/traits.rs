@@ -131,7 +131,19 @@ pub trait TaskQueue: Send + Sync {
     /// for other claims; they do not hold back the tasks behind them. With
     /// `StoreConfig::max_running_nodes`, tasks of an account running that many nodes are
     /// passed over the same way.
-    async fn claim(&self, worker: &str, lease: Duration, skip_tools: &[&str]) -> Result<Option<ClaimedTask>>;
+    async fn claim(&self, worker: &str, lease: Duration, skip_tools: &[&str]) -> Result<Option<ClaimedTask>> {
+        Ok(self.claim_batch(worker, lease, skip_tools, 1).await?.pop())
+    }
+    /// Up to `limit` claims as [`TaskQueue::claim`] makes them, one after another, in one
+    /// transaction: a worker with several free slots fills them in one round of the queue.
+    /// Fewer (or none) when fewer tasks are available.
+    async fn claim_batch(
+        &self,
+        worker: &str,
+        lease: Duration,
+        skip_tools: &[&str],
+        limit: usize,
+    ) -> Result<Vec<ClaimedTask>>;
     /// Extends a lease. `false` means the claim is gone (canceled, rescued,
     /// or the run ended): the worker must stop and not complete.
     async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool>;

@@ -76,6 +76,7 @@ backend_tests! {
     concurrent_workflows_of_several_accounts_are_each_written_whole(StoreConfig::default());
     a_run_that_cannot_be_written_fails_alone_among_concurrent_submissions(StoreConfig::default());
     claims_are_fair_across_accounts(StoreConfig::default());
+    a_batch_claim_takes_turns_across_accounts_and_reads_each_node_whole(StoreConfig::default());
     claims_skip_the_tools_they_are_told_to_and_take_the_rest(StoreConfig::default());
     skipped_tools_neither_block_nor_break_fairness(StoreConfig::default());
     concurrent_claimers_never_share_a_task(StoreConfig::default());
@@ -365,6 +366,41 @@ async fn claims_are_fair_across_accounts(store: SharedStore) {
     let second = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert_eq!(first.account_id, a.id);
     assert_eq!(second.account_id, b.id, "b's single task is not starved by a's batch");
+}
+
+async fn a_batch_claim_takes_turns_across_accounts_and_reads_each_node_whole(store: SharedStore) {
+    let (a, _) = store.create_account("a", 100).await.unwrap();
+    let (b, _) = store.create_account("b", 100).await.unwrap();
+    let a_run = submit(store.as_ref(), a.id, &fan_out(3)).await.unwrap();
+    let root = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    assert!(store.complete(&root, ok(&["a0", "a1"])).await.unwrap());
+    let b_run = submit(store.as_ref(), b.id, &single()).await.unwrap();
+
+    // a: B0, B1, B2 queued (older); b: one node. Four slots free, room for three.
+    let batch = store.claim_batch("w", LEASE, &[], 3).await.unwrap();
+    let owners: Vec<i64> = batch.iter().map(|t| t.account_id).collect();
+    assert_eq!(owners, [a.id, b.id, a.id], "each claim of a batch sees the ones before it");
+    for task in &batch {
+        assert_eq!(task.attempt, 1);
+        assert_eq!(task.node.status, atelier_core::status::NodeStatus::Running, "read after the claim");
+        if task.run_id == a_run {
+            assert!(task.node.name.starts_with('B'));
+            assert_eq!(task.upstream["image"], ["a0", "a1"], "upstream outputs read with the node");
+        } else {
+            assert_eq!(task.run_id, b_run);
+            assert_eq!(task.node.params["image"], "x", "the node's parameters whole");
+            assert!(task.upstream.is_empty());
+        }
+    }
+    assert_eq!(store.get_run(b.id, &b_run).await.unwrap().status, RunStatus::Running);
+    let rest = store.claim_batch("w", LEASE, &[], 4).await.unwrap();
+    assert_eq!(rest.len(), 1, "fewer than the limit when fewer are queued");
+    assert!(store.claim_batch("w", LEASE, &[], 4).await.unwrap().is_empty());
+    for task in batch.iter().chain(&rest) {
+        assert!(store.complete(task, ok(&["out"])).await.unwrap());
+    }
+    assert_eq!(store.get_run(a.id, &a_run).await.unwrap().status, RunStatus::Succeeded);
+    assert_eq!(store.get_run(b.id, &b_run).await.unwrap().status, RunStatus::Succeeded);
 }
 
 /// One node of `tool` (named `Job`, not after the tool: the claim must read the node's tool).

@@ -9,10 +9,11 @@ use atelier_core::NodeError;
 
 use crate::backend::Backend;
 use crate::rows::Reservation;
+use crate::run::NodeState;
 use crate::rules::{expiry, settlement};
 use crate::sql::{args, parse_text, to_json, Conn};
 use crate::statements::*;
-use crate::{NewRun, NodeRecord, Result, RunRecord, RunSummary, Runs, StoreConfig, StoreError};
+use crate::{NewRun, Result, RunRecord, RunSummary, Runs, StoreConfig, StoreError};
 
 #[async_trait]
 impl<B: Backend> Runs for B {
@@ -138,7 +139,7 @@ pub(crate) async fn finish_run(
 }
 
 /// Node `node` succeeded with `outputs`: its ready children are queued. Returns the run's
-/// nodes as this transaction left them.
+/// node states as this transaction left them.
 pub(crate) async fn node_succeeded<B: Backend>(
     conn: &mut B::Conn,
     config: &StoreConfig,
@@ -147,17 +148,17 @@ pub(crate) async fn node_succeeded<B: Backend>(
     account_id: i64,
     outputs: &[String],
     now: Micros,
-) -> Result<Vec<NodeRecord>> {
+) -> Result<Vec<NodeState>> {
     let mut nodes = B::succeed_node(conn, run_id, node, outputs, now).await?;
     let children: Vec<String> = dag::ready_children(&nodes, node).into_iter().map(str::to_owned).collect();
     for child in &children {
         B::queue_node(conn, run_id, child, account_id, config.max_attempts, now).await?;
     }
-    NodeRecord::mark_queued(&mut nodes, &children);
+    NodeState::mark_queued(&mut nodes, &children);
     Ok(nodes)
 }
 
-/// Fails a node and skips everything downstream of it. Returns the run's nodes as this
+/// Fails a node and skips everything downstream of it. Returns the run's node states as this
 /// transaction left them.
 pub(crate) async fn node_failed(
     conn: &mut impl Conn,
@@ -165,16 +166,16 @@ pub(crate) async fn node_failed(
     node: &str,
     error: &NodeError,
     now: Micros,
-) -> Result<Vec<NodeRecord>> {
+) -> Result<Vec<NodeState>> {
     conn.execute(&NODE_FAILED, args![to_json(error).as_str(), now, run_id, node]).await?;
-    let mut nodes: Vec<NodeRecord> = conn.fetch_all(LOAD_NODES, args![run_id]).await?;
+    let mut nodes: Vec<NodeState> = conn.fetch_all(LOAD_NODE_STATES, args![run_id]).await?;
     let skipped = NodeError::upstream_failed(node);
     let doomed: Vec<String> = dag::descendants(&nodes, node).into_iter().map(str::to_owned).collect();
     let entry = to_json(&skipped);
     for name in &doomed {
         conn.execute(&SKIP_NODE, args![entry.as_str(), now, run_id, name]).await?;
     }
-    NodeRecord::mark_skipped(&mut nodes, &doomed, &skipped);
+    NodeState::mark_skipped(&mut nodes, &doomed, &skipped);
     Ok(nodes)
 }
 
@@ -184,7 +185,7 @@ pub(crate) async fn finish_if_done(
     conn: &mut impl Conn,
     config: &StoreConfig,
     run_id: &str,
-    nodes: &[NodeRecord],
+    nodes: &[NodeState],
     now: Micros,
 ) -> Result<()> {
     if let Some((status, error)) = dag::outcome(nodes) {

@@ -227,6 +227,9 @@ impl Backend for PgStore {
     const EXPIRED_RUNS: &'static str =
         "SELECT id FROM runs WHERE NOT swept AND expires_at < $1 ORDER BY expires_at LIMIT $2";
 
+    const CLAIMED_NODES: &'static str = "SELECT * FROM nodes WHERE run_id = $1 AND (name = $2 OR name IN
+         (SELECT value FROM jsonb_each_text(CAST((SELECT links FROM nodes WHERE run_id = $1 AND name = $2) AS jsonb))))";
+
     fn settings(&self) -> &StoreConfig {
         &self.config
     }
@@ -284,6 +287,13 @@ impl Backend for PgStore {
         // the nodes row is only read, never locked. The cap's count is not locked either:
         // claims for one account made at the same instant may each see it under the cap and
         // together pass it (a soft cap; on SQLite claims take turns).
+        //
+        // The same statement marks the node running and, on its first claim, the run (data-
+        // modifying CTEs run to completion whether or not the final SELECT reads them), so a
+        // claim is one round trip. The run's row is taken with SKIP LOCKED: a claim holds a
+        // task lock, so it must not wait for the run's row (a cancellation holds that and
+        // waits for the run's tasks); the row is locked only by a cancellation in progress,
+        // which ends the run anyway.
         let claimed = sqlx::query(
             "WITH busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
                            WHERE state = 'running' GROUP BY account_id),
@@ -296,13 +306,22 @@ impl Backend for PgStore {
                              AND ($5 = 0 OR COALESCE(b.running, 0) < $5)
                            ORDER BY COALESCE(b.running, 0), t.scheduled_at, t.id
                            LIMIT 1
-                           FOR UPDATE OF t SKIP LOCKED)
-             UPDATE tasks SET state = 'running', attempt = tasks.attempt + 1,
-                 lease_epoch = tasks.lease_epoch + 1, lease_owner = $1, lease_expires_at = $2
-             FROM next
-             WHERE tasks.id = next.id
-             RETURNING tasks.id, tasks.run_id, tasks.node, tasks.account_id, tasks.attempt,
-                 tasks.max_attempts, tasks.lease_epoch",
+                           FOR UPDATE OF t SKIP LOCKED),
+                  claimed AS (UPDATE tasks SET state = 'running', attempt = tasks.attempt + 1,
+                                  lease_epoch = tasks.lease_epoch + 1, lease_owner = $1, lease_expires_at = $2
+                              FROM next
+                              WHERE tasks.id = next.id
+                              RETURNING tasks.id, tasks.run_id, tasks.node, tasks.account_id, tasks.attempt,
+                                  tasks.max_attempts, tasks.lease_epoch),
+                  started AS (UPDATE nodes SET status = 'running', started_at = $3
+                              FROM claimed
+                              WHERE nodes.run_id = claimed.run_id AND nodes.name = claimed.node
+                                AND nodes.status = 'queued'),
+                  first AS (UPDATE runs SET status = 'running'
+                            WHERE id = (SELECT r.id FROM runs r JOIN claimed ON r.id = claimed.run_id
+                                        WHERE r.status = 'queued'
+                                        FOR NO KEY UPDATE OF r SKIP LOCKED))
+             SELECT * FROM claimed",
         )
         .bind(worker)
         .bind(time::after(now, lease))
@@ -311,23 +330,7 @@ impl Backend for PgStore {
         .bind(i64::from(self.config.max_running_nodes))
         .fetch_optional(&mut *conn)
         .await?;
-        let Some(claimed) =
-            claimed.as_ref().map(|r| <ClaimRow as crate::sql::FromRow>::from_row(r)).transpose()?
-        else {
-            return Ok(None);
-        };
-        conn.execute(&crate::statements::NODE_STARTED, args![now, &claimed.run_id, &claimed.node]).await?;
-        // A claim holds a task lock, so it must not wait for the run's row (cancellation holds
-        // that and waits for the run's tasks). The row is locked only by a cancellation in
-        // progress, which ends the run anyway.
-        conn.execute(
-            "UPDATE runs SET status = 'running'
-             WHERE id = (SELECT id FROM runs WHERE id = $1 AND status = 'queued'
-                         FOR NO KEY UPDATE SKIP LOCKED)",
-            args![&claimed.run_id],
-        )
-        .await?;
-        Ok(Some(claimed))
+        claimed.as_ref().map(|r| <ClaimRow as crate::sql::FromRow>::from_row(r)).transpose()
     }
 
     async fn write_run(&self, conn: &mut PgConnection, run: &NewRun<'_>) -> Result<()> {

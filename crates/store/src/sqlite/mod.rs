@@ -29,12 +29,12 @@ use self::connection::{Checkpointer, Reader, Readers, WriteTx, Writer};
 use crate::backend::Backend;
 use crate::migrations::SQLITE as MIGRATIONS;
 use crate::rows::node_record;
-use crate::run::STATUS_PARAMS_AS_STORED_BYTES;
+use crate::run::{NodeState, STATUS_PARAMS_AS_STORED_BYTES};
 use crate::sql::{impl_conn, to_json, Conn, FromRow};
 use crate::statements::{BALANCE, INSERT_RUN_INPUT, RESERVE};
 use crate::task::ClaimRow;
 use crate::{
-    args, Lifecycle, NewRun, NodeRecord, Result, RunRecord, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES,
+    args, Lifecycle, NewRun, Result, RunRecord, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES,
 };
 
 impl_conn!(SqliteConnection, SqliteRow);
@@ -145,6 +145,9 @@ impl Backend for SqliteStore {
     const FOR_UPDATE: &'static str = "";
     const EXPIRED_RUNS: &'static str =
         "SELECT id FROM runs WHERE swept = 0 AND expires_at < $1 ORDER BY expires_at LIMIT $2";
+
+    const CLAIMED_NODES: &'static str = "SELECT * FROM nodes WHERE run_id = $1 AND (name = $2 OR name IN
+         (SELECT value FROM json_each((SELECT links FROM nodes WHERE run_id = $1 AND name = $2))))";
 
     fn settings(&self) -> &StoreConfig {
         &self.config
@@ -341,11 +344,11 @@ impl Backend for SqliteStore {
         node: &str,
         outputs: &[String],
         now: Micros,
-    ) -> Result<Vec<NodeRecord>> {
-        // One round trip for the node's update and the read of the run's nodes after it.
+    ) -> Result<Vec<NodeState>> {
+        // One round trip for the node's update and the read of the run's node states after it.
         let rows = sqlx::query(
             "UPDATE nodes SET status = 'succeeded', outputs = ?, finished_at = ? WHERE run_id = ? AND name = ?;
-             SELECT * FROM nodes WHERE run_id = ? ORDER BY position",
+             SELECT name, links, status, error FROM nodes WHERE run_id = ? ORDER BY position",
         )
         .bind(to_json(&outputs))
         .bind(now)
@@ -354,7 +357,7 @@ impl Backend for SqliteStore {
         .bind(run_id)
         .fetch_all(&mut *conn)
         .await?;
-        rows.iter().map(|r| NodeRecord::from_row(r)).collect()
+        rows.iter().map(|r| NodeState::from_row(r)).collect()
     }
 
     async fn queue_node(

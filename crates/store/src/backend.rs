@@ -13,7 +13,7 @@
 //!   ([`Backend::succeed_node`], [`Backend::queue_node`], [`Backend::write_run`]); PostgreSQL
 //!   writes a run with one statement and batches concurrent submissions
 //!   ([`Backend::accept`]);
-//! - the claim ([`Backend::claim_row`]) and the status read ([`Backend::read_run`]), whose
+//! - the claim ([`Backend::claim_rows`]) and the status read ([`Backend::read_run`]), whose
 //!   SQL uses each database's own locking and JSON functions.
 
 use std::future::Future;
@@ -86,16 +86,18 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Wakes this process's workers after a commit that made tasks available.
     fn wake(&self);
 
-    /// Claims the next task as `Store::claim` describes, marks its node and run running, and
-    /// returns its row; `None` when no task is available.
-    fn claim_row(
+    /// Claims up to `limit` tasks as `TaskQueue::claim_batch` describes (the order of as
+    /// many single claims made one after another), marks their nodes and runs running, and
+    /// returns their rows; none when no task is available.
+    fn claim_rows(
         &self,
         conn: &mut Self::Conn,
         worker: &str,
         lease: Duration,
         skip_tools: &[&str],
         now: Micros,
-    ) -> impl Future<Output = Result<Option<ClaimRow>>> + Send;
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ClaimRow>>> + Send;
 
     /// Reserves the run's price and writes the run, its nodes and the tasks of its ready
     /// nodes in the caller's transaction; `InsufficientTokens` when the balance is short.

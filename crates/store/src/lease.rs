@@ -39,15 +39,7 @@ impl<B: Backend> TaskQueue for B {
     ) -> Result<Vec<ClaimedTask>> {
         let now = now_micros();
         let mut tx = self.begin().await?;
-        // One claim after another in one transaction: each sees the ones before it, so the
-        // order across accounts is the same as that of separate claims.
-        let mut claimed = Vec::new();
-        while claimed.len() < limit {
-            match self.claim_row(&mut tx, worker, lease, skip_tools, now).await? {
-                Some(row) => claimed.push(row),
-                None => break,
-            }
-        }
+        let claimed = self.claim_rows(&mut tx, worker, lease, skip_tools, now, limit).await?;
         let mut tasks = Vec::with_capacity(claimed.len());
         for row in claimed {
             let nodes: Vec<NodeRecord> = tx.fetch_all(B::CLAIMED_NODES, args![&row.run_id, &row.node]).await?;

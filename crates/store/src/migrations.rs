@@ -7,6 +7,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0002_idempotency_keys.sql"),
     include_str!("../migrations/sqlite/0003_unfinished_runs.sql"),
     include_str!("../migrations/sqlite/0004_inputs.sql"),
+    include_str!("../migrations/sqlite/0005_claim_by_account.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -14,4 +15,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0002_idempotency_keys.sql"),
     include_str!("../migrations/postgres/0003_unfinished_runs.sql"),
     include_str!("../migrations/postgres/0004_inputs.sql"),
+    include_str!("../migrations/postgres/0005_claim_by_account.sql"),
 ];

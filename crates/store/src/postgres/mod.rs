@@ -218,6 +218,10 @@ async fn forward_notifications(mut listener: PgListener, ready: Arc<Notify>) {
     }
 }
 
+/// Tasks a batch claim looks at per account beyond twice its size: room for the rows that
+/// other claims hold at that moment (skipped, not waited for).
+const CLAIM_MARGIN: i64 = 16;
+
 impl Backend for PgStore {
     type Conn = PgConnection;
     type Tx = Transaction<'static, Postgres>;
@@ -271,41 +275,69 @@ impl Backend for PgStore {
         self.ready.notify_one();
     }
 
-    async fn claim_row(
+    async fn claim_rows(
         &self,
         conn: &mut PgConnection,
         worker: &str,
         lease: Duration,
         skip_tools: &[&str],
         now: Micros,
-    ) -> Result<Option<ClaimRow>> {
-        // Fairness as on SQLite: the account with the fewest running tasks first, then the
-        // oldest task, among tasks whose node's tool is not skipped and whose account is
-        // under the soft cap ($5 > 0). The running counts are taken once per claim (`busy`,
-        // a handful of rows) and joined, so a claim's cost grows with the queue only by a
-        // hash join and a top-1 sort. Rows another claimer holds are skipped, not waited for;
-        // the nodes row is only read, never locked. The cap's count is not locked either:
-        // claims for one account made at the same instant may each see it under the cap and
-        // together pass it (a soft cap; on SQLite claims take turns).
+        limit: usize,
+    ) -> Result<Vec<ClaimRow>> {
+        // Fairness as on SQLite, for a batch in one statement: the accounts with available
+        // tasks (`queued`, a skip scan of the `tasks_available_by_account` index: one probe
+        // per account, however deep the queue), each account's oldest eligible tasks (a range
+        // of that index), and among them, the turn of each: its account's running tasks plus
+        // its place in the account's line. The lowest turns first, then the oldest, which is
+        // the order of as many single claims one after another (each claim adds one to its
+        // account's running count). Tasks whose node's tool is skipped are passed over; with
+        // the soft cap ($5 > 0), turns at or past the cap are. A claim's cost grows with the
+        // number of accounts waiting, not with the depth of the queue.
         //
-        // The same statement marks the node running and, on its first claim, the run (data-
-        // modifying CTEs run to completion whether or not the final SELECT reads them), so a
-        // claim is one round trip. The run's row is taken with SKIP LOCKED: a claim holds a
-        // task lock, so it must not wait for the run's row (a cancellation holds that and
+        // Rows another claimer holds are skipped, not waited for (each account offers the
+        // batch's size and a margin, so that a batch still fills while other claims hold
+        // the first rows). The cap's count is not locked: claims for one account made at the
+        // same instant may each see it under the cap and together pass it (a soft cap; on
+        // SQLite claims take turns).
+        //
+        // The same statement marks the nodes running and, on their first claim, the runs
+        // (data-modifying CTEs run to completion whether or not the final SELECT reads them),
+        // so a batch is one round trip. Runs' rows are taken with SKIP LOCKED: a claim holds
+        // task locks, so it must not wait for a run's row (a cancellation holds that and
         // waits for the run's tasks); the row is locked only by a cancellation in progress,
         // which ends the run anyway.
-        let claimed = sqlx::query(
-            "WITH busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = sqlx::query(
+            "WITH RECURSIVE
+                  queued (account_id) AS (
+                      (SELECT account_id FROM tasks WHERE state = 'available' ORDER BY account_id LIMIT 1)
+                      UNION ALL
+                      SELECT (SELECT t.account_id FROM tasks t
+                              WHERE t.state = 'available' AND t.account_id > q.account_id
+                              ORDER BY t.account_id LIMIT 1)
+                      FROM queued q WHERE q.account_id IS NOT NULL),
+                  busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
                            WHERE state = 'running' GROUP BY account_id),
-                  next AS (SELECT t.id FROM tasks t LEFT JOIN busy b ON b.account_id = t.account_id
-                           WHERE t.state = 'available' AND t.scheduled_at <= $3
-                             AND (cardinality($4::text[]) = 0
-                                  OR NOT EXISTS (SELECT 1 FROM nodes n
-                                                 WHERE n.run_id = t.run_id AND n.name = t.node
-                                                   AND n.tool = ANY($4)))
-                             AND ($5 = 0 OR COALESCE(b.running, 0) < $5)
-                           ORDER BY COALESCE(b.running, 0), t.scheduled_at, t.id
-                           LIMIT 1
+                  line AS (SELECT c.id, c.scheduled_at, COALESCE(b.running, 0) + c.place AS turn
+                           FROM queued q
+                           LEFT JOIN busy b ON b.account_id = q.account_id
+                           CROSS JOIN LATERAL (
+                               SELECT t.id, t.scheduled_at,
+                                      row_number() OVER (ORDER BY t.scheduled_at, t.id) - 1 AS place
+                               FROM tasks t
+                               WHERE t.account_id = q.account_id AND t.state = 'available'
+                                 AND t.scheduled_at <= $3
+                                 AND (cardinality($4::text[]) = 0
+                                      OR NOT EXISTS (SELECT 1 FROM nodes n
+                                                     WHERE n.run_id = t.run_id AND n.name = t.node
+                                                       AND n.tool = ANY($4)))
+                               ORDER BY t.scheduled_at, t.id
+                               LIMIT $7) c
+                           WHERE q.account_id IS NOT NULL),
+                  next AS (SELECT t.id FROM tasks t JOIN line ON line.id = t.id
+                           WHERE t.state = 'available' AND ($5 = 0 OR line.turn < $5)
+                           ORDER BY line.turn, line.scheduled_at, line.id
+                           LIMIT $6
                            FOR UPDATE OF t SKIP LOCKED),
                   claimed AS (UPDATE tasks SET state = 'running', attempt = tasks.attempt + 1,
                                   lease_epoch = tasks.lease_epoch + 1, lease_owner = $1, lease_expires_at = $2
@@ -318,19 +350,22 @@ impl Backend for PgStore {
                               WHERE nodes.run_id = claimed.run_id AND nodes.name = claimed.node
                                 AND nodes.status = 'queued'),
                   first AS (UPDATE runs SET status = 'running'
-                            WHERE id = (SELECT r.id FROM runs r JOIN claimed ON r.id = claimed.run_id
-                                        WHERE r.status = 'queued'
-                                        FOR NO KEY UPDATE OF r SKIP LOCKED))
-             SELECT * FROM claimed",
+                            WHERE id IN (SELECT r.id FROM runs r JOIN claimed ON r.id = claimed.run_id
+                                         WHERE r.status = 'queued'
+                                         FOR NO KEY UPDATE OF r SKIP LOCKED))
+             SELECT claimed.* FROM claimed JOIN line ON line.id = claimed.id
+             ORDER BY line.turn, line.scheduled_at, line.id",
         )
         .bind(worker)
         .bind(time::after(now, lease))
         .bind(now)
         .bind(skip_tools)
         .bind(i64::from(self.config.max_running_nodes))
-        .fetch_optional(&mut *conn)
+        .bind(limit)
+        .bind(limit.saturating_mul(2).saturating_add(CLAIM_MARGIN))
+        .fetch_all(&mut *conn)
         .await?;
-        claimed.as_ref().map(|r| <ClaimRow as crate::sql::FromRow>::from_row(r)).transpose()
+        rows.iter().map(|r| <ClaimRow as crate::sql::FromRow>::from_row(r)).collect()
     }
 
     async fn write_run(&self, conn: &mut PgConnection, run: &NewRun<'_>) -> Result<()> {

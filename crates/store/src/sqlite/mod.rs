@@ -128,6 +128,62 @@ macro_rules! insert_node_sql {
     };
 }
 
+impl SqliteStore {
+    /// One claim as `TaskQueue::claim` describes.
+    async fn claim_one(
+        &self,
+        conn: &mut SqliteConnection,
+        worker: &str,
+        lease: Duration,
+        skip_tools: &[&str],
+        now: Micros,
+    ) -> Result<Option<ClaimRow>> {
+        // The tool is the node's (nodes are keyed by run and name); the tools to skip arrive
+        // as one JSON array. With the soft cap ($5 > 0), tasks of an account that already
+        // runs that many nodes are passed over and stay queued. The running counts are taken
+        // once per claim (`busy`) and joined, not counted per queued task.
+        let claimed: Option<ClaimRow> = conn
+            .fetch_optional(
+                "WITH busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
+                               WHERE state = 'running' GROUP BY account_id)
+                 UPDATE tasks SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
+                     lease_owner = $1, lease_expires_at = $2
+                 WHERE id = (
+                     SELECT t.id FROM tasks t LEFT JOIN busy b ON b.account_id = t.account_id
+                     WHERE t.state = 'available' AND t.scheduled_at <= $3
+                         AND ($4 = '[]'
+                              OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.run_id = t.run_id AND n.name = t.node
+                                             AND n.tool IN (SELECT value FROM json_each($4))))
+                         AND ($5 = 0 OR COALESCE(b.running, 0) < $5)
+                     ORDER BY COALESCE(b.running, 0), t.scheduled_at, t.id
+                     LIMIT 1)
+                 RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch",
+                args![
+                    worker,
+                    time::after(now, lease),
+                    now,
+                    to_json(&skip_tools).as_str(),
+                    i64::from(self.config.max_running_nodes)
+                ],
+            )
+            .await?;
+        if let Some(claimed) = &claimed {
+            // One round trip: the node and, on its first claim, the run are running.
+            sqlx::query(
+                "UPDATE nodes SET status = 'running', started_at = ? WHERE run_id = ? AND name = ? AND status = 'queued';
+                 UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'",
+            )
+            .bind(now)
+            .bind(&claimed.run_id)
+            .bind(&claimed.node)
+            .bind(&claimed.run_id)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Ok(claimed)
+    }
+}
+
 /// Inserts a task: run id, node, account id, state, max attempts, scheduled at, created at.
 /// (`?`, not `?n`: in a batch, `?n` counts from the batch's first parameter.)
 macro_rules! insert_task_sql {
@@ -184,55 +240,23 @@ impl Backend for SqliteStore {
         self.ready.notify_one();
     }
 
-    async fn claim_row(
+    async fn claim_rows(
         &self,
         conn: &mut SqliteConnection,
         worker: &str,
         lease: Duration,
         skip_tools: &[&str],
         now: Micros,
-    ) -> Result<Option<ClaimRow>> {
-        // The tool is the node's (nodes are keyed by run and name); the tools to skip arrive
-        // as one JSON array. With the soft cap ($5 > 0), tasks of an account that already
-        // runs that many nodes are passed over and stay queued. The running counts are taken
-        // once per claim (`busy`) and joined, not counted per queued task.
-        let claimed: Option<ClaimRow> = conn
-            .fetch_optional(
-                "WITH busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
-                               WHERE state = 'running' GROUP BY account_id)
-                 UPDATE tasks SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
-                     lease_owner = $1, lease_expires_at = $2
-                 WHERE id = (
-                     SELECT t.id FROM tasks t LEFT JOIN busy b ON b.account_id = t.account_id
-                     WHERE t.state = 'available' AND t.scheduled_at <= $3
-                         AND ($4 = '[]'
-                              OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.run_id = t.run_id AND n.name = t.node
-                                             AND n.tool IN (SELECT value FROM json_each($4))))
-                         AND ($5 = 0 OR COALESCE(b.running, 0) < $5)
-                     ORDER BY COALESCE(b.running, 0), t.scheduled_at, t.id
-                     LIMIT 1)
-                 RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch",
-                args![
-                    worker,
-                    time::after(now, lease),
-                    now,
-                    to_json(&skip_tools).as_str(),
-                    i64::from(self.config.max_running_nodes)
-                ],
-            )
-            .await?;
-        if let Some(claimed) = &claimed {
-            // One round trip: the node and, on its first claim, the run are running.
-            sqlx::query(
-                "UPDATE nodes SET status = 'running', started_at = ? WHERE run_id = ? AND name = ? AND status = 'queued';
-                 UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'",
-            )
-            .bind(now)
-            .bind(&claimed.run_id)
-            .bind(&claimed.node)
-            .bind(&claimed.run_id)
-            .execute(&mut *conn)
-            .await?;
+        limit: usize,
+    ) -> Result<Vec<ClaimRow>> {
+        // One claim after another: each sees the ones before it (the one writer makes each a
+        // turn of the same thread, not a round trip over a socket).
+        let mut claimed = Vec::new();
+        while claimed.len() < limit {
+            match self.claim_one(conn, worker, lease, skip_tools, now).await? {
+                Some(row) => claimed.push(row),
+                None => break,
+            }
         }
         Ok(claimed)
     }

@@ -13,6 +13,7 @@
 //! `tool_slots[tool]` nodes of a listed tool: a claim names the tools whose
 //! slots are full, so their tasks stay queued for this or another process.
 
+mod completions;
 mod failpoint;
 mod maintenance;
 mod slots;
@@ -77,6 +78,8 @@ pub struct Engine {
     pub(crate) worker_id: String,
     /// Crash-test failpoints (inert unless built with the `failpoints` feature and armed).
     pub(crate) failpoints: failpoint::Failpoints,
+    /// Completions of this process's nodes, written in groups.
+    pub(crate) completions: completions::Completions,
 }
 
 impl Engine {
@@ -88,7 +91,16 @@ impl Engine {
         config: EngineConfig,
     ) -> Self {
         let worker_id = format!("{}-{}", std::process::id(), &atelier_core::ids::generation_id()[4..12]);
-        Self { store, blob, tools, fetcher, config, worker_id, failpoints: failpoint::Failpoints::from_env() }
+        Self {
+            store,
+            blob,
+            tools,
+            fetcher,
+            config,
+            worker_id,
+            failpoints: failpoint::Failpoints::from_env(),
+            completions: completions::Completions::default(),
+        }
     }
 
     /// Runs workers until `shutdown` is canceled, then lets in-flight tasks

@@ -178,7 +178,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: CancellationToken
         }
     };
     let succeeded = matches!(outcome, Outcome::Succeeded(_));
-    match engine.store.complete(&task, outcome).await {
+    match engine.completions.complete(&engine.store, task.clone(), outcome).await {
         Ok(true) => {
             info!(run = %task.run_id, node, tool = %task.node.tool, attempt = task.attempt, succeeded,
             ms = started.elapsed().as_millis() as u64, "node finished")

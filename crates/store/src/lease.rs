@@ -54,49 +54,53 @@ impl<B: Backend> TaskQueue for B {
         Ok(self.execute_alone(&HEARTBEAT, args![until, task.task_id, task.epoch]).await? == 1)
     }
 
-    async fn complete(&self, task: &ClaimedTask, outcome: Outcome) -> Result<bool> {
+    async fn complete_batch(&self, completions: &[(&ClaimedTask, &Outcome)]) -> Result<Vec<bool>> {
         let now = now_micros();
-        let mut tx = self.begin().await?;
-        let (state, error) = match &outcome {
-            Outcome::Succeeded(_) => (TaskState::Completed, None),
-            Outcome::Failed { retryable: true, backoff, error } if task.attempt < task.max_attempts => {
-                let entry = to_json(&attempt_error(task.attempt, error, now));
-                let when = time::after(now, *backoff);
-                let retried =
-                    tx.execute(&RETRY_TASK, args![when, entry.as_str(), task.task_id, task.epoch]).await?
-                        == 1;
-                if retried {
-                    B::announce(&mut tx).await?;
-                }
-                B::commit(tx).await?;
-                if retried {
-                    self.wake();
-                }
-                return Ok(retried);
-            }
-            Outcome::Failed { error, .. } => (TaskState::Failed, Some(error)),
-        };
-        // The run first, then the task: completions of one run's nodes take turns, so each
-        // sees the others' results when it advances the DAG.
-        B::lock_run(&mut tx, &task.run_id).await?;
-        let entry = error.map(|e| to_json(&attempt_error(task.attempt, e, now)));
-        let ended = args![state.as_str(), now, entry.as_deref(), task.task_id, task.epoch];
-        if tx.execute(&END_TASK, ended).await? == 0 {
-            return Ok(false);
-        }
         let config = self.settings();
-        let (run_id, node) = (task.run_id.as_str(), task.node.name.as_str());
-        let nodes = match &outcome {
-            Outcome::Succeeded(keys) => {
-                node_succeeded::<B>(&mut tx, config, run_id, node, task.account_id, keys, now).await?
-            }
-            Outcome::Failed { error, .. } => node_failed(&mut *tx, run_id, node, error, now).await?,
+        let retried = |task: &ClaimedTask, outcome: &Outcome| {
+            matches!(outcome, Outcome::Failed { retryable: true, .. }) && task.attempt < task.max_attempts
         };
-        finish_if_done(&mut *tx, config, run_id, &nodes, now).await?;
-        B::announce(&mut tx).await?;
+        // One order for everything this transaction locks: the runs of the attempts that end
+        // (a retry changes only its task), all of them first, sorted by account and run; then
+        // the completions in that order, so the accounts a settlement updates are taken in
+        // order too. Completions of one run take turns, so each sees the others' results when
+        // it advances the DAG.
+        let mut order: Vec<usize> = (0..completions.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (completions[a].0, completions[b].0);
+            (a.account_id, &a.run_id, a.task_id).cmp(&(b.account_id, &b.run_id, b.task_id))
+        });
+        let mut tx = self.begin().await?;
+        let mut locked: Option<&str> = None;
+        for &i in &order {
+            let (task, outcome) = completions[i];
+            if !retried(task, outcome) && locked != Some(task.run_id.as_str()) {
+                B::lock_run(&mut tx, &task.run_id).await?;
+                locked = Some(&task.run_id);
+            }
+        }
+        let mut recorded = vec![false; completions.len()];
+        for &i in &order {
+            let (task, outcome) = completions[i];
+            recorded[i] = match outcome {
+                Outcome::Failed { error, backoff, .. } if retried(task, outcome) => {
+                    let entry = to_json(&attempt_error(task.attempt, error, now));
+                    let when = time::after(now, *backoff);
+                    let args = args![when, entry.as_str(), task.task_id, task.epoch];
+                    tx.execute(&RETRY_TASK, args).await? == 1
+                }
+                _ => end_attempt::<B>(&mut tx, config, task, outcome, now).await?,
+            };
+        }
+        let any = recorded.contains(&true);
+        if any {
+            B::announce(&mut tx).await?;
+        }
         B::commit(tx).await?;
-        self.wake();
-        Ok(true)
+        if any {
+            self.wake();
+        }
+        Ok(recorded)
     }
 
     async fn release(&self, task: &ClaimedTask) -> Result<bool> {
@@ -158,4 +162,31 @@ impl<B: Backend> TaskQueue for B {
             self.read().await?.fetch_optional(TASK_ERRORS, args![run_id, node]).await?;
         text.map(|t| json_col(&t, "task errors")).transpose().map(Option::unwrap_or_default)
     }
+}
+
+/// Ends an attempt that will not be retried: the task completed or failed, the node's result
+/// handed to its run. The caller holds the run's row. `false` when the claim was fenced off.
+async fn end_attempt<B: Backend>(
+    tx: &mut B::Conn,
+    config: &crate::StoreConfig,
+    task: &ClaimedTask,
+    outcome: &Outcome,
+    now: i64,
+) -> Result<bool> {
+    let (state, error) = match outcome {
+        Outcome::Succeeded(_) => (TaskState::Completed, None),
+        Outcome::Failed { error, .. } => (TaskState::Failed, Some(error)),
+    };
+    let entry = error.map(|e| to_json(&attempt_error(task.attempt, e, now)));
+    let ended = args![state.as_str(), now, entry.as_deref(), task.task_id, task.epoch];
+    if tx.execute(&END_TASK, ended).await? == 0 {
+        return Ok(false);
+    }
+    let (run_id, node) = (task.run_id.as_str(), task.node.name.as_str());
+    let nodes = match outcome {
+        Outcome::Succeeded(keys) => node_succeeded::<B>(tx, config, run_id, node, task.account_id, keys, now).await?,
+        Outcome::Failed { error, .. } => node_failed(tx, run_id, node, error, now).await?,
+    };
+    finish_if_done(tx, config, run_id, &nodes, now).await?;
+    Ok(true)
 }

@@ -149,7 +149,13 @@ pub trait TaskQueue: Send + Sync {
     async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool>;
     /// Records the end of an attempt. Returns `false` when the claim was
     /// fenced off (the write changed nothing).
-    async fn complete(&self, task: &ClaimedTask, outcome: Outcome) -> Result<bool>;
+    async fn complete(&self, task: &ClaimedTask, outcome: Outcome) -> Result<bool> {
+        Ok(self.complete_batch(&[(task, &outcome)]).await?.first().copied().unwrap_or(false))
+    }
+    /// Records the ends of several attempts in one transaction, each as
+    /// [`TaskQueue::complete`] would: whether each was recorded, in the order given. An
+    /// error records none of them.
+    async fn complete_batch(&self, completions: &[(&ClaimedTask, &Outcome)]) -> Result<Vec<bool>>;
     /// Gives a task back without counting the attempt (graceful shutdown).
     async fn release(&self, task: &ClaimedTask) -> Result<bool>;
     /// Re-queues tasks whose lease expired (their worker died or hung), or

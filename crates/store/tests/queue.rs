@@ -77,6 +77,7 @@ backend_tests! {
     a_run_that_cannot_be_written_fails_alone_among_concurrent_submissions(StoreConfig::default());
     claims_are_fair_across_accounts(StoreConfig::default());
     a_batch_claim_takes_turns_across_accounts_and_reads_each_node_whole(StoreConfig::default());
+    a_batch_of_completions_records_each_as_alone(StoreConfig { max_attempts: 2, ..StoreConfig::default() });
     claims_skip_the_tools_they_are_told_to_and_take_the_rest(StoreConfig::default());
     skipped_tools_neither_block_nor_break_fairness(StoreConfig::default());
     concurrent_claimers_never_share_a_task(StoreConfig::default());
@@ -505,6 +506,41 @@ async fn concurrent_claimers_never_share_a_task(store: SharedStore) {
     assert_eq!((claimed.len(), ids.len()), (50, 50), "every task claimed exactly once");
     assert!(claimed.iter().all(|&(_, epoch, attempt)| epoch == 1 && attempt == 1));
     assert!(store.claim("late", LEASE, &[]).await.unwrap().is_none());
+}
+
+async fn a_batch_of_completions_records_each_as_alone(store: SharedStore) {
+    let (a, _) = store.create_account("a", 100).await.unwrap();
+    let (b, _) = store.create_account("b", 100).await.unwrap();
+    // a: a run of two independent nodes and a single; b: a single.
+    let pair = fan_out(2);
+    let a_pair = submit(store.as_ref(), a.id, &pair).await.unwrap();
+    let root = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    assert!(store.complete(&root, ok(&["r"])).await.unwrap());
+    let a_single = submit(store.as_ref(), a.id, &single()).await.unwrap();
+    let b_single = submit(store.as_ref(), b.id, &single()).await.unwrap();
+    let tasks = store.claim_batch("w", LEASE, &[], 8).await.unwrap();
+    assert_eq!(tasks.len(), 4);
+    let of = |run: &str| tasks.iter().filter(|t| t.run_id == run).collect::<Vec<_>>();
+    let (siblings, a_one, b_one) = (of(&a_pair), of(&a_single)[0], of(&b_single)[0]);
+    let mut stale = b_one.clone();
+    stale.epoch -= 1;
+
+    // Given in an order that is neither the runs' nor the accounts'.
+    let (retry, done) = (fail(true), ok(&["s"]));
+    let batch = [(&stale, &done), (b_one, &retry), (siblings[1], &done), (a_one, &fail(false)), (siblings[0], &done)];
+    let recorded = store.complete_batch(&batch).await.unwrap();
+    assert_eq!(recorded, [false, true, true, true, true], "a stale claim is fenced, the rest recorded");
+
+    let pair_run = store.get_run(a.id, &a_pair).await.unwrap();
+    assert_eq!(pair_run.status, RunStatus::Succeeded, "siblings in one batch finish their run");
+    assert_eq!(pair_run.charged, 3);
+    assert_eq!(store.get_run(a.id, &a_single).await.unwrap().status, RunStatus::Failed);
+    assert_eq!(store.get_run(b.id, &b_single).await.unwrap().status, RunStatus::Running, "retried");
+    assert_eq!(store.task_errors(&b_single, "upscale").await.unwrap().len(), 1);
+    assert_eq!(store.balance(a.id).await.unwrap(), 100 - 3, "the failed single's tokens released");
+    let again = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    assert_eq!((again.run_id.as_str(), again.attempt), (b_single.as_str(), 2));
+    assert!(store.complete_batch(&[]).await.unwrap().is_empty());
 }
 
 async fn a_completion_with_a_stale_epoch_is_rejected(store: SharedStore) {

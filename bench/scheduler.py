@@ -24,11 +24,11 @@ PNG. Sections, on the embedded default (one `serve`, SQLite + local disk) and on
 2. Queue throughput: wide workflows (independent nodes) queued at once; nodes per second
    = nodes / (last `finished_at` - first `started_at`). On PostgreSQL the runs are queued
    while no worker runs, then 1 or 2 `atelier worker` processes of --slots slots each
-   drain them; on the embedded `serve` (for reference) its own --slots slots run them as
-   they arrive. The figure depends on how many tasks are queued: on PostgreSQL a claim
-   orders every available task by its account's running nodes (fairness), so its cost grows
-   with the queue's depth (about 1.7 ms of PostgreSQL time with 2000 tasks queued; see
-   docs/ARCHITECTURE.md, "Claim").
+   drain them, with outputs on S3 (moto's server, whose CPU time per node is reported) and
+   again with outputs on the local data directory (the queue's own cost: moto, in Python on
+   the same cores, takes about 3 ms of CPU per PUT); on the embedded `serve` (for
+   reference) its own --slots slots run them as they arrive. Target: PostgreSQL + local
+   disk >= 1x Celery.
 3. Parallel speed-up: a workflow of k independent nodes and a chain of the same k nodes,
    each node taking `engine.simulated_latency_ms` (sleeps, no CPU) with k slots or more;
    wall time is the run's `finished_at - created_at`; speed-up = chain ÷ parallel, ideal k.
@@ -206,8 +206,15 @@ def measure_embedded(a):
     return res
 
 
+def cpu_seconds(pid):
+    """User + system CPU time a process has used so far, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure_postgres(a):
-    res = {"rate": {}}
+    res = {"rate": {}, "rate_local": {}, "moto_ms": {}}
     with benchlib.Atelier(backend="postgres", workers=a.slots, api_only=True, env=NOOP) as svc:
         log(f"postgres: chain delays ({a.chains} chains of {a.chain_len}, 1 worker process)")
         worker = svc.add_worker()
@@ -216,14 +223,26 @@ def measure_postgres(a):
         for procs in (1, 2):
             log(f"postgres: queue throughput ({a.batch_runs} runs of {a.width} nodes, {procs} x {a.slots} slots)")
             ids = queue_batch(svc, a.width, a.batch_runs)
+            moto_before = cpu_seconds(svc.moto.pid)
             workers = [svc.add_worker() for _ in range(procs)]
             res["rate"][procs] = drain_rate(svc, ids)
+            res["moto_ms"][procs] = (cpu_seconds(svc.moto.pid) - moto_before) * 1000 / (a.width * a.batch_runs)
             benchlib.stop(workers)
         log(f"postgres: parallel speed-up (k = {a.ks}, {a.latency_ms} ms per node)")
         svc.env["ATELIER__ENGINE__SIMULATED_LATENCY_MS"] = str(a.latency_ms)
         worker = svc.add_worker(slots=max(a.ks))
         res["speedup"] = speedups(svc, a.ks, a.reps)
         benchlib.stop([worker])
+    # The same queue with outputs on the data directory that every process shares: the
+    # engine's and PostgreSQL's own cost, without moto's.
+    with benchlib.Atelier(backend="postgres", workers=a.slots, api_only=True, env=NOOP, storage="local") as svc:
+        for procs in (1, 2):
+            log(f"postgres + local disk: queue throughput ({a.batch_runs} runs of {a.width} nodes, "
+                f"{procs} x {a.slots} slots)")
+            ids = queue_batch(svc, a.width, a.batch_runs)
+            workers = [svc.add_worker() for _ in range(procs)]
+            res["rate_local"][procs] = drain_rate(svc, ids)
+            benchlib.stop(workers)
     return res
 
 
@@ -391,17 +410,23 @@ def main():
     out.append(f"| Celery + Redis | {c50:.2f} ms | {c99:.2f} ms | {max(cel['delays']):.2f} ms | | | | |\n")
 
     out.append("### Queue throughput (nodes per second)\n")
-    out.append("| worker processes | Atelier PostgreSQL | Celery + Redis | ÷ Celery |")
-    out.append("|---:|---:|---:|---:|")
+    out.append("| worker processes | Atelier PostgreSQL + S3 (moto) | ÷ Celery | moto CPU per node | "
+               "Atelier PostgreSQL + local disk | ÷ Celery | Celery + Redis |")
+    out.append("|---:|---:|---:|---:|---:|---:|---:|")
     for procs in (1, 2):
-        v, c = pg["rate"][procs], cel["rate"][procs]
-        out.append(f"| {procs} x {a.slots} | {v:.0f}/s | {c:.0f}/s | {v / c:.2f} |")
+        v, c, loc = pg["rate"][procs], cel["rate"][procs], pg["rate_local"][procs]
+        out.append(f"| {procs} x {a.slots} | {v:.0f}/s | {v / c:.2f} | {pg['moto_ms'][procs]:.2f} ms | "
+                   f"{loc:.0f}/s | {loc / c:.2f} | {c:.0f}/s |")
         row("scheduler", f"throughput postgres {procs} proc", v, "nodes/s", None, None, "Celery", c)
+        row("scheduler", f"throughput postgres local disk {procs} proc", loc, "nodes/s", ">= 1x Celery",
+            loc >= c, "Celery", c)
     out.append(f"| embedded `serve`, {a.slots} slots | {emb['rate']['serve']:.0f}/s | | |\n")
-    out.append("Per node, Atelier commits a claim and a completion (each one PostgreSQL transaction of several "
-               "statements, the completion advancing the DAG and settling the run) and puts the output in the "
-               "object store (here moto's S3 server, in Python, on the same cores); a Celery task is a Redis "
-               "message, acknowledged, with its result stored in Redis, and nothing durable beyond that.\n")
+    out.append("Per node, Atelier takes part in a claim (one PostgreSQL statement claims as many tasks as the worker "
+               "has free slots) and a completion (one transaction for the completions that arrived while the last "
+               "was written: each advances its run's DAG and settles it when it ends), both committed durably, and "
+               "puts the output in the object store: moto's S3 server, in Python, on the same two cores (its CPU per "
+               "node is measured above), or the data directory on local disk. A Celery task is a Redis message, "
+               "acknowledged, with its result stored in Redis, and nothing durable beyond that.\n")
     row("scheduler", "throughput embedded serve", emb["rate"]["serve"], "nodes/s")
 
     out.append(f"### Parallel branches: speed-up over a chain ({a.latency_ms} ms per node)\n")

@@ -10,23 +10,23 @@
 //! - wake-ups: PostgreSQL `NOTIFY`s every process in the transaction ([`Backend::announce`]);
 //!   SQLite wakes this process's workers after the commit ([`Backend::wake`]);
 //! - round trips: SQLite sends statements that go together as one batch
-//!   ([`Backend::succeed_node`], [`Backend::queue_node`], [`Backend::write_run`]); PostgreSQL
+//!   ([`Backend::end_success`], [`Backend::queue_node`], [`Backend::write_run`]); PostgreSQL
 //!   writes a run with one statement and batches concurrent submissions
 //!   ([`Backend::accept`]);
-//! - the claim ([`Backend::claim_rows`]) and the status read ([`Backend::read_run`]), whose
+//! - the claim ([`Backend::claim_tasks`]) and the status read ([`Backend::read_run`]), whose
 //!   SQL uses each database's own locking and JSON functions.
 
 use std::future::Future;
 use std::ops::DerefMut;
 use std::time::Duration;
 
+use atelier_core::status::TaskState;
 use atelier_core::time::Micros;
 
-use crate::sql::{args, to_json, Arg, Conn};
 use crate::run::NodeState;
-use crate::statements::{INSERT_TASK, LOAD_NODE_STATES, NODE_SUCCEEDED, QUEUE_NODE};
-use crate::task::ClaimRow;
-use crate::{NewRun, Result, RunRecord, StoreConfig};
+use crate::sql::{args, to_json, Arg, Conn};
+use crate::statements::{END_TASK, INSERT_TASK, LOAD_NODE_STATES, NODE_SUCCEEDED, QUEUE_NODE};
+use crate::{ClaimedTask, NewRun, Result, RunRecord, StoreConfig};
 
 pub(crate) trait Backend: Send + Sync + 'static {
     type Conn: Conn + Send;
@@ -45,11 +45,6 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// soonest first. Per backend so that each uses its partial index (`WHERE swept = 0` on
     /// SQLite, `WHERE NOT swept` on PostgreSQL).
     const EXPIRED_RUNS: &'static str;
-
-    /// The nodes a claimed task needs, `$1` run and `$2` node: the node itself and the nodes
-    /// its links name (whose outputs it reads), as `nodes` rows. Per backend for the JSON
-    /// function that lists the links.
-    const CLAIMED_NODES: &'static str;
 
     fn settings(&self) -> &StoreConfig;
 
@@ -75,6 +70,19 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// advances or ends a run takes.
     fn lock_run(conn: &mut Self::Conn, run_id: &str) -> impl Future<Output = Result<()>> + Send;
 
+    /// Locks the rows of `runs` (distinct ids) in the order of their ids, as [`Backend::lock_run`]
+    /// does one.
+    fn lock_runs(conn: &mut Self::Conn, runs: &[&str]) -> impl Future<Output = Result<()>> + Send {
+        async move {
+            let mut sorted = runs.to_vec();
+            sorted.sort_unstable();
+            for run in sorted {
+                Self::lock_run(conn, run).await?;
+            }
+            Ok(())
+        }
+    }
+
     /// Locks account `account_id`'s row until the transaction ends (accepting a run under the
     /// cap on unfinished runs).
     fn lock_account(conn: &mut Self::Conn, account_id: i64) -> impl Future<Output = Result<()>> + Send;
@@ -88,16 +96,15 @@ pub(crate) trait Backend: Send + Sync + 'static {
 
     /// Claims up to `limit` tasks as `TaskQueue::claim_batch` describes (the order of as
     /// many single claims made one after another), marks their nodes and runs running, and
-    /// returns their rows; none when no task is available.
-    fn claim_rows(
+    /// returns them with their nodes; none when no task is available. Committed on return.
+    fn claim_tasks(
         &self,
-        conn: &mut Self::Conn,
         worker: &str,
         lease: Duration,
         skip_tools: &[&str],
         now: Micros,
         limit: usize,
-    ) -> impl Future<Output = Result<Vec<ClaimRow>>> + Send;
+    ) -> impl Future<Output = Result<Vec<ClaimedTask>>> + Send;
 
     /// Reserves the run's price and writes the run, its nodes and the tasks of its ready
     /// nodes in the caller's transaction; `InsufficientTokens` when the balance is short.
@@ -113,18 +120,23 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// A run with its nodes as `Runs::get_run` documents; `NotFound` for another account's.
     fn read_run(&self, account_id: i64, run_id: &str) -> impl Future<Output = Result<RunRecord>> + Send;
 
-    /// Marks node `node` of `run_id` succeeded with `outputs` and reads the run's node states
-    /// after the update.
-    fn succeed_node(
+    /// Ends the attempt of `task` (claimed at its epoch) as completed and marks its node
+    /// succeeded with `outputs`; returns the run's node states after the update, or `None`
+    /// when the claim was fenced off (nothing written). The caller holds the run's row.
+    fn end_success(
         conn: &mut Self::Conn,
-        run_id: &str,
-        node: &str,
+        task: &ClaimedTask,
         outputs: &[String],
         now: Micros,
-    ) -> impl Future<Output = Result<Vec<NodeState>>> + Send {
+    ) -> impl Future<Output = Result<Option<Vec<NodeState>>>> + Send {
         async move {
+            let ended = args![TaskState::Completed.as_str(), now, None::<&str>, task.task_id, task.epoch];
+            if conn.execute(&END_TASK, ended).await? == 0 {
+                return Ok(None);
+            }
+            let (run_id, node) = (task.run_id.as_str(), task.node.name.as_str());
             conn.execute(&NODE_SUCCEEDED, args![to_json(&outputs).as_str(), now, run_id, node]).await?;
-            conn.fetch_all(LOAD_NODE_STATES, args![run_id]).await
+            Ok(Some(conn.fetch_all(LOAD_NODE_STATES, args![run_id]).await?))
         }
     }
 

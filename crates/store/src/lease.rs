@@ -26,7 +26,7 @@ use crate::rows::ExpiredTask;
 use crate::rules::attempt_error;
 use crate::sql::{args, json_col, to_json, Conn};
 use crate::statements::*;
-use crate::{ClaimedTask, NodeRecord, Outcome, Result, TaskQueue};
+use crate::{ClaimedTask, Outcome, Result, TaskQueue};
 
 #[async_trait]
 impl<B: Backend> TaskQueue for B {
@@ -37,16 +37,7 @@ impl<B: Backend> TaskQueue for B {
         skip_tools: &[&str],
         limit: usize,
     ) -> Result<Vec<ClaimedTask>> {
-        let now = now_micros();
-        let mut tx = self.begin().await?;
-        let claimed = self.claim_rows(&mut tx, worker, lease, skip_tools, now, limit).await?;
-        let mut tasks = Vec::with_capacity(claimed.len());
-        for row in claimed {
-            let nodes: Vec<NodeRecord> = tx.fetch_all(B::CLAIMED_NODES, args![&row.run_id, &row.node]).await?;
-            tasks.push(row.into_task(&nodes)?);
-        }
-        B::commit(tx).await?;
-        Ok(tasks)
+        self.claim_tasks(worker, lease, skip_tools, now_micros(), limit).await
     }
 
     async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {
@@ -60,44 +51,52 @@ impl<B: Backend> TaskQueue for B {
         let retried = |task: &ClaimedTask, outcome: &Outcome| {
             matches!(outcome, Outcome::Failed { retryable: true, .. }) && task.attempt < task.max_attempts
         };
-        // One order for everything this transaction locks: the runs of the attempts that end
-        // (a retry changes only its task), all of them first, sorted by account and run; then
-        // the completions in that order, so the accounts a settlement updates are taken in
-        // order too. Completions of one run take turns, so each sees the others' results when
-        // it advances the DAG.
+        let mut tx = self.begin().await?;
+        // The runs of the attempts that end first (a retry changes only its task), all of them,
+        // in the order of their ids, as every write that locks several runs does: completions
+        // of one run take turns, so each sees the others' results when it advances the DAG.
+        // Then the completions by account, so that the accounts settlements update are taken
+        // in one order too.
+        let mut runs: Vec<&str> = completions
+            .iter()
+            .filter(|(task, outcome)| !retried(task, outcome))
+            .map(|(task, _)| task.run_id.as_str())
+            .collect();
+        runs.sort_unstable();
+        runs.dedup();
+        if !runs.is_empty() {
+            B::lock_runs(&mut tx, &runs).await?;
+        }
         let mut order: Vec<usize> = (0..completions.len()).collect();
         order.sort_by(|&a, &b| {
             let (a, b) = (completions[a].0, completions[b].0);
             (a.account_id, &a.run_id, a.task_id).cmp(&(b.account_id, &b.run_id, b.task_id))
         });
-        let mut tx = self.begin().await?;
-        let mut locked: Option<&str> = None;
-        for &i in &order {
-            let (task, outcome) = completions[i];
-            if !retried(task, outcome) && locked != Some(task.run_id.as_str()) {
-                B::lock_run(&mut tx, &task.run_id).await?;
-                locked = Some(&task.run_id);
-            }
-        }
         let mut recorded = vec![false; completions.len()];
-        for &i in &order {
+        // Whether claims elsewhere may now find work: a task queued or retried, or, under the
+        // soft cap on running nodes, any attempt ended.
+        let mut announce = false;
+        for i in order {
             let (task, outcome) = completions[i];
-            recorded[i] = match outcome {
+            let queued = match outcome {
                 Outcome::Failed { error, backoff, .. } if retried(task, outcome) => {
                     let entry = to_json(&attempt_error(task.attempt, error, now));
                     let when = time::after(now, *backoff);
                     let args = args![when, entry.as_str(), task.task_id, task.epoch];
-                    tx.execute(&RETRY_TASK, args).await? == 1
+                    (tx.execute(&RETRY_TASK, args).await? == 1).then_some(1)
                 }
                 _ => end_attempt::<B>(&mut tx, config, task, outcome, now).await?,
             };
+            if let Some(queued) = queued {
+                recorded[i] = true;
+                announce |= queued > 0 || config.max_running_nodes > 0;
+            }
         }
-        let any = recorded.contains(&true);
-        if any {
+        if announce {
             B::announce(&mut tx).await?;
         }
         B::commit(tx).await?;
-        if any {
+        if announce {
             self.wake();
         }
         Ok(recorded)
@@ -165,28 +164,31 @@ impl<B: Backend> TaskQueue for B {
 }
 
 /// Ends an attempt that will not be retried: the task completed or failed, the node's result
-/// handed to its run. The caller holds the run's row. `false` when the claim was fenced off.
+/// handed to its run. The caller holds the run's row. How many nodes were queued, or `None`
+/// when the claim was fenced off (nothing written).
 async fn end_attempt<B: Backend>(
     tx: &mut B::Conn,
     config: &crate::StoreConfig,
     task: &ClaimedTask,
     outcome: &Outcome,
     now: i64,
-) -> Result<bool> {
-    let (state, error) = match outcome {
-        Outcome::Succeeded(_) => (TaskState::Completed, None),
-        Outcome::Failed { error, .. } => (TaskState::Failed, Some(error)),
-    };
-    let entry = error.map(|e| to_json(&attempt_error(task.attempt, e, now)));
-    let ended = args![state.as_str(), now, entry.as_deref(), task.task_id, task.epoch];
-    if tx.execute(&END_TASK, ended).await? == 0 {
-        return Ok(false);
-    }
+) -> Result<Option<usize>> {
     let (run_id, node) = (task.run_id.as_str(), task.node.name.as_str());
-    let nodes = match outcome {
-        Outcome::Succeeded(keys) => node_succeeded::<B>(tx, config, run_id, node, task.account_id, keys, now).await?,
-        Outcome::Failed { error, .. } => node_failed(tx, run_id, node, error, now).await?,
+    let (nodes, queued) = match outcome {
+        Outcome::Succeeded(keys) => {
+            let Some(nodes) = B::end_success(tx, task, keys, now).await? else { return Ok(None) };
+            node_succeeded::<B>(tx, config, run_id, node, task.account_id, nodes, now).await?
+        }
+        Outcome::Failed { error, .. } => {
+            let entry = to_json(&attempt_error(task.attempt, error, now));
+            let ended =
+                args![TaskState::Failed.as_str(), now, Some(entry.as_str()), task.task_id, task.epoch];
+            if tx.execute(&END_TASK, ended).await? == 0 {
+                return Ok(None);
+            }
+            (node_failed(tx, run_id, node, error, now).await?, 0)
+        }
     };
     finish_if_done(tx, config, run_id, &nodes, now).await?;
-    Ok(true)
+    Ok(Some(queued))
 }

@@ -13,8 +13,9 @@ pub(crate) type Sql = LazyLock<String>;
 
 /// `sql!("… {name} …", name = value, …)`: a [`Sql`] rendered with `format!`.
 macro_rules! sql {
-    ($($fmt:tt)+) => { LazyLock::new(|| format!($($fmt)+)) };
+    ($($fmt:tt)+) => { std::sync::LazyLock::new(|| format!($($fmt)+)) };
 }
+pub(crate) use sql;
 
 // Accounts, keys and the ledger.
 

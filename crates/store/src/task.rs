@@ -45,19 +45,20 @@ pub(crate) struct ClaimRow {
 }
 
 impl ClaimRow {
-    /// The claimed task, given the run's nodes as they stand after the claim.
+    /// The claimed task, given the run's nodes as they stand after the claim (the node and
+    /// at least the nodes its links name).
     pub(crate) fn into_task(self, nodes: &[NodeRecord]) -> Result<ClaimedTask> {
         let node = nodes.iter().find(|n| n.name == self.node).cloned().ok_or(StoreError::NotFound)?;
-        let upstream = node
-            .links
-            .iter()
-            .map(|(param, src)| {
-                let keys =
-                    nodes.iter().find(|n| &n.name == src).map(|n| n.outputs.clone()).unwrap_or_default();
-                (param.clone(), keys)
-            })
-            .collect();
-        Ok(ClaimedTask {
+        let outputs_of = |source: &str| {
+            nodes.iter().find(|n| n.name == source).map(|n| n.outputs.clone()).unwrap_or_default()
+        };
+        Ok(self.with_node(node, outputs_of))
+    }
+
+    /// The claimed task, given its node and the outputs of the nodes its links name.
+    pub(crate) fn with_node(self, node: NodeRecord, outputs_of: impl Fn(&str) -> Vec<String>) -> ClaimedTask {
+        let upstream = node.links.iter().map(|(param, source)| (param.clone(), outputs_of(source))).collect();
+        ClaimedTask {
             task_id: self.task_id,
             epoch: self.epoch,
             attempt: u32::try_from(self.attempt).unwrap_or(u32::MAX),
@@ -66,6 +67,6 @@ impl ClaimRow {
             account_id: self.account_id,
             node,
             upstream,
-        })
+        }
     }
 }

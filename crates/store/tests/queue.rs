@@ -527,7 +527,8 @@ async fn a_batch_of_completions_records_each_as_alone(store: SharedStore) {
 
     // Given in an order that is neither the runs' nor the accounts'.
     let (retry, done) = (fail(true), ok(&["s"]));
-    let batch = [(&stale, &done), (b_one, &retry), (siblings[1], &done), (a_one, &fail(false)), (siblings[0], &done)];
+    let batch =
+        [(&stale, &done), (b_one, &retry), (siblings[1], &done), (a_one, &fail(false)), (siblings[0], &done)];
     let recorded = store.complete_batch(&batch).await.unwrap();
     assert_eq!(recorded, [false, true, true, true, true], "a stale claim is fenced, the rest recorded");
 

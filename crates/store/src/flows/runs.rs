@@ -9,8 +9,8 @@ use atelier_core::NodeError;
 
 use crate::backend::Backend;
 use crate::rows::Reservation;
-use crate::run::NodeState;
 use crate::rules::{expiry, settlement};
+use crate::run::NodeState;
 use crate::sql::{args, parse_text, to_json, Conn};
 use crate::statements::*;
 use crate::{NewRun, Result, RunRecord, RunSummary, Runs, StoreConfig, StoreError};
@@ -138,24 +138,24 @@ pub(crate) async fn finish_run(
     Ok(true)
 }
 
-/// Node `node` succeeded with `outputs`: its ready children are queued. Returns the run's
-/// node states as this transaction left them.
+/// Node `node` succeeded (written, and `nodes` read after it): its ready children are
+/// queued. Returns the run's node states as this transaction left them, and how many nodes
+/// were queued.
 pub(crate) async fn node_succeeded<B: Backend>(
     conn: &mut B::Conn,
     config: &StoreConfig,
     run_id: &str,
     node: &str,
     account_id: i64,
-    outputs: &[String],
+    mut nodes: Vec<NodeState>,
     now: Micros,
-) -> Result<Vec<NodeState>> {
-    let mut nodes = B::succeed_node(conn, run_id, node, outputs, now).await?;
+) -> Result<(Vec<NodeState>, usize)> {
     let children: Vec<String> = dag::ready_children(&nodes, node).into_iter().map(str::to_owned).collect();
     for child in &children {
         B::queue_node(conn, run_id, child, account_id, config.max_attempts, now).await?;
     }
     NodeState::mark_queued(&mut nodes, &children);
-    Ok(nodes)
+    Ok((nodes, children.len()))
 }
 
 /// Fails a node and skips everything downstream of it. Returns the run's node states as this

@@ -20,10 +20,12 @@
 
 mod accept;
 
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use atelier_core::status::{NodeStatus, TaskState};
 use atelier_core::time::{self, now_micros, Micros};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions, PgRow};
@@ -33,11 +35,15 @@ use tokio::sync::Notify;
 use self::accept::Accepted;
 use crate::backend::Backend;
 use crate::migrations::POSTGRES as MIGRATIONS;
+use crate::rows::node_record;
+use crate::run::NodeState;
 use crate::run::STATUS_PARAMS_AS_STORED_BYTES;
-use crate::sql::{args, impl_conn, Conn};
+use crate::sql::{args, impl_conn, json_col, to_json, Conn, FromRow, RowRead};
+use crate::statements::{sql, Sql};
 use crate::task::ClaimRow;
 use crate::{
-    Lifecycle, NewRun, NodeRecord, Result, RunRecord, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES,
+    ClaimedTask, Lifecycle, NewRun, NodeRecord, Result, RunRecord, StoreConfig, StoreError,
+    STATUS_PARAM_MAX_BYTES,
 };
 
 impl_conn!(PgConnection, PgRow);
@@ -218,6 +224,36 @@ async fn forward_notifications(mut listener: PgListener, ready: Arc<Notify>) {
     }
 }
 
+/// A row of the claim: the task, its node, and `sources`, the outputs of the nodes its links
+/// name as a JSON object (name → blob keys; null when it links none).
+fn claimed_task(row: &PgRow) -> Result<ClaimedTask> {
+    let claim = <ClaimRow as FromRow>::from_row(row)?;
+    let node = node_record(row, ["status", "outputs", "error"])?;
+    let sources: HashMap<String, Option<Vec<String>>> = match row.opt_text("sources")? {
+        Some(text) => json_col(text, "claimed node sources")?,
+        None => HashMap::new(),
+    };
+    Ok(claim.with_node(node, |source| sources.get(source).cloned().flatten().unwrap_or_default()))
+}
+
+/// `$1` now, `$2` task, `$3` epoch, `$4` outputs, `$5` node, `$6` run: see
+/// [`Backend::end_success`].
+static END_SUCCESS: Sql = sql!(
+    "WITH ended AS (UPDATE tasks SET state = '{completed}', finalized_at = $1, lease_owner = NULL
+                    WHERE id = $2 AND lease_epoch = $3 AND state = '{running}'
+                    RETURNING run_id, node),
+          done AS (UPDATE nodes SET status = '{succeeded}', outputs = $4, finished_at = $1
+                   FROM ended WHERE nodes.run_id = ended.run_id AND nodes.name = ended.node
+                   RETURNING nodes.name)
+     SELECT n.name, n.links, CASE WHEN n.name = $5 THEN '{succeeded}' ELSE n.status END AS status, n.error
+     FROM nodes n
+     WHERE n.run_id = $6 AND EXISTS (SELECT 1 FROM done)
+     ORDER BY n.position",
+    completed = TaskState::Completed,
+    running = TaskState::Running,
+    succeeded = NodeStatus::Succeeded
+);
+
 /// Tasks a batch claim looks at per account beyond twice its size: room for the rows that
 /// other claims hold at that moment (skipped, not waited for).
 const CLAIM_MARGIN: i64 = 16;
@@ -230,9 +266,6 @@ impl Backend for PgStore {
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const EXPIRED_RUNS: &'static str =
         "SELECT id FROM runs WHERE NOT swept AND expires_at < $1 ORDER BY expires_at LIMIT $2";
-
-    const CLAIMED_NODES: &'static str = "SELECT * FROM nodes WHERE run_id = $1 AND (name = $2 OR name IN
-         (SELECT value FROM jsonb_each_text(CAST((SELECT links FROM nodes WHERE run_id = $1 AND name = $2) AS jsonb))))";
 
     fn settings(&self) -> &StoreConfig {
         &self.config
@@ -259,6 +292,42 @@ impl Backend for PgStore {
         Ok(())
     }
 
+    async fn lock_runs(conn: &mut PgConnection, runs: &[&str]) -> Result<()> {
+        // Rows are locked as the sort hands them out: in the order of their ids.
+        sqlx::query("SELECT 1 FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE")
+            .bind(runs)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn end_success(
+        conn: &mut PgConnection,
+        task: &ClaimedTask,
+        outputs: &[String],
+        now: Micros,
+    ) -> Result<Option<Vec<NodeState>>> {
+        // One round trip: the task's end (fenced by its epoch), the node's success, and the
+        // run's node states. The final SELECT reads the nodes as they stood before this
+        // statement (the caller holds the run's row, so no other write to them is in between)
+        // and gives this node the status the statement writes; no row when the task's update
+        // matched none.
+        let states: Vec<NodeState> = conn
+            .fetch_all(
+                &END_SUCCESS,
+                args![
+                    now,
+                    task.task_id,
+                    task.epoch,
+                    to_json(&outputs).as_str(),
+                    &task.node.name,
+                    &task.run_id
+                ],
+            )
+            .await?;
+        Ok((!states.is_empty()).then_some(states))
+    }
+
     async fn lock_account(conn: &mut PgConnection, account_id: i64) -> Result<()> {
         conn.execute("SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE", args![account_id]).await?;
         Ok(())
@@ -275,15 +344,14 @@ impl Backend for PgStore {
         self.ready.notify_one();
     }
 
-    async fn claim_rows(
+    async fn claim_tasks(
         &self,
-        conn: &mut PgConnection,
         worker: &str,
         lease: Duration,
         skip_tools: &[&str],
         now: Micros,
         limit: usize,
-    ) -> Result<Vec<ClaimRow>> {
+    ) -> Result<Vec<ClaimedTask>> {
         // Fairness as on SQLite, for a batch in one statement: the accounts with available
         // tasks (`queued`, a skip scan of the `tasks_available_by_account` index: one probe
         // per account, however deep the queue), each account's oldest eligible tasks (a range
@@ -302,7 +370,10 @@ impl Backend for PgStore {
         //
         // The same statement marks the nodes running and, on their first claim, the runs
         // (data-modifying CTEs run to completion whether or not the final SELECT reads them),
-        // so a batch is one round trip. Runs' rows are taken with SKIP LOCKED: a claim holds
+        // and returns each task with its node and the outputs of the nodes its links name, so
+        // a batch is one statement, run on its own: one round trip. The node is read as it
+        // stood before the statement, and is running once it commits. Runs' rows are taken
+        // with SKIP LOCKED: a claim holds
         // task locks, so it must not wait for a run's row (a cancellation holds that and
         // waits for the run's tasks); the row is locked only by a cancellation in progress,
         // which ends the run anyway.
@@ -353,7 +424,14 @@ impl Backend for PgStore {
                             WHERE id IN (SELECT r.id FROM runs r JOIN claimed ON r.id = claimed.run_id
                                          WHERE r.status = 'queued'
                                          FOR NO KEY UPDATE OF r SKIP LOCKED))
-             SELECT claimed.* FROM claimed JOIN line ON line.id = claimed.id
+             SELECT c.*, n.name, n.gen_id, n.tool, n.params, n.links, n.bypassed, n.fanout, n.price,
+                    n.outputs, n.error, CAST('running' AS TEXT) AS status,
+                    (SELECT CAST(json_object_agg(u.name, CAST(u.outputs AS json)) AS TEXT) FROM nodes u
+                     WHERE u.run_id = c.run_id
+                       AND u.name IN (SELECT value FROM jsonb_each_text(CAST(n.links AS jsonb)))) AS sources
+             FROM claimed c
+             JOIN line ON line.id = c.id
+             JOIN nodes n ON n.run_id = c.run_id AND n.name = c.node
              ORDER BY line.turn, line.scheduled_at, line.id",
         )
         .bind(worker)
@@ -363,9 +441,9 @@ impl Backend for PgStore {
         .bind(i64::from(self.config.max_running_nodes))
         .bind(limit)
         .bind(limit.saturating_mul(2).saturating_add(CLAIM_MARGIN))
-        .fetch_all(&mut *conn)
+        .fetch_all(&mut *self.read().await?)
         .await?;
-        rows.iter().map(|r| <ClaimRow as crate::sql::FromRow>::from_row(r)).collect()
+        rows.iter().map(claimed_task).collect()
     }
 
     async fn write_run(&self, conn: &mut PgConnection, run: &NewRun<'_>) -> Result<()> {

@@ -31,10 +31,11 @@ use crate::migrations::SQLITE as MIGRATIONS;
 use crate::rows::node_record;
 use crate::run::{NodeState, STATUS_PARAMS_AS_STORED_BYTES};
 use crate::sql::{impl_conn, to_json, Conn, FromRow};
-use crate::statements::{BALANCE, INSERT_RUN_INPUT, RESERVE};
+use crate::statements::{BALANCE, END_TASK, INSERT_RUN_INPUT, RESERVE};
 use crate::task::ClaimRow;
 use crate::{
-    args, Lifecycle, NewRun, Result, RunRecord, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES,
+    args, ClaimedTask, Lifecycle, NewRun, NodeRecord, Result, RunRecord, StoreConfig, StoreError,
+    STATUS_PARAM_MAX_BYTES,
 };
 
 impl_conn!(SqliteConnection, SqliteRow);
@@ -184,6 +185,11 @@ impl SqliteStore {
     }
 }
 
+/// The nodes a claimed task needs, `$1` run and `$2` node: the node itself and the nodes its
+/// links name (whose outputs it reads).
+const CLAIMED_NODES: &str = "SELECT * FROM nodes WHERE run_id = $1 AND (name = $2 OR name IN
+     (SELECT value FROM json_each((SELECT links FROM nodes WHERE run_id = $1 AND name = $2))))";
+
 /// Inserts a task: run id, node, account id, state, max attempts, scheduled at, created at.
 /// (`?`, not `?n`: in a batch, `?n` counts from the batch's first parameter.)
 macro_rules! insert_task_sql {
@@ -201,9 +207,6 @@ impl Backend for SqliteStore {
     const FOR_UPDATE: &'static str = "";
     const EXPIRED_RUNS: &'static str =
         "SELECT id FROM runs WHERE swept = 0 AND expires_at < $1 ORDER BY expires_at LIMIT $2";
-
-    const CLAIMED_NODES: &'static str = "SELECT * FROM nodes WHERE run_id = $1 AND (name = $2 OR name IN
-         (SELECT value FROM json_each((SELECT links FROM nodes WHERE run_id = $1 AND name = $2))))";
 
     fn settings(&self) -> &StoreConfig {
         &self.config
@@ -240,25 +243,31 @@ impl Backend for SqliteStore {
         self.ready.notify_one();
     }
 
-    async fn claim_rows(
+    async fn claim_tasks(
         &self,
-        conn: &mut SqliteConnection,
         worker: &str,
         lease: Duration,
         skip_tools: &[&str],
         now: Micros,
         limit: usize,
-    ) -> Result<Vec<ClaimRow>> {
-        // One claim after another: each sees the ones before it (the one writer makes each a
-        // turn of the same thread, not a round trip over a socket).
+    ) -> Result<Vec<ClaimedTask>> {
+        // One claim after another in one transaction: each sees the ones before it (the one
+        // writer makes each a turn of the same thread, not a round trip over a socket).
+        let mut tx = self.begin().await?;
         let mut claimed = Vec::new();
         while claimed.len() < limit {
-            match self.claim_one(conn, worker, lease, skip_tools, now).await? {
+            match self.claim_one(&mut tx, worker, lease, skip_tools, now).await? {
                 Some(row) => claimed.push(row),
                 None => break,
             }
         }
-        Ok(claimed)
+        let mut tasks = Vec::with_capacity(claimed.len());
+        for row in claimed {
+            let nodes: Vec<NodeRecord> = tx.fetch_all(CLAIMED_NODES, args![&row.run_id, &row.node]).await?;
+            tasks.push(row.into_task(&nodes)?);
+        }
+        Self::commit(tx).await?;
+        Ok(tasks)
     }
 
     async fn write_run(&self, conn: &mut SqliteConnection, run: &NewRun<'_>) -> Result<()> {
@@ -362,13 +371,17 @@ impl Backend for SqliteStore {
         Ok(run)
     }
 
-    async fn succeed_node(
+    async fn end_success(
         conn: &mut SqliteConnection,
-        run_id: &str,
-        node: &str,
+        task: &ClaimedTask,
         outputs: &[String],
         now: Micros,
-    ) -> Result<Vec<NodeState>> {
+    ) -> Result<Option<Vec<NodeState>>> {
+        let ended = args![TaskState::Completed.as_str(), now, None::<&str>, task.task_id, task.epoch];
+        if conn.execute(&END_TASK, ended).await? == 0 {
+            return Ok(None);
+        }
+        let (run_id, node) = (task.run_id.as_str(), task.node.name.as_str());
         // One round trip for the node's update and the read of the run's node states after it.
         let rows = sqlx::query(
             "UPDATE nodes SET status = 'succeeded', outputs = ?, finished_at = ? WHERE run_id = ? AND name = ?;
@@ -381,7 +394,7 @@ impl Backend for SqliteStore {
         .bind(run_id)
         .fetch_all(&mut *conn)
         .await?;
-        rows.iter().map(|r| NodeState::from_row(r)).collect()
+        rows.iter().map(|r| NodeState::from_row(r)).collect::<Result<_>>().map(Some)
     }
 
     async fn queue_node(

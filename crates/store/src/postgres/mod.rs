@@ -101,6 +101,12 @@ impl PgStore {
 
     /// As [`PgStore::connect`], with options built by the caller.
     pub async fn connect_with(options: PgConnectOptions, config: StoreConfig) -> Result<Self> {
+        // Prepared statements keep one generic plan instead of planning each execution for
+        // its parameters: the store's statements find rows by keys and by partial indexes
+        // whose predicates are constants, so a plan for the parameters gains nothing, and
+        // planning the queue's statements cost more PostgreSQL time than running them
+        // (docs/DECISIONS.md, "Generic plans").
+        let options = options.options([("plan_cache_mode", "force_generic_plan")]);
         let pool = PgPoolOptions::new().max_connections(POOL_SIZE).connect_with(options.clone()).await?;
         let ready = Arc::new(Notify::new());
         // Subscribe before the first claim can run, so that no notification

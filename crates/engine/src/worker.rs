@@ -68,9 +68,7 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
                     let engine = engine.clone();
                     let shutdown = shutdown.clone();
                     running.spawn(async move {
-                        execute(&engine, task, shutdown).await;
-                        drop(tool_permit);
-                        drop(permit);
+                        execute(&engine, task, shutdown, (permit, tool_permit)).await;
                     });
                 }
             }
@@ -130,7 +128,10 @@ enum Ended {
     Shutdown,
 }
 
-async fn execute(engine: &Engine, task: ClaimedTask, shutdown: CancellationToken) {
+/// Runs a claimed task and records how it ended. `slot` is given back as soon as the work
+/// is over, before the completion is written: the next node starts while the store records
+/// this one (completions are written in groups, `crate::completions`).
+async fn execute<S>(engine: &Engine, task: ClaimedTask, shutdown: CancellationToken, slot: S) {
     let started = std::time::Instant::now();
     let work = tokio::time::timeout(engine.config.node_timeout, run_node(engine, &task));
     tokio::pin!(work);
@@ -156,6 +157,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: CancellationToken
             _ = &mut grace => break Ended::Shutdown,
         }
     };
+    drop(slot);
     let node = &task.node.name;
     let outcome = match ended {
         Ended::LeaseLost => {

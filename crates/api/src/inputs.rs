@@ -16,7 +16,6 @@ use atelier_core::params::{stored_input_reference, Params};
 use atelier_core::plan::{node_image_input, workflow_image_input};
 use atelier_core::tools;
 use atelier_core::workflow::WorkflowDef;
-use atelier_inputs::ImageSource;
 use atelier_store::Account;
 use bytes::Bytes;
 use serde_json::Value;
@@ -83,13 +82,14 @@ pub async fn move_inline_images(
 }
 
 /// The format of `text` when it is an inline image the checks would let through: within the
-/// byte limit and a format the tools read.
+/// byte limit and a format the tools read. Checked without decoding it whole
+/// ([`atelier_inputs::probe_inline`]): accepting a run holds the request's image once.
 fn inline_image_format(state: &AppState, text: &str) -> Option<&'static str> {
-    let Ok(ImageSource::Inline(bytes)) = atelier_inputs::parse(text) else { return None };
-    if bytes.len() as u64 > state.config.inputs.max_bytes {
+    let probe = atelier_inputs::probe_inline(text)?;
+    if probe.len as u64 > state.config.inputs.max_bytes {
         return None;
     }
-    atelier_imaging::sniff(&bytes).map(|format| format.extension())
+    atelier_imaging::sniff(&probe.head).map(|format| format.extension())
 }
 
 fn storage(e: atelier_blob::BlobError) -> ApiError {

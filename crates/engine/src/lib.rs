@@ -91,6 +91,7 @@ impl Engine {
         config: EngineConfig,
     ) -> Self {
         let worker_id = format!("{}-{}", std::process::id(), &atelier_core::ids::generation_id()[4..12]);
+        let completions = completions::Completions::new(&worker_id, config.lease);
         Self {
             store,
             blob,
@@ -99,7 +100,7 @@ impl Engine {
             config,
             worker_id,
             failpoints: failpoint::Failpoints::from_env(),
-            completions: completions::Completions::default(),
+            completions,
         }
     }
 

@@ -28,8 +28,9 @@ use crate::Engine;
 /// each listed tool. A claim names the tools whose slots are full, so the
 /// store hands out only work this process can start now and leaves the rest
 /// to other workers. Without per-tool slots, one claim fills every free slot
-/// (`TaskQueue::claim_batch`); with them, a claim takes one task, so that the
-/// next claim knows which tools are full.
+/// (`TaskQueue::claim_batch`), and a slot whose task ends claims its next task
+/// in the transaction that records the end (`crate::completions`); with them,
+/// a claim takes one task, so that the next claim knows which tools are full.
 pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
     let slots = Arc::new(Semaphore::new(engine.config.slots.max(1)));
     let tool_slots = ToolSlots::new(engine.config.tool_slots.clone());
@@ -68,7 +69,12 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
                     let engine = engine.clone();
                     let shutdown = shutdown.clone();
                     running.spawn(async move {
-                        execute(&engine, task, shutdown, (permit, tool_permit)).await;
+                        let mut next = Some(task);
+                        while let Some(task) = next {
+                            next = execute(&engine, task, &shutdown).await;
+                        }
+                        drop(tool_permit);
+                        drop(permit);
                     });
                 }
             }
@@ -128,10 +134,10 @@ enum Ended {
     Shutdown,
 }
 
-/// Runs a claimed task and records how it ended. `slot` is given back as soon as the work
-/// is over, before the completion is written: the next node starts while the store records
-/// this one (completions are written in groups, `crate::completions`).
-async fn execute<S>(engine: &Engine, task: ClaimedTask, shutdown: CancellationToken, slot: S) {
+/// Runs a claimed task in the caller's slot and records how it ended; returns the slot's next
+/// task when the completion claimed one (`crate::completions`: without per-tool slots, and
+/// unless shutdown began).
+async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToken) -> Option<ClaimedTask> {
     let started = std::time::Instant::now();
     let work = tokio::time::timeout(engine.config.node_timeout, run_node(engine, &task));
     tokio::pin!(work);
@@ -157,18 +163,17 @@ async fn execute<S>(engine: &Engine, task: ClaimedTask, shutdown: CancellationTo
             _ = &mut grace => break Ended::Shutdown,
         }
     };
-    drop(slot);
     let node = &task.node.name;
     let outcome = match ended {
         Ended::LeaseLost => {
             info!(run = %task.run_id, node, "lease lost; stopping the node");
-            return;
+            return None;
         }
         Ended::Shutdown => {
             if let Err(e) = engine.store.release(&task).await {
                 warn!(error = %e, "releasing a task at shutdown failed");
             }
-            return;
+            return None;
         }
         Ended::Done(Ok(keys)) => {
             engine.failpoints.after_publish(&task);
@@ -180,15 +185,33 @@ async fn execute<S>(engine: &Engine, task: ClaimedTask, shutdown: CancellationTo
         }
     };
     let succeeded = matches!(outcome, Outcome::Succeeded(_));
-    match engine.completions.complete(&engine.store, task.clone(), outcome).await {
-        Ok(true) => {
+    // With per-tool slots, the next claim must name the tools that are full: the dispatcher
+    // makes it.
+    let wants_next = engine.config.tool_slots.is_empty() && !shutdown.is_cancelled();
+    let next = match engine.completions.complete(&engine.store, task.clone(), outcome, wants_next).await {
+        Ok((true, next)) => {
             info!(run = %task.run_id, node, tool = %task.node.tool, attempt = task.attempt, succeeded,
-            ms = started.elapsed().as_millis() as u64, "node finished")
+            ms = started.elapsed().as_millis() as u64, "node finished");
+            next
         }
-        Ok(false) => info!(run = %task.run_id, node, "completion fenced off: the claim was lost"),
+        Ok((false, next)) => {
+            info!(run = %task.run_id, node, "completion fenced off: the claim was lost");
+            next
+        }
         Err(e) => {
-            warn!(run = %task.run_id, node, error = %e, "recording a completion failed; the lease will expire and the node will run again")
+            warn!(run = %task.run_id, node, error = %e, "recording a completion failed; the lease will expire and the node will run again");
+            None
         }
+    };
+    match next {
+        Some(next) if shutdown.is_cancelled() => {
+            // Claimed while shutdown began: give it back at once, without an attempt.
+            if let Err(e) = engine.store.release(&next).await {
+                warn!(error = %e, "releasing a task at shutdown failed; its lease will expire");
+            }
+            None
+        }
+        next => next,
     }
 }
 

@@ -244,6 +244,12 @@ fn parse_url(value: &str, scheme_text: &str) -> Result<Url, InputError> {
 }
 
 fn parse_data_uri(rest: &str) -> Result<Bytes, InputError> {
+    decode_base64(data_uri_payload(rest)?)
+        .ok_or_else(|| InputError::NotAnImageValue("data URI does not contain valid base64".into()))
+}
+
+/// The base64 part of a data URI (after `data:`), its header checked.
+fn data_uri_payload(rest: &str) -> Result<&str, InputError> {
     let Some((header, data)) = rest.split_once(',') else {
         return Err(InputError::NotAnImageValue("data URI has no ',' separator".into()));
     };
@@ -264,8 +270,66 @@ fn parse_data_uri(rest: &str) -> Result<Bytes, InputError> {
             truncate(&mime, 64)
         )));
     }
-    decode_base64(data)
-        .ok_or_else(|| InputError::NotAnImageValue("data URI does not contain valid base64".into()))
+    Ok(data)
+}
+
+/// What [`probe_inline`] learns of inline image data without keeping it decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlineProbe {
+    /// The decoded length in bytes.
+    pub len: usize,
+    /// The first decoded bytes (up to [`InlineProbe::HEAD`]), enough to tell the format.
+    pub head: Vec<u8>,
+}
+
+impl InlineProbe {
+    pub const HEAD: usize = 64;
+}
+
+/// For a value [`parse`] reads as inline data (`ImageSource::Inline`), its decoded length
+/// and first bytes; `None` for anything else. The same checks as [`parse`], decoding a few
+/// KiB at a time: the memory it takes does not grow with the image (a request's inline
+/// image is checked this way before it is stored as sent).
+pub fn probe_inline(value: &str) -> Option<InlineProbe> {
+    let value = value.trim();
+    if value.is_empty() {
+        return None;
+    }
+    let data = match value.split_once(':') {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("data") => data_uri_payload(rest).ok()?,
+        Some(_) => return None,
+        None => value,
+    };
+    probe_base64(data, &LENIENT_STANDARD).or_else(|| probe_base64(data, &LENIENT_URL_SAFE))
+}
+
+/// [`decode_base64`] with `engine` alone, by chunks of whole quads: every chunk but the
+/// last must hold no padding (as a whole decode refuses `=` before the end), and the last
+/// is decoded by the engine's rules for an end (padding, a partial quad, trailing bits).
+fn probe_base64(text: &str, engine: &GeneralPurpose) -> Option<InlineProbe> {
+    const CHUNK: usize = 4096;
+    let total = text.bytes().filter(|b| !b.is_ascii_whitespace()).count();
+    if total == 0 {
+        return None;
+    }
+    let mut compact = text.bytes().filter(|b| !b.is_ascii_whitespace());
+    let mut input = Vec::with_capacity(CHUNK.min(total));
+    let mut output = vec![0u8; CHUNK / 4 * 3];
+    let mut probe = InlineProbe { len: 0, head: Vec::with_capacity(InlineProbe::HEAD) };
+    let mut left = total;
+    while left > 0 {
+        input.clear();
+        input.extend(compact.by_ref().take(CHUNK.min(left)));
+        left -= input.len();
+        if left > 0 && input.contains(&b'=') {
+            return None;
+        }
+        let n = engine.decode_slice(&input, &mut output).ok()?;
+        let room = InlineProbe::HEAD - probe.head.len();
+        probe.head.extend_from_slice(&output[..n.min(room)]);
+        probe.len += n;
+    }
+    (probe.len > 0).then_some(probe)
 }
 
 /// Lenient base64 decoding; `None` when invalid or empty.
@@ -441,6 +505,85 @@ mod tests {
         match parse(value) {
             Ok(ImageSource::Inline(bytes)) => bytes,
             other => panic!("{value:?} parsed as {other:?}"),
+        }
+    }
+
+    /// What `probe_inline` must say of `value`: what `parse` decodes, measured.
+    fn expected_probe(value: &str) -> Option<InlineProbe> {
+        match parse(value) {
+            Ok(ImageSource::Inline(bytes)) => Some(InlineProbe {
+                len: bytes.len(),
+                head: bytes[..bytes.len().min(InlineProbe::HEAD)].to_vec(),
+            }),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn probing_inline_data_agrees_with_parsing_it() {
+        // Generated values chosen to break a chunked decode: lengths around the chunk size,
+        // padding and whitespace anywhere, both alphabets, stray characters, data URIs.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let sizes = [1, 2, 3, 11, 12, 13, 3071, 3072, 3073, 6144, 6145, 9000];
+        let mut agreed = 0;
+        for case in 0..600 {
+            let len = sizes[next(sizes.len())];
+            let data: Vec<u8> = (0..len).map(|_| next(256) as u8).collect();
+            let engine = if next(4) == 0 {
+                &base64::engine::general_purpose::URL_SAFE
+            } else {
+                &base64::engine::general_purpose::STANDARD
+            };
+            let mut text = engine.encode(&data);
+            match next(8) {
+                0 => text = text.trim_end_matches('=').to_string(),
+                1 => {
+                    let at = next(text.len());
+                    text.insert(at, '=');
+                }
+                2 => {
+                    let at = next(text.len());
+                    text.insert(at, ['\n', ' ', '\t', '\r'][next(4)]);
+                }
+                3 => {
+                    let at = next(text.len());
+                    text.insert(at, ['!', '-', '+', '.', ':'][next(5)]);
+                }
+                4 => text.truncate(next(text.len()) + 1),
+                5 => text = format!("data:image/png;base64,{text}"),
+                6 => {
+                    text = format!(
+                        "  {}\n",
+                        text.as_bytes()
+                            .chunks(76)
+                            .map(|c| std::str::from_utf8(c).unwrap())
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    )
+                }
+                _ => {}
+            }
+            assert_eq!(probe_inline(&text), expected_probe(&text), "case {case}: {} chars", text.len());
+            agreed += usize::from(expected_probe(&text).is_some());
+        }
+        assert!(agreed > 300, "most generated cases are valid data ({agreed} of 600)");
+        for other in [
+            "",
+            "   ",
+            "https://example.com/a.png",
+            "data:text/plain;base64,aGk=",
+            "data:image/png,abc",
+            "=",
+            "====",
+        ] {
+            assert_eq!(probe_inline(other), None, "{other:?}");
+            assert_eq!(expected_probe(other), None, "{other:?}");
         }
     }
 

@@ -96,15 +96,35 @@ pub(crate) trait Backend: Send + Sync + 'static {
 
     /// Claims up to `limit` tasks as `TaskQueue::claim_batch` describes (the order of as
     /// many single claims made one after another), marks their nodes and runs running, and
-    /// returns them with their nodes; none when no task is available. Committed on return.
+    /// returns them with their nodes; none when no task is available. In the caller's
+    /// transaction (a completion claims the next tasks in its own).
     fn claim_tasks(
         &self,
+        conn: &mut Self::Conn,
         worker: &str,
         lease: Duration,
         skip_tools: &[&str],
         now: Micros,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<ClaimedTask>>> + Send;
+
+    /// [`Backend::claim_tasks`] on its own, committed on return: in a transaction of its own
+    /// by default; PostgreSQL's claim is one statement and needs none.
+    fn claim_alone(
+        &self,
+        worker: &str,
+        lease: Duration,
+        skip_tools: &[&str],
+        now: Micros,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ClaimedTask>>> + Send {
+        async move {
+            let mut tx = self.begin().await?;
+            let tasks = self.claim_tasks(&mut tx, worker, lease, skip_tools, now, limit).await?;
+            Self::commit(tx).await?;
+            Ok(tasks)
+        }
+    }
 
     /// Reserves the run's price and writes the run, its nodes and the tasks of its ready
     /// nodes in the caller's transaction; `InsufficientTokens` when the balance is short.

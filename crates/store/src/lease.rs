@@ -26,7 +26,7 @@ use crate::rows::ExpiredTask;
 use crate::rules::attempt_error;
 use crate::sql::{args, json_col, to_json, Conn};
 use crate::statements::*;
-use crate::{ClaimedTask, Outcome, Result, TaskQueue};
+use crate::{ClaimedTask, NextClaim, Outcome, Result, TaskQueue};
 
 #[async_trait]
 impl<B: Backend> TaskQueue for B {
@@ -37,7 +37,7 @@ impl<B: Backend> TaskQueue for B {
         skip_tools: &[&str],
         limit: usize,
     ) -> Result<Vec<ClaimedTask>> {
-        self.claim_tasks(worker, lease, skip_tools, now_micros(), limit).await
+        self.claim_alone(worker, lease, skip_tools, now_micros(), limit).await
     }
 
     async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {
@@ -45,7 +45,11 @@ impl<B: Backend> TaskQueue for B {
         Ok(self.execute_alone(&HEARTBEAT, args![until, task.task_id, task.epoch]).await? == 1)
     }
 
-    async fn complete_batch(&self, completions: &[(&ClaimedTask, &Outcome)]) -> Result<Vec<bool>> {
+    async fn complete_and_claim(
+        &self,
+        completions: &[(&ClaimedTask, &Outcome)],
+        next: Option<NextClaim<'_>>,
+    ) -> Result<(Vec<bool>, Vec<ClaimedTask>)> {
         let now = now_micros();
         let config = self.settings();
         let retried = |task: &ClaimedTask, outcome: &Outcome| {
@@ -92,6 +96,15 @@ impl<B: Backend> TaskQueue for B {
                 announce |= queued > 0 || config.max_running_nodes > 0;
             }
         }
+        // The slots these attempts held take their next tasks in the same transaction: the
+        // claim sees the completions (and any node they queued), and no slot is ever free
+        // with nothing claimed, nor holds more than one task.
+        let claimed = match next {
+            Some(next) if next.limit > 0 => {
+                self.claim_tasks(&mut tx, next.worker, next.lease, &[], now, next.limit).await?
+            }
+            _ => Vec::new(),
+        };
         if announce {
             B::announce(&mut tx).await?;
         }
@@ -99,7 +112,7 @@ impl<B: Backend> TaskQueue for B {
         if announce {
             self.wake();
         }
-        Ok(recorded)
+        Ok((recorded, claimed))
     }
 
     async fn release(&self, task: &ClaimedTask) -> Result<bool> {

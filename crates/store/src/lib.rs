@@ -90,7 +90,7 @@ pub(crate) use sql::args;
 pub use sqlite::SqliteStore;
 /// Connection options for [`PgStore::connect_with`].
 pub use sqlx::postgres::PgConnectOptions;
-pub use task::{ClaimedTask, Outcome};
+pub use task::{ClaimedTask, NextClaim, Outcome};
 pub use traits::{
     Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, SharedStore, Store, TaskQueue, Workflows,
 };

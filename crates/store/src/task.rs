@@ -23,6 +23,15 @@ pub struct ClaimedTask {
     pub upstream: HashMap<String, Vec<String>>,
 }
 
+/// Who claims the next tasks in a completion's transaction
+/// ([`crate::TaskQueue::complete_and_claim`]), for how long, and how many at most.
+#[derive(Debug, Clone, Copy)]
+pub struct NextClaim<'a> {
+    pub worker: &'a str,
+    pub lease: Duration,
+    pub limit: usize,
+}
+
 /// How an attempt ended.
 #[derive(Debug, Clone)]
 pub enum Outcome {

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::{
     Account, ClaimedTask, IdempotencyClaim, IdempotencyRecord, IdempotencyStart, KeyInfo, Micros, NewRun,
-    Outcome, Result, RunRecord, RunSummary, StoreConfig, StoredInput, WorkflowRow,
+    NextClaim, Outcome, Result, RunRecord, RunSummary, StoreConfig, StoredInput, WorkflowRow,
 };
 
 /// A store shared by the API, the workers and the maintenance services.
@@ -155,7 +155,17 @@ pub trait TaskQueue: Send + Sync {
     /// Records the ends of several attempts in one transaction, each as
     /// [`TaskQueue::complete`] would: whether each was recorded, in the order given. An
     /// error records none of them.
-    async fn complete_batch(&self, completions: &[(&ClaimedTask, &Outcome)]) -> Result<Vec<bool>>;
+    async fn complete_batch(&self, completions: &[(&ClaimedTask, &Outcome)]) -> Result<Vec<bool>> {
+        Ok(self.complete_and_claim(completions, None).await?.0)
+    }
+    /// [`TaskQueue::complete_batch`], and in the same transaction, with `next`, claims up to
+    /// `next.limit` tasks as [`TaskQueue::claim_batch`] does (no tool skipped): the slots the
+    /// attempts held go straight to their next tasks.
+    async fn complete_and_claim(
+        &self,
+        completions: &[(&ClaimedTask, &Outcome)],
+        next: Option<NextClaim<'_>>,
+    ) -> Result<(Vec<bool>, Vec<ClaimedTask>)>;
     /// Gives a task back without counting the attempt (graceful shutdown).
     async fn release(&self, task: &ClaimedTask) -> Result<bool>;
     /// Re-queues tasks whose lease expired (their worker died or hung), or

@@ -12,7 +12,9 @@ use atelier_core::status::{NodeStatus, RunStatus};
 use atelier_core::tools::Prices;
 use atelier_core::workflow::WorkflowDef;
 use atelier_core::{NodeError, NodeErrorName};
-use atelier_store::{Outcome, RunKind, SharedStore, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES};
+use atelier_store::{
+    NextClaim, Outcome, RunKind, SharedStore, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES,
+};
 use common::{submit, submit_as};
 use serde_json::{json, Value};
 
@@ -78,6 +80,7 @@ backend_tests! {
     claims_are_fair_across_accounts(StoreConfig::default());
     a_batch_claim_takes_turns_across_accounts_and_reads_each_node_whole(StoreConfig::default());
     a_batch_of_completions_records_each_as_alone(StoreConfig { max_attempts: 2, ..StoreConfig::default() });
+    a_completion_claims_the_next_tasks_in_its_transaction(StoreConfig::default());
     claims_skip_the_tools_they_are_told_to_and_take_the_rest(StoreConfig::default());
     skipped_tools_neither_block_nor_break_fairness(StoreConfig::default());
     concurrent_claimers_never_share_a_task(StoreConfig::default());
@@ -542,6 +545,27 @@ async fn a_batch_of_completions_records_each_as_alone(store: SharedStore) {
     let again = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert_eq!((again.run_id.as_str(), again.attempt), (b_single.as_str(), 2));
     assert!(store.complete_batch(&[]).await.unwrap().is_empty());
+}
+
+async fn a_completion_claims_the_next_tasks_in_its_transaction(store: SharedStore) {
+    let (a, _) = store.create_account("a", 100).await.unwrap();
+    let run = submit(store.as_ref(), a.id, &fan_out(2)).await.unwrap();
+    let root = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    let next = NextClaim { worker: "w", lease: LEASE, limit: 1 };
+    let (recorded, claimed) = store.complete_and_claim(&[(&root, &ok(&["r"]))], Some(next)).await.unwrap();
+    assert_eq!(recorded, [true]);
+    assert_eq!(claimed.len(), 1, "a child the completion queued is claimed in the same transaction");
+    assert_eq!(claimed[0].upstream["image"], ["r"]);
+    assert_eq!(claimed[0].node.status, atelier_core::status::NodeStatus::Running);
+
+    let (b0, b1) =
+        (claimed.into_iter().next().unwrap(), store.claim("other", LEASE, &[]).await.unwrap().unwrap());
+    let next = NextClaim { worker: "w", lease: LEASE, limit: 2 };
+    let (recorded, claimed) =
+        store.complete_and_claim(&[(&b0, &ok(&["x"])), (&b1, &ok(&["y"]))], Some(next)).await.unwrap();
+    assert_eq!(recorded, [true, true]);
+    assert!(claimed.is_empty(), "nothing left to claim");
+    assert_eq!(store.get_run(a.id, &run).await.unwrap().status, RunStatus::Succeeded);
 }
 
 async fn a_completion_with_a_stale_epoch_is_rejected(store: SharedStore) {

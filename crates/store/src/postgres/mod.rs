@@ -350,8 +350,21 @@ impl Backend for PgStore {
         self.ready.notify_one();
     }
 
+    async fn claim_alone(
+        &self,
+        worker: &str,
+        lease: Duration,
+        skip_tools: &[&str],
+        now: Micros,
+        limit: usize,
+    ) -> Result<Vec<ClaimedTask>> {
+        // One statement needs no transaction of its own: one round trip.
+        self.claim_tasks(&mut *self.read().await?, worker, lease, skip_tools, now, limit).await
+    }
+
     async fn claim_tasks(
         &self,
+        conn: &mut PgConnection,
         worker: &str,
         lease: Duration,
         skip_tools: &[&str],
@@ -377,7 +390,7 @@ impl Backend for PgStore {
         // The same statement marks the nodes running and, on their first claim, the runs
         // (data-modifying CTEs run to completion whether or not the final SELECT reads them),
         // and returns each task with its node and the outputs of the nodes its links name, so
-        // a batch is one statement, run on its own: one round trip. The node is read as it
+        // a batch is one statement: one round trip. The node is read as it
         // stood before the statement, and is running once it commits. Runs' rows are taken
         // with SKIP LOCKED: a claim holds
         // task locks, so it must not wait for a run's row (a cancellation holds that and
@@ -447,7 +460,7 @@ impl Backend for PgStore {
         .bind(i64::from(self.config.max_running_nodes))
         .bind(limit)
         .bind(limit.saturating_mul(2).saturating_add(CLAIM_MARGIN))
-        .fetch_all(&mut *self.read().await?)
+        .fetch_all(&mut *conn)
         .await?;
         rows.iter().map(claimed_task).collect()
     }

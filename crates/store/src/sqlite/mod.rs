@@ -245,28 +245,27 @@ impl Backend for SqliteStore {
 
     async fn claim_tasks(
         &self,
+        conn: &mut SqliteConnection,
         worker: &str,
         lease: Duration,
         skip_tools: &[&str],
         now: Micros,
         limit: usize,
     ) -> Result<Vec<ClaimedTask>> {
-        // One claim after another in one transaction: each sees the ones before it (the one
-        // writer makes each a turn of the same thread, not a round trip over a socket).
-        let mut tx = self.begin().await?;
+        // One claim after another: each sees the ones before it (the one writer makes each a
+        // turn of the same thread, not a round trip over a socket).
         let mut claimed = Vec::new();
         while claimed.len() < limit {
-            match self.claim_one(&mut tx, worker, lease, skip_tools, now).await? {
+            match self.claim_one(conn, worker, lease, skip_tools, now).await? {
                 Some(row) => claimed.push(row),
                 None => break,
             }
         }
         let mut tasks = Vec::with_capacity(claimed.len());
         for row in claimed {
-            let nodes: Vec<NodeRecord> = tx.fetch_all(CLAIMED_NODES, args![&row.run_id, &row.node]).await?;
+            let nodes: Vec<NodeRecord> = conn.fetch_all(CLAIMED_NODES, args![&row.run_id, &row.node]).await?;
             tasks.push(row.into_task(&nodes)?);
         }
-        Self::commit(tx).await?;
         Ok(tasks)
     }
 

@@ -139,7 +139,8 @@ class Atelier:
 
     backend: "embedded" (SQLite + local disk, one `serve` with its workers) or "postgres"
     (PostgreSQL + moto's S3 server; with `storage="local"`, PostgreSQL + the data directory,
-    which every process started here shares). With `api_only`, `serve --no-workers` is started and
+    which every process started here shares; with `storage="memory"`, the same with the data
+    directory on /dev/shm, a tmpfs, so that writing an output costs no file system work). With `api_only`, `serve --no-workers` is started and
     `worker_processes` separate `atelier worker` processes with `workers` slots each.
     `env` adds ATELIER__* settings (strings); request rate limits are off unless set there.
     """
@@ -159,7 +160,8 @@ class Atelier:
         self.schema = None
 
     def __enter__(self):
-        self._data = tempfile.TemporaryDirectory()
+        memory = self.storage == "memory" and os.path.isdir("/dev/shm")
+        self._data = tempfile.TemporaryDirectory(dir="/dev/shm" if memory else None)
         self.data = self._data.name
         self.env = dict(os.environ, ATELIER__ENGINE__WORKERS=str(self.workers),
                         ATELIER__LIMITS__REQUESTS_PER_SECOND="0", RUST_LOG=self.log)
@@ -176,7 +178,7 @@ class Atelier:
                     self.flags += ["--storage-url", f"s3://{BUCKET}/{self.schema}"]
                     self.env.update(ATELIER__STORAGE__S3__ENDPOINT=endpoint, ATELIER__STORAGE__S3__ACCESS_KEY_ID="test",
                                     ATELIER__STORAGE__S3__SECRET_ACCESS_KEY="test")
-                elif self.storage != "local":
+                elif self.storage not in ("local", "memory"):
                     raise ValueError(f"unknown storage {self.storage!r}")
             elif self.backend != "embedded":
                 raise ValueError(f"unknown backend {self.backend!r}")

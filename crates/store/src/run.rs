@@ -86,26 +86,6 @@ pub const STATUS_PARAM_MAX_BYTES: i64 = 1024;
 /// looking for long strings in them.
 pub(crate) const STATUS_PARAMS_AS_STORED_BYTES: i64 = 4096;
 
-impl dag::Node for NodeRecord {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn sources(&self) -> impl Iterator<Item = &str> {
-        self.links.values().map(String::as_str)
-    }
-}
-
-impl dag::RunNode for NodeRecord {
-    fn status(&self) -> NodeStatus {
-        self.status
-    }
-
-    fn error(&self) -> Option<&NodeError> {
-        self.error.as_ref()
-    }
-}
-
 /// What advancing a run reads of its nodes: the DAG and each node's state, not the
 /// parameters (a wide run's completion reads every node, so this row is kept small).
 #[derive(Debug, Clone)]

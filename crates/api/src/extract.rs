@@ -8,6 +8,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
+use crate::body::RunBody;
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -116,19 +117,42 @@ impl FromRequest<AppState> for JsonObject {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge { limit: state.config.max_body_bytes }
-            } else {
-                RequestError::InvalidRequest(format!("could not read the body: {rejection}")).into()
-            }
-        })?;
+        let bytes = body_bytes(req, state).await?;
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(Value::Object(map)) => Ok(Self(map)),
-            Ok(_) => Err(RequestError::InvalidRequest("the body must be a JSON object".into()).into()),
-            Err(e) => Err(RequestError::InvalidRequest(format!("the body is not valid JSON: {e}")).into()),
+            Ok(_) => Err(not_an_object()),
+            Err(e) => Err(not_json(e)),
         }
     }
+}
+
+/// A v3 run body ([`RunBody`]): as [`JsonObject`], with the same errors, its long `input`
+/// strings kept in the body's bytes instead of copied.
+impl FromRequest<AppState> for RunBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let bytes = body_bytes(req, state).await?;
+        RunBody::parse(bytes).map_err(not_json)?.ok_or_else(not_an_object)
+    }
+}
+
+async fn body_bytes(req: Request, state: &AppState) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge { limit: state.config.max_body_bytes }
+        } else {
+            RequestError::InvalidRequest(format!("could not read the body: {rejection}")).into()
+        }
+    })
+}
+
+fn not_an_object() -> ApiError {
+    RequestError::InvalidRequest("the body must be a JSON object".into()).into()
+}
+
+fn not_json(e: serde_json::Error) -> ApiError {
+    RequestError::InvalidRequest(format!("the body is not valid JSON: {e}")).into()
 }
 
 /// A `{run_id}` path segment. Anything that is not shaped like a run id

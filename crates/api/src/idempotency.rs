@@ -15,6 +15,7 @@ use axum::Json;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::body::{BodySlices, RunBody};
 use crate::error::{ApiError, RunError};
 use crate::ops::{self, Submission};
 use crate::AppState;
@@ -62,14 +63,20 @@ pub fn key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 /// What identifies a request under a key: SHA-256 (hex) of the endpoint and the body with
 /// its object keys sorted, so reordered fields are the same request.
 pub fn fingerprint(endpoint: &str, body: &Map<String, Value>) -> String {
+    fingerprint_of(endpoint, body, &BodySlices::default())
+}
+
+/// [`fingerprint`] of a body whose placeholders stand for `slices`: the same as that of the
+/// body with the strings they stand for.
+fn fingerprint_of(endpoint: &str, body: &Map<String, Value>, slices: &BodySlices) -> String {
     let mut hasher = Sha256::new();
     hasher.update(endpoint.as_bytes());
     hasher.update(b"\n");
-    canonical_object(body, &mut hasher);
+    canonical_object(body, &mut hasher, slices);
     hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn canonical_object(map: &Map<String, Value>, out: &mut Sha256) {
+fn canonical_object(map: &Map<String, Value>, out: &mut Sha256, slices: &BodySlices) {
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
     entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
     out.update(b"{");
@@ -79,28 +86,35 @@ fn canonical_object(map: &Map<String, Value>, out: &mut Sha256) {
         }
         out.update(Value::from(key.as_str()).to_string().as_bytes());
         out.update(b":");
-        canonical(value, out);
+        canonical(value, out, slices);
     }
     out.update(b"}");
 }
 
 /// Feeds `value`'s canonical JSON to `out` (object keys sorted). Depth is bounded by the JSON
 /// parser's recursion limit.
-fn canonical(value: &Value, out: &mut Sha256) {
+fn canonical(value: &Value, out: &mut Sha256, slices: &BodySlices) {
     match value {
-        Value::Object(map) => canonical_object(map, out),
+        Value::Object(map) => canonical_object(map, out, slices),
         Value::Array(items) => {
             out.update(b"[");
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.update(b",");
                 }
-                canonical(item, out);
+                canonical(item, out, slices);
             }
             out.update(b"]");
         }
         // Scalars serialize one way (compact JSON), written straight into the hash: a string
         // may be an image of several MiB.
+        // A slice is a JSON string's contents that needed no escaping, so it serializes as
+        // itself between quotes.
+        Value::String(text) if slices.get(text).is_some() => {
+            out.update(b"\"");
+            out.update(slices.get(text).unwrap_or_default());
+            out.update(b"\"");
+        }
         scalar => {
             let _ = serde_json::to_writer(HashWriter(out), scalar);
         }
@@ -132,6 +146,11 @@ impl Keyed {
     /// body is handed on, so the body is not kept for it).
     pub fn of(key: Option<String>, endpoint: &str, body: &Map<String, Value>) -> Option<Self> {
         key.map(|key| Keyed { key, fingerprint: fingerprint(endpoint, body) })
+    }
+
+    /// [`Keyed::of`] a v3 run body.
+    pub fn of_run(key: Option<String>, endpoint: &str, body: &RunBody) -> Option<Self> {
+        key.map(|key| Keyed { key, fingerprint: fingerprint_of(endpoint, &body.fields, &body.slices) })
     }
 }
 
@@ -227,6 +246,25 @@ async fn release(store: &SharedStore, account_id: i64, key: &str, run_id: &str) 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_body_with_slices_has_the_fingerprint_of_the_body_as_sent() {
+        let image = format!("data:image/png;base64,{}", "iVBORw0KGgo".repeat(300));
+        let sent = json!({"type": "node", "target": "upscale", "input": {"image": image, "scale": 2}});
+        let text = sent.to_string();
+        let body = RunBody::parse(axum::body::Bytes::from(text)).unwrap().unwrap();
+        assert!(body.fields["input"]["image"].as_str().unwrap().starts_with("atelier-body:"));
+        assert_eq!(
+            fingerprint_of("/api/v3/run", &body.fields, &body.slices),
+            fingerprint("/api/v3/run", sent.as_object().unwrap())
+        );
+        let other =
+            json!({"type": "node", "target": "upscale", "input": {"image": format!("{image}A"), "scale": 2}});
+        assert_ne!(
+            fingerprint_of("/api/v3/run", &body.fields, &body.slices),
+            fingerprint("/api/v3/run", other.as_object().unwrap())
+        );
+    }
 
     fn headers(values: &[&[u8]]) -> HeaderMap {
         let mut map = HeaderMap::new();

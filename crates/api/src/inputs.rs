@@ -21,6 +21,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::body::BodySlices;
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -45,6 +46,7 @@ pub async fn move_inline_images(
     state: &AppState,
     account: &Account,
     input: &mut Params,
+    slices: &BodySlices,
     tool: Option<&str>,
     def: Option<&WorkflowDef>,
 ) -> Result<MovedInputs, ApiError> {
@@ -57,19 +59,34 @@ pub async fn move_inline_images(
             (None, None) => false,
         };
         let Value::String(text) = value else { continue };
-        if !feeds_image || text.len() <= KEPT_INLINE_BYTES {
+        // A long string the body kept (`crate::body`): stored from the body's bytes when it
+        // is an image, else put back as the string it stands for.
+        let kept = slices.get(text);
+        let sent: &str = match &kept {
+            Some(bytes) => std::str::from_utf8(bytes).unwrap_or_default(),
+            None => text,
+        };
+        let format = if feeds_image && sent.len() > KEPT_INLINE_BYTES {
+            inline_image_format(state, sent)
+        } else {
+            None
+        };
+        let Some(format) = format else {
+            slices.resolve(value);
             continue;
-        }
-        let Some(format) = inline_image_format(state, text) else { continue };
-        let digest: String = Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
-        let size = i64::try_from(text.len()).unwrap_or(i64::MAX);
+        };
+        let digest: String = Sha256::digest(sent.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let size = i64::try_from(sent.len()).unwrap_or(i64::MAX);
         let stored = state.store.register_input(account.id, &digest, format, size).await?;
         let key = stored.key();
         // A row that existed may have lost its file (a write that failed after the row was
         // created): write it again when it is not there.
         if stored.created || !state.blob.exists(&key).await.map_err(storage)? {
-            let sent = Bytes::from(std::mem::take(text).into_bytes());
-            state.blob.put(&key, sent).await.map_err(storage)?;
+            let bytes = match kept {
+                Some(bytes) => bytes,
+                None => Bytes::from(std::mem::take(text).into_bytes()),
+            };
+            state.blob.put(&key, bytes).await.map_err(storage)?;
         }
         let reference = stored_input_reference(&key);
         *value = Value::String(reference.clone());

@@ -4,6 +4,7 @@
 //! [`ops`] and render with [`render`]. Errors map to HTTP once, in
 //! [`error`]. Nothing here knows how tools run or how runs are stored.
 
+pub mod body;
 pub mod error;
 mod extract;
 mod files;

@@ -11,6 +11,7 @@ use atelier_inputs::{ImageSource, InputError};
 use atelier_store::{Account, IdempotentAnswer, NewRun, RunKind};
 use serde_json::{json, Map, Value};
 
+use crate::body::BodySlices;
 use crate::error::ApiError;
 use crate::{inputs, render, AppState};
 
@@ -19,7 +20,11 @@ use crate::{inputs, render, AppState};
 pub struct RunRequest {
     pub kind: RunKind,
     pub target: String,
+    /// The input; a long string in it may be a placeholder for a slice of the request's
+    /// body (`slices`), put back or stored by `inputs::move_inline_images` before anything
+    /// else reads it.
     pub input: Params,
+    pub slices: BodySlices,
 }
 
 impl RunRequest {
@@ -63,7 +68,7 @@ impl RunRequest {
             RunKind::Workflow => workflow_name("target", &target)?,
             RunKind::Node => target,
         };
-        Ok(Self { kind, target, input })
+        Ok(Self { kind, target, input, slices: BodySlices::default() })
     }
 }
 
@@ -194,7 +199,9 @@ pub async fn submit(
         RunKind::Node => None,
     };
     let tool = (request.kind == RunKind::Node).then_some(request.target.as_str());
-    let moved = inputs::move_inline_images(state, account, &mut request.input, tool, def.as_ref()).await?;
+    let moved =
+        inputs::move_inline_images(state, account, &mut request.input, &request.slices, tool, def.as_ref())
+            .await?;
     let prices = &state.config.prices;
     let plan = match &def {
         Some(def) => compile_workflow(def, &request.input, prices)?,

@@ -76,7 +76,8 @@ async fn run(
     let keyed = idempotency::Keyed::of(idempotency::key(&headers)?, &endpoint, &body);
     let echo = redact(&body, family);
     let (tool, input) = family.into_v3(body)?;
-    let request = RunRequest { kind: RunKind::Node, target: tool.to_string(), input };
+    let request =
+        RunRequest { kind: RunKind::Node, target: tool.to_string(), input, slices: Default::default() };
     let submission = Submission::new(request, Some(family.as_str()), Some(echo));
     idempotency::submit_once(&state, &account, keyed, submission).await
 }

@@ -11,6 +11,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::body::RunBody;
 use crate::error::{ApiError, RunError};
 use crate::extract::{Caller, JsonObject, RunId, WorkflowName};
 use crate::ops::{self, RunRequest, Submission};
@@ -32,10 +33,11 @@ async fn run(
     State(state): State<AppState>,
     Caller(account): Caller,
     headers: HeaderMap,
-    JsonObject(body): JsonObject,
+    body: RunBody,
 ) -> Result<Response, RunError> {
-    let keyed = idempotency::Keyed::of(idempotency::key(&headers)?, "/api/v3/run", &body);
-    let request = RunRequest::from_body(body)?;
+    let keyed = idempotency::Keyed::of_run(idempotency::key(&headers)?, "/api/v3/run", &body);
+    let mut request = RunRequest::from_body(body.fields)?;
+    request.slices = body.slices;
     let submission = Submission::new(request, None, None);
     idempotency::submit_once(&state, &account, keyed, submission).await
 }

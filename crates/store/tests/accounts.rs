@@ -204,3 +204,19 @@ async fn postgres_maintenance_is_led_by_one_store_and_passes_on_when_it_stops() 
     let fixture = common::sqlite(StoreConfig::default()).await;
     assert!(fixture.store.lead_maintenance().await.unwrap());
 }
+
+/// Every connection of the pool keeps generic plans (docs/DECISIONS.md, "PostgreSQL
+/// connections keep generic plans"), whatever the URL's own options.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_connections_keep_generic_plans() {
+    let Some(_admin) = common::admin().await else { return };
+    let schema = common::schema();
+    let store = atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default()).await.unwrap();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut conn = store.pool().acquire().await.unwrap();
+        let mode: String = sqlx::query_scalar("SHOW plan_cache_mode").fetch_one(&mut *conn).await.unwrap();
+        assert_eq!(mode, "force_generic_plan");
+        held.push(conn);
+    }
+}

@@ -105,9 +105,18 @@ impl PgStore {
         // its parameters: the store's statements find rows by keys and by partial indexes
         // whose predicates are constants, so a plan for the parameters gains nothing, and
         // planning the queue's statements cost more PostgreSQL time than running them
-        // (docs/DECISIONS.md, "Generic plans").
-        let options = options.options([("plan_cache_mode", "force_generic_plan")]);
-        let pool = PgPoolOptions::new().max_connections(POOL_SIZE).connect_with(options.clone()).await?;
+        // (docs/DECISIONS.md, "PostgreSQL connections keep generic plans"). Set by a statement
+        // once connected, not as a startup option, which a connection pooler in front of the
+        // server may refuse.
+        let pool = PgPoolOptions::new()
+            .max_connections(POOL_SIZE)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    sqlx::query("SET plan_cache_mode = force_generic_plan").execute(conn).await.map(drop)
+                })
+            })
+            .connect_with(options.clone())
+            .await?;
         let ready = Arc::new(Notify::new());
         // Subscribe before the first claim can run, so that no notification
         // sent after `connect` returns is missed.

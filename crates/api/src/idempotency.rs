@@ -107,17 +107,18 @@ fn canonical(value: &Value, out: &mut Sha256, slices: &BodySlices) {
             out.update(b"]");
         }
         // Scalars serialize one way (compact JSON), written straight into the hash: a string
-        // may be an image of several MiB.
-        // A slice is a JSON string's contents that needed no escaping, so it serializes as
-        // itself between quotes.
-        Value::String(text) if slices.get(text).is_some() => {
-            out.update(b"\"");
-            out.update(slices.get(text).unwrap_or_default());
-            out.update(b"\"");
-        }
-        scalar => {
-            let _ = serde_json::to_writer(HashWriter(out), scalar);
-        }
+        // may be an image of several MiB. A placeholder's slice is a JSON string's contents
+        // that needed no escaping, so it serializes as itself between quotes.
+        scalar => match scalar.as_str().and_then(|text| slices.get(text)) {
+            Some(slice) => {
+                out.update(b"\"");
+                out.update(&slice);
+                out.update(b"\"");
+            }
+            None => {
+                let _ = serde_json::to_writer(HashWriter(out), scalar);
+            }
+        },
     }
 }
 

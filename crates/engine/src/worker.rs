@@ -54,11 +54,8 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
         let skip = tool_slots.full();
         match engine.store.claim_batch(&engine.worker_id, engine.config.lease, &skip, permits.len()).await {
             Ok(tasks) if shutdown.is_cancelled() => {
-                // Claimed while shutdown began: give them back at once, without an attempt.
                 for task in &tasks {
-                    if let Err(e) = engine.store.release(task).await {
-                        warn!(error = %e, "releasing a task at shutdown failed; its lease will expire");
-                    }
+                    give_back(&engine, task).await;
                 }
                 break;
             }
@@ -139,28 +136,32 @@ enum Ended {
 /// unless shutdown began).
 async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToken) -> Option<ClaimedTask> {
     let started = std::time::Instant::now();
-    let work = tokio::time::timeout(engine.config.node_timeout, run_node(engine, &task));
-    tokio::pin!(work);
-    let mut beat = tokio::time::interval(engine.config.heartbeat);
-    beat.tick().await;
-    let grace = async {
-        shutdown.cancelled().await;
-        tokio::time::sleep(engine.config.shutdown_grace).await;
-    };
-    tokio::pin!(grace);
-    let ended = loop {
-        tokio::select! {
-            result = &mut work => break Ended::Done(result.unwrap_or_else(|_| Err(Failure {
-                name: NodeErrorName::Timeout,
-                message: format!("the node did not finish within {} s", engine.config.node_timeout.as_secs()),
-                retryable: false,
-            }))),
-            _ = beat.tick() => match engine.store.heartbeat(&task, engine.config.lease).await {
-                Ok(true) => {}
-                Ok(false) => break Ended::LeaseLost,
-                Err(e) => warn!(error = %e, "heartbeat failed"),
-            },
-            _ = &mut grace => break Ended::Shutdown,
+    // The work and its heartbeats borrow the task; the block ends them before the task is
+    // handed to the completion writer.
+    let ended = {
+        let work = tokio::time::timeout(engine.config.node_timeout, run_node(engine, &task));
+        tokio::pin!(work);
+        let mut beat = tokio::time::interval(engine.config.heartbeat);
+        beat.tick().await;
+        let grace = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(engine.config.shutdown_grace).await;
+        };
+        tokio::pin!(grace);
+        loop {
+            tokio::select! {
+                result = &mut work => break Ended::Done(result.unwrap_or_else(|_| Err(Failure {
+                    name: NodeErrorName::Timeout,
+                    message: format!("the node did not finish within {} s", engine.config.node_timeout.as_secs()),
+                    retryable: false,
+                }))),
+                _ = beat.tick() => match engine.store.heartbeat(&task, engine.config.lease).await {
+                    Ok(true) => {}
+                    Ok(false) => break Ended::LeaseLost,
+                    Err(e) => warn!(error = %e, "heartbeat failed"),
+                },
+                _ = &mut grace => break Ended::Shutdown,
+            }
         }
     };
     let node = &task.node.name;
@@ -170,9 +171,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
             return None;
         }
         Ended::Shutdown => {
-            if let Err(e) = engine.store.release(&task).await {
-                warn!(error = %e, "releasing a task at shutdown failed");
-            }
+            give_back(engine, &task).await;
             return None;
         }
         Ended::Done(Ok(keys)) => {
@@ -185,33 +184,40 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
         }
     };
     let succeeded = matches!(outcome, Outcome::Succeeded(_));
+    // The task goes to the completion writer; what the log lines name stays here.
+    let (run, node, tool, attempt) =
+        (task.run_id.clone(), node.clone(), task.node.tool.clone(), task.attempt);
     // With per-tool slots, the next claim must name the tools that are full: the dispatcher
     // makes it.
     let wants_next = engine.config.tool_slots.is_empty() && !shutdown.is_cancelled();
-    let next = match engine.completions.complete(&engine.store, task.clone(), outcome, wants_next).await {
+    let next = match engine.completions.complete(&engine.store, task, outcome, wants_next).await {
         Ok((true, next)) => {
-            info!(run = %task.run_id, node, tool = %task.node.tool, attempt = task.attempt, succeeded,
-            ms = started.elapsed().as_millis() as u64, "node finished");
+            info!(%run, node, %tool, attempt, succeeded, ms = started.elapsed().as_millis() as u64, "node finished");
             next
         }
         Ok((false, next)) => {
-            info!(run = %task.run_id, node, "completion fenced off: the claim was lost");
+            info!(%run, node, "completion fenced off: the claim was lost");
             next
         }
         Err(e) => {
-            warn!(run = %task.run_id, node, error = %e, "recording a completion failed; the lease will expire and the node will run again");
+            warn!(%run, node, error = %e, "recording a completion failed; the lease will expire and the node will run again");
             None
         }
     };
     match next {
         Some(next) if shutdown.is_cancelled() => {
-            // Claimed while shutdown began: give it back at once, without an attempt.
-            if let Err(e) = engine.store.release(&next).await {
-                warn!(error = %e, "releasing a task at shutdown failed; its lease will expire");
-            }
+            give_back(engine, &next).await;
             None
         }
         next => next,
+    }
+}
+
+/// Gives a task back at shutdown (unfinished after the grace period, or claimed while
+/// shutdown began), without counting an attempt.
+async fn give_back(engine: &Engine, task: &ClaimedTask) {
+    if let Err(e) = engine.store.release(task).await {
+        warn!(error = %e, "releasing a task at shutdown failed; its lease will expire");
     }
 }
 

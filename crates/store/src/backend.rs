@@ -10,7 +10,7 @@
 //! - wake-ups: PostgreSQL `NOTIFY`s every process in the transaction ([`Backend::announce`]);
 //!   SQLite wakes this process's workers after the commit ([`Backend::wake`]);
 //! - round trips: SQLite sends statements that go together as one batch
-//!   ([`Backend::end_success`], [`Backend::queue_node`], [`Backend::write_run`]); PostgreSQL
+//!   ([`Backend::succeed_node`], [`Backend::queue_node`], [`Backend::write_run`]); PostgreSQL
 //!   writes a run with one statement and batches concurrent submissions
 //!   ([`Backend::accept`]);
 //! - the claim ([`Backend::claim_tasks`]) and the status read ([`Backend::read_run`]), whose
@@ -70,13 +70,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// advances or ends a run takes.
     fn lock_run(conn: &mut Self::Conn, run_id: &str) -> impl Future<Output = Result<()>> + Send;
 
-    /// Locks the rows of `runs` (distinct ids) in the order of their ids, as [`Backend::lock_run`]
+    /// Locks the rows of `runs` (distinct ids, sorted) in that order, as [`Backend::lock_run`]
     /// does one.
     fn lock_runs(conn: &mut Self::Conn, runs: &[&str]) -> impl Future<Output = Result<()>> + Send {
         async move {
-            let mut sorted = runs.to_vec();
-            sorted.sort_unstable();
-            for run in sorted {
+            for run in runs {
                 Self::lock_run(conn, run).await?;
             }
             Ok(())
@@ -142,7 +140,9 @@ pub(crate) trait Backend: Send + Sync + 'static {
 
     /// Ends the attempt of `task` (claimed at its epoch) as completed and marks its node
     /// succeeded with `outputs`; returns the run's node states after the update, or `None`
-    /// when the claim was fenced off (nothing written). The caller holds the run's row.
+    /// when the claim was fenced off (nothing written). The caller holds the run's row. By
+    /// default the task's fenced update, then [`Backend::succeed_node`]; PostgreSQL does all
+    /// of it in one statement.
     fn end_success(
         conn: &mut Self::Conn,
         task: &ClaimedTask,
@@ -154,9 +154,22 @@ pub(crate) trait Backend: Send + Sync + 'static {
             if conn.execute(&END_TASK, ended).await? == 0 {
                 return Ok(None);
             }
-            let (run_id, node) = (task.run_id.as_str(), task.node.name.as_str());
+            Self::succeed_node(conn, &task.run_id, &task.node.name, outputs, now).await.map(Some)
+        }
+    }
+
+    /// Marks node `node` of `run_id` succeeded with `outputs` and reads the run's node states
+    /// after the update.
+    fn succeed_node(
+        conn: &mut Self::Conn,
+        run_id: &str,
+        node: &str,
+        outputs: &[String],
+        now: Micros,
+    ) -> impl Future<Output = Result<Vec<NodeState>>> + Send {
+        async move {
             conn.execute(&NODE_SUCCEEDED, args![to_json(&outputs).as_str(), now, run_id, node]).await?;
-            Ok(Some(conn.fetch_all(LOAD_NODE_STATES, args![run_id]).await?))
+            conn.fetch_all(LOAD_NODE_STATES, args![run_id]).await
         }
     }
 

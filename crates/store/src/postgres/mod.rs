@@ -308,7 +308,8 @@ impl Backend for PgStore {
     }
 
     async fn lock_runs(conn: &mut PgConnection, runs: &[&str]) -> Result<()> {
-        // Rows are locked as the sort hands them out: in the order of their ids.
+        // Rows are locked as the sort hands them out: in the order of their ids (the caller's
+        // order, and the rescuer's).
         sqlx::query("SELECT 1 FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE")
             .bind(runs)
             .execute(&mut *conn)

@@ -31,7 +31,7 @@ use crate::migrations::SQLITE as MIGRATIONS;
 use crate::rows::node_record;
 use crate::run::{NodeState, STATUS_PARAMS_AS_STORED_BYTES};
 use crate::sql::{impl_conn, to_json, Conn, FromRow};
-use crate::statements::{BALANCE, END_TASK, INSERT_RUN_INPUT, RESERVE};
+use crate::statements::{BALANCE, INSERT_RUN_INPUT, RESERVE};
 use crate::task::ClaimRow;
 use crate::{
     args, ClaimedTask, Lifecycle, NewRun, NodeRecord, Result, RunRecord, StoreConfig, StoreError,
@@ -370,17 +370,13 @@ impl Backend for SqliteStore {
         Ok(run)
     }
 
-    async fn end_success(
+    async fn succeed_node(
         conn: &mut SqliteConnection,
-        task: &ClaimedTask,
+        run_id: &str,
+        node: &str,
         outputs: &[String],
         now: Micros,
-    ) -> Result<Option<Vec<NodeState>>> {
-        let ended = args![TaskState::Completed.as_str(), now, None::<&str>, task.task_id, task.epoch];
-        if conn.execute(&END_TASK, ended).await? == 0 {
-            return Ok(None);
-        }
-        let (run_id, node) = (task.run_id.as_str(), task.node.name.as_str());
+    ) -> Result<Vec<NodeState>> {
         // One round trip for the node's update and the read of the run's node states after it.
         let rows = sqlx::query(
             "UPDATE nodes SET status = 'succeeded', outputs = ?, finished_at = ? WHERE run_id = ? AND name = ?;
@@ -393,7 +389,7 @@ impl Backend for SqliteStore {
         .bind(run_id)
         .fetch_all(&mut *conn)
         .await?;
-        rows.iter().map(|r| NodeState::from_row(r)).collect::<Result<_>>().map(Some)
+        rows.iter().map(|r| NodeState::from_row(r)).collect()
     }
 
     async fn queue_node(

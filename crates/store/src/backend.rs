@@ -92,6 +92,16 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Wakes this process's workers after a commit that made tasks available.
     fn wake(&self);
 
+    /// Tells every process, when the transaction commits, that a run was canceled
+    /// ([`crate::Lifecycle::stops`]); nothing where only this process can hear it.
+    fn announce_stop(conn: &mut Self::Conn) -> impl Future<Output = Result<()>> + Send {
+        let _ = conn;
+        async { Ok(()) }
+    }
+
+    /// Tells this process's workers, after a commit, that a run was canceled.
+    fn stopped(&self);
+
     /// Claims up to `limit` tasks as `TaskQueue::claim_batch` describes (the order of as
     /// many single claims made one after another), marks their nodes and runs running, and
     /// returns them with their nodes; none when no task is available. In the caller's

@@ -24,7 +24,7 @@ use crate::backend::Backend;
 use crate::flows::{finish_if_done, node_failed, node_succeeded};
 use crate::rows::ExpiredTask;
 use crate::rules::attempt_error;
-use crate::sql::{args, json_col, to_json, Conn};
+use crate::sql::{args, json_col, parse_text, to_json, Conn};
 use crate::statements::*;
 use crate::{ClaimedTask, NextClaim, Outcome, Result, TaskQueue};
 
@@ -169,6 +169,22 @@ impl<B: Backend> TaskQueue for B {
             self.wake();
         }
         Ok(rescued)
+    }
+
+    async fn record_progress(&self, task: &ClaimedTask, progress: f32) -> Result<bool> {
+        let milli = (f64::from(progress.clamp(0.0, 1.0)) * 1000.0).round() as i64;
+        let written = self
+            .execute_alone(
+                &RECORD_PROGRESS,
+                args![milli, &task.run_id, &task.node.name, task.task_id, task.epoch],
+            )
+            .await?;
+        Ok(written == 1)
+    }
+
+    async fn task_state(&self, task_id: i64) -> Result<Option<TaskState>> {
+        let state: Option<String> = self.read().await?.fetch_optional(TASK_STATE, args![task_id]).await?;
+        state.map(|s| parse_text(&s)).transpose()
     }
 
     async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>> {

@@ -84,7 +84,7 @@ pub use idempotency::{
     IdempotencyClaim, IdempotencyRecord, IdempotencyStart, IdempotentAnswer, StoredAnswer,
 };
 pub use input::StoredInput;
-pub use postgres::{PgStore, TASKS_CHANNEL};
+pub use postgres::{PgStore, STOPS_CHANNEL, TASKS_CHANNEL};
 pub use run::{NewRun, NodeRecord, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
 pub(crate) use sql::args;
 pub use sqlite::SqliteStore;

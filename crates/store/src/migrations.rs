@@ -8,6 +8,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0003_unfinished_runs.sql"),
     include_str!("../migrations/sqlite/0004_inputs.sql"),
     include_str!("../migrations/sqlite/0005_claim_by_account.sql"),
+    include_str!("../migrations/sqlite/0006_progress.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -16,4 +17,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0003_unfinished_runs.sql"),
     include_str!("../migrations/postgres/0004_inputs.sql"),
     include_str!("../migrations/postgres/0005_claim_by_account.sql"),
+    include_str!("../migrations/postgres/0006_progress.sql"),
 ];

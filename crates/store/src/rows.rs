@@ -29,6 +29,7 @@ pub(crate) fn node_record(row: &dyn RowRead, [status, outputs, error]: [&str; 3]
         status: parse_text(row.text(status)?)?,
         outputs: row.opt_text(outputs)?.map(|s| json_col(s, "node outputs")).transpose()?.unwrap_or_default(),
         error: row.opt_text(error)?.map(|s| json_col(s, "node error")).transpose()?,
+        progress: row.opt_int("progress_milli")?.map(|m| m.clamp(0, 1000) as f32 / 1000.0),
     })
 }
 

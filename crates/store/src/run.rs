@@ -45,6 +45,9 @@ pub struct NodeRecord {
     /// Blob keys, set once when the node succeeds.
     pub outputs: Vec<String>,
     pub error: Option<NodeError>,
+    /// How far the node got (0 to 1) as its engine last reported it while it ran; `None`
+    /// before a report.
+    pub progress: Option<f32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

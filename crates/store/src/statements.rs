@@ -201,6 +201,26 @@ pub(crate) static FAIL_EXPIRED: Sql = sql!(
     errors = append_error!(2)
 );
 pub(crate) const TASK_ERRORS: &str = "SELECT errors FROM tasks WHERE run_id = $1 AND node = $2";
+pub(crate) const TASK_STATE: &str = "SELECT state FROM tasks WHERE id = $1";
+/// A running node's progress: `$1` thousandths, `$2` run, `$3` node, `$4` task, `$5` epoch;
+/// changes nothing once the claim is fenced off.
+pub(crate) static RECORD_PROGRESS: Sql = sql!(
+    "UPDATE nodes SET progress_milli = $1
+     WHERE run_id = $2 AND name = $3 AND status = '{node_running}'
+       AND EXISTS (SELECT 1 FROM tasks WHERE id = $4 AND lease_epoch = $5 AND state = '{running}')",
+    node_running = NodeStatus::Running,
+    running = TaskState::Running
+);
+/// How many available tasks, of every account, come before run `$1`'s first available task
+/// in the queue's order; no row when the run has none waiting.
+pub(crate) static QUEUE_POSITION: Sql = sql!(
+    "SELECT (SELECT COUNT(*) FROM tasks t
+             WHERE t.state = '{available}'
+               AND (t.scheduled_at < f.scheduled_at OR (t.scheduled_at = f.scheduled_at AND t.id < f.id)))
+     FROM (SELECT scheduled_at, id FROM tasks WHERE run_id = $1 AND state = '{available}'
+           ORDER BY scheduled_at, id LIMIT 1) f",
+    available = TaskState::Available
+);
 
 // Idempotency keys.
 

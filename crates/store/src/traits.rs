@@ -44,6 +44,12 @@ pub trait Lifecycle: Send + Sync + 'static {
     /// wake-up only delays, never loses, work.
     async fn task_ready(&self);
 
+    /// Changes each time a run is canceled: in this process, and on PostgreSQL in any
+    /// process. A worker running a node checks its lease at once, so that a cancel reaches a
+    /// remote model server without waiting for the next heartbeat (processes that share a
+    /// SQLite file learn of another's cancels at their next heartbeat).
+    fn stops(&self) -> tokio::sync::watch::Receiver<u64>;
+
     /// Whether this process leads maintenance (the lease rescuer and the output sweeper run
     /// in one process at a time). Called before each maintenance round; a process that does
     /// not lead tries again next round, and the lead passes on when its holder stops.
@@ -104,6 +110,10 @@ pub trait Runs: Send + Sync {
     /// Finished runs whose outputs expired and have not been swept yet.
     async fn expired_runs(&self, now: Micros, limit: i64) -> Result<Vec<String>>;
     async fn mark_swept(&self, run_id: &str) -> Result<()>;
+    /// Where a queued run waits: how many nodes, of every account, are queued ahead of its
+    /// first queued node (claims take turns across accounts, so this is an upper bound for
+    /// an account with little running). `None` when none of its nodes is queued.
+    async fn queue_position(&self, run_id: &str) -> Result<Option<i64>>;
     /// Moves a run's expiry. No command exposes it; tests of retention use it.
     async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()>;
 }
@@ -166,6 +176,11 @@ pub trait TaskQueue: Send + Sync {
         completions: &[(&ClaimedTask, &Outcome)],
         next: Option<NextClaim<'_>>,
     ) -> Result<(Vec<bool>, Vec<ClaimedTask>)>;
+    /// Records how far a running node got (0 to 1). `false` when the claim was fenced off.
+    async fn record_progress(&self, task: &ClaimedTask, progress: f32) -> Result<bool>;
+    /// The state of a task now (`None` if it no longer exists): what a worker that lost its
+    /// lease reads to tell a cancel from a rescue.
+    async fn task_state(&self, task_id: i64) -> Result<Option<atelier_core::status::TaskState>>;
     /// Gives a task back without counting the attempt (graceful shutdown).
     async fn release(&self, task: &ClaimedTask) -> Result<bool>;
     /// Re-queues tasks whose lease expired (their worker died or hung), or

@@ -72,6 +72,8 @@ backend_tests! {
     expired_leases_are_rescued_and_the_stale_worker_is_fenced(StoreConfig::default());
     released_tasks_do_not_count_an_attempt(StoreConfig::default());
     cancel_fences_running_work_and_releases_tokens(StoreConfig::default());
+    a_running_node_records_progress_and_a_cancel_is_announced(StoreConfig::default());
+    a_queued_run_knows_how_many_nodes_wait_ahead_of_it(StoreConfig::default());
     runs_of_other_accounts_are_not_found(StoreConfig::default());
     insufficient_tokens_leave_nothing_behind(StoreConfig::default());
     concurrent_reservations_never_overdraw(StoreConfig::default());
@@ -221,6 +223,52 @@ async fn cancel_fences_running_work_and_releases_tokens(store: SharedStore) {
     // Canceling again changes nothing.
     assert_eq!(store.cancel_run(acct.id, &run).await.unwrap().status, RunStatus::Canceled);
     assert_eq!(store.ledger_for_run(&run).await.unwrap().len(), 3);
+}
+
+async fn a_running_node_records_progress_and_a_cancel_is_announced(store: SharedStore) {
+    use atelier_core::status::TaskState;
+    let (acct, _) = store.create_account("a", 10).await.unwrap();
+    let run = submit(store.as_ref(), acct.id, &single()).await.unwrap();
+    assert_eq!(store.get_run(acct.id, &run).await.unwrap().nodes[0].progress, None);
+    let task = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    assert_eq!(store.task_state(task.task_id).await.unwrap(), Some(TaskState::Running));
+    assert!(store.record_progress(&task, 0.4).await.unwrap());
+    assert_eq!(store.get_run(acct.id, &run).await.unwrap().nodes[0].progress, Some(0.4));
+    // Out-of-range reports are clamped.
+    assert!(store.record_progress(&task, 7.0).await.unwrap());
+    assert_eq!(store.get_run(acct.id, &run).await.unwrap().nodes[0].progress, Some(1.0));
+
+    let mut stops = store.stops();
+    let seen = *stops.borrow_and_update();
+    store.cancel_run(acct.id, &run).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), stops.changed()).await.unwrap().unwrap();
+    assert_ne!(*stops.borrow(), seen);
+    // The worker that lost its lease reads why, and its reports change nothing any more.
+    assert_eq!(store.task_state(task.task_id).await.unwrap(), Some(TaskState::Canceled));
+    assert!(!store.record_progress(&task, 0.9).await.unwrap());
+    assert_eq!(store.task_state(i64::MAX).await.unwrap(), None);
+    // Canceling a finished run announces nothing.
+    let seen = *stops.borrow_and_update();
+    store.cancel_run(acct.id, &run).await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_millis(300), stops.changed()).await.is_err());
+    assert_eq!(*stops.borrow(), seen);
+}
+
+async fn a_queued_run_knows_how_many_nodes_wait_ahead_of_it(store: SharedStore) {
+    let (a, _) = store.create_account("a", 100).await.unwrap();
+    let (b, _) = store.create_account("b", 100).await.unwrap();
+    let first = submit(store.as_ref(), a.id, &single()).await.unwrap();
+    let second = submit(store.as_ref(), b.id, &diamond()).await.unwrap();
+    let third = submit(store.as_ref(), a.id, &single()).await.unwrap();
+    assert_eq!(store.queue_position(&first).await.unwrap(), Some(0));
+    assert_eq!(store.queue_position(&second).await.unwrap(), Some(1));
+    // The diamond queues only its root: one node waits ahead for each run before it.
+    assert_eq!(store.queue_position(&third).await.unwrap(), Some(2));
+    let claimed = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    assert_eq!(claimed.run_id, first);
+    assert_eq!(store.queue_position(&first).await.unwrap(), None);
+    assert_eq!(store.queue_position(&third).await.unwrap(), Some(1));
+    assert_eq!(store.queue_position("no-such-run").await.unwrap(), None);
 }
 
 async fn runs_of_other_accounts_are_not_found(store: SharedStore) {

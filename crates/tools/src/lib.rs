@@ -17,12 +17,15 @@ use atelier_core::params::Params;
 use atelier_core::tools::ToolId;
 use atelier_core::NodeErrorName;
 use bytes::Bytes;
+pub use tokio_util::sync::CancellationToken;
 
 pub use builtin::Builtin;
 
 /// One execution of a tool (one element of a fan-out).
 #[derive(Debug, Clone)]
 pub struct Execution {
+    /// Who is running it, for how long, and how to report progress; remote engines use it.
+    pub context: Context,
     pub tool: ToolId,
     /// Resolved parameters, image parameters included as given.
     pub params: Params,
@@ -32,6 +35,48 @@ pub struct Execution {
     pub seed: u64,
     /// Index of this execution within a fan-out, 0 otherwise.
     pub index: u32,
+}
+
+/// What an executor knows of the attempt it runs in, beyond the tool's inputs.
+///
+/// `attempt_key` names the attempt on a model server: it is the same when a restarted
+/// service resumes an attempt that was running (so a remote engine re-attaches to the job
+/// instead of running it twice) and different for each retry after a failure. `cancel` fires
+/// when the run is canceled or the node times out; an executor that started remote work
+/// stops it then. A node whose lease passes to another worker, or a graceful shutdown, drops
+/// the executor's future without firing it: the remote job keeps running for whoever
+/// resumes the attempt.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    pub attempt_key: String,
+    /// When the node's time runs out.
+    pub deadline: Option<tokio::time::Instant>,
+    pub progress: Progress,
+    pub cancel: CancellationToken,
+}
+
+/// Where an executor reports how far it got (0 to 1). Cheap to call often: the engine keeps
+/// the latest value and writes it at most a few times a second.
+#[derive(Clone, Default)]
+pub struct Progress(Option<Arc<dyn Fn(f32) + Send + Sync>>);
+
+impl Progress {
+    pub fn new(report: impl Fn(f32) + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(report)))
+    }
+
+    /// Reports a fraction, clamped to 0..=1; NaN is ignored.
+    pub fn report(&self, fraction: f32) {
+        if let (Some(report), false) = (&self.0, fraction.is_nan()) {
+            report(fraction.clamp(0.0, 1.0));
+        }
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Progress(reported)" } else { "Progress(ignored)" })
+    }
 }
 
 /// A file a tool produced.

@@ -85,8 +85,12 @@ impl<B: Backend> Runs for B {
             let error = NodeError::canceled();
             tx.execute(&CANCEL_NODES, args![to_json(&error).as_str(), now, run_id]).await?;
             finish_run(&mut *tx, self.settings(), run_id, RunStatus::Canceled, Some(&error), now).await?;
+            B::announce_stop(&mut tx).await?;
         }
         B::commit(tx).await?;
+        if !status.is_terminal() {
+            self.stopped();
+        }
         self.read_run(account_id, run_id).await
     }
 
@@ -101,6 +105,10 @@ impl<B: Backend> Runs for B {
 
     async fn mark_swept(&self, run_id: &str) -> Result<()> {
         self.execute_alone(MARK_SWEPT, args![run_id]).await.map(drop)
+    }
+
+    async fn queue_position(&self, run_id: &str) -> Result<Option<i64>> {
+        self.read().await?.fetch_optional(&QUEUE_POSITION, args![run_id]).await
     }
 
     async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()> {

@@ -50,6 +50,8 @@ impl_conn!(PgConnection, PgRow);
 
 /// The channel `NOTIFY`d when tasks may have become available.
 pub const TASKS_CHANNEL: &str = "atelier_tasks";
+/// The channel on which a cancellation tells every process's workers to check their leases.
+pub const STOPS_CHANNEL: &str = "atelier_stops";
 
 /// Key of the transaction-scoped advisory lock taken while migrating, so that
 /// two processes starting together apply each migration once (the bytes of
@@ -70,6 +72,8 @@ pub struct PgStore {
     config: StoreConfig,
     /// Woken by the listener task for each notification on [`TASKS_CHANNEL`].
     ready: Arc<Notify>,
+    /// Bumped for each notification on [`STOPS_CHANNEL`] (and each cancel made here).
+    stops: Arc<tokio::sync::watch::Sender<u64>>,
     /// Stops the listener task when the last clone of the store is dropped.
     _listener: Arc<ListenerTask>,
     /// The connection that holds (or keeps asking for) the maintenance lock, and whether it
@@ -127,12 +131,14 @@ impl PgStore {
             .connect_with(options)
             .await?;
         let mut listener = PgListener::connect_with(&listen_pool).await?;
-        listener.listen(TASKS_CHANNEL).await?;
-        let task = tokio::spawn(forward_notifications(listener, ready.clone()));
+        listener.listen_all([TASKS_CHANNEL, STOPS_CHANNEL]).await?;
+        let stops = Arc::new(tokio::sync::watch::Sender::new(0));
+        let task = tokio::spawn(forward_notifications(listener, ready.clone(), stops.clone()));
         let store = Self {
             pool,
             config,
             ready,
+            stops,
             _listener: Arc::new(ListenerTask(task)),
             leader: Arc::new(tokio::sync::Mutex::new(None)),
             turns: Arc::new(accept::Turns::new()),
@@ -191,6 +197,10 @@ impl Lifecycle for PgStore {
         self.ready.notified().await;
     }
 
+    fn stops(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.stops.subscribe()
+    }
+
     async fn lead_maintenance(&self) -> Result<bool> {
         use sqlx::Connection;
         let mut slot = self.leader.lock().await;
@@ -226,14 +236,21 @@ pub(crate) async fn notify_workers(conn: &mut PgConnection) -> Result<()> {
 /// Turns notifications into wake-ups. When the connection breaks, `recv`
 /// reconnects on its next call; notifications sent meanwhile are lost, so
 /// after a pause one worker is woken to look for itself. Never spins.
-async fn forward_notifications(mut listener: PgListener, ready: Arc<Notify>) {
+async fn forward_notifications(
+    mut listener: PgListener,
+    ready: Arc<Notify>,
+    stops: Arc<tokio::sync::watch::Sender<u64>>,
+) {
     loop {
         match listener.recv().await {
+            Ok(n) if n.channel() == STOPS_CHANNEL => stops.send_modify(|n| *n = n.wrapping_add(1)),
             Ok(_) => ready.notify_one(),
             Err(e) => {
                 tracing::warn!(error = %e, "task notifications interrupted; workers fall back to polling");
                 tokio::time::sleep(LISTEN_RETRY).await;
                 ready.notify_one();
+                // A cancel may have been missed: let running nodes check their leases.
+                stops.send_modify(|n| *n = n.wrapping_add(1));
             }
         }
     }
@@ -360,6 +377,15 @@ impl Backend for PgStore {
         self.ready.notify_one();
     }
 
+    async fn announce_stop(conn: &mut PgConnection) -> Result<()> {
+        sqlx::query("SELECT pg_notify($1, '')").bind(STOPS_CHANNEL).execute(conn).await?;
+        Ok(())
+    }
+
+    fn stopped(&self) {
+        self.stops.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     async fn claim_alone(
         &self,
         worker: &str,
@@ -454,7 +480,7 @@ impl Backend for PgStore {
                                          WHERE r.status = 'queued'
                                          FOR NO KEY UPDATE OF r SKIP LOCKED))
              SELECT c.*, n.name, n.gen_id, n.tool, n.params, n.links, n.bypassed, n.fanout, n.price,
-                    n.outputs, n.error, CAST('running' AS TEXT) AS status,
+                    n.outputs, n.error, CAST('running' AS TEXT) AS status, n.progress_milli,
                     (SELECT CAST(json_object_agg(u.name, CAST(u.outputs AS json)) AS TEXT) FROM nodes u
                      WHERE u.run_id = c.run_id
                        AND u.name IN (SELECT value FROM jsonb_each_text(CAST(n.links AS jsonb)))) AS sources
@@ -498,7 +524,7 @@ impl Backend for PgStore {
                               FROM json_each(params::json) WITH ORDINALITY AS e(key, value, position)
                               WHERE json_typeof(e.value) <> 'string' OR octet_length(e.value #>> '{}') <= $2) END
                             AS params,
-                        links, bypassed, fanout, price, status, outputs, error
+                        links, bypassed, fanout, price, status, outputs, error, progress_milli
                  FROM nodes WHERE run_id = $1 ORDER BY position",
                 args![run_id, STATUS_PARAM_MAX_BYTES, STATUS_PARAMS_AS_STORED_BYTES],
             )

@@ -56,6 +56,8 @@ pub struct SqliteStore {
     config: StoreConfig,
     /// Wakes workers when tasks become available (in-process).
     ready: Arc<Notify>,
+    /// Bumped by each cancel (in-process).
+    stops: Arc<tokio::sync::watch::Sender<u64>>,
     /// Stops the checkpointer when the last clone of the store is dropped.
     _checkpointer: Arc<Checkpointer>,
 }
@@ -75,7 +77,14 @@ impl SqliteStore {
         let write = Arc::new(AsyncMutex::new(writer));
         let read = Arc::new(Readers::open(&options.clone().read_only(true), READERS).await?);
         let checkpointer = Arc::new(Checkpointer::start(&options, written).await?);
-        let store = Self { write, read, config, ready: Arc::new(Notify::new()), _checkpointer: checkpointer };
+        let store = Self {
+            write,
+            read,
+            config,
+            ready: Arc::new(Notify::new()),
+            stops: Arc::new(tokio::sync::watch::Sender::new(0)),
+            _checkpointer: checkpointer,
+        };
         store.migrate().await?;
         Ok(store)
     }
@@ -111,6 +120,10 @@ impl Lifecycle for SqliteStore {
 
     async fn task_ready(&self) {
         self.ready.notified().await;
+    }
+
+    fn stops(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.stops.subscribe()
     }
 
     /// Always: the processes sharing a SQLite file share one machine, and every maintenance
@@ -243,6 +256,10 @@ impl Backend for SqliteStore {
         self.ready.notify_one();
     }
 
+    fn stopped(&self) {
+        self.stops.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     async fn claim_tasks(
         &self,
         conn: &mut SqliteConnection,
@@ -350,7 +367,8 @@ impl Backend for SqliteStore {
                           FROM json_each(n.params)
                           WHERE type <> 'text' OR octet_length(value) <= ?3) END AS params,
                     n.links, n.bypassed, n.fanout, n.price,
-                    n.status AS node_status, n.outputs AS node_outputs, n.error AS node_error
+                    n.status AS node_status, n.outputs AS node_outputs, n.error AS node_error,
+                    n.progress_milli
              FROM runs r LEFT JOIN nodes n ON n.run_id = r.id
              WHERE r.id = ?1 AND r.account_id = ?2 ORDER BY n.position",
         )

@@ -306,7 +306,14 @@ mod tests {
         let p = params(p);
         let images =
             images.iter().filter(|(k, _)| p.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-        let job = Execution { tool: tool.parse().unwrap(), params: p, images, seed: 7, index: 0 };
+        let job = Execution {
+            context: Default::default(),
+            tool: tool.parse().unwrap(),
+            params: p,
+            images,
+            seed: 7,
+            index: 0,
+        };
         match execute(&job, &imaging::Limits::default(), None) {
             Ok(a) => a,
             Err(e) => panic!("{tool}: {e}"),
@@ -324,6 +331,7 @@ mod tests {
         let limits = imaging::Limits { max_pixels: 60 * 90 * 2, ..imaging::Limits::default() };
         let images = HashMap::from([("image".to_string(), Bytes::from(bytes))]);
         let job = Execution {
+            context: Default::default(),
             tool: ToolId::Upscale,
             params: params(json!({"scale": 2})),
             images,
@@ -349,6 +357,7 @@ mod tests {
         // Not an image: the no-op engine never decodes it.
         let images = HashMap::from([("image".to_string(), Bytes::from_static(b"not an image"))]);
         let job = Execution {
+            context: Default::default(),
             tool: ToolId::Upscale,
             params: params(json!({"scale": 4})),
             images,
@@ -404,8 +413,14 @@ mod tests {
             p["image"] = json!("i");
             let mut imgs = HashMap::new();
             imgs.insert("image".to_string(), images["image"].clone());
-            let job =
-                Execution { tool: ToolId::SketchToDress, params: params(p), images: imgs, seed: 7, index: 0 };
+            let job = Execution {
+                context: Default::default(),
+                tool: ToolId::SketchToDress,
+                params: params(p),
+                images: imgs,
+                seed: 7,
+                index: 0,
+            };
             execute(&job, &imaging::Limits::default(), None).map_err(|e| e.to_string())
         };
         let a = sketch(json!({}));

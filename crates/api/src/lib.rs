@@ -20,6 +20,7 @@ mod v3;
 use std::sync::Arc;
 
 use atelier_blob::BlobStore;
+use atelier_core::engines::{BuiltinOnly, EngineDirectory};
 use atelier_core::tools::Prices;
 use atelier_inputs::InputPolicy;
 use atelier_store::SharedStore;
@@ -42,6 +43,25 @@ pub struct ApiConfig {
     pub rate_limit: RateLimit,
     /// What each tool costs (`[prices]`): plans, estimates and `GET /api/v3/tools` use it.
     pub prices: Prices,
+    /// Which engine runs each tool, and the health of the configured endpoints
+    /// (`GET /api/v3/tools`, `/readyz`).
+    pub engines: Engines,
+}
+
+/// The engines as the API sees them (`atelier_core::engines`).
+#[derive(Clone)]
+pub struct Engines(pub Arc<dyn EngineDirectory>);
+
+impl Default for Engines {
+    fn default() -> Self {
+        Self(Arc::new(BuiltinOnly))
+    }
+}
+
+impl std::fmt::Debug for Engines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.health().iter().map(|h| &h.name)).finish()
+    }
 }
 
 impl Default for ApiConfig {
@@ -52,6 +72,7 @@ impl Default for ApiConfig {
             file_max_age_secs: 3 * 24 * 3600,
             rate_limit: RateLimit::default(),
             prices: Prices::default(),
+            engines: Engines::default(),
         }
     }
 }
@@ -100,12 +121,21 @@ async fn mark_key_sensitive(mut request: axum::extract::Request) -> axum::extrac
     request
 }
 
+/// Ready when the database answers. Configured model-server endpoints are reported under
+/// `engines` but do not make the service unready: nodes routed to an endpoint that is down
+/// wait and retry (`EngineUnavailable`), and other tools keep working.
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
-    match state.store.ping().await {
-        Ok(()) => (StatusCode::OK, Json(json!({"status": "ready"}))),
+    let engines = state.config.engines.0.health();
+    let (code, status) = match state.store.ping().await {
+        Ok(()) => (StatusCode::OK, "ready"),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable"})))
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
         }
+    };
+    let mut body = json!({"status": status});
+    if !engines.is_empty() {
+        body["engines"] = json!(engines);
     }
+    (code, Json(body))
 }

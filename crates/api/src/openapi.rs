@@ -222,16 +222,20 @@ pub fn document() -> Value {
         "input": {"type": "object"}}}));
     schemas.insert("RunHandle".into(), json!({"type": "object", "required": ["id", "error"], "properties": {
         "id": {"type": "string"}, "error": nullable_error, "warnings": {"type": "array", "items": {"type": "string"}}}}));
+    let progress = json!({"type": "number", "minimum": 0, "maximum": 1, "description": "Extension: while the node runs, how far it got as its engine reports it (0 until a report)"});
     schemas.insert("RunStatus".into(), json!({"type": "object", "description": "Workflow runs: workflow_run_id, overall_status, outputs, nodes. Node runs: id, overall_status, status, model_name, output.", "properties": {
         "workflow_run_id": {"type": "string"}, "id": {"type": "string"},
         "overall_status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "canceled"]},
         "outputs": {"type": "object"}, "nodes": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/NodeResult"}},
         "output": {"type": "array", "items": {"type": "string"}}, "model_name": {"type": "string"},
         "error": nullable_run_error, "created_at": {"type": "string"}, "finished_at": {"type": ["string", "null"]},
-        "expires_at": {"type": ["string", "null"]}, "tokens": {"type": "integer"}}}));
+        "expires_at": {"type": ["string", "null"]}, "tokens": {"type": "integer"},
+        "progress": progress.clone(),
+        "queue_position": {"type": "integer", "minimum": 0, "description": "Extension: while the run is queued, how many nodes of all accounts wait ahead of its first queued node"}}}));
     schemas.insert("NodeResult".into(), json!({"type": "object", "required": ["id", "status", "output", "error", "model_name"], "properties": {
         "id": {"type": "string"}, "status": {"type": "string", "enum": ["pending", "queued", "running", "succeeded", "failed", "skipped", "canceled"]},
-        "output": {"type": "array", "items": {"type": "string"}}, "error": nullable_run_error, "model_name": {"type": "string"}}}));
+        "output": {"type": "array", "items": {"type": "string"}}, "error": nullable_run_error, "model_name": {"type": "string"},
+        "progress": progress}}));
     schemas.insert("RunList".into(), json!({"type": "object", "properties": {"runs": {"type": "array"}, "next_before": {"type": ["integer", "null"]}}}));
     schemas.insert(
         "Workflow".into(),

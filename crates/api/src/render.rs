@@ -1,6 +1,7 @@
 //! JSON shapes of runs, nodes and tools (spec 2.x, DESIGN 3.4).
 
 use atelier_blob::BlobStore;
+use atelier_core::engines::EngineDirectory;
 use atelier_core::status::NodeStatus;
 use atelier_core::tools::{ParamSpecView, Prices, TOOLS};
 use atelier_core::v2::Family;
@@ -33,19 +34,38 @@ pub fn run_handle(id: &str, warnings: &[String]) -> Value {
     handle
 }
 
-/// A node result inside a workflow status (spec 2.2).
+/// A node result inside a workflow status (spec 2.2), with `progress` while it runs.
 fn node_result(blob: &BlobStore, node: &NodeRecord) -> Value {
-    json!({
+    let mut result = json!({
         "id": node.gen_id,
         "status": node.status.as_str(),
         "output": urls(blob, node),
         "error": node.error,
         "model_name": node.tool,
-    })
+    });
+    add_progress(&mut result, node);
+    result
 }
 
-/// `GET /api/v3/status/{id}`: the workflow-run shape or the node-run shape.
-pub fn v3_status(blob: &BlobStore, run: &RunRecord) -> Value {
+/// `progress` (0 to 1) on a running node: a documented extension of the status shapes. 0
+/// until its engine reports (the built-in engine does not).
+fn add_progress(shape: &mut Value, node: &NodeRecord) {
+    if node.status == NodeStatus::Running {
+        shape["progress"] = json!(node.progress.unwrap_or(0.0));
+    }
+}
+
+/// `GET /api/v3/status/{id}`: the workflow-run shape or the node-run shape, with
+/// `queue_position` while the run waits (a documented extension).
+pub fn v3_status(blob: &BlobStore, run: &RunRecord, queue_position: Option<i64>) -> Value {
+    let mut shape = v3_shape(blob, run);
+    if let Some(position) = queue_position {
+        shape["queue_position"] = json!(position);
+    }
+    shape
+}
+
+fn v3_shape(blob: &BlobStore, run: &RunRecord) -> Value {
     match run.kind {
         RunKind::Workflow => {
             let outputs: Map<String, Value> = run
@@ -82,7 +102,7 @@ pub fn v3_status(blob: &BlobStore, run: &RunRecord) -> Value {
         }
         RunKind::Node => {
             let node = run.nodes.first();
-            json!({
+            let mut shape = json!({
                 "id": run.id,
                 "overall_status": run.status.as_str(),
                 "status": run.status.as_str(),
@@ -93,14 +113,18 @@ pub fn v3_status(blob: &BlobStore, run: &RunRecord) -> Value {
                 "finished_at": time(run.finished_at),
                 "expires_at": time(run.expires_at),
                 "tokens": tokens(run),
-            })
+            });
+            if let Some(node) = node {
+                add_progress(&mut shape, node);
+            }
+            shape
         }
     }
 }
 
 /// The node-run shape for one node of a workflow run, addressed by its `gen_` id.
 pub fn v3_node_status(blob: &BlobStore, run: &RunRecord, node: &NodeRecord) -> Value {
-    json!({
+    let mut shape = json!({
         "id": node.gen_id,
         "workflow_run_id": run.id,
         "overall_status": node.status.as_str(),
@@ -112,7 +136,9 @@ pub fn v3_node_status(blob: &BlobStore, run: &RunRecord, node: &NodeRecord) -> V
         "finished_at": time(run.finished_at),
         "expires_at": time(run.expires_at),
         "tokens": if node.status == NodeStatus::Succeeded { node.price } else { 0 },
-    })
+    });
+    add_progress(&mut shape, node);
+    shape
 }
 
 /// A v2 status object: exactly the fields the spec lists for the family.
@@ -145,16 +171,19 @@ pub fn v2_status(blob: &BlobStore, run: &RunRecord, family: Family) -> Value {
     Value::Object(obj)
 }
 
-/// `GET /api/v3/tools`.
-pub fn tools(prices: &Prices) -> Value {
+/// `GET /api/v3/tools`: each tool with the kind of engine that runs it and the fidelity of
+/// what it makes there.
+pub fn tools(prices: &Prices, engines: &dyn EngineDirectory) -> Value {
     Value::Array(
         TOOLS
             .iter()
             .map(|t| {
+                let route = engines.route(t.id);
                 json!({
                     "name": t.name,
                     "description": t.description,
-                    "fidelity": t.fidelity,
+                    "engine": route.kind,
+                    "fidelity": route.fidelity,
                     "output": t.output,
                     "price": prices.rule(t),
                     "primary_image": t.primary_image,

@@ -48,7 +48,10 @@ async fn status(
     RunId(id): RunId,
 ) -> Result<Json<Value>, ApiError> {
     match state.store.get_run(account.id, &id).await {
-        Ok(run) => Ok(Json(render::v3_status(&state.blob, &run))),
+        Ok(run) => {
+            let position = queue_position(&state, &run).await;
+            Ok(Json(render::v3_status(&state.blob, &run, position)))
+        }
         // A node of a workflow run, addressed by its generation id.
         Err(StoreError::NotFound) if id.starts_with("gen_") => {
             let run =
@@ -61,13 +64,28 @@ async fn status(
     }
 }
 
+/// Where a queued run waits (a documented extension of the status shapes); `None` once it
+/// runs, or when the lookup fails (the status answers without it).
+async fn queue_position(state: &AppState, run: &atelier_store::RunRecord) -> Option<i64> {
+    if run.status != atelier_core::status::RunStatus::Queued {
+        return None;
+    }
+    match state.store.queue_position(&run.id).await {
+        Ok(position) => position,
+        Err(e) => {
+            tracing::warn!(error = %e, run = %run.id, "reading a queue position failed");
+            None
+        }
+    }
+}
+
 async fn cancel(
     State(state): State<AppState>,
     Caller(account): Caller,
     RunId(id): RunId,
 ) -> Result<Json<Value>, ApiError> {
     let run = state.store.cancel_run(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
-    Ok(Json(render::v3_status(&state.blob, &run)))
+    Ok(Json(render::v3_status(&state.blob, &run, None)))
 }
 
 #[derive(Deserialize)]
@@ -150,7 +168,7 @@ async fn list_workflows(
 }
 
 async fn tools(State(state): State<AppState>, Caller(_): Caller) -> Json<Value> {
-    Json(render::tools(&state.config.prices))
+    Json(render::tools(&state.config.prices, state.config.engines.0.as_ref()))
 }
 
 async fn estimate(

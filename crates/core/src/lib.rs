@@ -11,6 +11,7 @@
 //! Nothing here touches a database, the network or the file system.
 
 pub mod dag;
+pub mod engines;
 pub mod error;
 pub mod ids;
 pub mod params;

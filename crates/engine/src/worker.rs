@@ -10,11 +10,12 @@ use atelier_core::params::stored_input_key;
 use atelier_core::{tools, NodeError, NodeErrorName};
 use atelier_inputs::InputError;
 use atelier_store::{ClaimedTask, NodeRecord, Outcome};
-use atelier_tools::{Artifact, Execution, ToolError};
+use atelier_core::status::TaskState;
+use atelier_tools::{Artifact, Context, Execution, Progress, ToolError};
 use bytes::Bytes;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -136,13 +137,25 @@ enum Ended {
 /// unless shutdown began).
 async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToken) -> Option<ClaimedTask> {
     let started = std::time::Instant::now();
+    // Fired before the work is dropped when the run was canceled or the node ran out of time,
+    // so that an executor with remote work stops it (`atelier_tools::Context`).
+    let cancel = CancellationToken::new();
+    let (progress_tx, mut progress) = watch::channel(None::<f32>);
+    let deadline = tokio::time::Instant::now() + engine.config.node_timeout;
     // The work and its heartbeats borrow the task; the block ends them before the task is
     // handed to the completion writer.
     let ended = {
-        let work = tokio::time::timeout(engine.config.node_timeout, run_node(engine, &task));
+        let work = run_node(engine, &task, Attempt { cancel: &cancel, progress: progress_tx, deadline });
         tokio::pin!(work);
+        let out_of_time = tokio::time::sleep_until(deadline);
+        tokio::pin!(out_of_time);
         let mut beat = tokio::time::interval(engine.config.heartbeat);
         beat.tick().await;
+        let mut stops = engine.store.stops();
+        // Progress is written at most every PROGRESS_EVERY; the latest value waits meanwhile.
+        let mut unwritten: Option<f32> = None;
+        let write_progress = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(write_progress);
         let grace = async {
             shutdown.cancelled().await;
             tokio::time::sleep(engine.config.shutdown_grace).await;
@@ -150,16 +163,41 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
         tokio::pin!(grace);
         loop {
             tokio::select! {
-                result = &mut work => break Ended::Done(result.unwrap_or_else(|_| Err(Failure {
-                    name: NodeErrorName::Timeout,
-                    message: format!("the node did not finish within {} s", engine.config.node_timeout.as_secs()),
-                    retryable: false,
-                }))),
+                result = &mut work => break Ended::Done(result),
+                _ = &mut out_of_time => {
+                    cancel.cancel();
+                    break Ended::Done(Err(Failure {
+                        name: NodeErrorName::Timeout,
+                        message: format!("the node did not finish within {} s", engine.config.node_timeout.as_secs()),
+                        retryable: false,
+                    }));
+                }
+                // A run was canceled somewhere: check this lease now rather than at the next beat.
+                changed = stops.changed() => {
+                    if changed.is_err() {
+                        // The store is gone; heartbeats will say so.
+                        stops = engine.store.stops();
+                    }
+                    if let Ok(false) = engine.store.heartbeat(&task, engine.config.lease).await {
+                        break lease_lost(engine, &task, &cancel).await;
+                    }
+                }
                 _ = beat.tick() => match engine.store.heartbeat(&task, engine.config.lease).await {
                     Ok(true) => {}
-                    Ok(false) => break Ended::LeaseLost,
+                    Ok(false) => break lease_lost(engine, &task, &cancel).await,
                     Err(e) => warn!(error = %e, "heartbeat failed"),
                 },
+                Ok(()) = progress.changed() => {
+                    unwritten = *progress.borrow_and_update();
+                }
+                _ = &mut write_progress, if unwritten.is_some() => {
+                    if let Some(value) = unwritten.take() {
+                        if let Err(e) = engine.store.record_progress(&task, value).await {
+                            warn!(error = %e, "recording progress failed");
+                        }
+                    }
+                    write_progress.as_mut().reset(tokio::time::Instant::now() + PROGRESS_EVERY);
+                }
                 _ = &mut grace => break Ended::Shutdown,
             }
         }
@@ -213,6 +251,21 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
     }
 }
 
+/// How often, at most, a running node's progress is written.
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+/// The lease is gone. When the run was canceled, the executor's remote work is stopped too;
+/// after a rescue (this worker stalled) another worker resumes the attempt, so it is left
+/// running.
+async fn lease_lost(engine: &Engine, task: &ClaimedTask, cancel: &CancellationToken) -> Ended {
+    match engine.store.task_state(task.task_id).await {
+        Ok(Some(TaskState::Canceled)) | Ok(None) => cancel.cancel(),
+        Ok(_) => {}
+        Err(e) => warn!(error = %e, "reading why a lease was lost failed; leaving remote work running"),
+    }
+    Ended::LeaseLost
+}
+
 /// Gives a task back at shutdown (unfinished after the grace period, or claimed while
 /// shutdown began), without counting an attempt.
 async fn give_back(engine: &Engine, task: &ClaimedTask) {
@@ -228,9 +281,16 @@ fn backoff(base: Duration, attempt: u32, salt: i64) -> Duration {
     exp + exp * jitter / 1000
 }
 
+/// What `run_node` passes on to the executor (`atelier_tools::Context`).
+struct Attempt<'a> {
+    cancel: &'a CancellationToken,
+    progress: watch::Sender<Option<f32>>,
+    deadline: tokio::time::Instant,
+}
+
 /// Loads the node's inputs, runs its tool once per fan-out element, and
 /// writes the outputs. Returns the blob keys.
-async fn run_node(engine: &Engine, task: &ClaimedTask) -> Result<Vec<String>, Failure> {
+async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> Result<Vec<String>, Failure> {
     engine.failpoints.before_tool(task);
     let node = &with_stored_inputs(engine, &task.node).await?;
     let spec = tools::tool(&node.tool).map_err(|e| Failure {
@@ -270,6 +330,8 @@ async fn run_node(engine: &Engine, task: &ClaimedTask) -> Result<Vec<String>, Fa
     let fanned = images.iter().find(|(_, list)| list.len() > 1).map(|(k, _)| k.clone());
     let runs = fanned.as_ref().map_or(1, |k| images[k].len());
     let base_seed = seed_of(node);
+    let resumes = if executor.resumable() { resumable_attempt(engine, task).await? } else { 0 };
+    let progress = Arc::new(attempt.progress);
     let mut artifacts = Vec::new();
     for index in 0..runs {
         let execution_images = images
@@ -279,7 +341,18 @@ async fn run_node(engine: &Engine, task: &ClaimedTask) -> Result<Vec<String>, Fa
                 pick.map(|b| (k.clone(), b.clone()))
             })
             .collect();
+        // Execution `index` of `runs` covers [index, index + 1) / runs of the node's progress.
+        let share = progress.clone();
+        let context = Context {
+            attempt_key: format!("{}-{}-{index}-{resumes}", task.run_id, node.name),
+            deadline: Some(attempt.deadline),
+            progress: Progress::new(move |f| {
+                share.send_replace(Some((index as f32 + f) / runs as f32));
+            }),
+            cancel: attempt.cancel.clone(),
+        };
         let execution = Execution {
+            context,
             tool: spec.id,
             params: node.params.clone(),
             images: execution_images,
@@ -289,6 +362,20 @@ async fn run_node(engine: &Engine, task: &ClaimedTask) -> Result<Vec<String>, Fa
         artifacts.extend(executor.run(execution).await?);
     }
     publish(engine, task, artifacts).await
+}
+
+/// Which attempt of the node's work this claim makes, counting only attempts that ended in a
+/// recorded failure: a claim that follows a lost worker (a crash, a stall) or a shutdown makes
+/// the same attempt again, so a resumable executor re-attaches to the job it left on the model
+/// server instead of starting it twice.
+async fn resumable_attempt(engine: &Engine, task: &ClaimedTask) -> Result<usize, Failure> {
+    let errors = engine.store.task_errors(&task.run_id, &task.node.name).await.map_err(|e| Failure {
+        name: NodeErrorName::ToolFailed,
+        message: format!("reading the node's attempts: {e}"),
+        retryable: true,
+    })?;
+    let lost = NodeErrorName::WorkerLost.as_str();
+    Ok(errors.iter().filter(|e| e["error"]["name"].as_str() != Some(lost)).count())
 }
 
 async fn publish(

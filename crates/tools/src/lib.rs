@@ -118,6 +118,14 @@ impl ToolError {
 #[async_trait::async_trait]
 pub trait Executor: Send + Sync {
     async fn run(&self, execution: Execution) -> Result<Vec<Artifact>, ToolError>;
+
+    /// Whether the executor re-attaches to the work of an attempt by its
+    /// [`Context::attempt_key`] (a remote model server keeps running a job the service lost
+    /// track of). The engine reads the node's attempt history to make the key only for
+    /// these.
+    fn resumable(&self) -> bool {
+        false
+    }
 }
 
 /// Tool → executor.

@@ -61,6 +61,12 @@ pub trait EngineDirectory: Send + Sync {
     fn route(&self, tool: ToolId) -> ToolRoute;
     /// Every configured endpoint; empty when every tool runs on the built-in engine.
     fn health(&self) -> Vec<EndpointHealth>;
+    /// A webhook from a model server for the job `id`, with the token its URL carried;
+    /// `false` when no job of this process waits for it with that token.
+    fn webhook(&self, id: &str, token: &str, body: serde_json::Value) -> bool {
+        let _ = (id, token, body);
+        false
+    }
 }
 
 /// Every tool on the built-in engine.

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use atelier_blob::output_key;
 use atelier_core::params::stored_input_key;
+use atelier_core::status::TaskState;
 use atelier_core::{tools, NodeError, NodeErrorName};
 use atelier_inputs::InputError;
 use atelier_store::{ClaimedTask, NodeRecord, Outcome};
-use atelier_core::status::TaskState;
 use atelier_tools::{Artifact, Context, Execution, Progress, ToolError};
 use bytes::Bytes;
 use serde_json::Value;

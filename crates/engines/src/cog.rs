@@ -1,0 +1,390 @@
+//! The Cog adapter: one tool's nodes as predictions on Cog HTTP servers (coglet).
+//!
+//! A node's execution is `PUT /predictions/{id}`, answered when the prediction ends. The id is
+//! made from the attempt key, so the same attempt sent twice runs once (a second PUT while it
+//! runs is answered 202 and runs nothing). As measured on coglet 0.23.1:
+//!
+//! - `GET /predictions/{id}` is 405 and a PUT after the prediction ended starts it again, so a
+//!   prediction's end cannot be polled for; the request that waits for it is the way to get it.
+//! - Closing that request cancels the prediction: a stopped or killed Atelier leaves nothing
+//!   running on the GPU, and the retry starts the attempt again.
+//! - Webhooks (`webhook`, with `logs` events every ~0.5 s) come for waiting requests too: when
+//!   this process serves HTTP and knows its public URL, they carry the logs, from which
+//!   progress is read (`progress = "tqdm"` by default).
+//!
+//! 409 (all slots busy, e.g. another client uses the server) is retried after a pause without
+//! failing the attempt; 422 (the model refused an input) is permanent and says which input and
+//! why. A cancel or a node timeout sends `POST /predictions/{id}/cancel` at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use atelier_inputs::Fetcher;
+use atelier_tools::{Artifact, Execution, Executor, ToolError};
+use base64::Engine as _;
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::endpoint::{Endpoint, Health, Pool};
+use crate::hooks::WebhookHub;
+use crate::mapping::{self, Mapped};
+use crate::settings::ToolSettings;
+
+/// Where webhooks reach this process: the hub and `server.public_url`.
+#[derive(Clone)]
+pub struct Webhooks {
+    pub hub: Arc<WebhookHub>,
+    pub base_url: String,
+}
+
+pub struct Cog {
+    pool: Pool,
+    route: ToolSettings,
+    fetcher: Arc<Fetcher>,
+    webhooks: Option<Webhooks>,
+}
+
+/// Pause after a 409 before sending again.
+const BUSY_PAUSE: Duration = Duration::from_millis(500);
+
+impl Cog {
+    pub fn new(pool: Pool, route: ToolSettings, fetcher: Arc<Fetcher>, webhooks: Option<Webhooks>) -> Self {
+        Self { pool, route, fetcher, webhooks }
+    }
+
+    fn input(&self, execution: &Execution) -> Value {
+        let mut input: Map<String, Value> = self.route.set.clone().into_iter().collect();
+        for (mapping, value) in mapping::inputs(execution, &self.route) {
+            let Some(name) = &mapping.name else { continue };
+            let value = match value {
+                Mapped::Value(v) => v,
+                Mapped::Image { bytes, .. } => Value::String(format!(
+                    "data:{};base64,{}",
+                    mapping::mime(&bytes),
+                    base64::engine::general_purpose::STANDARD.encode(&bytes)
+                )),
+            };
+            input.insert(name.clone(), value);
+        }
+        Value::Object(input)
+    }
+
+    /// Sends the prediction and waits for its end; 409s are retried.
+    async fn predict(
+        &self,
+        endpoint: &Arc<Endpoint>,
+        id: &str,
+        body: &Value,
+        deadline: tokio::time::Instant,
+    ) -> Result<Value, ToolError> {
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let sent = endpoint
+                .client
+                .put(endpoint.url(&format!("/predictions/{id}")))
+                .json(body)
+                .timeout(left.max(Duration::from_millis(1)))
+                .send()
+                .await;
+            let response = match sent {
+                Ok(r) => r,
+                Err(e) => {
+                    if e.is_connect() {
+                        endpoint.set_health(Health::Unhealthy("unreachable".into()));
+                    }
+                    return Err(endpoint.unreachable(&e));
+                }
+            };
+            let status = response.status();
+            let text = response.text().await.map_err(|e| endpoint.unreachable(&e))?;
+            match status.as_u16() {
+                200 => {
+                    return serde_json::from_str(&text).map_err(|_| {
+                        ToolError::Unavailable(format!(
+                            "the cog engine {} sent an unreadable prediction",
+                            endpoint.name
+                        ))
+                    })
+                }
+                // Another request of this id is running it (a duplicate of this attempt): wait
+                // and ask again.
+                202 | 409 => tokio::time::sleep(BUSY_PAUSE).await,
+                422 => {
+                    return Err(ToolError::Failed(format!(
+                        "the model refused the input: {}",
+                        validation_detail(&text)
+                    )))
+                }
+                s if s >= 500 => {
+                    return Err(ToolError::Unavailable(format!(
+                        "the cog engine {} answered {status}",
+                        endpoint.name
+                    )))
+                }
+                _ => {
+                    return Err(ToolError::Failed(format!(
+                        "the cog engine {} answered {status}",
+                        endpoint.name
+                    )))
+                }
+            }
+        }
+    }
+
+    async fn outputs(&self, endpoint: &Endpoint, prediction: &Value) -> Result<Vec<Artifact>, ToolError> {
+        let path = self.route.outputs.path.as_deref().unwrap_or("output");
+        let value = select(prediction, path).ok_or_else(|| {
+            ToolError::Failed(format!("the prediction has no {path} (outputs.path in the tool's routing)"))
+        })?;
+        let files: Vec<&str> = match value {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if files.is_empty() {
+            return Err(ToolError::Failed(format!("the prediction's {path} holds no file")));
+        }
+        let mut artifacts = Vec::with_capacity(files.len());
+        for file in files {
+            artifacts.push(self.file(endpoint, file).await?);
+        }
+        Ok(artifacts)
+    }
+
+    /// One output file: a data URI, or a URL (on the engine's own host, fetched from it; any
+    /// other under the input fetcher's rules).
+    async fn file(&self, endpoint: &Endpoint, value: &str) -> Result<Artifact, ToolError> {
+        let max = self.fetcher.policy().max_bytes;
+        if let Some(rest) = value.strip_prefix("data:") {
+            let (meta, data) = rest.split_once(',').unwrap_or(("", rest));
+            if data.len() as u64 > max.saturating_mul(4) / 3 + 4 {
+                return Err(ToolError::Failed(format!("an output is over the {max}-byte limit")));
+            }
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data.trim())
+                .map_err(|_| ToolError::Failed("an output is a data URI that is not base64".into()))?;
+            return Ok(mapping::artifact(Bytes::from(bytes), meta));
+        }
+        let url = url::Url::parse(value)
+            .map_err(|_| ToolError::Failed("an output is neither a data URI nor a URL".into()))?;
+        let own = url::Url::parse(&endpoint.base).ok();
+        let same_host = own.is_some_and(|o| {
+            o.host() == url.host() && o.port_or_known_default() == url.port_or_known_default()
+        });
+        if same_host {
+            let response = endpoint
+                .client
+                .get(url.clone())
+                .timeout(endpoint.request_timeout())
+                .send()
+                .await
+                .map_err(|e| endpoint.unreachable(&e))?;
+            if !response.status().is_success() {
+                return Err(ToolError::Unavailable(format!(
+                    "fetching an output from {} failed: {}",
+                    endpoint.name,
+                    response.status()
+                )));
+            }
+            if response.content_length().is_some_and(|n| n > max) {
+                return Err(ToolError::Failed(format!("an output is over the {max}-byte limit")));
+            }
+            let bytes = response.bytes().await.map_err(|e| endpoint.unreachable(&e))?;
+            if bytes.len() as u64 > max {
+                return Err(ToolError::Failed(format!("an output is over the {max}-byte limit")));
+            }
+            return Ok(mapping::artifact(bytes, url.path()));
+        }
+        let bytes = self.fetcher.load(&atelier_inputs::ImageSource::Url(url.clone())).await.map_err(|e| {
+            if e.is_retryable() {
+                ToolError::Unavailable(format!("fetching an output: {e}"))
+            } else {
+                ToolError::Failed(format!("fetching an output: {e}"))
+            }
+        })?;
+        Ok(mapping::artifact(bytes, url.path()))
+    }
+}
+
+#[async_trait::async_trait]
+impl Executor for Cog {
+    async fn run(&self, execution: Execution) -> Result<Vec<Artifact>, ToolError> {
+        let slot = self.pool.acquire().await?;
+        let endpoint = &slot.endpoint;
+        let context = &execution.context;
+        let id = prediction_id(&context.attempt_key);
+        let mut body = json!({"input": self.input(&execution)});
+        let subscription = self.webhooks.as_ref().map(|w| w.hub.subscribe(&w.base_url, &id));
+        if let Some(s) = &subscription {
+            body["webhook"] = json!(s.url);
+            body["webhook_events_filter"] = json!(["logs", "completed"]);
+        }
+        // Progress from the logs the webhooks carry, while the prediction runs.
+        let progress_task = subscription.map(|mut s| {
+            let progress = context.progress.clone();
+            let format = endpoint.settings.progress;
+            tokio::spawn(async move {
+                while let Some(event) = s.events.recv().await {
+                    if let Some(p) = event["logs"].as_str().and_then(|l| mapping::progress_in_logs(l, format))
+                    {
+                        progress.report(p);
+                    }
+                }
+            })
+        });
+        let _stop_progress = progress_task.map(AbortOnDrop);
+        // A cancel (or a timeout) stops the prediction at once; the watch ends with this call.
+        let finished = CancellationToken::new();
+        let _finished = finished.clone().drop_guard();
+        tokio::spawn(cancel_on(endpoint.clone(), id.clone(), context.cancel.clone(), finished));
+
+        let deadline =
+            context.deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
+        let prediction = self.predict(endpoint, &id, &body, deadline).await?;
+        match prediction["status"].as_str() {
+            Some("succeeded") => {
+                context.progress.report(1.0);
+                self.outputs(endpoint, &prediction).await
+            }
+            Some("canceled") => Err(ToolError::Unavailable(format!(
+                "the cog engine {} canceled the prediction",
+                endpoint.name
+            ))),
+            _ => {
+                let error = prediction["error"].as_str().unwrap_or("the prediction failed");
+                Err(ToolError::Failed(format!("the model failed: {}", last_line(error))))
+            }
+        }
+    }
+
+    fn resumable(&self) -> bool {
+        true
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Sends `POST /predictions/{id}/cancel` when `cancel` fires before `finished`.
+async fn cancel_on(
+    endpoint: Arc<Endpoint>,
+    id: String,
+    cancel: CancellationToken,
+    finished: CancellationToken,
+) {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => {}
+        _ = finished.cancelled() => return,
+    }
+    let sent = endpoint
+        .client
+        .post(endpoint.url(&format!("/predictions/{id}/cancel")))
+        .timeout(endpoint.request_timeout())
+        .send()
+        .await;
+    match sent {
+        Ok(r) if r.status().is_success() || r.status().as_u16() == 404 => {
+            tracing::info!(endpoint = %endpoint.name, prediction = %id, "prediction canceled")
+        }
+        Ok(r) => {
+            tracing::warn!(endpoint = %endpoint.name, prediction = %id, status = %r.status(), "canceling a prediction failed")
+        }
+        Err(e) => {
+            tracing::warn!(endpoint = %endpoint.name, prediction = %id, error = %e, "canceling a prediction failed")
+        }
+    }
+}
+
+/// A prediction id from an attempt key: Cog ids are path segments, so anything but letters,
+/// digits, `-` and `_` becomes `_`, and long keys keep a digest of the whole.
+pub(crate) fn prediction_id(attempt_key: &str) -> String {
+    let clean: String = attempt_key
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .collect();
+    if clean.len() <= 64 && !clean.is_empty() {
+        return clean;
+    }
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(attempt_key.as_bytes()));
+    format!("{}-{}", &clean[..clean.len().min(40)], &digest[..16])
+}
+
+/// `output`, `output[0]`, `output.image`, `output.images[1]` in a prediction.
+pub(crate) fn select<'a>(prediction: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut value = prediction;
+    for part in path.split('.') {
+        let (name, indexes) = part.split_once('[').map_or((part, ""), |(n, rest)| (n, rest));
+        if !name.is_empty() {
+            value = value.get(name)?;
+        }
+        for index in indexes.split('[').filter(|s| !s.is_empty()) {
+            let i: usize = index.trim_end_matches(']').parse().ok()?;
+            value = value.get(i)?;
+        }
+    }
+    Some(value)
+}
+
+/// A 422's `detail` as `input: message; …`.
+fn validation_detail(body: &str) -> String {
+    let parsed: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    match &parsed["detail"] {
+        Value::Array(items) => items
+            .iter()
+            .map(|d| {
+                let field =
+                    d["loc"].as_array().and_then(|l| l.last()).and_then(Value::as_str).unwrap_or("input");
+                format!("{field}: {}", d["msg"].as_str().unwrap_or("invalid"))
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        Value::String(s) => s.clone(),
+        _ => last_line(body).chars().take(300).collect(),
+    }
+}
+
+fn last_line(text: &str) -> &str {
+    text.trim().lines().last().unwrap_or("").trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prediction_ids_are_path_safe_and_stable() {
+        assert_eq!(prediction_id("gen_abc-render-0-1"), "gen_abc-render-0-1");
+        assert_eq!(prediction_id("wfr_1-a b/c-0-0"), "wfr_1-a_b_c-0-0");
+        let long = "x".repeat(100);
+        let id = prediction_id(&long);
+        assert!(id.len() <= 64 && id == prediction_id(&long));
+        assert_ne!(id, prediction_id(&"x".repeat(101)));
+    }
+
+    #[test]
+    fn output_paths_select_files() {
+        let p = json!({"output": {"images": ["a", "b"], "image": "c"}, "list": ["d"]});
+        assert_eq!(select(&p, "output.images[1]"), Some(&json!("b")));
+        assert_eq!(select(&p, "output.image"), Some(&json!("c")));
+        assert_eq!(select(&p, "list[0]"), Some(&json!("d")));
+        assert_eq!(select(&p, "list[3]"), None);
+        assert_eq!(select(&p, "nope"), None);
+    }
+
+    #[test]
+    fn validation_errors_name_the_input() {
+        let body = r#"{"detail":[{"loc":["body","input","steps"],"msg":"\"abc\" is not of type \"integer\"","type":"value_error"},{"loc":["body","input","garm_img"],"msg":"Field required","type":"value_error.missing"}]}"#;
+        assert_eq!(
+            validation_detail(body),
+            "steps: \"abc\" is not of type \"integer\"; garm_img: Field required"
+        );
+        assert_eq!(validation_detail("plain failure"), "plain failure");
+    }
+}

@@ -1,0 +1,263 @@
+//! Endpoints and the pools that spread a tool's nodes over them.
+//!
+//! An [`Endpoint`] is one configured server: its HTTP client (headers, timeouts), a
+//! semaphore of `max_concurrency` slots (nodes beyond it wait here, not in the server's own
+//! queue, so that cancels and timeouts stay exact) and the health its last check found. A
+//! [`Pool`] is the endpoints of one tool: a node takes a slot on the healthy endpoint with the
+//! most free slots, or waits for the first slot to free up.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use atelier_core::engines::{EndpointHealth, EngineKind};
+use atelier_tools::ToolError;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::settings::EndpointSettings;
+
+/// What the last health check found.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Health {
+    /// Not checked yet: tried as if healthy.
+    Unknown,
+    Healthy,
+    Unhealthy(String),
+}
+
+pub struct Endpoint {
+    pub(crate) name: String,
+    pub(crate) kind: EngineKind,
+    /// The base URL, without a trailing slash.
+    pub(crate) base: String,
+    pub(crate) client: reqwest::Client,
+    pub(crate) settings: EndpointSettings,
+    slots: Arc<Semaphore>,
+    busy: AtomicUsize,
+    health: Mutex<Health>,
+    /// A ComfyUI endpoint's websocket, opened on first use.
+    pub(crate) comfy_events: std::sync::OnceLock<Arc<crate::comfyui::Events>>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint").field("name", &self.name).field("kind", &self.kind).finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    pub fn new(name: &str, settings: &EndpointSettings) -> Result<Arc<Self>, String> {
+        let mut headers = HeaderMap::new();
+        for (key, value) in &settings.headers {
+            let header = HeaderName::try_from(key.as_str())
+                .map_err(|e| format!("engines.{name}.headers: {key:?} is not a header name: {e}"))?;
+            let mut value = HeaderValue::try_from(value.as_str())
+                .map_err(|_| format!("engines.{name}.headers.{key}: not a valid header value"))?;
+            value.set_sensitive(true);
+            headers.insert(header, value);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .connect_timeout(Duration::from_secs(settings.connect_timeout_secs))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("engines.{name}: {e}"))?;
+        Ok(Arc::new(Self {
+            name: name.to_string(),
+            kind: settings.kind,
+            base: settings.url.trim_end_matches('/').to_string(),
+            client,
+            settings: settings.clone(),
+            slots: Arc::new(Semaphore::new(settings.max_concurrency.max(1))),
+            busy: AtomicUsize::new(0),
+            health: Mutex::new(Health::Unknown),
+            comfy_events: std::sync::OnceLock::new(),
+        }))
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// The per-call timeout of requests other than long waits.
+    pub(crate) fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.settings.request_timeout_secs)
+    }
+
+    pub(crate) fn health(&self) -> Health {
+        self.health.lock().map(|h| h.clone()).unwrap_or(Health::Unknown)
+    }
+
+    pub(crate) fn set_health(&self, health: Health) {
+        if let Ok(mut h) = self.health.lock() {
+            if *h != health {
+                match &health {
+                    Health::Unhealthy(why) => {
+                        tracing::warn!(endpoint = %self.name, why, "engine endpoint unhealthy")
+                    }
+                    _ => tracing::info!(endpoint = %self.name, "engine endpoint healthy"),
+                }
+            }
+            *h = health;
+        }
+    }
+
+    fn usable(&self) -> bool {
+        !matches!(self.health(), Health::Unhealthy(_))
+    }
+
+    pub fn report(&self) -> EndpointHealth {
+        let (healthy, detail) = match self.health() {
+            Health::Healthy => (true, None),
+            Health::Unknown => (true, Some("not checked yet".to_string())),
+            Health::Unhealthy(why) => (false, Some(why)),
+        };
+        EndpointHealth {
+            name: self.name.clone(),
+            kind: self.kind,
+            healthy,
+            detail,
+            busy: self.busy.load(Ordering::Relaxed),
+            capacity: self.settings.max_concurrency,
+        }
+    }
+
+    /// A client-visible message for a failed request: the endpoint's name and what went
+    /// wrong, never its address (`reqwest` errors print the URL).
+    pub(crate) fn unreachable(&self, e: &reqwest::Error) -> ToolError {
+        let what = if e.is_timeout() {
+            "timed out"
+        } else if e.is_connect() {
+            "refused the connection or could not be reached"
+        } else if e.is_body() || e.is_decode() {
+            "sent an unreadable answer"
+        } else {
+            "failed"
+        };
+        tracing::warn!(endpoint = %self.name, error = %e, "engine request failed");
+        ToolError::Unavailable(format!("the {} engine {} {what}", self.kind.as_str(), self.name))
+    }
+}
+
+/// A slot held on an endpoint for one node.
+pub struct Slot {
+    pub endpoint: Arc<Endpoint>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.endpoint.busy.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The endpoints of one tool.
+#[derive(Debug, Clone)]
+pub struct Pool {
+    pub(crate) tool: &'static str,
+    pub(crate) endpoints: Vec<Arc<Endpoint>>,
+}
+
+impl Pool {
+    /// A slot on the healthy endpoint with the most free slots (the first listed on a tie), or
+    /// the first to free up when all are busy. `Unavailable` when none is healthy.
+    pub async fn acquire(&self) -> Result<Slot, ToolError> {
+        let usable: Vec<&Arc<Endpoint>> = self.endpoints.iter().filter(|e| e.usable()).collect();
+        if usable.is_empty() {
+            let why: Vec<String> = self
+                .endpoints
+                .iter()
+                .map(|e| match e.health() {
+                    Health::Unhealthy(why) => format!("{}: {why}", e.name),
+                    _ => e.name.clone(),
+                })
+                .collect();
+            return Err(ToolError::Unavailable(format!(
+                "no healthy engine for {} ({})",
+                self.tool,
+                why.join("; ")
+            )));
+        }
+        let best = usable
+            .iter()
+            .max_by_key(|e| (e.slots.available_permits(), std::cmp::Reverse(e.busy.load(Ordering::Relaxed))));
+        if let Some(best) = best {
+            if let Ok(permit) = best.slots.clone().try_acquire_owned() {
+                return Ok(self.slot(best, permit));
+            }
+        }
+        let waits = usable.iter().map(|e| {
+            let e = Arc::clone(e);
+            Box::pin(async move {
+                let permit = e.slots.clone().acquire_owned().await;
+                (e, permit)
+            })
+        });
+        let ((endpoint, permit), _, _) = futures::future::select_all(waits).await;
+        let permit =
+            permit.map_err(|_| ToolError::Unavailable(format!("the engines of {} stopped", self.tool)))?;
+        Ok(self.slot(&endpoint, permit))
+    }
+
+    fn slot(&self, endpoint: &Arc<Endpoint>, permit: OwnedSemaphorePermit) -> Slot {
+        endpoint.busy.fetch_add(1, Ordering::Relaxed);
+        Slot { endpoint: Arc::clone(endpoint), _permit: permit }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint(name: &str, slots: usize) -> Arc<Endpoint> {
+        let settings: EndpointSettings = serde_json::from_value(serde_json::json!({
+            "kind": "cog", "url": "http://127.0.0.1:9", "max_concurrency": slots
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        Endpoint::new(name, &settings).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[tokio::test]
+    async fn nodes_go_to_the_least_busy_healthy_endpoint() {
+        let (a, b) = (endpoint("a", 2), endpoint("b", 2));
+        let pool = Pool { tool: "upscale", endpoints: vec![a.clone(), b.clone()] };
+        let first = pool.acquire().await.unwrap_or_else(|e| panic!("{e}"));
+        let second = pool.acquire().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(first.endpoint.name, second.endpoint.name, "the second node goes to the idle endpoint");
+        assert_eq!(a.report().busy + b.report().busy, 2);
+
+        // An unhealthy endpoint is skipped while it is unhealthy.
+        drop((first, second));
+        a.set_health(Health::Unhealthy("refused".into()));
+        for _ in 0..3 {
+            assert_eq!(pool.acquire().await.unwrap_or_else(|e| panic!("{e}")).endpoint.name, "b");
+        }
+        b.set_health(Health::Unhealthy("starting".into()));
+        match pool.acquire().await {
+            Err(ToolError::Unavailable(m)) => {
+                assert!(m.contains("no healthy engine for upscale") && m.contains("a: refused"), "{m}")
+            }
+            other => panic!("{:?}", other.map(|s| s.endpoint.name.clone())),
+        }
+        a.set_health(Health::Healthy);
+        assert_eq!(pool.acquire().await.unwrap_or_else(|e| panic!("{e}")).endpoint.name, "a");
+        assert!(!b.report().healthy && b.report().detail.as_deref() == Some("starting"));
+    }
+
+    #[tokio::test]
+    async fn a_full_pool_waits_for_the_first_free_slot() {
+        let a = endpoint("a", 1);
+        let pool = Pool { tool: "upscale", endpoints: vec![a.clone()] };
+        let held = pool.acquire().await.unwrap_or_else(|e| panic!("{e}"));
+        let waiting = tokio::spawn({
+            let pool = pool.clone();
+            async move { pool.acquire().await.map(|s| s.endpoint.name.clone()) }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished());
+        drop(held);
+        let got = tokio::time::timeout(Duration::from_secs(5), waiting).await;
+        assert!(matches!(got, Ok(Ok(Ok(ref name))) if name == "a"));
+    }
+}

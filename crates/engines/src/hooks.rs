@@ -1,0 +1,92 @@
+//! Webhooks from model servers to this process: `POST {server.public_url}/internal/engines/
+//! webhook/{id}/{token}`. Cog does not sign its webhooks, so each prediction gets its own
+//! random token in the URL; a delivery whose token does not match is refused (404) and
+//! changes nothing. Deliveries go to the adapter waiting in this process.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// The path under which webhooks are received (the API routes it).
+pub const WEBHOOK_PATH: &str = "/internal/engines/webhook";
+
+#[derive(Debug, Default)]
+pub struct WebhookHub {
+    waiting: Mutex<HashMap<String, (String, mpsc::UnboundedSender<Value>)>>,
+}
+
+/// A prediction's webhook, registered while it lives.
+pub(crate) struct Subscription {
+    hub: Arc<WebhookHub>,
+    id: String,
+    pub url: String,
+    pub events: mpsc::UnboundedReceiver<Value>,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Ok(mut waiting) = self.hub.waiting.lock() {
+            waiting.remove(&self.id);
+        }
+    }
+}
+
+impl WebhookHub {
+    /// Registers `id` for deliveries at `{base}{WEBHOOK_PATH}/{id}/{token}`.
+    pub(crate) fn subscribe(self: &Arc<Self>, base: &str, id: &str) -> Subscription {
+        let token = hex::encode(rand_bytes());
+        let (tx, events) = mpsc::unbounded_channel();
+        if let Ok(mut waiting) = self.waiting.lock() {
+            waiting.insert(id.to_string(), (token.clone(), tx));
+        }
+        let url = format!("{}{WEBHOOK_PATH}/{id}/{token}", base.trim_end_matches('/'));
+        Subscription { hub: Arc::clone(self), id: id.to_string(), url, events }
+    }
+
+    /// Hands a delivery to the adapter waiting for `id`; `false` when none waits or the token
+    /// is wrong.
+    pub fn deliver(&self, id: &str, token: &str, body: Value) -> bool {
+        let Ok(waiting) = self.waiting.lock() else { return false };
+        match waiting.get(id) {
+            Some((expected, tx)) if constant_time_eq(expected.as_bytes(), token.as_bytes()) => {
+                tx.send(body).is_ok()
+            }
+            _ => false,
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// 16 bytes from a cryptographically secure generator (`rand`'s thread generator, seeded by
+/// the operating system).
+fn rand_bytes() -> [u8; 16] {
+    rand::random()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delivery_reaches_its_subscriber_only_with_the_right_token() {
+        let hub = Arc::new(WebhookHub::default());
+        let mut sub = hub.subscribe("http://atelier:8080/", "pred-1");
+        let token = sub.url.rsplit('/').next().unwrap_or_default().to_string();
+        assert!(sub.url.starts_with("http://atelier:8080/internal/engines/webhook/pred-1/"));
+        assert_eq!(token.len(), 32);
+        assert!(!hub.deliver("pred-1", "wrong", Value::Null));
+        assert!(!hub.deliver("pred-2", &token, Value::Null));
+        assert!(hub.deliver("pred-1", &token, serde_json::json!({"status": "processing"})));
+        assert_eq!(sub.events.try_recv().ok(), Some(serde_json::json!({"status": "processing"})));
+        // Tokens differ per subscription; a dropped subscription takes no more deliveries.
+        let other = hub.subscribe("http://atelier:8080", "pred-2");
+        assert_ne!(other.url.rsplit('/').next(), Some(token.as_str()));
+        drop(sub);
+        assert!(!hub.deliver("pred-1", &token, Value::Null));
+    }
+}

@@ -1,0 +1,167 @@
+//! # atelier-engines
+//!
+//! Model servers behind Atelier's tools. Each tool runs on the built-in CPU engine unless
+//! `[tools.TOOL]` routes it to one or more `[engines.NAME]` endpoints (see [`settings`]):
+//!
+//! - `comfyui` ([`comfyui`]): a ComfyUI server runs the tool's API-format graph;
+//! - `cog` ([`cog`]): a Cog HTTP prediction server runs its model;
+//! - `onnx` ([`onnx`]): an ONNX model runs in this process, on the CPU.
+//!
+//! [`Engines::build`] turns the configuration into executors set on the tool
+//! [`Registry`], and into the [`EngineDirectory`] the API shows
+//! (`GET /api/v3/tools`, `/readyz`). [`Engines::watch`] keeps the endpoints' health current;
+//! [`check`] validates every routed tool against its live server (`atelier engines check`).
+//!
+//! Model servers are separate processes that Atelier talks to over HTTP; none is linked or
+//! shipped with it.
+
+pub mod check;
+pub mod cog;
+pub mod comfyui;
+pub mod endpoint;
+pub mod hooks;
+mod mapping;
+pub mod onnx;
+pub mod settings;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use atelier_core::engines::{EndpointHealth, EngineDirectory, EngineKind, ToolRoute};
+use atelier_core::tools::{Fidelity, ToolId};
+use atelier_inputs::Fetcher;
+use atelier_tools::Registry;
+use tokio_util::sync::CancellationToken;
+
+pub use cog::Webhooks;
+use endpoint::{Endpoint, Pool};
+pub use hooks::{WebhookHub, WEBHOOK_PATH};
+pub use settings::{EndpointSettings, Routing, ToolSettings};
+
+/// The configured engines of a process.
+#[derive(Clone)]
+pub struct Engines {
+    routing: Routing,
+    endpoints: BTreeMap<String, Arc<Endpoint>>,
+    hub: Arc<WebhookHub>,
+}
+
+impl std::fmt::Debug for Engines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engines").field("endpoints", &self.endpoints.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+impl Engines {
+    /// Validates the configuration (without the servers) and prepares the endpoints; ONNX
+    /// models are loaded here, so a missing or unusable file stops the start.
+    pub fn new(routing: Routing) -> Result<Self, String> {
+        routing.validate()?;
+        let mut endpoints = BTreeMap::new();
+        for (name, settings) in &routing.engines {
+            endpoints.insert(name.clone(), Endpoint::new(name, settings)?);
+        }
+        Ok(Self { routing, endpoints, hub: Arc::new(WebhookHub::default()) })
+    }
+
+    pub fn routing(&self) -> &Routing {
+        &self.routing
+    }
+
+    /// Whether any tool leaves the built-in engine.
+    pub fn any_routed(&self) -> bool {
+        ToolId::ALL.iter().any(|t| self.routing.route(*t).is_some())
+    }
+
+    /// Routes every configured tool on `registry` to its engine. `public_url`: where this
+    /// process receives webhooks (a process that serves HTTP); `None` in a worker process.
+    pub fn install(
+        &self,
+        registry: &mut Registry,
+        fetcher: Arc<Fetcher>,
+        public_url: Option<&str>,
+    ) -> Result<(), String> {
+        let webhooks = public_url.map(|base| Webhooks { hub: self.hub.clone(), base_url: base.to_string() });
+        for tool in ToolId::ALL {
+            let Some((route, names)) = self.routing.route(tool) else { continue };
+            let pool = Pool {
+                tool: tool.spec().name,
+                endpoints: names.iter().filter_map(|(n, _)| self.endpoints.get(*n).cloned()).collect(),
+            };
+            let kind = pool.endpoints.first().map_or(EngineKind::Builtin, |e| e.kind);
+            let executor: Arc<dyn atelier_tools::Executor> = match kind {
+                EngineKind::Cog => {
+                    Arc::new(cog::Cog::new(pool, route.clone(), fetcher.clone(), webhooks.clone()))
+                }
+                EngineKind::Comfyui => Arc::new(
+                    comfyui::Comfyui::new(pool, route.clone())
+                        .map_err(|e| format!("tools.{}: {e}", tool.spec().name))?,
+                ),
+                EngineKind::Onnx => {
+                    let (name, settings) = names[0];
+                    Arc::new(onnx::Onnx::load(name, settings).map_err(|e| format!("engines.{name}: {e}"))?)
+                }
+                EngineKind::Builtin => continue,
+            };
+            registry.set(tool, executor);
+        }
+        Ok(())
+    }
+
+    /// Checks every remote endpoint's health now and then every `health_interval_secs`, until
+    /// `stop`.
+    pub fn watch(&self, stop: CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
+        self.endpoints
+            .values()
+            .filter(|e| e.kind != EngineKind::Onnx)
+            .map(|endpoint| {
+                let endpoint = endpoint.clone();
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    let every = Duration::from_secs(endpoint.settings.health_interval_secs);
+                    loop {
+                        let health = check::health(&endpoint).await;
+                        endpoint.set_health(health);
+                        tokio::select! {
+                            _ = stop.cancelled() => break,
+                            _ = tokio::time::sleep(every) => {}
+                        }
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// The view the API takes of the engines.
+    pub fn directory(&self) -> Arc<dyn EngineDirectory> {
+        Arc::new(self.clone())
+    }
+}
+
+impl EngineDirectory for Engines {
+    fn route(&self, tool: ToolId) -> ToolRoute {
+        match self.routing.route(tool) {
+            Some((_, names)) => ToolRoute {
+                kind: names.first().map_or(EngineKind::Builtin, |(_, e)| e.kind),
+                endpoints: names.iter().map(|(n, _)| n.to_string()).collect(),
+                fidelity: Fidelity::Production,
+            },
+            None => atelier_core::engines::BuiltinOnly.route(tool),
+        }
+    }
+
+    fn health(&self) -> Vec<EndpointHealth> {
+        self.endpoints
+            .values()
+            .map(|e| match e.kind {
+                EngineKind::Onnx => EndpointHealth { healthy: true, detail: None, ..e.report() },
+                _ => e.report(),
+            })
+            .collect()
+    }
+
+    fn webhook(&self, id: &str, token: &str, body: serde_json::Value) -> bool {
+        self.hub.deliver(id, token, body)
+    }
+}

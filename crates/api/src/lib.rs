@@ -99,6 +99,7 @@ pub fn router(state: AppState) -> Router {
         .route("/files/{*key}", get(files::get_file))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(readyz))
+        .route("/internal/engines/webhook/{id}/{token}", axum::routing::post(engine_webhook))
         .route("/openapi.json", get(|| async { Json(openapi::document()) }))
         .layer(DefaultBodyLimit::max(limit))
         .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(request_span))
@@ -109,7 +110,11 @@ pub fn router(state: AppState) -> Router {
 /// The span of one request: method and path only. Neither the query string
 /// (where a misplaced key would be) nor any header goes into logs or traces.
 fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Span {
-    tracing::debug_span!("request", method = %request.method(), path = %request.uri().path())
+    // A webhook's path holds its job's token.
+    let path = request.uri().path();
+    let path =
+        if path.starts_with("/internal/engines/webhook/") { "/internal/engines/webhook/…" } else { path };
+    tracing::debug_span!("request", method = %request.method(), path = %path)
 }
 
 /// Marks the `X-API-KEY` header sensitive before anything else sees the
@@ -119,6 +124,22 @@ async fn mark_key_sensitive(mut request: axum::extract::Request) -> axum::extrac
         value.set_sensitive(true);
     }
     request
+}
+
+/// A model server's webhook for a job of this process (`atelier_engines`): 204 when a job
+/// waits for it with this token, 404 otherwise. Not behind an API key: the token in the path,
+/// made per job, is the credential (Cog does not sign its webhooks).
+async fn engine_webhook(
+    State(state): State<AppState>,
+    axum::extract::Path((id, token)): axum::extract::Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> StatusCode {
+    let Ok(body) = serde_json::from_slice(&body) else { return StatusCode::BAD_REQUEST };
+    if state.config.engines.0.webhook(&id, &token, body) {
+        StatusCode::NO_CONTENT
+    } else {
+        StatusCode::NOT_FOUND
+    }
 }
 
 /// Ready when the database answers. Configured model-server endpoints are reported under

@@ -24,6 +24,11 @@ pub struct Config {
     pub limits: Limits,
     /// Tool name → its price (`[prices]`); tools not named keep the built-in price.
     pub prices: BTreeMap<String, PriceSetting>,
+    /// Model servers (`[engines.NAME]`; docs/ENGINES.md).
+    pub engines: BTreeMap<String, atelier_engines::EndpointSettings>,
+    /// Tool → the engine that runs it and how its parameters reach the model (`[tools.TOOL]`);
+    /// tools not named run on the built-in engine.
+    pub tools: BTreeMap<String, atelier_engines::ToolSettings>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -320,6 +325,7 @@ impl Config {
             );
         }
         self.prices()?;
+        self.routing().validate()?;
         self.database().map_err(|e| format!("database.url: {e} (ATELIER__DATABASE__URL, --database-url)"))?;
         self.storage_location()
             .map_err(|e| format!("storage.url: {e} (ATELIER__STORAGE__URL, --storage-url)"))?;
@@ -342,6 +348,11 @@ impl Config {
     pub fn prices(&self) -> Result<Prices, String> {
         Prices::configured(&self.prices)
             .map_err(|e| format!("{e} (ATELIER__PRICES__TOOL, ATELIER__PRICES__TOOL__KEY)"))
+    }
+
+    /// `[engines]` and `[tools]`.
+    pub fn routing(&self) -> atelier_engines::Routing {
+        atelier_engines::Routing { engines: self.engines.clone(), tools: self.tools.clone() }
     }
 
     pub fn public_url(&self) -> String {

@@ -113,6 +113,39 @@ pub fn subject_model(setting: &str) -> anyhow::Result<Option<Arc<dyn atelier_ima
     Ok(Some(model))
 }
 
+/// The configured model servers (`[engines]`, `[tools]`), checked against the live servers
+/// when any tool is routed to one: a server that answers and finds the configuration wrong
+/// stops the start with what is wrong; one that does not answer (down, starting) is only
+/// reported, and its nodes wait and retry until it is healthy.
+pub async fn engines(config: &Config) -> anyhow::Result<atelier_engines::Engines> {
+    use atelier_engines::check::Outcome;
+    let engines = atelier_engines::Engines::new(config.routing()).map_err(anyhow::Error::msg)?;
+    if !engines.any_routed() {
+        return Ok(engines);
+    }
+    let mut wrong = Vec::new();
+    for finding in atelier_engines::check::check(&engines).await {
+        match finding.outcome {
+            Outcome::Valid => {
+                tracing::info!(tool = %finding.tool, engine = %finding.endpoint, "engine checked")
+            }
+            Outcome::Unreachable(why) => tracing::warn!(
+                tool = %finding.tool, engine = %finding.endpoint, why,
+                "engine not reachable; its nodes wait until it is"
+            ),
+            Outcome::Invalid(problems) => {
+                for problem in problems {
+                    wrong.push(format!("tools.{} on engines.{}: {problem}", finding.tool, finding.endpoint));
+                }
+            }
+        }
+    }
+    if !wrong.is_empty() {
+        anyhow::bail!("the engine configuration does not fit its servers:\n  {}", wrong.join("\n  "));
+    }
+    Ok(engines)
+}
+
 /// A running service: HTTP server, workers and maintenance.
 pub struct Running {
     pub addr: SocketAddr,
@@ -151,12 +184,14 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
     config.server.listen = addr;
     let blob = open_blob(&config)?;
     let policy = input_policy(&config);
+    let engines = engines(&config).await?;
     let api_config = ApiConfig {
         max_body_bytes: config.server.max_body_bytes,
         inputs: policy.clone(),
         file_max_age_secs: config.retention().as_secs(),
         rate_limit: RateLimit { per_second: config.limits.requests_per_second, burst: config.limits.burst },
         prices: config.prices().map_err(anyhow::Error::msg)?,
+        engines: atelier_api::Engines(engines.directory()),
     };
     let state = AppState { store: store.clone(), blob: blob.clone(), config: Arc::new(api_config) };
     let shutdown = CancellationToken::new();
@@ -172,7 +207,11 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         }
     }));
 
-    spawn_workers(&config, &store, &blob, tools, &shutdown, &mut tasks)?;
+    tasks.extend(engines.watch(shutdown.clone()));
+    // Webhooks from model servers reach this process at its public URL.
+    let public_url = config.public_url();
+    let wiring = Wiring { engines: &engines, webhooks_at: Some(&public_url) };
+    spawn_workers(&config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
     Ok(Running { addr, store, blob, shutdown, tasks })
 }
 
@@ -185,9 +224,11 @@ pub async fn start_worker(
     tools: Option<Registry>,
 ) -> anyhow::Result<WorkerProcess> {
     let blob = open_blob(config)?;
+    let engines = engines(config).await?;
     let shutdown = CancellationToken::new();
-    let mut tasks = Vec::new();
-    spawn_workers(config, &store, &blob, tools, &shutdown, &mut tasks)?;
+    let mut tasks = engines.watch(shutdown.clone());
+    let wiring = Wiring { engines: &engines, webhooks_at: None };
+    spawn_workers(config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
     Ok(WorkerProcess { shutdown, tasks })
 }
 
@@ -212,6 +253,13 @@ impl WorkerProcess {
     }
 }
 
+/// How a process's workers reach the model servers.
+struct Wiring<'a> {
+    engines: &'a atelier_engines::Engines,
+    /// Where model servers' webhooks reach this process (one that serves HTTP).
+    webhooks_at: Option<&'a str>,
+}
+
 /// Spawns the engine (when `engine.workers > 0`) and the maintenance services (lease rescuer,
 /// output sweeper, idempotency-key janitor) onto `tasks`, stopping with `shutdown`.
 fn spawn_workers(
@@ -219,6 +267,7 @@ fn spawn_workers(
     store: &SharedStore,
     blob: &BlobStore,
     tools: Option<Registry>,
+    wiring: Wiring<'_>,
     shutdown: &CancellationToken,
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> anyhow::Result<()> {
@@ -235,10 +284,14 @@ fn spawn_workers(
     if config.engine.workers > 0 {
         let fetcher =
             Arc::new(Fetcher::new(input_policy(config)).map_err(|e| anyhow::anyhow!("input fetcher: {e}"))?);
-        let tools = match tools {
+        let mut tools = match tools {
             Some(tools) => tools,
             None => builtin_tools(config)?,
         };
+        wiring
+            .engines
+            .install(&mut tools, fetcher.clone(), wiring.webhooks_at)
+            .map_err(anyhow::Error::msg)?;
         let engine = Engine::new(store.clone(), blob.clone(), tools, fetcher, engine_config.clone());
         tasks.push(tokio::spawn(engine.run(shutdown.clone())));
     }

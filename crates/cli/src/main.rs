@@ -39,6 +39,21 @@ enum Command {
     /// Manage accounts, keys, tokens and workflows (works while `serve` runs).
     #[command(subcommand)]
     Admin(Admin),
+    /// Model servers behind the tools ([engines] and [tools] in the configuration).
+    #[command(subcommand)]
+    Engines(EnginesCmd),
+}
+
+#[derive(Subcommand)]
+enum EnginesCmd {
+    /// Check every routed tool against its live server: templates, mapped inputs, model
+    /// names and choices. Exits 1 when a tool's configuration is wrong or its server does not
+    /// answer.
+    Check {
+        /// Print the findings as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -205,6 +220,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Admin(Admin::Store(admin)) => self::admin(config, admin).await,
+        Command::Engines(EnginesCmd::Check { json }) => engines_check(config, json).await,
     }
 }
 
@@ -286,6 +302,46 @@ async fn worker(mut config: Config, args: WorkerArgs) -> anyhow::Result<()> {
     });
     running.token().cancelled().await;
     running.shutdown().await;
+    Ok(())
+}
+
+async fn engines_check(config: Config, json: bool) -> anyhow::Result<()> {
+    use atelier_engines::check::Outcome;
+    let engines = atelier_engines::Engines::new(config.routing()).map_err(|e| anyhow!(e))?;
+    let findings = atelier_engines::check::check(&engines).await;
+    let failed = findings.iter().any(|f| f.outcome != Outcome::Valid);
+    if json {
+        let report: Vec<_> = findings
+            .iter()
+            .map(|f| {
+                let (status, problems) = match &f.outcome {
+                    Outcome::Valid => ("valid", vec![]),
+                    Outcome::Unreachable(why) => ("unreachable", vec![why.clone()]),
+                    Outcome::Invalid(p) => ("invalid", p.clone()),
+                };
+                json!({"tool": f.tool, "engine": f.endpoint, "status": status, "problems": problems})
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if findings.is_empty() {
+        println!("no tool is routed to a model server: every tool runs on the built-in engine");
+    } else {
+        for f in &findings {
+            match &f.outcome {
+                Outcome::Valid => println!("ok       {} on {}", f.tool, f.endpoint),
+                Outcome::Unreachable(why) => println!("DOWN     {} on {}: {why}", f.tool, f.endpoint),
+                Outcome::Invalid(problems) => {
+                    println!("INVALID  {} on {}", f.tool, f.endpoint);
+                    for p in problems {
+                        println!("         {p}");
+                    }
+                }
+            }
+        }
+    }
+    if failed {
+        bail!("the engine check failed");
+    }
     Ok(())
 }
 

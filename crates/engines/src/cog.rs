@@ -1,8 +1,9 @@
 //! The Cog adapter: one tool's nodes as predictions on Cog HTTP servers (coglet).
 //!
 //! A node's execution is `PUT /predictions/{id}`, answered when the prediction ends. The id is
-//! made from the attempt key, so the same attempt sent twice runs once (a second PUT while it
-//! runs is answered 202 and runs nothing). As measured on coglet 0.23.1:
+//! made from the attempt key, so the same attempt sent twice while it runs runs once (the
+//! second PUT is answered 202 and starts nothing; that claim fails over to a retry). As
+//! measured on coglet 0.23.1:
 //!
 //! - `GET /predictions/{id}` is 405 and a PUT after the prediction ended starts it again, so a
 //!   prediction's end cannot be polled for; the request that waits for it is the way to get it.
@@ -45,6 +46,9 @@ pub struct Cog {
     webhooks: Option<Webhooks>,
 }
 
+/// How long after the node's deadline the request waiting for a prediction gives up.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
+
 /// Pause after a 409 before sending again.
 const BUSY_PAUSE: Duration = Duration::from_millis(500);
 
@@ -79,12 +83,14 @@ impl Cog {
         deadline: tokio::time::Instant,
     ) -> Result<Value, ToolError> {
         loop {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            // The node's deadline ends the wait (the engine cancels the prediction then); the
+            // request's own limit is a backstop a little later, so that it never wins the race.
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now()) + DEADLINE_MARGIN;
             let sent = endpoint
                 .client
                 .put(endpoint.url(&format!("/predictions/{id}")))
                 .json(body)
-                .timeout(left.max(Duration::from_millis(1)))
+                .timeout(left)
                 .send()
                 .await;
             let response = match sent {
@@ -107,9 +113,16 @@ impl Cog {
                         ))
                     })
                 }
-                // Another request of this id is running it (a duplicate of this attempt): wait
-                // and ask again.
-                202 | 409 => tokio::time::sleep(BUSY_PAUSE).await,
+                // All slots busy (another client's work): wait for one, without failing.
+                409 => tokio::time::sleep(BUSY_PAUSE).await,
+                // Another request of this id runs it: a duplicate of this attempt (a stalled
+                // worker's, still waiting). It runs once; this claim fails over to a retry.
+                202 => {
+                    return Err(ToolError::Unavailable(format!(
+                        "the cog engine {} is already running this attempt",
+                        endpoint.name
+                    )))
+                }
                 422 => {
                     return Err(ToolError::Failed(format!(
                         "the model refused the input: {}",

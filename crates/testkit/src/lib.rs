@@ -2,6 +2,7 @@
 //! - [`moto`]: moto's S3-compatible server on a free port;
 //! - [`pg`]: a fresh PostgreSQL schema per test;
 //! - [`images`]: image fixtures;
+//! - [`servers`] (feature `service`): real Cog and ComfyUI servers for the engine tests;
 //! - [`service`] (feature `service`): the whole program on either backend, driven over HTTP
 //!   as a client would ([`service::TestApp`]), and the lock that keeps tests which start their
 //!   own processes or change the environment apart from the others ([`service::exclusive`]).
@@ -15,5 +16,7 @@
 pub mod images;
 pub mod moto;
 pub mod pg;
+#[cfg(feature = "service")]
+pub mod servers;
 #[cfg(feature = "service")]
 pub mod service;

@@ -6,4 +6,4 @@ from cog import BaseRunner, Input, Path
 class Runner(BaseRunner):
     def run(self, human_img: Path = Input(), garm_img: Path = Input()) -> Path:
         print("loading weights", flush=True)
-        raise RuntimeError("CUDA out of memory (simulated by the test predictor)")
+        raise RuntimeError("simulated failure of the test predictor")

@@ -108,8 +108,8 @@ async fn check_comfyui(endpoint: &Endpoint, route: &ToolSettings) -> Outcome {
         Err(outcome) => return outcome,
     };
     let mut problems = Vec::new();
-    // Node → input → the options of a list-valued input (empty for other inputs).
-    let mut inputs_of: BTreeMap<&str, BTreeMap<String, Vec<Value>>> = BTreeMap::new();
+    // Node → input → the options of a list-valued input (`None` for other inputs).
+    let mut inputs_of: BTreeMap<&str, BTreeMap<String, Option<Vec<Value>>>> = BTreeMap::new();
     for (id, node) in &template {
         let class = node["class_type"].as_str().unwrap_or_default();
         let Some(spec) = info.get(class) else {
@@ -122,20 +122,20 @@ async fn check_comfyui(endpoint: &Endpoint, route: &ToolSettings) -> Outcome {
         for group in ["required", "optional"] {
             for (input, def) in spec["input"][group].as_object().into_iter().flatten() {
                 let options = match &def[0] {
-                    Value::Array(options) => options.clone(),
+                    Value::Array(options) => Some(options.clone()),
                     // Newer servers: ["COMBO", {"options": [...]}].
                     Value::String(t) if t == "COMBO" => {
-                        def[1]["options"].as_array().cloned().unwrap_or_default()
+                        Some(def[1]["options"].as_array().cloned().unwrap_or_default())
                     }
-                    _ => Vec::new(),
+                    _ => None,
                 };
                 inputs.insert(input.clone(), options);
             }
         }
         // Values the template itself sets on list-valued inputs (model files, samplers).
         for (input, value) in node["inputs"].as_object().into_iter().flatten() {
-            if let (Some(options), Value::String(_)) = (inputs.get(input), value) {
-                if !options.is_empty() && !options.contains(value) && !is_upload(class, input) {
+            if let (Some(Some(options)), Value::String(_)) = (inputs.get(input), value) {
+                if !options.contains(value) && !is_upload(class, input) {
                     problems.push(format!(
                         "node {id} ({class}) {input}: {value} is not on the server (it has {})",
                         list(options)
@@ -150,7 +150,7 @@ async fn check_comfyui(endpoint: &Endpoint, route: &ToolSettings) -> Outcome {
         let class = template[node]["class_type"].as_str().unwrap_or_default();
         match inputs.get(input) {
             None => problems.push(format!("{what}: node {node} ({class}) has no input {input}")),
-            Some(options) if !options.is_empty() && !is_upload(class, input) => {
+            Some(Some(options)) if !is_upload(class, input) => {
                 for value in values.into_iter().filter(|v| v.is_string() && !options.contains(v)) {
                     problems.push(format!(
                         "{what}: {value} is not an option of node {node} ({class}) {input} (it has {})",

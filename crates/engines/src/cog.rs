@@ -266,6 +266,15 @@ impl Executor for Cog {
             ))),
             _ => {
                 let error = prediction["error"].as_str().unwrap_or("the prediction failed");
+                if server_fault(error) {
+                    // The server, not the model's answer to these inputs: try again.
+                    endpoint
+                        .set_health(Health::Unhealthy(format!("its worker stopped ({})", last_line(error))));
+                    return Err(ToolError::Unavailable(format!(
+                        "the cog engine {} lost its worker",
+                        endpoint.name
+                    )));
+                }
                 Err(ToolError::Failed(format!("the model failed: {}", last_line(error))))
             }
         }
@@ -343,6 +352,15 @@ pub(crate) fn select<'a>(prediction: &'a Value, path: &str) -> Option<&'a Value>
         }
     }
     Some(value)
+}
+
+/// Whether a failed prediction's error is the server's (its worker died or was stopped), not
+/// the model's: coglet answers "Worker crashed" when the predictor's process ends under it.
+fn server_fault(error: &str) -> bool {
+    let e = error.to_ascii_lowercase();
+    ["worker crashed", "worker died", "worker exited", "worker is defunct", "shutting down"]
+        .iter()
+        .any(|m| e.contains(m))
 }
 
 /// A 422's `detail` as `input: message; …`.

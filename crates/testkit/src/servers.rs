@@ -62,12 +62,26 @@ pub fn get(port: u16, path: &str) -> Option<(u16, String)> {
     Some((status, body))
 }
 
-/// A process group, killed whole when dropped (servers start worker subprocesses).
+/// A process group, stopped whole when dropped (servers start worker subprocesses).
 struct Group(Child);
 
 impl Group {
+    /// SIGTERM to the group (Python exits at once), then SIGKILL to what is left after 5 s.
+    /// Not SIGKILL first: on a sandboxed kernel, SIGKILL to a process holding torch's CUDA
+    /// libraries was seen to take other processes of the user down with it.
     fn kill(&mut self) {
-        let _ = Command::new("kill").args(["-KILL", &format!("-{}", self.0.id())]).status();
+        if matches!(self.0.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let _ = Command::new("kill").args(["-TERM", "--", &format!("-{}", self.0.id())]).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                // The group's other processes (a worker) got the same signal.
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -196,10 +210,41 @@ fn path_with(python: &Path) -> String {
     format!("{bin}:{}", std::env::var("PATH").unwrap_or_default())
 }
 
+/// ComfyUI servers alive at once in one test binary: each holds torch in ~1.5 GB of memory, so
+/// the tests that start one take turns beyond this many.
+const COMFY_AT_ONCE: usize = 2;
+
+static COMFY_SLOTS: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// One of [`COMFY_AT_ONCE`] places, held while a server lives.
+struct ComfySlot;
+
+impl ComfySlot {
+    fn take() -> Self {
+        let (count, freed) = &COMFY_SLOTS;
+        let mut n = count.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *n >= COMFY_AT_ONCE {
+            n = freed.wait(n).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *n += 1;
+        ComfySlot
+    }
+}
+
+impl Drop for ComfySlot {
+    fn drop(&mut self) {
+        let (count, freed) = &COMFY_SLOTS;
+        *count.lock().unwrap_or_else(std::sync::PoisonError::into_inner) -= 1;
+        freed.notify_one();
+    }
+}
+
 /// A ComfyUI server (`main.py --cpu`) with the project's test node pack
 /// (`tests/engines/comfyui/atelier_test_nodes.py`) and its own base directory.
 pub struct ComfyServer {
     process: Option<Group>,
+    _slot: ComfySlot,
     python: PathBuf,
     main: PathBuf,
     pub base: tempfile::TempDir,
@@ -226,14 +271,22 @@ impl ComfyServer {
             skip("ComfyUI is not installed");
             return None;
         };
+        let slot = ComfySlot::take();
         let base = tempfile::tempdir().unwrap();
         for sub in ["custom_nodes", "input", "output", "temp", "user", "models/upscale_models"] {
             std::fs::create_dir_all(base.path().join(sub)).unwrap();
         }
         let nodes = repo_root().join("tests/engines/comfyui/atelier_test_nodes.py");
         std::fs::copy(nodes, base.path().join("custom_nodes/atelier_test_nodes.py")).unwrap();
-        let mut server =
-            Self { process: None, python, main, base, port, url: format!("http://127.0.0.1:{port}") };
+        let mut server = Self {
+            process: None,
+            _slot: slot,
+            python,
+            main,
+            base,
+            port,
+            url: format!("http://127.0.0.1:{port}"),
+        };
         server.restart();
         Some(server)
     }
@@ -275,6 +328,25 @@ impl ComfyServer {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.base.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// How many times the test node ran.
+    pub fn runs(&self) -> usize {
+        std::fs::read_to_string(self.base.path().join("runs.txt")).map(|s| s.lines().count()).unwrap_or(0)
+    }
+
+    /// Writes an ESRGAN x4 network with random weights into `models/upscale_models/` under
+    /// `name` (`tests/engines/comfyui/make_esrgan.py`, with the server's torch and spandrel).
+    pub fn add_random_esrgan(&self, name: &str) {
+        let out = self.base.path().join("models/upscale_models").join(name);
+        let script = repo_root().join("tests/engines/comfyui/make_esrgan.py");
+        let status = Command::new(&self.python).arg(script).arg(&out).status().unwrap();
+        assert!(status.success(), "writing the random ESRGAN network failed");
+    }
+
+    /// The path of a test template under `tests/engines/comfyui/templates`.
+    pub fn template(name: &str) -> PathBuf {
+        repo_root().join("tests/engines/comfyui/templates").join(name)
     }
 
     /// The server's queue: (running, pending) prompt counts.

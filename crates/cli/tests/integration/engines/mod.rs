@@ -3,6 +3,8 @@
 //! they are missing, unless `ATELIER_REQUIRE_ENGINES=1`), and ONNX models in-process.
 
 mod cog;
+mod comfyui;
+mod onnx;
 
 use std::time::{Duration, Instant};
 

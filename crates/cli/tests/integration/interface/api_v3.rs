@@ -365,3 +365,22 @@ async fn every_documented_operation_is_routed() {
     }
     assert!(operations >= 15, "{operations} operations documented");
 }
+
+#[tokio::test]
+async fn a_queued_run_shows_its_place_in_the_queue_and_a_running_one_does_not() {
+    // API only: nothing claims, so runs stay queued in the order they came.
+    let app = TestApp::start_with(|c| c.engine.workers = 0, None, 100).await;
+    let body = json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}});
+    let first = app.run(&body).await;
+    let second = app.run(&body).await;
+    for (id, place) in [(&first, 0), (&second, 1)] {
+        let (_, status) = app.get(&format!("/api/v3/status/{id}")).await;
+        assert_eq!(status["overall_status"], "queued");
+        assert_eq!(status["queue_position"], place, "{status}");
+        assert!(status.get("progress").is_none());
+    }
+    let (_, canceled) = app.post(&format!("/api/v3/cancel/{first}"), &json!({})).await;
+    assert!(canceled.get("queue_position").is_none(), "{canceled}");
+    let (_, status) = app.get(&format!("/api/v3/status/{second}")).await;
+    assert_eq!(status["queue_position"], 0, "the canceled run left the queue");
+}

@@ -143,10 +143,12 @@ class Atelier:
     directory on /dev/shm, a tmpfs, so that writing an output costs no file system work). With `api_only`, `serve --no-workers` is started and
     `worker_processes` separate `atelier worker` processes with `workers` slots each.
     `env` adds ATELIER__* settings (strings); request rate limits are off unless set there.
+    `config` names a configuration file (`--config`), for settings that are tables
+    (`[engines]`, `[tools]`).
     """
 
     def __init__(self, backend="embedded", workers=2, api_only=False, worker_processes=0, env=None,
-                 tokens=10_000_000, log="warn", storage="s3"):
+                 tokens=10_000_000, log="warn", storage="s3", config=None):
         self.backend = backend
         self.storage = storage
         self.workers = workers
@@ -158,6 +160,7 @@ class Atelier:
         self.procs = []
         self.moto = None
         self.schema = None
+        self.config = config
 
     def __enter__(self):
         memory = self.storage == "memory" and os.path.isdir("/dev/shm")
@@ -165,7 +168,7 @@ class Atelier:
         self.data = self._data.name
         self.env = dict(os.environ, ATELIER__ENGINE__WORKERS=str(self.workers),
                         ATELIER__LIMITS__REQUESTS_PER_SECOND="0", RUST_LOG=self.log)
-        self.flags = ["--data-dir", self.data]
+        self.flags = ["--data-dir", self.data] + (["--config", self.config] if self.config else [])
         try:
             if self.backend == "postgres":
                 self.schema = f"bench_{os.getpid()}_{int(time.time() * 1000) % 10**9}"

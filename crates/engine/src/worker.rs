@@ -346,8 +346,17 @@ async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> 
         let context = Context {
             attempt_key: format!("{}-{}-{index}-{resumes}", task.run_id, node.name),
             deadline: Some(attempt.deadline),
+            // Progress only grows: a graph whose nodes each report from 0 (a sampler, then a
+            // decoder) shows the furthest point reached.
             progress: Progress::new(move |f| {
-                share.send_replace(Some((index as f32 + f) / runs as f32));
+                let reached = (index as f32 + f) / runs as f32;
+                share.send_if_modified(|shown| match shown {
+                    Some(before) if *before >= reached => false,
+                    _ => {
+                        *shown = Some(reached);
+                        true
+                    }
+                });
             }),
             cancel: attempt.cancel.clone(),
         };

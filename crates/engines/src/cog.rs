@@ -49,8 +49,10 @@ pub struct Cog {
 /// How long after the node's deadline the request waiting for a prediction gives up.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
 
-/// Pause after a 409 before sending again.
-const BUSY_PAUSE: Duration = Duration::from_millis(500);
+/// Pauses after a 409 before sending again: short at first (a slot is often freed a moment
+/// after the prediction before it answered), doubling to at most the second.
+const BUSY_PAUSE_FIRST: Duration = Duration::from_millis(10);
+const BUSY_PAUSE_MAX: Duration = Duration::from_millis(500);
 
 impl Cog {
     pub fn new(pool: Pool, route: ToolSettings, fetcher: Arc<Fetcher>, webhooks: Option<Webhooks>) -> Self {
@@ -82,6 +84,7 @@ impl Cog {
         body: &Value,
         deadline: tokio::time::Instant,
     ) -> Result<Value, ToolError> {
+        let mut busy_pause = BUSY_PAUSE_FIRST;
         loop {
             // The node's deadline ends the wait (the engine cancels the prediction then); the
             // request's own limit is a backstop a little later, so that it never wins the race.
@@ -114,7 +117,10 @@ impl Cog {
                     })
                 }
                 // All slots busy (another client's work): wait for one, without failing.
-                409 => tokio::time::sleep(BUSY_PAUSE).await,
+                409 => {
+                    tokio::time::sleep(busy_pause).await;
+                    busy_pause = (busy_pause * 2).min(BUSY_PAUSE_MAX);
+                }
                 // Another request of this id runs it: a duplicate of this attempt (a stalled
                 // worker's, still waiting). It runs once; this claim fails over to a retry.
                 202 => {

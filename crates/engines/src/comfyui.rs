@@ -505,7 +505,10 @@ fn set_input(graph: &mut Map<String, Value>, node: &str, input: &str, value: Val
     Ok(())
 }
 
-pub(crate) fn read_template(route: &ToolSettings) -> Result<Map<String, Value>, String> {
+/// Reads a tool's template and checks it against the tool's mapping: an API-format graph
+/// whose nodes have a class and inputs, holding every node the mapping, the constants and
+/// the outputs name. Keys starting with `_` are notes and are dropped.
+pub fn read_template(route: &ToolSettings) -> Result<Map<String, Value>, String> {
     let path = &route.template;
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read the template {}: {e}", path.display()))?;

@@ -280,3 +280,160 @@ async fn webhooks_with_a_wrong_token_are_refused() {
         app.post("/internal/engines/webhook/some-id/not-the-token", &json!({"status": "succeeded"})).await;
     assert_eq!(code, 404);
 }
+
+/// The Cog executor alone, as the engine calls it (`max_concurrency` slots in this process).
+fn executor(server: &CogServer, max_concurrency: usize) -> std::sync::Arc<dyn atelier_tools::Executor> {
+    let mut routing = atelier_engines::Routing::default();
+    routing.engines.insert(
+        "idm".into(),
+        endpoint(json!({"kind": "cog", "url": server.url, "max_concurrency": max_concurrency})),
+    );
+    routing.tools.insert("virtual_tryon".into(), tryon_route(set(20, 0.1)));
+    let engines = atelier_engines::Engines::new(routing).unwrap();
+    let mut registry = atelier_tools::Registry::builtin(Default::default());
+    let fetcher = std::sync::Arc::new(atelier_inputs::Fetcher::new(Default::default()).unwrap());
+    engines.install(&mut registry, fetcher, None).unwrap();
+    registry.get(atelier_core::tools::ToolId::VirtualTryon).unwrap()
+}
+
+fn execution(attempt_key: &str) -> atelier_tools::Execution {
+    let bytes = |uri: String| {
+        use base64::Engine as _;
+        bytes::Bytes::from(
+            base64::engine::general_purpose::STANDARD.decode(uri.split_once(',').unwrap().1).unwrap(),
+        )
+    };
+    atelier_tools::Execution {
+        context: atelier_tools::Context { attempt_key: attempt_key.into(), ..Default::default() },
+        tool: atelier_core::tools::ToolId::VirtualTryon,
+        params: json!({"category": "tops", "seed": 3}).as_object().cloned().unwrap(),
+        images: std::collections::HashMap::from([
+            ("model_image".to_string(), bytes(person())),
+            ("garment_image".to_string(), bytes(garment())),
+        ]),
+        seed: 3,
+        index: 0,
+    }
+}
+
+async fn until_ready(server: &CogServer, limit: Duration) {
+    let started = Instant::now();
+    while server.status().as_deref() != Some("READY") {
+        assert!(started.elapsed() < limit, "the prediction still runs {:?} later", started.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_worker_that_dies_mid_prediction_leaves_nothing_running() {
+    let Some(server) = CogServer::start("tryon_echo.py") else { return };
+    let cog = executor(&server, 1);
+    let job = tokio::spawn({
+        let cog = cog.clone();
+        async move { cog.run(execution("gen_dies-virtual_tryon-0-0")).await }
+    });
+    let started = Instant::now();
+    while server.status().as_deref() != Some("BUSY") {
+        assert!(started.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The worker's future is dropped without a cancel, as when its process dies: the
+    // connection closes and the server stops the prediction.
+    job.abort();
+    until_ready(&server, Duration::from_secs(2)).await;
+    assert_eq!(server.predictions(), 1);
+}
+
+#[tokio::test]
+async fn the_same_attempt_sent_twice_at_once_runs_once() {
+    let Some(server) = CogServer::start("tryon_echo.py") else { return };
+    // Two workers (two processes' executors) claim the same attempt: a stalled one and the
+    // one that took over.
+    let (a, b) = (executor(&server, 1), executor(&server, 1));
+    let first = tokio::spawn(async move { a.run(execution("gen_twice-virtual_tryon-0-0")).await });
+    let started = Instant::now();
+    while server.status().as_deref() != Some("BUSY") {
+        assert!(started.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let second = b.run(execution("gen_twice-virtual_tryon-0-0")).await;
+    assert!(
+        matches!(&second, Err(atelier_tools::ToolError::Unavailable(m)) if m.contains("already running this attempt")),
+        "{second:?}"
+    );
+    assert_eq!(first.await.unwrap().unwrap().len(), 1);
+    assert_eq!(server.predictions(), 1, "the prediction ran once");
+}
+
+/// `atelier engines check`, the command: what it prints and its exit status, with a valid
+/// route, a wrong one and a server that is down (the configuration from a file, routes from
+/// `ATELIER__TOOLS__…` variables as well).
+#[test]
+fn the_check_command_reports_each_tool_and_fails_on_a_wrong_or_unreachable_one() {
+    let Some(server) = CogServer::start("tryon_echo.py") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("atelier.toml");
+    let down = format!("http://127.0.0.1:{}", atelier_testkit::servers::free_port());
+    std::fs::write(
+        &file,
+        format!(
+            r#"[engines.idm]
+kind = "cog"
+url = "{}"
+[engines.down]
+kind = "cog"
+url = "{down}"
+[tools.virtual_tryon]
+engine = "idm"
+[tools.virtual_tryon.inputs]
+model_image = {{ name = "human_img" }}
+garment_image = {{ name = "garm_img" }}
+[tools.virtual_tryon_pro]
+engine = "idm"
+[tools.virtual_tryon_pro.inputs]
+model_image = {{ name = "human_img" }}
+garment_image = {{ name = "garment" }}
+"#,
+            server.url
+        ),
+    )
+    .unwrap();
+    let check = |extra: &[(&str, &str)], json: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_atelier"));
+        cmd.arg("--config").arg(&file).arg("--data-dir").arg(dir.path()).args(["engines", "check"]);
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.envs(extra.iter().copied());
+        let out = cmd.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (ok, stdout, stderr) = check(&[], false);
+    assert!(!ok, "a wrong route fails the check: {stdout}");
+    assert!(stdout.contains("ok       virtual_tryon on idm"), "{stdout}");
+    assert!(stdout.contains("INVALID  virtual_tryon_pro on idm"), "{stdout}");
+    assert!(stdout.contains("inputs.garment_image: the model has no input garment"), "{stdout}");
+    assert!(stderr.contains("the engine check failed"), "{stderr}");
+
+    let (ok, stdout, _) = check(&[("ATELIER__TOOLS__VIRTUAL_TRYON_PRO__ENGINE", "down")], true);
+    assert!(!ok);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let pro = report.as_array().unwrap().iter().find(|f| f["tool"] == "virtual_tryon_pro").unwrap();
+    assert_eq!(
+        (pro["engine"].as_str(), pro["status"].as_str()),
+        (Some("down"), Some("unreachable")),
+        "{report}"
+    );
+
+    std::fs::write(
+        &file,
+        std::fs::read_to_string(&file).unwrap().replace("name = \"garment\"", "name = \"garm_img\""),
+    )
+    .unwrap();
+    let (ok, stdout, _) = check(&[], false);
+    assert!(ok, "{stdout}");
+}

@@ -2,6 +2,7 @@
 //! ComfyUI, started from the environments `tests/engines/testenv.sh` installs (skipped where
 //! they are missing, unless `ATELIER_REQUIRE_ENGINES=1`), and ONNX models in-process.
 
+mod bundles;
 mod cog;
 mod comfyui;
 mod onnx;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What routing a tool through Atelier costs against calling the model server directly.
 
-    bench/engines.py [--quick] [--no-build] [--json FILE] [--jobs N]
+    bench/engines.py [--quick] [--no-build] [--json FILE] [--jobs N] [--servers comfyui,cog,esrgan] [--gpu]
 
 The same work both ways, on the same servers, at the same concurrency:
   ComfyUI  the try-on test graph (tests/engines/comfyui/templates/tryon.json: two LoadImage,
@@ -13,6 +13,11 @@ The same work both ways, on the same servers, at the same concurrency:
            ComfyUI one). Direct: PUT /predictions/{id} (a 409, the one slot not free yet, retried
            after 10 ms doubling to 500 ms, as Atelier does) and decode the output's data URI.
            Through Atelier: as above.
+
+  esrgan   (with --servers) ComfyUI upscaling a 512x512 image (ATELIER_BENCH_IMAGE_SIDE) x4 through the real ESRGAN
+           architecture at Real-ESRGAN x4plus's size (23 blocks of 64 filters) with random
+           weights written by tests/engines/comfyui/make_esrgan.py: the upscale template of the
+           tests, `upscale` routed to it through Atelier. With --gpu ComfyUI runs on the GPU.
 
 Figures: latency per job at concurrency 1 (p50, p90; Atelier's added latency is the
 difference of the p50s, target <= 50 ms on loopback) and throughput with two jobs in flight
@@ -55,7 +60,10 @@ def http(method, url, body=None, headers=None, raw=False, timeout=120):
 
 
 def testenv():
-    """Installs the servers when missing; returns the variables testenv.sh prints."""
+    """Installs the servers when missing; returns the variables testenv.sh prints (or the
+    ComfyUI given by the environment)."""
+    if os.environ.get("ATELIER_TEST_COMFYUI_PYTHON") and os.environ.get("ATELIER_TEST_COMFYUI_MAIN"):
+        return {k: os.environ[k] for k in ("ATELIER_TEST_COMFYUI_PYTHON", "ATELIER_TEST_COMFYUI_MAIN")}
     out = subprocess.run([os.path.join(ROOT, "tests/engines/testenv.sh"), "all"], check=True,
                          capture_output=True, text=True).stdout
     env = {}
@@ -77,16 +85,23 @@ def wait_http(url, seconds):
     raise RuntimeError(f"{url} did not answer within {seconds} s")
 
 
-def start_comfyui(env, base):
-    for sub in ["custom_nodes", "input", "output", "temp", "user", "models"]:
+def start_comfyui(env, base, gpu=False, esrgan=False):
+    for sub in ["custom_nodes", "input", "output", "temp", "user", "models/upscale_models"]:
         os.makedirs(os.path.join(base, sub), exist_ok=True)
     shutil.copy(os.path.join(ROOT, "tests/engines/comfyui/atelier_test_nodes.py"), os.path.join(base, "custom_nodes"))
+    python = env["ATELIER_TEST_COMFYUI_PYTHON"]
+    if esrgan:
+        subprocess.run([python, os.path.join(ROOT, "tests/engines/comfyui/make_esrgan.py"),
+                        os.path.join(base, "models/upscale_models", ESRGAN_FILE), "--filters", "64", "--blocks", "23"],
+                       check=True)
     port = benchlib.free_port()
     main = env["ATELIER_TEST_COMFYUI_MAIN"]
-    proc = subprocess.Popen([env["ATELIER_TEST_COMFYUI_PYTHON"], main, "--cpu", "--listen", "127.0.0.1", "--port",
+    launcher = [os.path.join(ROOT, "bench/comfyui_minimal.py")] if os.environ.get("ATELIER_BENCH_COMFYUI_MINIMAL") else []
+    proc = subprocess.Popen([python, *launcher, main, *([] if gpu else ["--cpu"]), "--listen", "127.0.0.1", "--port",
                              str(port), "--base-directory", base, "--disable-auto-launch", "--disable-api-nodes",
                              "--database-url", "sqlite:///:memory:"], cwd=os.path.dirname(main),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            stdout=open(os.path.join(base, "server.log"), "w"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     wait_http(url + "/system_stats", 240)
     return proc, url
@@ -131,35 +146,45 @@ PERSON = benchlib.png(64, 96)
 GARMENT = benchlib.png(32, 32)
 TEMPLATE = os.path.join(ROOT, "tests/engines/comfyui/templates/tryon.json")
 COG_STEPS, COG_STEP_SECONDS = 4, 0.05
+UPSCALE_TEMPLATE = os.path.join(ROOT, "tests/engines/comfyui/templates/upscale_esrgan.json")
+ESRGAN_FILE = "test-random-esrgan-x4.safetensors"
+IMAGE_SIDE = int(os.environ.get("ATELIER_BENCH_IMAGE_SIDE", "512"))
+IMAGE = benchlib.png(IMAGE_SIDE, IMAGE_SIDE)
 
 
-def comfy_direct(url):
+def upload(url, name, data):
+    """Uploads an input image as a client of ComfyUI does; returns the name a graph uses."""
+    boundary = uuid.uuid4().hex
+    parts = []
+    for field, value in [("type", "input"), ("subfolder", "bench"), ("overwrite", "true")]:
+        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"\r\n\r\n{value}\r\n'.encode())
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="image"; filename="{name}"\r\n'
+                 f'Content-Type: image/png\r\n\r\n'.encode() + data + b"\r\n")
+    parts.append(f"--{boundary}--\r\n".encode())
+    answer = http("POST", url + "/upload/image", b"".join(parts),
+                  {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    return f"{answer['subfolder']}/{answer['name']}"
+
+
+def comfy_direct(url, esrgan=False):
     """One job sent to ComfyUI itself, as a careful client would."""
-    def upload(name, data):
-        boundary = uuid.uuid4().hex
-        parts = []
-        for field, value in [("type", "input"), ("subfolder", "bench"), ("overwrite", "true")]:
-            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"\r\n\r\n{value}\r\n'.encode())
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="image"; filename="{name}"\r\n'
-                     f'Content-Type: image/png\r\n\r\n'.encode() + data + b"\r\n")
-        parts.append(f"--{boundary}--\r\n".encode())
-        answer = http("POST", url + "/upload/image", b"".join(parts),
-                      {"Content-Type": f"multipart/form-data; boundary={boundary}"})
-        return f"{answer['subfolder']}/{answer['name']}"
-
     prompt_id = str(uuid.uuid4())
-    graph = {k: v for k, v in json.load(open(TEMPLATE)).items() if not k.startswith("_")}
-    graph["10"]["inputs"]["image"] = upload(f"{prompt_id}_p.png", PERSON)
-    graph["11"]["inputs"]["image"] = upload(f"{prompt_id}_g.png", GARMENT)
-    graph["40"]["inputs"]["seed"] = int(prompt_id[:8], 16)
-    graph["90"]["inputs"]["filename_prefix"] = f"bench/{prompt_id}"
+    template, output = (UPSCALE_TEMPLATE, "9") if esrgan else (TEMPLATE, "90")
+    graph = {k: v for k, v in json.load(open(template)).items() if not k.startswith("_")}
+    if esrgan:
+        graph["1"]["inputs"]["image"] = upload(url, f"{prompt_id}_i.png", IMAGE)
+    else:
+        graph["10"]["inputs"]["image"] = upload(url, f"{prompt_id}_p.png", PERSON)
+        graph["11"]["inputs"]["image"] = upload(url, f"{prompt_id}_g.png", GARMENT)
+        graph["40"]["inputs"]["seed"] = int(prompt_id[:8], 16)
+    graph[output]["inputs"]["filename_prefix"] = f"bench/{prompt_id}"
     http("POST", url + "/prompt", {"prompt": graph, "prompt_id": prompt_id, "client_id": "bench"})
     while True:
         entry = http("GET", f"{url}/history/{prompt_id}").get(prompt_id)
         if entry:
             break
         time.sleep(POLL)
-    image = entry["outputs"]["90"]["images"][0]
+    image = entry["outputs"][output]["images"][0]
     query = urllib.parse.urlencode({"filename": image["filename"], "subfolder": image["subfolder"], "type": "output"})
     return http("GET", f"{url}/view?{query}", raw=True)
 
@@ -184,12 +209,15 @@ def cog_direct(url):
     return base64.b64decode(answer["output"].split(",", 1)[1])
 
 
-def through_atelier(svc):
+def through_atelier(svc, esrgan=False):
     uri = lambda b: "data:image/png;base64," + base64.b64encode(b).decode()
     seed = uuid.uuid4().int % 10**9
-    run = benchlib.call("POST", f"{svc.base}/api/v3/run", svc.key, {
-        "type": "node", "target": "virtual_tryon",
-        "input": {"model_image": uri(PERSON), "garment_image": uri(GARMENT), "category": "tops", "seed": seed}})
+    if esrgan:
+        body = {"type": "node", "target": "upscale", "input": {"image": uri(IMAGE), "scale": 4}}
+    else:
+        body = {"type": "node", "target": "virtual_tryon",
+                "input": {"model_image": uri(PERSON), "garment_image": uri(GARMENT), "category": "tops", "seed": seed}}
+    run = benchlib.call("POST", f"{svc.base}/api/v3/run", svc.key, body)
     while True:
         status = benchlib.call("GET", f"{svc.base}/api/v3/status/{run['id']}", svc.key)
         if status["overall_status"] in ("succeeded", "failed", "canceled"):
@@ -221,7 +249,20 @@ def measure(job, jobs, concurrency):
 
 def config_file(directory, kind, url):
     path = os.path.join(directory, f"{kind}.toml")
-    if kind == "comfyui":
+    if kind == "esrgan":
+        route = f'''[engines.gpu]
+kind = "comfyui"
+url = "{url}"
+max_concurrency = 2
+
+[tools.upscale]
+engine = "gpu"
+template = "{UPSCALE_TEMPLATE}"
+outputs = {{ nodes = ["9"] }}
+[tools.upscale.inputs]
+image = {{ node = "1", input = "image" }}
+'''
+    elif kind == "comfyui":
         route = f'''[engines.gpu]
 kind = "comfyui"
 url = "{url}"
@@ -262,6 +303,8 @@ def main():
     parser.add_argument("--no-build", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--jobs", type=int)
+    parser.add_argument("--servers", default="comfyui,cog", help="comfyui, cog, esrgan (comma-separated)")
+    parser.add_argument("--gpu", action="store_true", help="ComfyUI on the GPU (default: --cpu)")
     args = parser.parse_args()
     jobs = args.jobs or (20 if args.quick else 100)
     if not args.no_build:
@@ -269,20 +312,25 @@ def main():
     env = testenv()
     rows, report = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for kind, concurrency in [("comfyui", 2), ("cog", 2)]:
+        for kind in [k.strip() for k in args.servers.split(",") if k.strip()]:
+            concurrency = 2
+            esrgan = kind == "esrgan"
             workdir = os.path.join(tmp, kind)
             os.makedirs(workdir)
-            proc, url = start_comfyui(env, workdir) if kind == "comfyui" else start_cog(env, workdir)
+            if kind == "cog":
+                proc, url = start_cog(env, workdir)
+            else:
+                proc, url = start_comfyui(env, workdir, gpu=args.gpu, esrgan=esrgan)
             print(f"{kind}: measuring", file=sys.stderr, flush=True)
             try:
-                direct = (lambda: comfy_direct(url)) if kind == "comfyui" else (lambda: cog_direct(url))
+                direct = (lambda: cog_direct(url)) if kind == "cog" else (lambda: comfy_direct(url, esrgan))
                 d_lat, _ = measure(direct, jobs, 1)
                 _, d_tput = measure(direct, jobs, concurrency)
                 config = config_file(tmp, kind, url)
                 with benchlib.Atelier(workers=concurrency, config=config,
                                       env={"ATELIER__ENGINE__POLL_MS": "1000"}) as svc:
-                    a_lat, _ = measure(lambda: through_atelier(svc), jobs, 1)
-                    _, a_tput = measure(lambda: through_atelier(svc), jobs, concurrency)
+                    a_lat, _ = measure(lambda: through_atelier(svc, esrgan), jobs, 1)
+                    _, a_tput = measure(lambda: through_atelier(svc, esrgan), jobs, concurrency)
             finally:
                 stop(proc)
             d50, a50 = benchlib.percentile(d_lat, 50), benchlib.percentile(a_lat, 50)
@@ -300,7 +348,12 @@ def main():
                          "value": round(a_tput, 2), "unit": "jobs/s", "target": "≥ 0.95× direct",
                          "met": ratio >= 0.95, "peer": f"{kind} direct", "peer_value": round(d_tput, 2),
                          "ratio": round(ratio, 3)})
-    print(f"# Engines: Atelier in front of ComfyUI and Cog\n\nMachine: {benchlib.machine()}. "
+    gpu = ""
+    if args.gpu:
+        probe = subprocess.run([env.get("ATELIER_TEST_COMFYUI_PYTHON", "python3"), "-c",
+                                "import torch; print(torch.cuda.get_device_name(0))"], capture_output=True, text=True)
+        gpu = f" GPU: {probe.stdout.strip() or 'none found'}."
+    print(f"# Engines: Atelier in front of ComfyUI and Cog\n\nMachine: {benchlib.machine()}.{gpu} "
           f"Command: `bench/engines.py{' --quick' if args.quick else ''}`; {jobs} jobs per figure after warm-up.\n")
     print("| server | direct p50 / p90 | through Atelier p50 / p90 | added (p50) | concurrency | direct | "
           "through Atelier | Atelier ÷ direct |")

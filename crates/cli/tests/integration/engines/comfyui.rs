@@ -344,3 +344,121 @@ async fn a_workflow_mixes_builtin_comfyui_and_cog_nodes_in_parallel_branches() {
     assert!(atelier_testkit::images::decode(&cut).color().has_alpha(), "the built-in cut-out");
     assert_eq!((cog.predictions(), comfy.queue()), (1, (0, 0)));
 }
+
+/// `atelier serve` (the binary, on SQLite) with `virtual_tryon` routed to `server`; its address.
+fn serve(dir: &std::path::Path, config: &std::path::Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_atelier"))
+        .arg("--config")
+        .arg(config)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .envs([
+            ("ATELIER__ENGINE__LEASE_SECS", "2"),
+            ("ATELIER__ENGINE__HEARTBEAT_SECS", "1"),
+            ("ATELIER__ENGINE__POLL_MS", "100"),
+            ("RUST_LOG", "warn"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let addr = loop {
+        let line = lines.next().expect("atelier serve exited before listening").unwrap();
+        if let Some(addr) = line.strip_prefix("Atelier listening on ") {
+            break addr.to_string();
+        }
+    };
+    // Keep reading its output so that it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, addr)
+}
+
+#[tokio::test]
+async fn atelier_killed_mid_job_re_attaches_after_restart_and_the_graph_runs_once() {
+    let Some(server) = ComfyServer::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("atelier.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"[engines.comfy]
+kind = "comfyui"
+url = "{}"
+[tools.virtual_tryon]
+engine = "comfy"
+template = "{}"
+outputs = {{ nodes = ["90"] }}
+[tools.virtual_tryon.inputs]
+model_image = {{ node = "10", input = "image" }}
+garment_image = {{ node = "11", input = "image" }}
+[tools.virtual_tryon.set]
+"40.steps" = 40
+"40.step_seconds" = 0.1
+"#,
+            server.url,
+            ComfyServer::template("tryon.json").display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_atelier"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["admin", "account", "create", "crash", "--tokens", "10", "--json"])
+        .output()
+        .unwrap();
+    let key = serde_json::from_slice::<Value>(&out.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
+    let http = reqwest::Client::new();
+    let (mut first, addr) = serve(dir.path(), &config);
+    let run: Value = http
+        .post(format!("{addr}/api/v3/run"))
+        .header("X-API-KEY", &key)
+        .json(&tryon())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = run["id"].as_str().unwrap().to_string();
+    let started = Instant::now();
+    while server.queue().0 == 0 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the prompt never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Atelier dies mid-job; the prompt runs on.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_eq!(server.queue().0, 1);
+
+    let (mut second, addr) = serve(dir.path(), &config);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let status: Value = http
+            .get(format!("{addr}/api/v3/status/{id}"))
+            .header("X-API-KEY", &key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if terminal(&status) {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "{status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    second.kill().unwrap();
+    second.wait().unwrap();
+    assert_eq!(status["overall_status"], "succeeded", "{status}");
+    assert_eq!(status["tokens"], 1, "charged once");
+    assert_eq!(
+        server.runs(),
+        1,
+        "the restarted service followed the running prompt instead of sending it again"
+    );
+}

@@ -443,10 +443,12 @@ mod tests {
         let uncommented: String = text
             .lines()
             .map(|line| {
+                // Settings, and the headers of the commented example entries ([engines.*], [tools.*]).
                 let setting = line.strip_prefix("# ").filter(|rest| {
-                    rest.split_once(" = ").is_some_and(|(key, _)| {
-                        !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
-                    })
+                    rest.starts_with('[')
+                        || rest.split_once(" = ").is_some_and(|(key, _)| {
+                            !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+                        })
                 });
                 setting.unwrap_or(line).to_string() + "\n"
             })
@@ -460,6 +462,8 @@ mod tests {
         let tool_slots: Vec<(&str, usize)> =
             config.engine.tool_slots.iter().map(|(tool, &n)| (tool.as_str(), n)).collect();
         assert_eq!(tool_slots, [("video", 1), ("virtual_tryon_pro", 2)]);
+        assert_eq!(config.engines.keys().collect::<Vec<_>>(), ["birefnet", "gpu1"]);
+        assert_eq!(config.tools["upscale"].inputs["image"].node.as_deref(), Some("1"));
         let prices = config.prices().unwrap();
         assert_eq!(prices, atelier_core::tools::Prices::default(), "the example shows the built-in prices");
     }

@@ -33,7 +33,10 @@ pub struct Score {
 
 /// The folder holding the photographs and `marks.json`.
 pub fn photos_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("photos")
+    // Beside this file, whichever crate's tests include it (`file!()` is relative to the
+    // workspace root, two levels above every crate).
+    let here = Path::new(file!()).parent().and_then(Path::parent).expect("tests/common/photos.rs");
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(here).join("photos")
 }
 
 /// Every photo named in `marks.json`, in its order, with its image decoded.

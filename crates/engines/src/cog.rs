@@ -96,15 +96,7 @@ impl Cog {
                 .timeout(left)
                 .send()
                 .await;
-            let response = match sent {
-                Ok(r) => r,
-                Err(e) => {
-                    if e.is_connect() {
-                        endpoint.set_health(Health::Unhealthy("unreachable".into()));
-                    }
-                    return Err(endpoint.unreachable(&e));
-                }
-            };
+            let response = sent.map_err(|e| endpoint.unreachable(&e))?;
             let status = response.status();
             let text = response.text().await.map_err(|e| endpoint.unreachable(&e))?;
             match status.as_u16() {
@@ -192,20 +184,8 @@ impl Cog {
             o.host() == url.host() && o.port_or_known_default() == url.port_or_known_default()
         });
         if same_host {
-            let response = endpoint
-                .client
-                .get(url.clone())
-                .timeout(endpoint.request_timeout())
-                .send()
-                .await
-                .map_err(|e| endpoint.unreachable(&e))?;
-            if !response.status().is_success() {
-                return Err(ToolError::Unavailable(format!(
-                    "fetching an output from {} failed: {}",
-                    endpoint.name,
-                    response.status()
-                )));
-            }
+            let response =
+                endpoint.send(endpoint.client.get(url.clone()), "the request for an output").await?;
             if response.content_length().is_some_and(|n| n > max) {
                 return Err(ToolError::Failed(format!("an output is over the {max}-byte limit")));
             }

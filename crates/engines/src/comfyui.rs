@@ -31,7 +31,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::endpoint::{Endpoint, Health, Pool};
+use crate::endpoint::{Endpoint, Pool};
 use crate::mapping::{self, Mapped};
 use crate::settings::ToolSettings;
 
@@ -161,21 +161,12 @@ impl Comfyui {
                     ) else {
                         continue;
                     };
-                    let response = endpoint
-                        .client
-                        .get(endpoint.url("/view"))
-                        .query(&[("filename", filename), ("subfolder", subfolder), ("type", folder)])
-                        .timeout(endpoint.request_timeout())
-                        .send()
-                        .await
-                        .map_err(|e| endpoint.unreachable(&e))?;
-                    if !response.status().is_success() {
-                        return Err(ToolError::Unavailable(format!(
-                            "the comfyui engine {} could not give an output: {}",
-                            endpoint.name,
-                            response.status()
-                        )));
-                    }
+                    let view = endpoint.client.get(endpoint.url("/view")).query(&[
+                        ("filename", filename),
+                        ("subfolder", subfolder),
+                        ("type", folder),
+                    ]);
+                    let response = endpoint.send(view, "the request for an output").await?;
                     let hint = response
                         .headers()
                         .get(reqwest::header::CONTENT_TYPE)
@@ -346,23 +337,7 @@ async fn in_queue(endpoint: &Endpoint, prompt_id: &str) -> Result<bool, ToolErro
 }
 
 pub(crate) async fn get_json(endpoint: &Endpoint, path: &str) -> Result<Value, ToolError> {
-    let response =
-        endpoint.client.get(endpoint.url(path)).timeout(endpoint.request_timeout()).send().await.map_err(
-            |e| {
-                if e.is_connect() {
-                    endpoint.set_health(Health::Unhealthy("unreachable".into()));
-                }
-                endpoint.unreachable(&e)
-            },
-        )?;
-    if !response.status().is_success() {
-        return Err(ToolError::Unavailable(format!(
-            "the {} engine {} answered {}",
-            endpoint.kind.as_str(),
-            endpoint.name,
-            response.status()
-        )));
-    }
+    let response = endpoint.send(endpoint.client.get(endpoint.url(path)), &format!("GET {path}")).await?;
     response.json().await.map_err(|e| endpoint.unreachable(&e))
 }
 
@@ -384,21 +359,8 @@ async fn upload(
         .text("type", "input")
         .text("subfolder", SUBFOLDER)
         .text("overwrite", "true");
-    let response = endpoint
-        .client
-        .post(endpoint.url("/upload/image"))
-        .multipart(form)
-        .timeout(endpoint.request_timeout())
-        .send()
-        .await
-        .map_err(|e| endpoint.unreachable(&e))?;
-    if !response.status().is_success() {
-        return Err(ToolError::Unavailable(format!(
-            "the comfyui engine {} refused the upload of {param}: {}",
-            endpoint.name,
-            response.status()
-        )));
-    }
+    let upload = endpoint.client.post(endpoint.url("/upload/image")).multipart(form);
+    let response = endpoint.send(upload, &format!("the upload of {param}")).await?;
     let body: Value = response.json().await.map_err(|e| endpoint.unreachable(&e))?;
     let name = body["name"].as_str().unwrap_or_default();
     Ok(match body["subfolder"].as_str() {

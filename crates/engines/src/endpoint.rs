@@ -124,11 +124,13 @@ impl Endpoint {
     }
 
     /// A client-visible message for a failed request: the endpoint's name and what went
-    /// wrong, never its address (`reqwest` errors print the URL).
+    /// wrong, never its address (`reqwest` errors print the URL). An endpoint that refused the
+    /// connection is marked unhealthy at once, without waiting for its next check.
     pub(crate) fn unreachable(&self, e: &reqwest::Error) -> ToolError {
         let what = if e.is_timeout() {
             "timed out"
         } else if e.is_connect() {
+            self.set_health(Health::Unhealthy("unreachable".into()));
             "refused the connection or could not be reached"
         } else if e.is_body() || e.is_decode() {
             "sent an unreadable answer"
@@ -137,6 +139,26 @@ impl Endpoint {
         };
         tracing::warn!(endpoint = %self.name, error = %e, "engine request failed");
         ToolError::Unavailable(format!("the {} engine {} {what}", self.kind.as_str(), self.name))
+    }
+
+    /// Sends `request` with the per-call timeout; a transport error, or an answer other than
+    /// 2xx, is `Unavailable` and says what `doing` failed.
+    pub(crate) async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        doing: &str,
+    ) -> Result<reqwest::Response, ToolError> {
+        let response =
+            request.timeout(self.request_timeout()).send().await.map_err(|e| self.unreachable(&e))?;
+        if !response.status().is_success() {
+            return Err(ToolError::Unavailable(format!(
+                "the {} engine {} answered {} to {doing}",
+                self.kind.as_str(),
+                self.name,
+                response.status()
+            )));
+        }
+        Ok(response)
     }
 }
 

@@ -7,7 +7,7 @@ use atelier_testkit::servers::CogServer;
 use atelier_testkit::service::TestApp;
 use serde_json::{json, Value};
 
-use super::{endpoint, garment, node_run, person, terminal, tool, watch};
+use super::{endpoint, garment, node_run, person, terminal, tool, tryon_execution, tryon_executor, watch};
 
 /// The try-on routing the tests use: Atelier's parameters to `tryon_echo`'s inputs.
 fn tryon_route(extra: Value) -> atelier_engines::ToolSettings {
@@ -273,47 +273,8 @@ async fn a_configuration_the_server_refutes_stops_the_start() {
     }
 }
 
-#[tokio::test]
-async fn webhooks_with_a_wrong_token_are_refused() {
-    let app = TestApp::start().await;
-    let (code, _) =
-        app.post("/internal/engines/webhook/some-id/not-the-token", &json!({"status": "succeeded"})).await;
-    assert_eq!(code, 404);
-}
-
-/// The Cog executor alone, as the engine calls it (`max_concurrency` slots in this process).
-fn executor(server: &CogServer, max_concurrency: usize) -> std::sync::Arc<dyn atelier_tools::Executor> {
-    let mut routing = atelier_engines::Routing::default();
-    routing.engines.insert(
-        "idm".into(),
-        endpoint(json!({"kind": "cog", "url": server.url, "max_concurrency": max_concurrency})),
-    );
-    routing.tools.insert("virtual_tryon".into(), tryon_route(set(20, 0.1)));
-    let engines = atelier_engines::Engines::new(routing).unwrap();
-    let mut registry = atelier_tools::Registry::builtin(Default::default());
-    let fetcher = std::sync::Arc::new(atelier_inputs::Fetcher::new(Default::default()).unwrap());
-    engines.install(&mut registry, fetcher, None).unwrap();
-    registry.get(atelier_core::tools::ToolId::VirtualTryon).unwrap()
-}
-
-fn execution(attempt_key: &str) -> atelier_tools::Execution {
-    let bytes = |uri: String| {
-        use base64::Engine as _;
-        bytes::Bytes::from(
-            base64::engine::general_purpose::STANDARD.decode(uri.split_once(',').unwrap().1).unwrap(),
-        )
-    };
-    atelier_tools::Execution {
-        context: atelier_tools::Context { attempt_key: attempt_key.into(), ..Default::default() },
-        tool: atelier_core::tools::ToolId::VirtualTryon,
-        params: json!({"category": "tops", "seed": 3}).as_object().cloned().unwrap(),
-        images: std::collections::HashMap::from([
-            ("model_image".to_string(), bytes(person())),
-            ("garment_image".to_string(), bytes(garment())),
-        ]),
-        seed: 3,
-        index: 0,
-    }
+fn executor(server: &CogServer) -> std::sync::Arc<dyn atelier_tools::Executor> {
+    tryon_executor("idm", endpoint(json!({"kind": "cog", "url": server.url})), tryon_route(set(20, 0.1)))
 }
 
 async fn until_ready(server: &CogServer, limit: Duration) {
@@ -327,10 +288,10 @@ async fn until_ready(server: &CogServer, limit: Duration) {
 #[tokio::test]
 async fn a_worker_that_dies_mid_prediction_leaves_nothing_running() {
     let Some(server) = CogServer::start("tryon_echo.py") else { return };
-    let cog = executor(&server, 1);
+    let cog = executor(&server);
     let job = tokio::spawn({
         let cog = cog.clone();
-        async move { cog.run(execution("gen_dies-virtual_tryon-0-0")).await }
+        async move { cog.run(tryon_execution("gen_dies-virtual_tryon-0-0", 3)).await }
     });
     let started = Instant::now();
     while server.status().as_deref() != Some("BUSY") {
@@ -349,14 +310,14 @@ async fn the_same_attempt_sent_twice_at_once_runs_once() {
     let Some(server) = CogServer::start("tryon_echo.py") else { return };
     // Two workers (two processes' executors) claim the same attempt: a stalled one and the
     // one that took over.
-    let (a, b) = (executor(&server, 1), executor(&server, 1));
-    let first = tokio::spawn(async move { a.run(execution("gen_twice-virtual_tryon-0-0")).await });
+    let (a, b) = (executor(&server), executor(&server));
+    let first = tokio::spawn(async move { a.run(tryon_execution("gen_twice-virtual_tryon-0-0", 3)).await });
     let started = Instant::now();
     while server.status().as_deref() != Some("BUSY") {
         assert!(started.elapsed() < Duration::from_secs(10));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let second = b.run(execution("gen_twice-virtual_tryon-0-0")).await;
+    let second = b.run(tryon_execution("gen_twice-virtual_tryon-0-0", 3)).await;
     assert!(
         matches!(&second, Err(atelier_tools::ToolError::Unavailable(m)) if m.contains("already running this attempt")),
         "{second:?}"
@@ -436,4 +397,12 @@ garment_image = {{ name = "garment" }}
     .unwrap();
     let (ok, stdout, _) = check(&[], false);
     assert!(ok, "{stdout}");
+}
+
+#[tokio::test]
+async fn webhooks_with_a_wrong_token_are_refused() {
+    let app = TestApp::start().await;
+    let (code, _) =
+        app.post("/internal/engines/webhook/some-id/not-the-token", &json!({"status": "succeeded"})).await;
+    assert_eq!(code, 404);
 }

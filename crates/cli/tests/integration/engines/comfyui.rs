@@ -2,18 +2,13 @@
 //! the test node pack (`tests/engines/comfyui/atelier_test_nodes.py`) and the real ESRGAN
 //! architecture with random weights written at test time.
 
-use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use atelier_core::tools::ToolId;
 use atelier_testkit::servers::ComfyServer;
 use atelier_testkit::service::TestApp;
-use atelier_tools::{Context, Execution, Registry};
-use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::{endpoint, garment, node_run, person, terminal, tool, watch};
+use super::{endpoint, garment, node_run, person, terminal, tool, tryon_execution, tryon_executor, watch};
 
 /// `virtual_tryon` on the test try-on template; `set` adds constants (`"40.steps"`, …).
 fn tryon_route(set: Value) -> atelier_engines::ToolSettings {
@@ -190,67 +185,17 @@ async fn a_node_timeout_interrupts_the_prompt() {
 }
 
 #[tokio::test]
-async fn a_server_killed_mid_job_is_retried_and_the_run_completes() {
-    let Some(mut server) = ComfyServer::start() else { return };
-    let app = app_with(
-        &server,
-        vec![("virtual_tryon", tryon_route(json!({"40.steps": 40, "40.step_seconds": 0.1})))],
-        |c| {
-            c.engine.max_attempts = 10;
-            c.engine.retry_backoff_ms = 500;
-        },
-    )
-    .await;
-    let id = app.run(&tryon()).await;
-    watch(&app, &id, |s| s["progress"].as_f64().is_some_and(|p| p > 0.0)).await;
-    server.kill();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    server.restart();
-    let status = app.wait(&id).await;
-    assert_eq!(status["overall_status"], "succeeded", "{status}");
-    assert_eq!(status["tokens"], 1, "charged once");
-}
-
-/// The ComfyUI executor alone, as the engine calls it.
-fn executor(server: &ComfyServer) -> Arc<dyn atelier_tools::Executor> {
-    let mut routing = atelier_engines::Routing::default();
-    routing.engines.insert("comfy".into(), comfy_endpoint(&server.url));
-    routing
-        .tools
-        .insert("virtual_tryon".into(), tryon_route(json!({"40.steps": 20, "40.step_seconds": 0.1})));
-    let engines = atelier_engines::Engines::new(routing).unwrap();
-    let mut registry = Registry::builtin(Default::default());
-    let fetcher = Arc::new(atelier_inputs::Fetcher::new(Default::default()).unwrap());
-    engines.install(&mut registry, fetcher, None).unwrap();
-    registry.get(ToolId::VirtualTryon).unwrap()
-}
-
-fn execution(attempt_key: &str) -> Execution {
-    let png = |uri: String| {
-        use base64::Engine as _;
-        Bytes::from(base64::engine::general_purpose::STANDARD.decode(uri.split_once(',').unwrap().1).unwrap())
-    };
-    Execution {
-        context: Context { attempt_key: attempt_key.into(), ..Context::default() },
-        tool: ToolId::VirtualTryon,
-        params: json!({"category": "tops", "seed": 5}).as_object().cloned().unwrap(),
-        images: HashMap::from([
-            ("model_image".to_string(), png(person())),
-            ("garment_image".to_string(), png(garment())),
-        ]),
-        seed: 5,
-        index: 0,
-    }
-}
-
-#[tokio::test]
 async fn an_attempt_resumed_after_a_crash_re_attaches_instead_of_running_twice() {
     let Some(server) = ComfyServer::start() else { return };
-    let comfy = executor(&server);
+    let comfy = tryon_executor(
+        "comfy",
+        comfy_endpoint(&server.url),
+        tryon_route(json!({"40.steps": 20, "40.step_seconds": 0.1})),
+    );
     // The first worker dies mid-job: its future is dropped without a cancel.
     let first = tokio::spawn({
         let comfy = comfy.clone();
-        async move { comfy.run(execution("gen_crash-tryon-0-0")).await }
+        async move { comfy.run(tryon_execution("gen_crash-tryon-0-0", 5)).await }
     });
     let started = Instant::now();
     while server.queue().0 == 0 {
@@ -260,14 +205,14 @@ async fn an_attempt_resumed_after_a_crash_re_attaches_instead_of_running_twice()
     first.abort();
     assert_eq!(server.queue().0, 1, "the prompt keeps running without its worker");
     // The attempt is claimed again (same key): it follows the running prompt to its end.
-    let artifacts = comfy.run(execution("gen_crash-tryon-0-0")).await.unwrap();
+    let artifacts = comfy.run(tryon_execution("gen_crash-tryon-0-0", 5)).await.unwrap();
     assert_eq!(artifacts.len(), 1);
     // Done, it is only fetched again.
-    let again = comfy.run(execution("gen_crash-tryon-0-0")).await.unwrap();
+    let again = comfy.run(tryon_execution("gen_crash-tryon-0-0", 5)).await.unwrap();
     assert_eq!(again[0].bytes, artifacts[0].bytes);
     assert_eq!(server.runs(), 1, "the graph ran once");
     // A new attempt (after a failure) is a new prompt.
-    comfy.run(execution("gen_crash-tryon-0-1")).await.unwrap();
+    comfy.run(tryon_execution("gen_crash-tryon-0-1", 5)).await.unwrap();
     assert_eq!(server.runs(), 2);
 }
 
@@ -461,4 +406,26 @@ garment_image = {{ node = "11", input = "image" }}
         1,
         "the restarted service followed the running prompt instead of sending it again"
     );
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_job_is_retried_and_the_run_completes() {
+    let Some(mut server) = ComfyServer::start() else { return };
+    let app = app_with(
+        &server,
+        vec![("virtual_tryon", tryon_route(json!({"40.steps": 40, "40.step_seconds": 0.1})))],
+        |c| {
+            c.engine.max_attempts = 10;
+            c.engine.retry_backoff_ms = 500;
+        },
+    )
+    .await;
+    let id = app.run(&tryon()).await;
+    watch(&app, &id, |s| s["progress"].as_f64().is_some_and(|p| p > 0.0)).await;
+    server.kill();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.restart();
+    let status = app.wait(&id).await;
+    assert_eq!(status["overall_status"], "succeeded", "{status}");
+    assert_eq!(status["tokens"], 1, "charged once");
 }

@@ -65,3 +65,41 @@ pub fn terminal(status: &Value) -> bool {
 pub fn node_run(target: &str, input: Value) -> Value {
     json!({"type": "node", "target": target, "input": input})
 }
+
+/// The executor of `virtual_tryon` with one endpoint `name` routed as `route`, as the engine
+/// calls it (no service around it).
+pub fn tryon_executor(
+    name: &str,
+    endpoint_settings: atelier_engines::EndpointSettings,
+    route: atelier_engines::ToolSettings,
+) -> std::sync::Arc<dyn atelier_tools::Executor> {
+    let mut routing = atelier_engines::Routing::default();
+    routing.engines.insert(name.into(), endpoint_settings);
+    routing.tools.insert("virtual_tryon".into(), route);
+    let engines = atelier_engines::Engines::new(routing).unwrap();
+    let mut registry = atelier_tools::Registry::builtin(Default::default());
+    let fetcher = std::sync::Arc::new(atelier_inputs::Fetcher::new(Default::default()).unwrap());
+    engines.install(&mut registry, fetcher, None).unwrap();
+    registry.get(atelier_core::tools::ToolId::VirtualTryon).unwrap()
+}
+
+/// One `virtual_tryon` execution of [`person`] and [`garment`] under `attempt_key`.
+pub fn tryon_execution(attempt_key: &str, seed: u64) -> atelier_tools::Execution {
+    let bytes = |uri: String| {
+        use base64::Engine as _;
+        bytes::Bytes::from(
+            base64::engine::general_purpose::STANDARD.decode(uri.split_once(',').unwrap().1).unwrap(),
+        )
+    };
+    atelier_tools::Execution {
+        context: atelier_tools::Context { attempt_key: attempt_key.into(), ..Default::default() },
+        tool: atelier_core::tools::ToolId::VirtualTryon,
+        params: json!({"category": "tops", "seed": seed}).as_object().cloned().unwrap(),
+        images: std::collections::HashMap::from([
+            ("model_image".to_string(), bytes(person())),
+            ("garment_image".to_string(), bytes(garment())),
+        ]),
+        seed,
+        index: 0,
+    }
+}

@@ -1,8 +1,9 @@
 //! `/api/v3`: unified runs, status, workflows, tools.
 
+use atelier_core::status::RunStatus;
 use atelier_core::workflow::WorkflowDef;
 use atelier_core::RequestError;
-use atelier_store::{format_time, StoreError};
+use atelier_store::{format_time, RunQuery, StoreError};
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -92,6 +93,8 @@ async fn cancel(
 struct Page {
     limit: Option<i64>,
     before: Option<i64>,
+    status: Option<String>,
+    target: Option<String>,
 }
 
 async fn list_runs(
@@ -101,7 +104,15 @@ async fn list_runs(
 ) -> Result<Json<Value>, ApiError> {
     let Query(page) = page.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
     let limit = page.limit.unwrap_or(20).clamp(1, 100);
-    let runs = state.store.list_runs(account.id, limit, page.before).await?;
+    let status = match page.status.as_deref().filter(|s| !s.is_empty()) {
+        Some(text) => Some(text.parse::<RunStatus>().map_err(|_| {
+            RequestError::invalid("status", "one of queued, running, succeeded, failed, canceled")
+        })?),
+        None => None,
+    };
+    let target = page.target.as_deref().filter(|t| !t.is_empty());
+    let query = RunQuery { limit, before: page.before, status, target };
+    let runs = state.store.list_runs(account.id, &query).await?;
     let next = (runs.len() as i64 == limit).then(|| runs.last().map(|r| r.created_at)).flatten();
     let items: Vec<Value> = runs
         .iter()

@@ -36,6 +36,17 @@ pub fn api_key() -> String {
     format!("atl_{}", Alphanumeric.sample_string(&mut OsRng, 40))
 }
 
+/// A console session's token: 43 base62 characters (over 256 bits), for the cookie. Stored
+/// only as its [`key_digest`].
+pub fn session_token() -> String {
+    Alphanumeric.sample_string(&mut OsRng, 43)
+}
+
+/// A session's CSRF token: 32 base62 characters, sent back by the page on every change.
+pub fn csrf_token() -> String {
+    Alphanumeric.sample_string(&mut OsRng, 32)
+}
+
 /// The digest under which a key is stored and looked up. Comparing
 /// fixed-length digests keeps lookups independent of the key's content.
 pub fn key_digest(key: &str) -> [u8; 32] {

@@ -3,7 +3,7 @@
 //!
 //! Callers hold a [`SharedStore`] (`Arc<dyn Store>`) and bring its methods into scope with
 //! `use atelier_store::prelude::*`. [`Store`] is the sum of one trait per concern
-//! ([`Accounts`], [`Runs`], [`TaskQueue`], [`IdempotencyKeys`], [`Workflows`], [`InputFiles`],
+//! ([`Accounts`], [`Sessions`], [`Runs`], [`TaskQueue`], [`IdempotencyKeys`], [`Workflows`], [`InputFiles`],
 //! [`Lifecycle`]).
 //!
 //! The crate is laid out so that what defines the product is written once:
@@ -76,7 +76,10 @@ mod workflow;
 
 use std::time::Duration;
 
-pub use account::{Account, KeyInfo};
+pub use account::{
+    Account, KeyHolder, KeyInfo, KeyRecord, LedgerEntry, LedgerQuery, NewSession, Session, SessionLimits,
+    Usage,
+};
 pub use atelier_core::status::RunKind;
 pub use atelier_core::time::{format_time, now_micros, Micros};
 pub use copy::{check_target_empty, copy_to_postgres, AccountTotals, CopyError, CopyReport, TableCount};
@@ -85,20 +88,23 @@ pub use idempotency::{
 };
 pub use input::StoredInput;
 pub use postgres::{PgStore, STOPS_CHANNEL, TASKS_CHANNEL};
-pub use run::{NewRun, NodeRecord, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
+pub use run::{NewRun, NodeRecord, RunQuery, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
 pub(crate) use sql::args;
 pub use sqlite::SqliteStore;
 /// Connection options for [`PgStore::connect_with`].
 pub use sqlx::postgres::PgConnectOptions;
 pub use task::{ClaimedTask, NextClaim, Outcome};
 pub use traits::{
-    Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, SharedStore, Store, TaskQueue, Workflows,
+    Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Sessions, SharedStore, Store, TaskQueue,
+    Workflows,
 };
 pub use workflow::WorkflowRow;
 
 /// Every trait of the store, so that its methods can be called on a [`SharedStore`].
 pub mod prelude {
-    pub use crate::{Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Store, TaskQueue, Workflows};
+    pub use crate::{
+        Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Sessions, Store, TaskQueue, Workflows,
+    };
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -9,6 +9,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0004_inputs.sql"),
     include_str!("../migrations/sqlite/0005_claim_by_account.sql"),
     include_str!("../migrations/sqlite/0006_progress.sql"),
+    include_str!("../migrations/sqlite/0007_console.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -18,4 +19,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0004_inputs.sql"),
     include_str!("../migrations/postgres/0005_claim_by_account.sql"),
     include_str!("../migrations/postgres/0006_progress.sql"),
+    include_str!("../migrations/postgres/0007_console.sql"),
 ];

@@ -1,6 +1,7 @@
 //! Rows decoded into records, the same on both backends: both schemas keep JSON in text
 //! columns, integers in 64-bit columns and flags as booleans (SQLite's 0/1 read as such).
 
+use crate::account::{KeyHolder, KeyRecord, LedgerEntry, Session};
 use crate::run::NodeState;
 use crate::sql::{json_col, parse_text, FromRow, RowRead};
 use crate::{
@@ -121,6 +122,85 @@ impl FromRow for IdempotencyRecord {
 impl FromRow for Account {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
         Ok(Account { id: row.int("id")?, name: row.text("name")?.to_owned() })
+    }
+}
+
+/// The key a request authenticated with, and when it was last used.
+pub(crate) struct KeyUse {
+    pub holder: KeyHolder,
+    pub last_used: Option<i64>,
+}
+
+impl FromRow for KeyUse {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(KeyUse {
+            holder: KeyHolder { account: Account::from_row(row)?, key_id: row.int("key_id")? },
+            last_used: row.opt_int("last_used")?,
+        })
+    }
+}
+
+impl FromRow for KeyRecord {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(KeyRecord {
+            id: row.int("id")?,
+            prefix: row.text("prefix")?.to_owned(),
+            created_at: row.int("created_at")?,
+            last_used: row.opt_int("last_used")?,
+            revoked_at: row.opt_int("revoked_at")?,
+        })
+    }
+}
+
+impl FromRow for LedgerEntry {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(LedgerEntry {
+            id: row.int("id")?,
+            run_id: row.opt_text("run_id")?.map(str::to_owned),
+            target: row.opt_text("target")?.map(str::to_owned),
+            kind: row.text("kind")?.to_owned(),
+            amount: row.int("amount")?,
+            created_at: row.int("created_at")?,
+        })
+    }
+}
+
+/// Usage rows: `(day, tokens)` and `(day, tool, nodes)`, days counted from the epoch.
+pub(crate) struct DayTokens(pub i64, pub i64);
+
+impl FromRow for DayTokens {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(DayTokens(row.int("day")?, row.int("tokens")?))
+    }
+}
+
+pub(crate) struct DayNodes(pub i64, pub String, pub i64);
+
+impl FromRow for DayNodes {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(DayNodes(row.int("day")?, row.text("tool")?.to_owned(), row.int("nodes")?))
+    }
+}
+
+/// A live session and when it was last seen.
+pub(crate) struct SessionRow {
+    pub session: Session,
+    pub last_seen: i64,
+}
+
+impl FromRow for SessionRow {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(SessionRow {
+            session: Session {
+                id: row.int("id")?,
+                account: Account { id: row.int("account_id")?, name: row.text("name")?.to_owned() },
+                key_id: row.int("key_id")?,
+                csrf_token: row.text("csrf_token")?.to_owned(),
+                created_at: row.int("created_at")?,
+                expires_at: row.int("expires_at")?,
+            },
+            last_seen: row.int("last_seen")?,
+        })
     }
 }
 

@@ -81,6 +81,17 @@ pub struct RunSummary {
     pub created_at: Micros,
 }
 
+/// Which runs of an account a listing shows, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct RunQuery<'a> {
+    pub limit: i64,
+    /// Runs created before this time (the previous page's last `created_at`).
+    pub before: Option<Micros>,
+    pub status: Option<RunStatus>,
+    /// A tool (node runs) or a workflow name (workflow runs).
+    pub target: Option<&'a str>,
+}
+
 /// The longest string parameter a run read returns (`Runs::get_run`); longer ones, inline
 /// images, are left out of it.
 pub const STATUS_PARAM_MAX_BYTES: i64 = 1024;

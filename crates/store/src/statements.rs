@@ -26,15 +26,62 @@ pub(crate) const ACCOUNT_BY_NAME: &str = "SELECT id, name FROM accounts WHERE na
 pub(crate) const COUNT_ACCOUNTS: &str = "SELECT COUNT(*) FROM accounts";
 /// `$1` account, `$2` digest, `$3` prefix, `$4` now.
 pub(crate) const INSERT_KEY: &str =
-    "INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES ($1, $2, $3, $4)";
+    "INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES ($1, $2, $3, $4) RETURNING id";
 /// Active keys whose digest is `$1` or whose prefix is `$2`.
 pub(crate) const ACTIVE_KEYS_MATCHING: &str =
     "SELECT k.id, k.prefix, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.revoked_at IS NULL AND (k.digest = $1 OR k.prefix = $2)";
 pub(crate) const REVOKE_KEY: &str = "UPDATE api_keys SET revoked_at = $1 WHERE id = $2";
+/// `$1` digest → the account (`id`, `name`), the key (`key_id`) and when it was last used.
 pub(crate) const AUTHENTICATE: &str =
-    "SELECT a.id, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id
+    "SELECT a.id, a.name, k.id AS key_id, k.last_used FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.digest = $1 AND k.revoked_at IS NULL";
+/// `$1` now, `$2` key, `$3` the oldest `last_used` left as it is (it is kept to the minute).
+pub(crate) const TOUCH_KEY: &str =
+    "UPDATE api_keys SET last_used = $1 WHERE id = $2 AND (last_used IS NULL OR last_used < $3)";
+pub(crate) const LIST_KEYS: &str = "SELECT id, prefix, created_at, last_used, revoked_at FROM api_keys
+     WHERE account_id = $1 ORDER BY id DESC";
+/// `$1` key, `$2` account.
+pub(crate) const KEY_OF_ACCOUNT: &str = "SELECT id, prefix, created_at, last_used, revoked_at FROM api_keys
+     WHERE id = $1 AND account_id = $2";
+/// `$1` now, `$2` key, `$3` account: changes nothing when the key is not the account's or is
+/// revoked already.
+pub(crate) const REVOKE_KEY_OF_ACCOUNT: &str =
+    "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3 AND revoked_at IS NULL";
+pub(crate) const DELETE_KEY_SESSIONS: &str = "DELETE FROM sessions WHERE key_id = $1";
+/// `$1` account, `$2` lines older than this id, `$3` kind or NULL, `$4` run or NULL, `$5` limit.
+pub(crate) const LEDGER_PAGE: &str =
+    "SELECT l.id, l.run_id, r.target, l.kind, l.amount, l.created_at FROM ledger l
+     LEFT JOIN runs r ON r.id = l.run_id
+     WHERE l.account_id = $1 AND l.id < $2 AND ($3 IS NULL OR l.kind = $3) AND ($4 IS NULL OR l.run_id = $4)
+     ORDER BY l.id DESC LIMIT $5";
+/// `$1` account, `$2` since: tokens charged per UTC day.
+pub(crate) const USAGE_TOKENS: &str =
+    "SELECT created_at / 86400000000 AS day, CAST(SUM(amount) AS BIGINT) AS tokens FROM ledger
+     WHERE account_id = $1 AND kind = 'charge' AND created_at >= $2
+     GROUP BY created_at / 86400000000 ORDER BY day";
+/// `$1` account, `$2` since: nodes per tool, by the UTC day their run was created.
+pub(crate) const USAGE_NODES: &str =
+    "SELECT r.created_at / 86400000000 AS day, n.tool, COUNT(*) AS nodes FROM nodes n
+     JOIN runs r ON r.id = n.run_id
+     WHERE r.account_id = $1 AND r.created_at >= $2 AND NOT n.bypassed
+     GROUP BY r.created_at / 86400000000, n.tool ORDER BY day, n.tool";
+
+// Console sessions.
+
+/// `$1` digest, `$2` account, `$3` key, `$4` CSRF token, `$5` now, `$6` absolute expiry.
+pub(crate) const INSERT_SESSION: &str = "INSERT INTO sessions
+     (digest, account_id, key_id, csrf_token, created_at, last_seen, expires_at) VALUES ($1, $2, $3, $4, $5, $5, $6)";
+/// `$1` account, `$2` now, `$3` idle cutoff: the account's sessions that are over.
+pub(crate) const DELETE_ENDED_SESSIONS: &str =
+    "DELETE FROM sessions WHERE account_id = $1 AND (expires_at <= $2 OR last_seen <= $3)";
+/// `$1` digest, `$2` now, `$3` idle cutoff: a live session whose key is not revoked.
+pub(crate) const SESSION_BY_DIGEST: &str =
+    "SELECT s.id, s.account_id, a.name, s.key_id, s.csrf_token, s.created_at, s.last_seen, s.expires_at
+     FROM sessions s JOIN accounts a ON a.id = s.account_id JOIN api_keys k ON k.id = s.key_id
+     WHERE s.digest = $1 AND k.revoked_at IS NULL AND s.expires_at > $2 AND s.last_seen > $3";
+pub(crate) const TOUCH_SESSION: &str = "UPDATE sessions SET last_seen = $1 WHERE id = $2";
+pub(crate) const END_SESSION: &str = "DELETE FROM sessions WHERE digest = $1";
 /// `$1` tokens, `$2` account → the new balance.
 pub(crate) const ADD_TO_BALANCE: &str =
     "UPDATE accounts SET balance = balance + $1 WHERE id = $2 RETURNING balance";
@@ -55,8 +102,10 @@ pub(crate) static COUNT_UNFINISHED_RUNS: Sql = sql!(
 /// The run holding generation `$1`, if it is account `$2`'s.
 pub(crate) const RUN_OF_GENERATION: &str =
     "SELECT n.run_id FROM nodes n JOIN runs r ON r.id = n.run_id WHERE n.gen_id = $1 AND r.account_id = $2";
+/// `$1` account, `$2` created before, `$3` limit, `$4` status or NULL, `$5` target or NULL.
 pub(crate) const LIST_RUNS: &str =
     "SELECT id, kind, target, status, created_at FROM runs WHERE account_id = $1 AND created_at < $2
+     AND ($4 IS NULL OR status = $4) AND ($5 IS NULL OR target = $5)
      ORDER BY created_at DESC LIMIT $3";
 pub(crate) const RUN_STATUS: &str = "SELECT status FROM runs WHERE id = $1 AND account_id = $2";
 /// Fences off a run's live tasks: `$1` now, `$2` run.

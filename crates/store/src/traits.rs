@@ -13,9 +13,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::account::{
+    KeyHolder, KeyRecord, LedgerEntry, LedgerQuery, NewSession, Session, SessionLimits, Usage,
+};
 use crate::{
     Account, ClaimedTask, IdempotencyClaim, IdempotencyRecord, IdempotencyStart, KeyInfo, Micros, NewRun,
-    NextClaim, Outcome, Result, RunRecord, RunSummary, StoreConfig, StoredInput, WorkflowRow,
+    NextClaim, Outcome, Result, RunQuery, RunRecord, RunSummary, StoreConfig, StoredInput, WorkflowRow,
 };
 
 /// A store shared by the API, the workers and the maintenance services.
@@ -24,9 +27,15 @@ pub type SharedStore = Arc<dyn Store>;
 /// Durable state: accounts and keys, the token ledger, saved workflows, runs and their nodes,
 /// and the leased task queue. The invariants listed in the crate documentation hold for every
 /// implementation.
-pub trait Store: Lifecycle + Accounts + Runs + TaskQueue + IdempotencyKeys + Workflows + InputFiles {}
+pub trait Store:
+    Lifecycle + Accounts + Sessions + Runs + TaskQueue + IdempotencyKeys + Workflows + InputFiles
+{
+}
 
-impl<T: Lifecycle + Accounts + Runs + TaskQueue + IdempotencyKeys + Workflows + InputFiles> Store for T {}
+impl<T: Lifecycle + Accounts + Sessions + Runs + TaskQueue + IdempotencyKeys + Workflows + InputFiles> Store
+    for T
+{
+}
 
 /// The database itself.
 #[async_trait]
@@ -71,12 +80,38 @@ pub trait Accounts: Send + Sync {
     async fn revoke_key(&self, key_or_prefix: &str) -> Result<KeyInfo>;
     /// The account a key belongs to, if the key exists and is not revoked.
     async fn authenticate(&self, key: &str) -> Result<Option<Account>>;
+    /// [`Accounts::authenticate`], with the key's id. Records when the key was last used, to
+    /// the minute.
+    async fn authenticate_key(&self, key: &str) -> Result<Option<KeyHolder>>;
+    /// An account's keys, revoked ones too, newest first.
+    async fn list_keys(&self, account_id: i64) -> Result<Vec<KeyRecord>>;
+    /// A new key for an account: its listing record and the key (shown once).
+    async fn add_key(&self, account_id: i64) -> Result<(KeyRecord, String)>;
+    /// Revokes one of the account's keys by id, and ends the sessions signed in with it.
+    /// `NotFound` when the account has no such key, `Conflict` when it is revoked already.
+    async fn revoke_account_key(&self, account_id: i64, key_id: i64) -> Result<KeyRecord>;
+    /// A page of the account's ledger, newest first.
+    async fn ledger(&self, account_id: i64, query: &LedgerQuery<'_>) -> Result<Vec<LedgerEntry>>;
+    /// Tokens charged and nodes run per UTC day since `since`.
+    async fn usage(&self, account_id: i64, since: Micros) -> Result<Usage>;
     /// Adds tokens to an account's balance; returns the new balance.
     async fn grant(&self, account: &str, tokens: i64) -> Result<i64>;
     /// Available tokens: grants minus charges minus open reservations.
     async fn balance(&self, account_id: i64) -> Result<i64>;
     /// Ledger entries of a run, as (kind, amount), oldest first.
     async fn ledger_for_run(&self, run_id: &str) -> Result<Vec<(String, i64)>>;
+}
+
+/// Console sessions (see `flows/sessions.rs`).
+#[async_trait]
+pub trait Sessions: Send + Sync {
+    /// Signs in: a new session for the key's account, bound to the key.
+    async fn create_session(&self, holder: &KeyHolder, limits: SessionLimits) -> Result<NewSession>;
+    /// The live session a cookie's token names: not signed out, not idle or older than the
+    /// limits, its key not revoked. Records that it was seen, to the minute.
+    async fn session(&self, token: &str, limits: SessionLimits) -> Result<Option<Session>>;
+    /// Signs out; whether there was such a session.
+    async fn end_session(&self, token: &str) -> Result<bool>;
 }
 
 /// Runs, their nodes, listing and retention.
@@ -96,9 +131,8 @@ pub trait Runs: Send + Sync {
     /// The run a generation id belongs to: the run itself, or the workflow
     /// run that holds it as a node.
     async fn run_of_generation(&self, account_id: i64, gen_id: &str) -> Result<RunRecord>;
-    /// Recent runs of an account, newest first.
-    async fn list_runs(&self, account_id: i64, limit: i64, before: Option<Micros>)
-        -> Result<Vec<RunSummary>>;
+    /// Recent runs of an account, newest first, as the query filters them.
+    async fn list_runs(&self, account_id: i64, query: &RunQuery<'_>) -> Result<Vec<RunSummary>>;
     /// Cancels a run that has not finished: every unfinished node becomes
     /// `canceled`, its tasks are fenced off (a running worker's completion
     /// will match no row), and the run is settled. Canceling a finished run

@@ -102,6 +102,9 @@ async fn source() -> Source {
     let (acme, revoked) = store.create_account("acme", 20).await.unwrap();
     let key = store.create_key("acme").await.unwrap();
     store.revoke_key(&revoked).await.unwrap();
+    // A console session, signed in with the key that stays.
+    let holder = store.authenticate_key(&key).await.unwrap().unwrap();
+    store.create_session(&holder, Default::default()).await.unwrap();
     store.grant("acme", 7).await.unwrap();
     let (other, _) = store.create_account("other", 3).await.unwrap();
     store.put_workflow(Some(acme.id), "mine", &json!({"v": "acme"})).await.unwrap();
@@ -188,6 +191,7 @@ async fn everything_is_copied_with_its_ids_and_verified() {
             ("idempotency_keys", 1),
             ("inputs", 1),
             ("run_inputs", 1),
+            ("sessions", 1),
         ]
     );
     assert_eq!((report.requeued_tasks, report.replaced_templates), (1, 1));

@@ -105,7 +105,14 @@ async fn the_answer_is_recorded_with_the_run_and_replayed(store: SharedStore) {
     assert!(!store.release_idempotency_key(acct.id, "k", &run).await.unwrap());
     assert!(store.idempotency_record(acct.id, "k").await.unwrap().unwrap().answer.is_some());
     assert_eq!(store.balance(acct.id).await.unwrap(), 9);
-    assert_eq!(store.list_runs(acct.id, 10, None).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .list_runs(acct.id, &atelier_store::RunQuery { limit: 10, ..Default::default() })
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 /// A holder that died between its claim and its run (a crash): a retry finds the key in

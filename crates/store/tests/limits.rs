@@ -72,7 +72,15 @@ async fn the_hard_cap_counts_unfinished_runs_and_refuses_beyond_it(store: Shared
         other => panic!("expected ConcurrencyLimited, got {other:?}"),
     }
     assert_eq!(store.balance(a.id).await.unwrap(), 98, "a refused run reserves nothing");
-    assert_eq!(store.list_runs(a.id, 10, None).await.unwrap().len(), 2, "and writes nothing");
+    assert_eq!(
+        store
+            .list_runs(a.id, &atelier_store::RunQuery { limit: 10, ..Default::default() })
+            .await
+            .unwrap()
+            .len(),
+        2,
+        "and writes nothing"
+    );
     submit(store.as_ref(), b.id, &single()).await.expect("another account has its own count");
 
     // A running run still counts; a finished one no longer does.
@@ -105,7 +113,14 @@ async fn concurrent_submits_never_pass_the_hard_cap(store: SharedStore) {
     let refused =
         results.iter().filter(|r| matches!(r, Err(StoreError::ConcurrencyLimited { limit: 3 }))).count();
     assert_eq!((accepted, refused), (3, 17), "{results:?}");
-    assert_eq!(store.list_runs(acct.id, 100, None).await.unwrap().len(), 3);
+    assert_eq!(
+        store
+            .list_runs(acct.id, &atelier_store::RunQuery { limit: 100, ..Default::default() })
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
     assert_eq!(store.balance(acct.id).await.unwrap(), 97);
 }
 

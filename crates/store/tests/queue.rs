@@ -287,7 +287,11 @@ async fn insufficient_tokens_leave_nothing_behind(store: SharedStore) {
         Err(StoreError::InsufficientTokens { required: 4, balance: 3 }) => {}
         other => panic!("{other:?}"),
     }
-    assert!(store.list_runs(acct.id, 10, None).await.unwrap().is_empty());
+    assert!(store
+        .list_runs(acct.id, &atelier_store::RunQuery { limit: 10, ..Default::default() })
+        .await
+        .unwrap()
+        .is_empty());
     assert!(store.claim("w", LEASE, &[]).await.unwrap().is_none());
     assert_eq!(store.balance(acct.id).await.unwrap(), 3);
 }
@@ -369,7 +373,14 @@ async fn a_run_that_cannot_be_written_fails_alone_among_concurrent_submissions(s
         }
     }
     assert_eq!(store.balance(acct.id).await.unwrap(), 100 - 20, "1 + 19 runs reserved");
-    assert_eq!(store.list_runs(acct.id, 100, None).await.unwrap().len(), 20);
+    assert_eq!(
+        store
+            .list_runs(acct.id, &atelier_store::RunQuery { limit: 100, ..Default::default() })
+            .await
+            .unwrap()
+            .len(),
+        20
+    );
 }
 
 /// A node run whose image came inline: reading the run leaves the image out of the node's
@@ -789,10 +800,24 @@ async fn runs_are_found_by_generation_and_listed_newest_first(store: SharedStore
         Err(StoreError::NotFound)
     ));
 
-    let listed = store.list_runs(a.id, 10, None).await.unwrap();
+    let listed =
+        store.list_runs(a.id, &atelier_store::RunQuery { limit: 10, ..Default::default() }).await.unwrap();
     assert_eq!(listed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [second.as_str(), first.as_str()]);
-    assert_eq!(store.list_runs(a.id, 1, None).await.unwrap().len(), 1);
-    let older = store.list_runs(a.id, 10, Some(listed[0].created_at)).await.unwrap();
+    assert_eq!(
+        store
+            .list_runs(a.id, &atelier_store::RunQuery { limit: 1, ..Default::default() })
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let older = store
+        .list_runs(
+            a.id,
+            &atelier_store::RunQuery { limit: 10, before: Some(listed[0].created_at), ..Default::default() },
+        )
+        .await
+        .unwrap();
     assert_eq!(older.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [first.as_str()]);
 }
 

@@ -1,12 +1,13 @@
-//! Accounts, API keys and the token ledger's grants.
+//! Accounts, API keys, the token ledger's grants, and reading an account's ledger and usage.
 
 use async_trait::async_trait;
 use atelier_core::ids;
 use atelier_core::status::LedgerKind;
-use atelier_core::time::now_micros;
+use atelier_core::time::{now_micros, Micros};
 
+use crate::account::{KeyHolder, KeyRecord, LedgerEntry, LedgerQuery, Usage};
 use crate::backend::Backend;
-use crate::rows::{KeyRow, LedgerRow};
+use crate::rows::{DayNodes, DayTokens, KeyRow, KeyUse, LedgerRow};
 use crate::sql::{args, Conn};
 use crate::statements::*;
 use crate::{Account, Accounts, KeyInfo, Result, StoreError};
@@ -29,7 +30,7 @@ impl<B: Backend> Accounts for B {
             tx.execute(INSERT_LEDGER, args![id, None::<&str>, LedgerKind::Grant.as_str(), tokens, now])
                 .await?;
         }
-        let key = insert_key(&mut *tx, id, now).await?;
+        let (key, _) = insert_key(&mut *tx, id, now).await?;
         B::commit(tx).await?;
         Ok((Account { id, name: name.to_string() }, key))
     }
@@ -45,7 +46,7 @@ impl<B: Backend> Accounts for B {
     async fn create_key(&self, account: &str) -> Result<String> {
         let account = self.account(account).await?;
         let mut tx = self.begin().await?;
-        let key = insert_key(&mut *tx, account.id, now_micros()).await?;
+        let (key, _) = insert_key(&mut *tx, account.id, now_micros()).await?;
         B::commit(tx).await?;
         Ok(key)
     }
@@ -64,13 +65,76 @@ impl<B: Backend> Accounts for B {
             }
         };
         tx.execute(REVOKE_KEY, args![now_micros(), row.id]).await?;
+        tx.execute(DELETE_KEY_SESSIONS, args![row.id]).await?;
         B::commit(tx).await?;
         Ok(KeyInfo { prefix: row.prefix.clone(), account: row.account.clone(), revoked: true })
     }
 
     async fn authenticate(&self, key: &str) -> Result<Option<Account>> {
+        Ok(self.authenticate_key(key).await?.map(|holder| holder.account))
+    }
+
+    async fn authenticate_key(&self, key: &str) -> Result<Option<KeyHolder>> {
         let digest = ids::key_digest(key);
-        self.read().await?.fetch_optional(AUTHENTICATE, args![&digest[..]]).await
+        let found: Option<KeyUse> =
+            self.read().await?.fetch_optional(AUTHENTICATE, args![&digest[..]]).await?;
+        let Some(KeyUse { holder, last_used }) = found else { return Ok(None) };
+        // `last_used` is kept to the minute: one write a minute per key in use, not one per
+        // request. A failed write loses a timestamp, not the request.
+        let now = now_micros();
+        let stale = now - KEY_USE_RESOLUTION_MICROS;
+        if last_used.is_none_or(|t| t < stale) {
+            if let Err(e) = self.execute_alone(TOUCH_KEY, args![now, holder.key_id, stale]).await {
+                tracing::warn!(error = %e, "recording when a key was last used failed");
+            }
+        }
+        Ok(Some(holder))
+    }
+
+    async fn list_keys(&self, account_id: i64) -> Result<Vec<KeyRecord>> {
+        self.read().await?.fetch_all(LIST_KEYS, args![account_id]).await
+    }
+
+    async fn add_key(&self, account_id: i64) -> Result<(KeyRecord, String)> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let key = insert_key(&mut *tx, account_id, now).await?;
+        let record: KeyRecord = tx.fetch_one(KEY_OF_ACCOUNT, args![key.1, account_id]).await?;
+        B::commit(tx).await?;
+        Ok((record, key.0))
+    }
+
+    async fn revoke_account_key(&self, account_id: i64, key_id: i64) -> Result<KeyRecord> {
+        let mut tx = self.begin().await?;
+        let revoked = tx.execute(REVOKE_KEY_OF_ACCOUNT, args![now_micros(), key_id, account_id]).await?;
+        let record: Option<KeyRecord> = tx.fetch_optional(KEY_OF_ACCOUNT, args![key_id, account_id]).await?;
+        let record = record.ok_or(StoreError::NotFound)?;
+        if revoked == 0 {
+            return Err(StoreError::Conflict("the key is revoked already".into()));
+        }
+        tx.execute(DELETE_KEY_SESSIONS, args![key_id]).await?;
+        B::commit(tx).await?;
+        Ok(record)
+    }
+
+    async fn ledger(&self, account_id: i64, query: &LedgerQuery<'_>) -> Result<Vec<LedgerEntry>> {
+        let before = query.before_id.unwrap_or(i64::MAX);
+        let limit = query.limit.clamp(1, 1000);
+        self.read()
+            .await?
+            .fetch_all(LEDGER_PAGE, args![account_id, before, query.kind, query.run_id, limit])
+            .await
+    }
+
+    async fn usage(&self, account_id: i64, since: Micros) -> Result<Usage> {
+        const DAY: i64 = 86_400_000_000;
+        let mut read = self.read().await?;
+        let tokens: Vec<DayTokens> = read.fetch_all(USAGE_TOKENS, args![account_id, since]).await?;
+        let nodes: Vec<DayNodes> = read.fetch_all(USAGE_NODES, args![account_id, since]).await?;
+        Ok(Usage {
+            tokens: tokens.into_iter().map(|DayTokens(day, n)| (day * DAY, n)).collect(),
+            nodes: nodes.into_iter().map(|DayNodes(day, tool, n)| (day * DAY, tool, n)).collect(),
+        })
     }
 
     async fn grant(&self, account: &str, tokens: i64) -> Result<i64> {
@@ -97,9 +161,15 @@ impl<B: Backend> Accounts for B {
     }
 }
 
-async fn insert_key(conn: &mut impl Conn, account_id: i64, now: i64) -> Result<String> {
+/// How precisely a key's `last_used` is kept.
+const KEY_USE_RESOLUTION_MICROS: i64 = 60_000_000;
+
+/// A new key of `account_id`: the key, shown once, and its row's id.
+async fn insert_key(conn: &mut impl Conn, account_id: i64, now: i64) -> Result<(String, i64)> {
     let key = ids::api_key();
     let digest = ids::key_digest(&key);
-    conn.execute(INSERT_KEY, args![account_id, &digest[..], ids::key_prefix(&key).as_str(), now]).await?;
-    Ok(key)
+    let id: i64 = conn
+        .fetch_one(INSERT_KEY, args![account_id, &digest[..], ids::key_prefix(&key).as_str(), now])
+        .await?;
+    Ok((key, id))
 }

@@ -6,6 +6,7 @@ mod accounts;
 mod idempotency;
 mod inputs;
 mod runs;
+mod sessions;
 mod workflows;
 
 pub(crate) use runs::{finish_if_done, node_failed, node_succeeded};

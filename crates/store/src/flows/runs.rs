@@ -13,7 +13,7 @@ use crate::rules::{expiry, settlement};
 use crate::run::NodeState;
 use crate::sql::{args, parse_text, to_json, Conn};
 use crate::statements::*;
-use crate::{NewRun, Result, RunRecord, RunSummary, Runs, StoreConfig, StoreError};
+use crate::{NewRun, Result, RunQuery, RunRecord, RunSummary, Runs, StoreConfig, StoreError};
 
 #[async_trait]
 impl<B: Backend> Runs for B {
@@ -62,14 +62,13 @@ impl<B: Backend> Runs for B {
         self.read_run(account_id, &run_id.ok_or(StoreError::NotFound)?).await
     }
 
-    async fn list_runs(
-        &self,
-        account_id: i64,
-        limit: i64,
-        before: Option<Micros>,
-    ) -> Result<Vec<RunSummary>> {
-        let before = before.unwrap_or(i64::MAX);
-        self.read().await?.fetch_all(LIST_RUNS, args![account_id, before, limit]).await
+    async fn list_runs(&self, account_id: i64, query: &RunQuery<'_>) -> Result<Vec<RunSummary>> {
+        let before = query.before.unwrap_or(i64::MAX);
+        let status = query.status.map(|s| s.as_str());
+        self.read()
+            .await?
+            .fetch_all(LIST_RUNS, args![account_id, before, query.limit, status, query.target])
+            .await
     }
 
     async fn cancel_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {

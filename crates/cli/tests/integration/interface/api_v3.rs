@@ -75,7 +75,14 @@ async fn requests_without_a_valid_key_get_401_before_anything_else() {
     let (code, body) =
         app.call("GET", &format!("/api/v2/user/tokens?X-API-KEY={}", app.key), None, None).await;
     assert_eq!((code, body["error"]["name"].as_str()), (400, Some("InvalidRequest")), "{body}");
-    assert_eq!(app.store().list_runs(1, 10, None).await.unwrap().len(), 0);
+    assert_eq!(
+        app.store()
+            .list_runs(1, &atelier_store::RunQuery { limit: 10, ..Default::default() })
+            .await
+            .unwrap()
+            .len(),
+        0
+    );
 }
 
 #[tokio::test]
@@ -156,7 +163,14 @@ async fn validation_errors_name_the_field_and_allowed_values_and_create_nothing(
     let (code, resp) = app.post("/api/v3/run", &body).await;
     assert_eq!((code, resp["error"]["name"].as_str()), (404, Some("WorkflowNotFound")));
 
-    assert!(app.store().list_runs(1, 10, None).await.unwrap().is_empty(), "nothing was created");
+    assert!(
+        app.store()
+            .list_runs(1, &atelier_store::RunQuery { limit: 10, ..Default::default() })
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing was created"
+    );
     assert_eq!(app.balance().await, 1000, "nothing was charged");
 }
 
@@ -212,7 +226,12 @@ async fn insufficient_tokens_answer_402_and_create_nothing() {
     assert_eq!(resp["error"]["name"], "InsufficientTokens");
     assert_eq!(resp["error"]["required"], 2);
     assert_eq!(resp["error"]["balance"], 1);
-    assert!(app.store().list_runs(1, 10, None).await.unwrap().is_empty());
+    assert!(app
+        .store()
+        .list_runs(1, &atelier_store::RunQuery { limit: 10, ..Default::default() })
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(app.balance().await, 1);
 }
 

@@ -49,7 +49,11 @@ async fn account_id(app: &TestApp, name: &str) -> i64 {
 
 async fn run_count(app: &TestApp, account: &str) -> usize {
     let id = account_id(app, account).await;
-    app.store().list_runs(id, 100, None).await.unwrap().len()
+    app.store()
+        .list_runs(id, &atelier_store::RunQuery { limit: 100, ..Default::default() })
+        .await
+        .unwrap()
+        .len()
 }
 
 fn assert_error(answer: &Answer, code: u16, name: &str) {

@@ -88,7 +88,12 @@ async fn a_key_gets_429_with_retry_after_once_its_burst_is_spent() {
         json!({"category": "top", "model_image": png_base64(8, 8), "garment_image": png_base64(8, 8)});
     let (code, _, body) = send(&app, "POST", "/api/v2/tryon/run", Some(&key), Some(&tryon)).await;
     assert_eq!((code, &body["id"], &body["error"]["name"]), (429, &Value::Null, &json!("RateLimited")));
-    assert!(app.store().list_runs(1, 10, None).await.unwrap().is_empty());
+    assert!(app
+        .store()
+        .list_runs(1, &atelier_store::RunQuery { limit: 10, ..Default::default() })
+        .await
+        .unwrap()
+        .is_empty());
 
     // Waiting as told is enough for the next request.
     tokio::time::sleep(Duration::from_secs(retry_after)).await;
@@ -197,7 +202,14 @@ async fn the_hard_cap_admits_exactly_its_number_of_concurrent_runs() {
         assert_eq!(header(headers, "ratelimit-limit"), Some(1000));
     }
     assert_eq!(app.balance().await, 97, "refused runs reserve nothing");
-    assert_eq!(app.store().list_runs(1, 100, None).await.unwrap().len(), 3);
+    assert_eq!(
+        app.store()
+            .list_runs(1, &atelier_store::RunQuery { limit: 100, ..Default::default() })
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
 
     // v2 runs count and are refused alike.
     let tryon =

@@ -236,7 +236,14 @@ async fn ssrf_canary_sees_no_connection_for_any_spelling_of_this_machine() {
 
     // Workers are running: had anything been queued, it would have been fetched by now.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(app.store().list_runs(1, 10, None).await.unwrap().is_empty(), "nothing was created");
+    assert!(
+        app.store()
+            .list_runs(1, &atelier_store::RunQuery { limit: 10, ..Default::default() })
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing was created"
+    );
     assert_eq!(app.balance().await, 1000, "nothing was charged");
     assert_eq!(canary.hits(), 0, "connections reached the canary");
     eprintln!(
@@ -347,7 +354,14 @@ async fn inline_images_too_big_malformed_or_of_another_format_are_refused_at_sub
         }
     }
     assert!(slowest < Duration::from_secs(2), "slowest refusal took {slowest:?}");
-    assert!(app.store().list_runs(1, 10, None).await.unwrap().is_empty(), "nothing was created");
+    assert!(
+        app.store()
+            .list_runs(1, &atelier_store::RunQuery { limit: 10, ..Default::default() })
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing was created"
+    );
     assert_eq!(app.balance().await, 100, "nothing was charged");
     eprintln!("inline: {} values x 3 endpoints refused, slowest {slowest:?}", cases.len());
 }
@@ -540,7 +554,14 @@ async fn an_api_key_in_the_query_string_is_refused_and_never_authenticates() {
             }
         }
     }
-    assert!(app.store().list_runs(1, 10, None).await.unwrap().is_empty(), "nothing was created");
+    assert!(
+        app.store()
+            .list_runs(1, &atelier_store::RunQuery { limit: 10, ..Default::default() })
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing was created"
+    );
     assert_eq!(app.balance().await, 1000);
     // Ordinary query parameters are not mistaken for keys.
     let (code, _) = app.get("/api/v3/runs?limit=5").await;

@@ -60,6 +60,9 @@ trap cleanup EXIT
 # generated runs are not all refused for tokens.
 KEY=$("$BIN" --data-dir "$WORK/data" admin account create contract --tokens 1000000 --json |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["api_key"])')
+# The console's session is another account's (see below).
+CONSOLE_KEY=$("$BIN" --data-dir "$WORK/data" admin account create console --tokens 1000 --json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["api_key"])')
 
 # One worker, so accepted runs also execute and status answers cover every
 # state; the built-in engine is deterministic and needs no GPU.
@@ -75,11 +78,23 @@ done
 [[ -n "$BASE" ]] || { cat "$REPORT/serve.log"; echo "serve did not start" >&2; exit 1; }
 echo "server: $BASE (log: $REPORT/serve.log)"
 
+# The console's routes are authorized by a session: one of a second account (so that the keys
+# a generated request revokes are not the one every other request uses), sent with its CSRF
+# token on every request. A generated sign-out or revocation ends it; the console's routes
+# then answer 401, which the document also describes.
+SIGN_IN=$(curl -s -D "$WORK/session.headers" -H 'content-type: application/json' \
+    -d "{\"api_key\": \"$CONSOLE_KEY\"}" "$BASE/console/api/session")
+COOKIE=$(sed -n 's/^[Ss]et-[Cc]ookie: \([^;]*\).*/\1/p' "$WORK/session.headers" | head -1)
+CSRF=$(printf '%s' "$SIGN_IN" | python3 -c 'import json, sys; print(json.load(sys.stdin)["csrf_token"])')
+[[ -n "$COOKIE" && -n "$CSRF" ]] || { echo "console sign-in failed: $SIGN_IN" >&2; exit 1; }
+
 started=$(date +%s)
 status=0
 # From the temporary directory: Schemathesis keeps a cache in ./.schemathesis.
 (cd "$WORK" && "$SCHEMATHESIS" run "$BASE/openapi.json" \
     --header "X-API-KEY: $KEY" \
+    --header "Cookie: $COOKIE" \
+    --header "X-CSRF-Token: $CSRF" \
     --checks "$CHECKS" \
     --max-examples "$MAX_EXAMPLES" \
     --seed "$SEED" \

@@ -15,6 +15,19 @@ pub enum ApiError {
     Request(#[from] RequestError),
     #[error("a valid X-API-KEY header is required")]
     Unauthorized,
+    /// A console route without a live session (signed out, expired, or its key revoked).
+    #[error("sign in to the console first: no session, or it ended")]
+    SessionRequired,
+    /// A console change without the session's CSRF token, or from another site.
+    #[error("{0}")]
+    Forbidden(String),
+    /// Too many failed console sign-ins from one address.
+    #[error("too many failed sign-ins from this address: retry after {retry_after} s")]
+    SignInLimited { retry_after: u64 },
+    #[error("API key {0} not found")]
+    KeyNotFound(i64),
+    #[error("{0}")]
+    Conflict(String),
     #[error("run '{0}' not found")]
     RunNotFound(String),
     #[error("insufficient tokens: the run costs {required}, the balance is {balance}")]
@@ -76,7 +89,11 @@ impl ApiError {
                 RequestError::InvalidInput { .. } => StatusCode::UNPROCESSABLE_ENTITY,
                 RequestError::UnknownTool(_) | RequestError::WorkflowNotFound(_) => StatusCode::NOT_FOUND,
             },
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized | Self::SessionRequired => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::KeyNotFound(_) => StatusCode::NOT_FOUND,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::SignInLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::RunNotFound(_) | Self::FileNotFound => StatusCode::NOT_FOUND,
             Self::InsufficientTokens { .. } => StatusCode::PAYMENT_REQUIRED,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -93,6 +110,11 @@ impl ApiError {
         match self {
             Self::Request(r) => r.name(),
             Self::Unauthorized => "Unauthorized",
+            Self::SessionRequired => "SessionRequired",
+            Self::Forbidden(_) => "Forbidden",
+            Self::SignInLimited { .. } => "RateLimited",
+            Self::KeyNotFound(_) => "KeyNotFound",
+            Self::Conflict(_) => "Conflict",
             Self::RunNotFound(_) => "RunNotFound",
             Self::InsufficientTokens { .. } => "InsufficientTokens",
             Self::PayloadTooLarge { .. } => "PayloadTooLarge",
@@ -132,7 +154,7 @@ impl ApiError {
                 obj.insert("required".into(), json!(required));
                 obj.insert("balance".into(), json!(balance));
             }
-            Self::RateLimited { retry_after } => {
+            Self::RateLimited { retry_after } | Self::SignInLimited { retry_after } => {
                 obj.insert("retry_after".into(), json!(retry_after));
             }
             Self::ConcurrencyLimited { limit } => {
@@ -141,6 +163,10 @@ impl ApiError {
             }
             Self::Request(_)
             | Self::Unauthorized
+            | Self::SessionRequired
+            | Self::Forbidden(_)
+            | Self::KeyNotFound(_)
+            | Self::Conflict(_)
             | Self::RunNotFound(_)
             | Self::PayloadTooLarge { .. }
             | Self::FileNotFound
@@ -156,10 +182,14 @@ impl ApiError {
     /// The `Retry-After` of a 429, in seconds.
     pub fn retry_after(&self) -> Option<u64> {
         match self {
-            Self::RateLimited { retry_after } => Some(*retry_after),
+            Self::RateLimited { retry_after } | Self::SignInLimited { retry_after } => Some(*retry_after),
             Self::ConcurrencyLimited { .. } => Some(CONCURRENCY_RETRY_AFTER_SECS),
             Self::Request(_)
             | Self::Unauthorized
+            | Self::SessionRequired
+            | Self::Forbidden(_)
+            | Self::KeyNotFound(_)
+            | Self::Conflict(_)
             | Self::RunNotFound(_)
             | Self::InsufficientTokens { .. }
             | Self::PayloadTooLarge { .. }

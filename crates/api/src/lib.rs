@@ -5,6 +5,7 @@
 //! [`error`]. Nothing here knows how tools run or how runs are stored.
 
 pub mod body;
+pub mod console;
 pub mod error;
 mod extract;
 mod files;
@@ -46,6 +47,8 @@ pub struct ApiConfig {
     /// Which engine runs each tool, and the health of the configured endpoints
     /// (`GET /api/v3/tools`, `/readyz`).
     pub engines: Engines,
+    /// The web console's sessions and sign-in limit.
+    pub console: console::ConsoleConfig,
 }
 
 /// The engines as the API sees them (`atelier_core::engines`).
@@ -73,6 +76,7 @@ impl Default for ApiConfig {
             rate_limit: RateLimit::default(),
             prices: Prices::default(),
             engines: Engines::default(),
+            console: console::ConsoleConfig::default(),
         }
     }
 }
@@ -96,6 +100,7 @@ pub fn router(state: AppState) -> Router {
     }
     Router::new()
         .merge(keyed)
+        .merge(console::routes(&state))
         .route("/files/{*key}", get(files::get_file))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(readyz))

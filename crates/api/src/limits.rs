@@ -111,6 +111,17 @@ impl RateLimiter {
     }
 }
 
+impl RateLimiter {
+    /// Whether one more request of `key` would be allowed at `now`, without counting it:
+    /// `None` when it would, else how long until it would.
+    pub fn wait(&self, key: [u8; 32], now: Instant) -> Option<Duration> {
+        let buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let tat = buckets.tat.get(&key).copied().filter(|t| *t > now).unwrap_or(now);
+        let ahead = (tat + self.interval).duration_since(now);
+        (ahead > self.tolerance).then(|| ahead - self.tolerance)
+    }
+}
+
 /// Whole seconds, rounded up: a client that waits this long is not refused again.
 pub(crate) fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
@@ -226,6 +237,20 @@ mod tests {
         assert!(
             matches!(slow.check(KEY, now), Decision::Limited { retry_after, .. } if retry_after == MAX_INTERVAL)
         );
+    }
+
+    #[test]
+    fn waiting_is_read_without_counting() {
+        let l = limiter(1.0, 2);
+        let now = Instant::now();
+        for _ in 0..5 {
+            assert_eq!(l.wait(KEY, now), None);
+        }
+        l.check(KEY, now);
+        assert_eq!(l.wait(KEY, now), None);
+        l.check(KEY, now);
+        assert_eq!(l.wait(KEY, now), Some(Duration::from_secs(1)));
+        assert_eq!(l.wait(KEY, now + Duration::from_secs(1)), None);
     }
 
     #[test]

@@ -25,6 +25,10 @@ const ERROR_NAMES: &[&str] = &[
     "IdempotencyKeyReused",
     "RateLimited",
     "ConcurrencyLimited",
+    "SessionRequired",
+    "Forbidden",
+    "KeyNotFound",
+    "Conflict",
     "InternalError",
 ];
 
@@ -145,6 +149,178 @@ fn headers() -> Value {
     })
 }
 
+/// A console operation (`/console/api/*`): authorized by the session cookie; a change also
+/// needs the session's CSRF token. `ok` is a schema, or `None` for 204.
+fn console_op(summary: &str, body: Option<&str>, ok: Option<&str>, errors: &[u16], changes: bool) -> Value {
+    let mut responses = Map::new();
+    match ok {
+        Some(ok) => responses.insert("200".into(), json!({"description": "OK", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{ok}")}}}})),
+        None => responses.insert("204".into(), json!({"description": "Done"})),
+    };
+    let mut codes = errors.to_vec();
+    codes.push(401);
+    if changes {
+        codes.push(403);
+    }
+    codes.sort_unstable();
+    codes.dedup();
+    for code in codes {
+        let description = match code {
+            401 => "No session, or it ended (SessionRequired)",
+            403 => "Without the session's CSRF token, or from another site (Forbidden)",
+            _ => "Error",
+        };
+        responses.insert(code.to_string(), json!({"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}}));
+    }
+    let mut o = json!({"summary": summary, "tags": ["console"], "security": [{"ConsoleSession": []}], "responses": responses});
+    if changes {
+        o["parameters"] = json!([{"name": "X-CSRF-Token", "in": "header", "required": true,
+            "description": "The session's CSRF token (from sign-in or GET /console/api/session)", "schema": {"type": "string"}}]);
+    }
+    if let Some(body) = body {
+        o["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{body}")}}}});
+    }
+    o
+}
+
+fn add_param(operation: &mut Value, param: Value) {
+    match operation["parameters"].as_array_mut() {
+        Some(list) => list.push(param),
+        None => operation["parameters"] = json!([param]),
+    }
+}
+
+fn query(name: &str, description: &str, schema: Value) -> Value {
+    json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema})
+}
+
+/// The console's routes and their schemas (`console.rs`).
+fn console_paths(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value>) {
+    let mut sign_in = console_op(
+        "Sign in with an API key: a session cookie and a CSRF token",
+        Some("SignIn"),
+        Some("Session"),
+        &[400, 403, 422, 429],
+        false,
+    );
+    sign_in["security"] = json!([]);
+    sign_in["description"] = json!("Sets the session cookie (atelier_session, or __Host-atelier_session with Secure behind HTTPS): HttpOnly, SameSite=Strict, Path=/. Failed sign-ins are limited per client address (429 RateLimited).");
+    sign_in["responses"]["401"]["description"] = json!("The key is not valid (Unauthorized)");
+    sign_in["responses"]["429"]["headers"] =
+        json!({"Retry-After": {"$ref": "#/components/headers/Retry-After"}});
+    paths.insert("/console/api/session".into(), json!({
+        "post": sign_in,
+        "get": console_op("The session: account, CSRF token, expiry and balance", None, Some("Session"), &[], false),
+        "delete": console_op("Sign out", None, None, &[], true),
+    }));
+    paths.insert(
+        "/console/api/keys".into(),
+        json!({
+            "get": console_op("The account's API keys, by prefix", None, Some("KeyList"), &[], false),
+            "post": console_op("A new API key, shown once", None, Some("NewKey"), &[], true),
+        }),
+    );
+    let mut revoke = console_op(
+        "Revoke an API key (and end the sessions signed in with it)",
+        None,
+        Some("Key"),
+        &[404, 409, 422],
+        true,
+    );
+    add_param(
+        &mut revoke,
+        json!({"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}),
+    );
+    paths.insert("/console/api/keys/{id}".into(), json!({"delete": revoke}));
+    let mut ledger =
+        console_op("The account's ledger, newest first", None, Some("Ledger"), &[400, 422], false);
+    add_param(
+        &mut ledger,
+        query(
+            "kind",
+            "Only lines of this kind",
+            json!({"type": "string", "enum": ["grant", "reserve", "charge", "release"]}),
+        ),
+    );
+    add_param(&mut ledger, query("run_id", "Only lines of this run", json!({"type": "string"})));
+    add_param(
+        &mut ledger,
+        query(
+            "before",
+            "Lines older than this id (the previous page's next_before)",
+            json!({"type": "integer"}),
+        ),
+    );
+    add_param(&mut ledger, query("limit", "Lines per page, 1-200 (50)", json!({"type": "integer"})));
+    paths.insert("/console/api/ledger".into(), json!({"get": ledger}));
+    let mut usage =
+        console_op("Tokens charged and nodes run per UTC day", None, Some("Usage"), &[400, 422], false);
+    add_param(
+        &mut usage,
+        query(
+            "days",
+            "Days up to today, 1-366 (30)",
+            json!({"type": "integer", "minimum": 1, "maximum": 366}),
+        ),
+    );
+    paths.insert("/console/api/usage".into(), json!({"get": usage}));
+    paths.insert("/console/api/runs/{run_id}".into(), json!({"get": path_param(console_op("A run with the graph it ran", None, Some("RunDetail"), &[404], false), "run_id")}));
+    let mut rerun = path_param(
+        console_op(
+            "Run a run's target again with the same input",
+            None,
+            Some("RunHandle"),
+            &[400, 402, 404, 409, 422, 429],
+            true,
+        ),
+        "run_id",
+    );
+    add_param(
+        &mut rerun,
+        json!({"name": "X-CSRF-Token", "in": "header", "required": true, "schema": {"type": "string"}}),
+    );
+    paths.insert("/console/api/runs/{run_id}/rerun".into(), json!({"post": rerun}));
+
+    let time = json!({"type": "string"});
+    let nullable_time = json!({"type": ["string", "null"]});
+    schemas.insert("SignIn".into(), json!({"type": "object", "required": ["api_key"], "properties": {"api_key": {"type": "string", "minLength": 1, "maxLength": 128}}}));
+    schemas.insert("Session".into(), json!({"type": "object", "required": ["account", "csrf_token", "expires_at", "balance"], "properties": {
+        "account": {"type": "string"}, "csrf_token": {"type": "string"}, "expires_at": time, "balance": {"type": "integer"}}}));
+    let key = json!({"type": "object", "required": ["id", "prefix", "created_at", "last_used", "revoked_at", "current"], "properties": {
+        "id": {"type": "integer"}, "prefix": {"type": "string"}, "created_at": time, "last_used": nullable_time, "revoked_at": nullable_time,
+        "current": {"type": "boolean", "description": "The key this session signed in with"}}});
+    let mut new_key = key.clone();
+    new_key["required"].as_array_mut().map(|r| r.push(json!("key")));
+    new_key["properties"]["key"] =
+        json!({"type": "string", "description": "The key itself: shown this once"});
+    schemas.insert("Key".into(), key);
+    schemas.insert("NewKey".into(), new_key);
+    schemas.insert("KeyList".into(), json!({"type": "object", "required": ["keys"], "properties": {"keys": {"type": "array", "items": {"$ref": "#/components/schemas/Key"}}}}));
+    schemas.insert("Ledger".into(), json!({"type": "object", "required": ["entries", "next_before"], "properties": {
+        "entries": {"type": "array", "items": {"type": "object", "required": ["id", "run_id", "target", "kind", "amount", "created_at"], "properties": {
+            "id": {"type": "integer"}, "run_id": {"type": ["string", "null"]}, "target": {"type": ["string", "null"]},
+            "kind": {"type": "string", "enum": ["grant", "reserve", "charge", "release"]}, "amount": {"type": "integer"}, "created_at": time}}},
+        "next_before": {"type": ["integer", "null"]}}}));
+    schemas.insert("Usage".into(), json!({"type": "object", "required": ["days"], "properties": {"days": {"type": "array", "items": {
+        "type": "object", "required": ["date", "tokens", "nodes"], "properties": {
+            "date": {"type": "string", "description": "YYYY-MM-DD (UTC)"}, "tokens": {"type": "integer"},
+            "nodes": {"type": "object", "additionalProperties": {"type": "integer"}, "description": "Tool → nodes run"}}}}}}));
+    schemas.insert("RunDetail".into(), json!({"type": "object", "required": ["id", "type", "target", "status", "nodes", "rerun"], "properties": {
+        "id": {"type": "string"}, "type": {"type": "string", "enum": ["node", "workflow"]}, "target": {"type": "string"},
+        "status": {"$ref": "#/components/schemas/RunStatus"},
+        "nodes": {"type": "array", "items": {"type": "object", "required": ["name", "gen_id", "tool", "links", "bypassed", "price"], "properties": {
+            "name": {"type": "string"}, "gen_id": {"type": "string"}, "tool": {"type": "string"},
+            "links": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Parameter → upstream node"},
+            "bypassed": {"type": "boolean"}, "price": {"type": "integer"}}}},
+        "rerun": {"type": "boolean", "description": "Whether POST …/rerun can run it again (v3 runs)"}}}));
+    schemas.insert("Validation".into(), json!({"type": "object", "required": ["valid", "errors", "description"], "properties": {
+        "valid": {"type": "boolean"},
+        "errors": {"type": "array", "items": {"type": "object", "required": ["field", "reason"], "properties": {
+            "field": {"type": ["string", "null"], "description": "Node, Node.param, variables.NAME, outputs.NAME, layout.KEY, nodes or name"},
+            "reason": {"type": "string"}}}},
+        "description": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/WorkflowDescription"}]}}}));
+}
+
 /// The OpenAPI 3.1 document of the whole interface.
 pub fn document() -> Value {
     let mut paths = Map::new();
@@ -157,10 +333,29 @@ pub fn document() -> Value {
         "/api/v3/cancel/{run_id}".into(),
         json!({"post": path_param(op("Cancel a run", None, "RunStatus", &[401, 404]), "run_id")}),
     );
-    paths.insert(
-        "/api/v3/runs".into(),
-        json!({"get": op("Recent runs of the account", None, "RunList", &[400, 401])}),
+    let mut runs = op("Recent runs of the account", None, "RunList", &[400, 401, 422]);
+    add_param(&mut runs, query("limit", "Runs per page, 1-100 (20)", json!({"type": "integer"})));
+    add_param(
+        &mut runs,
+        query(
+            "before",
+            "Runs created before this time (the previous page's next_before)",
+            json!({"type": "integer"}),
+        ),
     );
+    add_param(
+        &mut runs,
+        query(
+            "status",
+            "Extension: only runs in this state",
+            json!({"type": "string", "enum": ["queued", "running", "succeeded", "failed", "canceled"]}),
+        ),
+    );
+    add_param(
+        &mut runs,
+        query("target", "Extension: only runs of this tool or workflow", json!({"type": "string"})),
+    );
+    paths.insert("/api/v3/runs".into(), json!({"get": runs}));
     paths.insert(
         "/api/v3/workflow/{name}".into(),
         json!({
@@ -173,6 +368,17 @@ pub fn document() -> Value {
         "/api/v3/workflows".into(),
         json!({"get": op("List workflows and system templates", None, "WorkflowList", &[401])}),
     );
+    let mut validate = op(
+        "Every problem of a workflow document, and what discovery will show of it (saves nothing)",
+        Some("Workflow"),
+        "Validation",
+        &[400, 401],
+    );
+    add_param(
+        &mut validate,
+        query("name", "The name it would be saved under (untitled)", json!({"type": "string"})),
+    );
+    paths.insert("/api/v3/workflows/validate".into(), json!({"post": validate}));
     paths.insert(
         "/api/v3/tools".into(),
         json!({"get": op("Tools, their parameters, prices and fidelity", None, "ToolList", &[401])}),
@@ -242,7 +448,9 @@ pub fn document() -> Value {
         json!({"type": "object", "required": ["nodes"], "properties": {
         "name": {"type": "string", "description": "The name written in the definition: PUT saves under the path's name whatever this says; `atelier admin workflow import` saves under it when no --name is given"},
         "description": {"type": "string"}, "variables": {"type": "object"},
-        "nodes": {"type": "array"}, "outputs": {"type": "object"}}}),
+        "nodes": {"type": "array"}, "outputs": {"type": "object"},
+        "layout": {"type": "object", "description": "Extension: where an editor placed each node (`$var:NAME` and `$out:NAME` for variables and outputs): [x, y]. Kept and returned; runs ignore it",
+            "additionalProperties": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}}}}),
     );
     schemas.insert("WorkflowDescription".into(), json!({"type": "object", "required": ["name", "workflow", "sample_payload", "inputs", "outputs"], "properties": {
         "name": {"type": "string"}, "workflow": {"$ref": "#/components/schemas/Workflow"}, "sample_payload": {"$ref": "#/components/schemas/RunRequest"},
@@ -276,13 +484,15 @@ pub fn document() -> Value {
     for tool in TOOLS {
         schemas.insert(format!("Tool_{}", tool.name), tool_schema(tool.params));
     }
+    console_paths(&mut paths, &mut schemas);
     links_and_examples(&mut paths, &mut schemas);
     json!({
         "openapi": "3.1.0",
         "info": {"title": "Atelier", "version": env!("CARGO_PKG_VERSION"),
-                 "description": "Asynchronous fashion image generation: v3 unified runs and workflows, v2 per-tool endpoints."},
+                 "description": "Asynchronous fashion image generation: v3 unified runs and workflows, v2 per-tool endpoints. The web console's API (tag console) is under /console/api and authorized by a session cookie; /console/api/v3/* answers every /api/v3/* operation the same way for the signed-in account (a change also needs X-CSRF-Token)."},
         "paths": paths,
-        "components": {"schemas": schemas, "headers": headers(), "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-KEY"}}},
+        "components": {"schemas": schemas, "headers": headers(), "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-KEY"},
+            "ConsoleSession": {"type": "apiKey", "in": "cookie", "name": "atelier_session", "description": "The console's session cookie, from POST /console/api/session (never accepted under /api)"}}},
     })
 }
 

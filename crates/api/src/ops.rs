@@ -211,6 +211,12 @@ pub async fn submit(
     for warning in &plan.warnings {
         tracing::warn!(account = %account.name, target = %request.target, "{warning}");
     }
+    // A v3 run keeps its input (inline images as their stored references), so that the
+    // console can run it again; a v2 run keeps what its status echoes.
+    let echo = match family {
+        Some(_) => echo,
+        None => Some(Value::Object(request.input.clone())),
+    };
     let node_ids = match request.kind {
         RunKind::Node => vec![id.clone()],
         RunKind::Workflow => plan.nodes.iter().map(|_| ids::generation_id()).collect(),

@@ -26,6 +26,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/api/v3/runs", get(list_runs))
         .route("/api/v3/workflow/{name}", get(get_workflow).put(put_workflow).delete(delete_workflow))
         .route("/api/v3/workflows", get(list_workflows))
+        .route("/api/v3/workflows/validate", post(validate_workflow))
         .route("/api/v3/tools", get(tools))
         .route("/api/v3/estimate", post(estimate))
 }
@@ -163,6 +164,45 @@ async fn delete_workflow(
             _ => Err(RequestError::WorkflowNotFound(name).into()),
         },
         Err(e) => Err(e.into()),
+    }
+}
+
+#[derive(Deserialize)]
+struct ValidateAs {
+    name: Option<String>,
+}
+
+/// Every problem of a workflow document at once (where `PUT` answers the first), and when it
+/// has none, what discovery will show of it saved under `name` (`untitled` by default).
+/// Saves nothing. A body that is not a workflow document at all is a 400, as for `PUT`.
+async fn validate_workflow(
+    Caller(_): Caller,
+    query: Result<Query<ValidateAs>, axum::extract::rejection::QueryRejection>,
+    JsonObject(body): JsonObject,
+) -> Result<Json<Value>, ApiError> {
+    let Query(query) = query.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
+    let name = match query.name.as_deref().filter(|n| !n.is_empty()) {
+        Some(raw) => Some(ops::workflow_name("name", raw)),
+        None => None,
+    };
+    let def = WorkflowDef::parse(Value::Object(body))?;
+    let mut errors: Vec<Value> = def.problems().iter().map(problem).collect();
+    let name = match name {
+        Some(Ok(name)) => name,
+        Some(Err(e)) => {
+            errors.insert(0, problem(&e));
+            "untitled".to_string()
+        }
+        None => "untitled".to_string(),
+    };
+    let description = errors.is_empty().then(|| ops::describe(&name, &def));
+    Ok(Json(json!({"valid": errors.is_empty(), "errors": errors, "description": description})))
+}
+
+fn problem(e: &RequestError) -> Value {
+    match e {
+        RequestError::InvalidInput { field, reason, .. } => json!({"field": field, "reason": reason}),
+        other => json!({"field": null, "reason": other.to_string()}),
     }
 }
 

@@ -22,6 +22,7 @@ pub struct Config {
     pub inputs: Inputs,
     pub outputs: Outputs,
     pub limits: Limits,
+    pub console: Console,
     /// Tool name → its price (`[prices]`); tools not named keep the built-in price.
     pub prices: BTreeMap<String, PriceSetting>,
     /// Model servers (`[engines.NAME]`; docs/ENGINES.md).
@@ -193,6 +194,40 @@ pub struct Limits {
     pub unfinished_runs_per_account: u32,
 }
 
+/// `[console]`: the web console's sessions and sign-in limit (docs/CONSOLE.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Console {
+    /// A console session unused this many minutes ends.
+    pub session_idle_minutes: u64,
+    /// A console session ends this many hours after sign-in, however used.
+    pub session_hours: u64,
+    /// Failed sign-ins one client address may make per minute (and at once); more get 429
+    /// until the minute is up. 0 = no limit.
+    pub sign_in_failures_per_minute: u32,
+}
+
+impl Default for Console {
+    fn default() -> Self {
+        Self { session_idle_minutes: 12 * 60, session_hours: 7 * 24, sign_in_failures_per_minute: 10 }
+    }
+}
+
+impl Console {
+    pub fn settings(&self) -> atelier_api::console::ConsoleConfig {
+        atelier_api::console::ConsoleConfig {
+            sessions: atelier_store::SessionLimits {
+                idle: Duration::from_secs(self.session_idle_minutes.saturating_mul(60)),
+                absolute: Duration::from_secs(self.session_hours.saturating_mul(3600)),
+            },
+            sign_in: atelier_api::RateLimit {
+                per_second: f64::from(self.sign_in_failures_per_minute) / 60.0,
+                burst: self.sign_in_failures_per_minute,
+            },
+        }
+    }
+}
+
 impl Default for Server {
     fn default() -> Self {
         Self {
@@ -318,6 +353,9 @@ impl Config {
         }
         if l.requests_per_second > 0.0 && l.burst == 0 {
             return Err("limits.burst must be at least 1 while limits.requests_per_second is set (ATELIER__LIMITS__BURST)".into());
+        }
+        if self.console.session_idle_minutes == 0 || self.console.session_hours == 0 {
+            return Err("console.session_idle_minutes and console.session_hours must be at least 1 (ATELIER__CONSOLE__SESSION_IDLE_MINUTES, ATELIER__CONSOLE__SESSION_HOURS)".into());
         }
         if self.outputs.retention_hours == 0 {
             return Err(

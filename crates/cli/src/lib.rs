@@ -192,6 +192,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         rate_limit: RateLimit { per_second: config.limits.requests_per_second, burst: config.limits.burst },
         prices: config.prices().map_err(anyhow::Error::msg)?,
         engines: atelier_api::Engines(engines.directory()),
+        console: config.console.settings(),
     };
     let state = AppState { store: store.clone(), blob: blob.clone(), config: Arc::new(api_config) };
     let shutdown = CancellationToken::new();
@@ -200,6 +201,8 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
     let app = atelier_api::router(state);
     let stop = shutdown.clone();
     tasks.push(tokio::spawn(async move {
+        // With each connection's address: failed console sign-ins are counted per address.
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
         let served =
             axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await;
         if let Err(e) = served {

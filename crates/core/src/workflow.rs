@@ -62,7 +62,15 @@ pub struct WorkflowDef {
     /// Friendly output name → `Node.output`.
     #[serde(default)]
     pub outputs: IndexMap<String, String>,
+    /// Where an editor placed things: key → `[x, y]`. Keys are node names, and by
+    /// convention `$var:NAME` for variables and `$out:NAME` for outputs. Kept with the
+    /// workflow and returned by discovery; nothing that runs reads it.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub layout: IndexMap<String, [f64; 2]>,
 }
+
+/// The most positions a layout holds when the workflow has fewer places to put.
+pub const LAYOUT_MAX_ENTRIES: usize = 256;
 
 /// The three input maps of a workflow description (spec 2.3).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -195,122 +203,184 @@ impl WorkflowDef {
     }
 
     /// Checks everything that can be checked without a run's inputs. Errors
-    /// name the offending node (and parameter).
+    /// name the offending node (and parameter). The error is the first of
+    /// [`WorkflowDef::problems`].
     pub fn validate(&self) -> Result<(), RequestError> {
+        match self.problems().into_iter().next() {
+            Some(problem) => Err(problem),
+            None => Ok(()),
+        }
+    }
+
+    /// Every problem [`WorkflowDef::validate`] would find, in the order it finds them: at
+    /// most one per parameter, link, variable target or output, so that an editor can mark
+    /// each place at once. Each is an `InvalidInput` whose field is `Node`, `Node.param`,
+    /// `variables.NAME`, `outputs.NAME`, `layout.KEY` or `nodes`.
+    pub fn problems(&self) -> Vec<RequestError> {
+        let mut problems = Vec::new();
         if self.nodes.is_empty() {
-            return Err(RequestError::invalid("nodes", "a workflow needs at least one node"));
+            problems.push(RequestError::invalid("nodes", "a workflow needs at least one node"));
+            return problems;
         }
         let mut seen = HashSet::new();
         for node in &self.nodes {
             if !valid_identifier(&node.name) {
-                return Err(invalid(&node.name, "node names are 1-64 characters of A-Z a-z 0-9 _ -"));
-            }
-            if !seen.insert(node.name.as_str()) {
-                return Err(invalid(&node.name, "duplicate node name"));
+                problems.push(invalid(&node.name, "node names are 1-64 characters of A-Z a-z 0-9 _ -"));
+            } else if !seen.insert(node.name.as_str()) {
+                problems.push(invalid(&node.name, "duplicate node name"));
             }
         }
         for node in &self.nodes {
-            self.validate_node(node).map_err(|e| match e {
-                RequestError::UnknownTool(t) => invalid(&node.name, format!("unknown tool '{t}'")),
-                other => other,
-            })?;
+            self.node_problems(node, &mut problems);
         }
-        self.topo_order()?;
-        self.validate_variables()?;
+        if let Err(cycle) = self.topo_order() {
+            problems.push(cycle);
+        }
+        self.variable_problems(&mut problems);
         for (name, source) in &self.outputs {
-            let (node, output) = split_key(source).ok_or_else(|| {
-                RequestError::invalid(format!("outputs.{name}"), "must have the form Node.output")
-            })?;
-            if self.node(node).is_none() || output != OUTPUT {
-                return Err(RequestError::invalid(
-                    format!("outputs.{name}"),
-                    format!("'{source}' is not the output of a node"),
-                ));
+            let field = format!("outputs.{name}");
+            match split_key(source) {
+                None => problems.push(RequestError::invalid(field, "must have the form Node.output")),
+                Some((node, output)) if self.node(node).is_none() || output != OUTPUT => problems
+                    .push(RequestError::invalid(field, format!("'{source}' is not the output of a node"))),
+                Some(_) => {}
             }
         }
-        Ok(())
+        self.layout_problems(&mut problems);
+        problems
     }
 
-    fn validate_node(&self, node: &NodeDef) -> Result<(), RequestError> {
-        let tool = tools::tool(&node.tool)?;
+    fn node_problems(&self, node: &NodeDef, problems: &mut Vec<RequestError>) {
+        let tool = match tools::tool(&node.tool) {
+            Ok(tool) => tool,
+            Err(RequestError::UnknownTool(t)) => {
+                problems.push(invalid(&node.name, format!("unknown tool '{t}'")));
+                return;
+            }
+            Err(other) => {
+                problems.push(other);
+                return;
+            }
+        };
         for (param, value) in &node.params {
-            let spec = tool.param(param).ok_or_else(|| {
-                invalid(
+            let Some(spec) = tool.param(param) else {
+                problems.push(invalid(
                     &format!("{}.{param}", node.name),
                     format!("unknown parameter for tool {}", tool.name),
-                )
-            })?;
+                ));
+                continue;
+            };
             if !value.is_null() {
-                spec.check(value).map_err(|e| e.in_node(&node.name))?;
+                if let Err(e) = spec.check(value) {
+                    problems.push(e.in_node(&node.name));
+                }
             }
         }
         for (param, link) in &node.links {
-            let field = format!("{}.{param}", node.name);
-            let spec = tool
-                .param(param)
-                .ok_or_else(|| invalid(&field, format!("unknown parameter for tool {}", tool.name)))?;
-            let source = self.link_source(&node.name, param, link)?;
-            if source == node.name {
-                return Err(invalid(&node.name, "a node cannot link to itself"));
-            }
-            let produces = self.node_tool(source).map(|t| t.output);
-            if spec.ty != ParamType::Image || produces != Some(tools::OutputKind::Image) {
-                return Err(invalid(
-                    &field,
-                    format!(
-                        "type mismatch: {} is {} and {source}.output is not an image",
-                        field,
-                        spec.ty.name()
-                    ),
-                ));
-            }
-            if node.params.get(param).is_some_and(|v| !v.is_null()) {
-                return Err(invalid(&field, "a linked parameter cannot also have a value"));
+            if let Err(e) = self.check_link(node, tool, param, link) {
+                problems.push(e);
             }
         }
         if node.mode == Mode::Bypassed && tool.primary_image.is_none() {
-            return Err(invalid(
+            problems.push(invalid(
                 &node.name,
                 format!("tool {} has no image input to pass through, so it cannot be bypassed", tool.name),
             ));
         }
+    }
+
+    fn check_link(
+        &self,
+        node: &NodeDef,
+        tool: &ToolSpec,
+        param: &str,
+        link: &str,
+    ) -> Result<(), RequestError> {
+        let field = format!("{}.{param}", node.name);
+        let spec = tool
+            .param(param)
+            .ok_or_else(|| invalid(&field, format!("unknown parameter for tool {}", tool.name)))?;
+        let source = self.link_source(&node.name, param, link)?;
+        if source == node.name {
+            return Err(invalid(&node.name, "a node cannot link to itself"));
+        }
+        let produces = self.node_tool(source).map(|t| t.output);
+        if spec.ty != ParamType::Image || produces != Some(tools::OutputKind::Image) {
+            return Err(invalid(
+                &field,
+                format!("type mismatch: {} is {} and {source}.output is not an image", field, spec.ty.name()),
+            ));
+        }
+        if node.params.get(param).is_some_and(|v| !v.is_null()) {
+            return Err(invalid(&field, "a linked parameter cannot also have a value"));
+        }
         Ok(())
     }
 
-    fn validate_variables(&self) -> Result<(), RequestError> {
+    fn variable_problems(&self, problems: &mut Vec<RequestError>) {
         let mut targeted = HashSet::new();
         for (name, var) in &self.variables {
             let field = format!("variables.{name}");
             if !valid_identifier(name) {
-                return Err(RequestError::invalid(
+                problems.push(RequestError::invalid(
                     field,
                     "variable names are 1-64 characters of A-Z a-z 0-9 _ -",
                 ));
+                continue;
             }
             if self.node(name).is_some() {
-                return Err(RequestError::invalid(field, "a variable cannot share its name with a node"));
+                problems.push(RequestError::invalid(field, "a variable cannot share its name with a node"));
+                continue;
             }
             if var.targets.is_empty() {
-                return Err(RequestError::invalid(field, "a variable needs at least one target"));
+                problems.push(RequestError::invalid(field, "a variable needs at least one target"));
+                continue;
             }
             for target in &var.targets {
-                let spec =
-                    self.target_spec(target).map_err(|reason| RequestError::invalid(&field, reason))?;
+                let spec = match self.target_spec(target) {
+                    Ok(spec) => spec,
+                    Err(reason) => {
+                        problems.push(RequestError::invalid(&field, reason));
+                        continue;
+                    }
+                };
                 if spec.ty.name() != var.ty {
-                    return Err(RequestError::invalid(
+                    problems.push(RequestError::invalid(
                         &field,
                         format!("type mismatch: variable is {} but {target} is {}", var.ty, spec.ty.name()),
                     ));
-                }
-                if !targeted.insert(target.as_str()) {
-                    return Err(RequestError::invalid(
+                } else if !targeted.insert(target.as_str()) {
+                    problems.push(RequestError::invalid(
                         &field,
                         format!("{target} is the target of two variables"),
                     ));
                 }
             }
         }
-        Ok(())
+    }
+
+    /// Positions are finite, and there are not more of them than an editor could place.
+    fn layout_problems(&self, problems: &mut Vec<RequestError>) {
+        let places = self.nodes.len() + self.variables.len() + self.outputs.len();
+        if self.layout.len() > LAYOUT_MAX_ENTRIES.max(places) {
+            problems.push(RequestError::invalid(
+                "layout",
+                format!(
+                    "at most {} positions (one per node, variable and output)",
+                    LAYOUT_MAX_ENTRIES.max(places)
+                ),
+            ));
+        }
+        for (key, position) in &self.layout {
+            if key.chars().count() > 200 {
+                problems.push(RequestError::invalid("layout", "a layout key is at most 200 characters"));
+            } else if !position.iter().all(|c| c.is_finite() && c.abs() <= 1e7) {
+                problems.push(RequestError::invalid(
+                    format!("layout.{key}"),
+                    "a position is [x, y], two finite numbers within ±10,000,000",
+                ));
+            }
+        }
     }
 
     fn target_spec(&self, target: &str) -> Result<&'static ParamSpec, String> {
@@ -541,6 +611,67 @@ mod tests {
         let mut wf = tryon_upscale();
         wf.variables.get_mut("garment").unwrap().targets.push("Upscale.image".into());
         assert_eq!(field_of(wf.validate().unwrap_err()), "variables.garment");
+    }
+
+    #[test]
+    fn problems_lists_every_place_at_once_and_validate_reports_the_first() {
+        let mut wf = tryon_upscale();
+        wf.nodes[0].params.insert("category".into(), json!("hats"));
+        wf.nodes[0].params.insert("zoom".into(), json!(1));
+        wf.nodes[1].params.insert("scale".into(), json!(3));
+        wf.nodes[1].links.insert("image".into(), "Nope.output".into());
+        wf.variables.get_mut("garment").unwrap().targets.push("Ghost.image".into());
+        wf.outputs.insert("x".into(), "Ghost.output".into());
+        wf.layout.insert("Tryon".into(), [f64::INFINITY, 0.0]);
+        let problems = wf.problems();
+        let fields: Vec<String> = problems.iter().cloned().map(field_of).collect();
+        assert_eq!(
+            fields,
+            [
+                "Tryon.category",
+                "Tryon.zoom",
+                "Upscale.scale",
+                "Upscale.image",
+                "variables.garment",
+                "outputs.x",
+                "layout.Tryon"
+            ]
+        );
+        assert_eq!(wf.validate().unwrap_err(), problems[0]);
+        assert!(tryon_upscale().problems().is_empty());
+
+        // A node whose tool is unknown is one problem, not one per parameter.
+        let mut wf = tryon_upscale();
+        wf.nodes[1].tool = "teleport".into();
+        assert_eq!(wf.problems().into_iter().map(field_of).collect::<Vec<_>>(), ["Upscale"]);
+        let empty = WorkflowDef::parse(json!({"nodes": []})).unwrap();
+        assert_eq!(empty.problems().into_iter().map(field_of).collect::<Vec<_>>(), ["nodes"]);
+    }
+
+    #[test]
+    fn a_layout_is_kept_and_bounded() {
+        let mut doc = serde_json::to_value(tryon_upscale()).unwrap();
+        assert!(doc.get("layout").is_none(), "no layout, no field");
+        doc["layout"] =
+            json!({"Tryon": [10, -20.5], "$var:garment": [-200, 0], "$out:final_image": [600, 0]});
+        let wf = WorkflowDef::parse(doc.clone()).unwrap();
+        wf.validate().unwrap();
+        assert_eq!(wf.layout["Tryon"], [10.0, -20.5]);
+        assert_eq!(WorkflowDef::parse(serde_json::to_value(&wf).unwrap()).unwrap(), wf, "round trip");
+        assert_eq!(wf.inputs(), tryon_upscale().inputs(), "discovery's inputs ignore it");
+
+        let mut wide = tryon_upscale();
+        for i in 0..=LAYOUT_MAX_ENTRIES {
+            wide.layout.insert(format!("k{i}"), [0.0, 0.0]);
+        }
+        assert_eq!(field_of(wide.validate().unwrap_err()), "layout");
+        let mut far = tryon_upscale();
+        far.layout.insert("Tryon".into(), [2e7, 0.0]);
+        assert_eq!(field_of(far.validate().unwrap_err()), "layout.Tryon");
+        doc["layout"] = json!({"Tryon": [1]});
+        assert!(WorkflowDef::parse(doc.clone()).is_err(), "a position is two numbers");
+        doc["layout"] = json!({"Tryon": "here"});
+        assert!(WorkflowDef::parse(doc).is_err());
     }
 
     #[test]

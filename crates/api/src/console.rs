@@ -1,0 +1,555 @@
+//! The web console's API, under `/console/api`: sessions, keys, the ledger, usage, run
+//! details and re-runs, and the whole v3 interface again under `/console/api/v3/*`.
+//!
+//! A browser signs in once with an API key (`POST /console/api/session`) and gets a session
+//! cookie (`HttpOnly; SameSite=Strict; Path=/`, and `Secure` with the `__Host-` name when the
+//! request came over HTTPS, as `X-Forwarded-Proto` says). The key is never kept by the page.
+//! Every console request is authorized by that cookie, and every change (any method but GET
+//! and HEAD) also needs:
+//! - the session's CSRF token in `X-CSRF-Token` (returned at sign-in and by
+//!   `GET /console/api/session`);
+//! - a same-origin request: `Sec-Fetch-Site` `same-origin` or `none` when the browser sends
+//!   it, and an `Origin`, when sent, whose host is the request's `Host`.
+//!
+//! `/api/*` never reads the cookie: a console session cannot be used from another origin
+//! against the public interface, and the public interface gains no CSRF surface. Failed
+//! sign-ins are limited per client address (`ConsoleConfig::sign_in`); the limit is read
+//! before the key is, so guessing stops at the limit.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use atelier_core::params::stored_input_key;
+use atelier_core::time::now_micros;
+use atelier_core::RequestError;
+use atelier_store::{format_time, LedgerQuery, Session, SessionLimits, StoreError};
+use axum::extract::{ConnectInfo, FromRequestParts, Path, Query, Request, State};
+use axum::http::header::{self, HeaderValue};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Extension, Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::{ApiError, RunError};
+use crate::extract::{Authenticated, JsonObject, RunId};
+use crate::limits::{ceil_secs, RateLimit, RateLimiter};
+use crate::ops::{self, RunRequest, Submission};
+use crate::{render, v3, AppState};
+
+/// Settings of the console's API.
+#[derive(Debug, Clone, Copy)]
+pub struct ConsoleConfig {
+    pub sessions: SessionLimits,
+    /// Failed sign-ins per client address: `burst` at once, then `per_second`.
+    pub sign_in: RateLimit,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        Self { sessions: SessionLimits::default(), sign_in: RateLimit { per_second: 1.0 / 6.0, burst: 10 } }
+    }
+}
+
+/// The cookie's name over plain HTTP.
+pub const COOKIE: &str = "atelier_session";
+/// The cookie's name over HTTPS: the prefix makes browsers refuse it unless `Secure`, with
+/// `Path=/` and no `Domain`.
+pub const SECURE_COOKIE: &str = "__Host-atelier_session";
+/// The header that carries the session's CSRF token on changes.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// Failed sign-ins, per client address.
+#[derive(Clone)]
+struct SignIns(Option<Arc<RateLimiter>>);
+
+pub(crate) fn routes(state: &AppState) -> Router<AppState> {
+    let sign_ins = SignIns(RateLimiter::new(state.config.console.sign_in).map(Arc::new));
+    // The v3 interface again, for the console's pages: the same handlers, with the account
+    // the session holds.
+    let v3 = Router::new()
+        .nest("/console", v3::routes())
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), session_account));
+    Router::new()
+        .route("/console/api/session", post(sign_in).get(current).delete(sign_out))
+        .route("/console/api/keys", get(list_keys).post(create_key))
+        .route("/console/api/keys/{id}", delete(revoke_key))
+        .route("/console/api/ledger", get(ledger))
+        .route("/console/api/usage", get(usage))
+        .route("/console/api/runs/{run_id}", get(run_detail))
+        .route("/console/api/runs/{run_id}/rerun", post(rerun))
+        .merge(v3)
+        .layer(Extension(sign_ins))
+        .layer(axum::middleware::map_response(no_store))
+}
+
+/// Nothing the console's API answers is cached.
+async fn no_store(mut response: Response) -> Response {
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// The session a console request carries, checked as the module says.
+pub(crate) struct SignedIn(pub Session);
+
+impl FromRequestParts<AppState> for SignedIn {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if let Some(session) = parts.extensions.get::<Session>() {
+            return Ok(Self(session.clone()));
+        }
+        let session = authorize(&parts.method, &parts.headers, state).await?;
+        parts.extensions.insert(session.clone());
+        Ok(Self(session))
+    }
+}
+
+async fn authorize(method: &Method, headers: &HeaderMap, state: &AppState) -> Result<Session, ApiError> {
+    let changes = !matches!(*method, Method::GET | Method::HEAD);
+    if changes {
+        same_origin(headers)?;
+    }
+    let token = session_cookie(headers).ok_or(ApiError::SessionRequired)?;
+    let session =
+        state.store.session(token, state.config.console.sessions).await?.ok_or(ApiError::SessionRequired)?;
+    if changes {
+        let sent = headers.get(CSRF_HEADER).map(HeaderValue::as_bytes).unwrap_or_default();
+        if !constant_time_eq(sent, session.csrf_token.as_bytes()) {
+            return Err(ApiError::Forbidden(
+                "this change needs the session's CSRF token in the X-CSRF-Token header".into(),
+            ));
+        }
+    }
+    Ok(session)
+}
+
+/// Authorizes `/console/api/v3/*` by session and hands the account to the v3 handlers.
+async fn session_account(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    match authorize(req.method(), req.headers(), &state).await {
+        Ok(session) => {
+            req.extensions_mut().insert(Authenticated(session.account.clone()));
+            req.extensions_mut().insert(session);
+            next.run(req).await
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+/// Refuses a request another site made: by `Sec-Fetch-Site` where the browser sends it, and
+/// by `Origin` against `Host` (or `X-Forwarded-Host`) where an origin is sent.
+fn same_origin(headers: &HeaderMap) -> Result<(), ApiError> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = text("sec-fetch-site") {
+        if site != "same-origin" && site != "none" {
+            return Err(ApiError::Forbidden(format!(
+                "a console change cannot come from another site ({site})"
+            )));
+        }
+    }
+    if let Some(origin) = text("origin") {
+        let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
+        let hosts = [text("host"), text("x-forwarded-host")];
+        if !hosts.into_iter().flatten().any(|host| host.eq_ignore_ascii_case(authority)) {
+            return Err(ApiError::Forbidden("a console change cannot come from another origin".into()));
+        }
+    }
+    Ok(())
+}
+
+fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, value)| (*name == COOKIE || *name == SECURE_COOKIE) && !value.is_empty())
+        .map(|(_, value)| value)
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Whether the request reached the proxy in front over HTTPS.
+fn over_https(headers: &HeaderMap) -> bool {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    text("x-forwarded-proto").eq_ignore_ascii_case("https")
+        || text("forwarded").to_ascii_lowercase().split([';', ',']).any(|p| p.trim() == "proto=https")
+}
+
+fn set_cookie(headers: &HeaderMap, value: &str, max_age: i64) -> HeaderValue {
+    let cookie = if over_https(headers) {
+        format!("{SECURE_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age={max_age}")
+    } else {
+        format!("{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}")
+    };
+    HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static("atelier_session=; Max-Age=0"))
+}
+
+fn session_view(session: &Session, balance: i64) -> Value {
+    json!({
+        "account": session.account.name,
+        "csrf_token": session.csrf_token,
+        "expires_at": format_time(session.expires_at),
+        "balance": balance,
+    })
+}
+
+/// The client's address, for counting failed sign-ins (behind a proxy, the proxy's).
+fn client_key(parts_ext: Option<&ConnectInfo<SocketAddr>>) -> [u8; 32] {
+    let ip = parts_ext.map_or_else(|| "unknown".to_string(), |ConnectInfo(addr)| addr.ip().to_string());
+    Sha256::digest(ip.as_bytes()).into()
+}
+
+async fn sign_in(
+    State(state): State<AppState>,
+    Extension(SignIns(limiter)): Extension<SignIns>,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    same_origin(&headers)?;
+    let client = client_key(connect.as_ref().map(|Extension(c)| c));
+    if let Some(limiter) = &limiter {
+        if let Some(wait) = limiter.wait(client, Instant::now()) {
+            return Err(ApiError::SignInLimited { retry_after: ceil_secs(wait).max(1) });
+        }
+    }
+    let key = match body.get("api_key") {
+        Some(Value::String(key)) if !key.trim().is_empty() && key.len() <= 128 => key.trim(),
+        _ => return Err(RequestError::invalid("api_key", "the API key to sign in with, as a string").into()),
+    };
+    let Some(holder) = state.store.authenticate_key(key).await? else {
+        if let Some(limiter) = &limiter {
+            limiter.check(client, Instant::now());
+        }
+        return Err(ApiError::Unauthorized);
+    };
+    let limits = state.config.console.sessions;
+    let made = state.store.create_session(&holder, limits).await?;
+    let balance = state.store.balance(holder.account.id).await?;
+    let session = Session {
+        id: 0,
+        account: holder.account,
+        key_id: holder.key_id,
+        csrf_token: made.csrf_token,
+        created_at: now_micros(),
+        expires_at: made.expires_at,
+    };
+    let max_age = i64::try_from(limits.absolute.as_secs()).unwrap_or(i64::MAX);
+    let mut response = Json(session_view(&session, balance)).into_response();
+    response.headers_mut().insert(header::SET_COOKIE, set_cookie(&headers, &made.token, max_age));
+    Ok(response)
+}
+
+async fn current(
+    State(state): State<AppState>,
+    SignedIn(session): SignedIn,
+) -> Result<Json<Value>, ApiError> {
+    let balance = state.store.balance(session.account.id).await?;
+    Ok(Json(session_view(&session, balance)))
+}
+
+async fn sign_out(
+    State(state): State<AppState>,
+    SignedIn(_): SignedIn,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    if let Some(token) = session_cookie(&headers) {
+        state.store.end_session(token).await?;
+    }
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response.headers_mut().insert(header::SET_COOKIE, set_cookie(&headers, "", 0));
+    Ok(response)
+}
+
+fn key_view(key: &atelier_store::KeyRecord, current: i64) -> Value {
+    json!({
+        "id": key.id,
+        "prefix": key.prefix,
+        "created_at": format_time(key.created_at),
+        "last_used": key.last_used.map(format_time),
+        "revoked_at": key.revoked_at.map(format_time),
+        "current": key.id == current,
+    })
+}
+
+async fn list_keys(
+    State(state): State<AppState>,
+    SignedIn(session): SignedIn,
+) -> Result<Json<Value>, ApiError> {
+    let keys = state.store.list_keys(session.account.id).await?;
+    Ok(Json(json!({"keys": keys.iter().map(|k| key_view(k, session.key_id)).collect::<Vec<_>>()})))
+}
+
+async fn create_key(
+    State(state): State<AppState>,
+    SignedIn(session): SignedIn,
+) -> Result<Json<Value>, ApiError> {
+    let (record, key) = state.store.add_key(session.account.id).await?;
+    let mut view = key_view(&record, session.key_id);
+    view["key"] = json!(key);
+    Ok(Json(view))
+}
+
+async fn revoke_key(
+    State(state): State<AppState>,
+    SignedIn(session): SignedIn,
+    headers: HeaderMap,
+    id: Result<Path<i64>, axum::extract::rejection::PathRejection>,
+) -> Result<Response, ApiError> {
+    let Ok(Path(id)) = id else { return Err(RequestError::invalid("id", "a key id is a number").into()) };
+    let record = match state.store.revoke_account_key(session.account.id, id).await {
+        Ok(record) => record,
+        Err(StoreError::NotFound) => return Err(ApiError::KeyNotFound(id)),
+        Err(StoreError::Conflict(reason)) => return Err(ApiError::Conflict(reason)),
+        Err(e) => return Err(e.into()),
+    };
+    let mut response = Json(key_view(&record, session.key_id)).into_response();
+    // Revoking the key this session signed in with ends the session.
+    if record.id == session.key_id {
+        response.headers_mut().insert(header::SET_COOKIE, set_cookie(&headers, "", 0));
+    }
+    Ok(response)
+}
+
+#[derive(Deserialize)]
+struct LedgerPage {
+    kind: Option<String>,
+    run_id: Option<String>,
+    before: Option<i64>,
+    limit: Option<i64>,
+}
+
+const LEDGER_KINDS: [&str; 4] = ["grant", "reserve", "charge", "release"];
+
+async fn ledger(
+    State(state): State<AppState>,
+    SignedIn(session): SignedIn,
+    page: Result<Query<LedgerPage>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(page) = page.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
+    let kind = page.kind.as_deref().filter(|k| !k.is_empty());
+    if let Some(kind) = kind {
+        if !LEDGER_KINDS.contains(&kind) {
+            return Err(RequestError::invalid("kind", "one of grant, reserve, charge, release").into());
+        }
+    }
+    let limit = page.limit.unwrap_or(50).clamp(1, 200);
+    let query = LedgerQuery {
+        kind,
+        run_id: page.run_id.as_deref().filter(|r| !r.is_empty()),
+        before_id: page.before,
+        limit,
+    };
+    let entries = state.store.ledger(session.account.id, &query).await?;
+    let next = (entries.len() as i64 == limit).then(|| entries.last().map(|e| e.id)).flatten();
+    let entries: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            json!({
+                "id": e.id,
+                "run_id": e.run_id,
+                "target": e.target,
+                "kind": e.kind,
+                "amount": e.amount,
+                "created_at": format_time(e.created_at),
+            })
+        })
+        .collect();
+    Ok(Json(json!({"entries": entries, "next_before": next})))
+}
+
+#[derive(Deserialize)]
+struct UsageWindow {
+    days: Option<i64>,
+}
+
+/// Tokens charged and nodes run per UTC day, over the last `days` (1 to 366, 30 by default),
+/// every day listed, quiet ones with zeros.
+async fn usage(
+    State(state): State<AppState>,
+    SignedIn(session): SignedIn,
+    window: Result<Query<UsageWindow>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    const DAY: i64 = 86_400_000_000;
+    let Query(window) = window.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
+    let days = window.days.unwrap_or(30);
+    if !(1..=366).contains(&days) {
+        return Err(RequestError::invalid("days", "from 1 to 366").into());
+    }
+    let today = now_micros() / DAY * DAY;
+    let since = today - (days - 1) * DAY;
+    let usage = state.store.usage(session.account.id, since).await?;
+    let list: Vec<Value> = (0..days)
+        .map(|i| {
+            let day = since + i * DAY;
+            let tokens = usage.tokens.iter().find(|(d, _)| *d == day).map_or(0, |(_, n)| *n);
+            let nodes: Map<String, Value> = usage
+                .nodes
+                .iter()
+                .filter(|(d, ..)| *d == day)
+                .map(|(_, tool, n)| (tool.clone(), json!(n)))
+                .collect();
+            json!({"date": &format_time(day)[..10], "tokens": tokens, "nodes": nodes})
+        })
+        .collect();
+    Ok(Json(json!({"days": list})))
+}
+
+/// A run as the console shows it: its status, the graph it ran (each node's tool, links and
+/// whether it was bypassed) and whether it can be run again with the same input.
+async fn run_detail(
+    State(state): State<AppState>,
+    SignedIn(session): SignedIn,
+    RunId(id): RunId,
+) -> Result<Json<Value>, ApiError> {
+    let run = state.store.get_run(session.account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
+    let nodes: Vec<Value> = run
+        .nodes
+        .iter()
+        .map(|n| {
+            json!({
+                "name": n.name,
+                "gen_id": n.gen_id,
+                "tool": n.tool,
+                "links": n.links,
+                "bypassed": n.bypassed,
+                "price": n.price,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "id": run.id,
+        "type": if run.kind == atelier_store::RunKind::Workflow { "workflow" } else { "node" },
+        "target": run.target,
+        "status": render::v3_status(&state.blob, &run, None),
+        "nodes": nodes,
+        "rerun": rerun_input(&run).is_some(),
+    })))
+}
+
+/// The input a v3 run was accepted with (inline images as stored references), which a
+/// re-run sends again; v2 runs keep their images redacted, so they cannot be re-run.
+fn rerun_input(run: &atelier_store::RunRecord) -> Option<&Map<String, Value>> {
+    match (&run.family, &run.echo) {
+        (None, Some(Value::Object(input))) => Some(input),
+        _ => None,
+    }
+}
+
+/// Runs a run's target again with the same input: a new run, priced and charged as any.
+async fn rerun(
+    State(state): State<AppState>,
+    SignedIn(session): SignedIn,
+    RunId(id): RunId,
+) -> Result<Response, RunError> {
+    let run = state.store.get_run(session.account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
+    let Some(input) = rerun_input(&run) else {
+        return Err(ApiError::Conflict(
+            "this run cannot be run again: it was made through the v2 interface, which \
+                                       keeps no copy of its images"
+                .into(),
+        )
+        .into());
+    };
+    let mut input = input.clone();
+    for value in input.values_mut() {
+        let Some(key) = value.as_str().and_then(stored_input_key).map(str::to_owned) else { continue };
+        // Stored as sent, so the run stores it under the same digest again.
+        let bytes = state.blob.get(&key).await.map_err(|e| match e {
+            atelier_blob::BlobError::NotFound => {
+                ApiError::Conflict("this run's input images expired with it; send them again".into())
+            }
+            other => ApiError::Internal(format!("reading a stored input: {other}")),
+        })?;
+        *value = Value::String(String::from_utf8_lossy(&bytes).into_owned());
+    }
+    let request =
+        RunRequest { kind: run.kind, target: run.target.clone(), input, slices: Default::default() };
+    let accepted = ops::submit(&state, &session.account, Submission::new(request, None, None), None).await?;
+    Ok(Json(accepted.handle()).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn changes_from_other_sites_are_refused() {
+        for ok in [
+            vec![],
+            vec![("sec-fetch-site", "same-origin")],
+            vec![("sec-fetch-site", "none")],
+            vec![("host", "127.0.0.1:8080"), ("origin", "http://127.0.0.1:8080")],
+            vec![
+                ("host", "internal:80"),
+                ("x-forwarded-host", "atelier.example"),
+                ("origin", "https://atelier.example"),
+            ],
+        ] {
+            assert!(same_origin(&headers(&ok)).is_ok(), "{ok:?}");
+        }
+        for refused in [
+            vec![("sec-fetch-site", "cross-site")],
+            vec![("sec-fetch-site", "same-site")],
+            vec![("host", "127.0.0.1:8080"), ("origin", "http://evil.example")],
+            vec![("host", "127.0.0.1:8080"), ("origin", "null")],
+            vec![("sec-fetch-site", "same-origin"), ("host", "a:1"), ("origin", "http://b:1")],
+        ] {
+            assert!(matches!(same_origin(&headers(&refused)), Err(ApiError::Forbidden(_))), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn the_session_cookie_is_found_among_others() {
+        assert_eq!(session_cookie(&headers(&[("cookie", "a=1; atelier_session=tok; b=2")])), Some("tok"));
+        assert_eq!(session_cookie(&headers(&[("cookie", "__Host-atelier_session=sec")])), Some("sec"));
+        assert_eq!(
+            session_cookie(&headers(&[("cookie", "a=1"), ("cookie", "atelier_session=x")])),
+            Some("x")
+        );
+        assert_eq!(session_cookie(&headers(&[("cookie", "atelier_session=")])), None);
+        assert_eq!(session_cookie(&headers(&[("cookie", "xatelier_session=1")])), None);
+        assert_eq!(session_cookie(&headers(&[])), None);
+    }
+
+    #[test]
+    fn cookies_are_secure_behind_https() {
+        let plain = set_cookie(&headers(&[]), "t", 60);
+        assert_eq!(plain, "atelier_session=t; Path=/; HttpOnly; SameSite=Strict; Max-Age=60");
+        for https in [vec![("x-forwarded-proto", "https")], vec![("forwarded", "for=1.2.3.4;proto=https")]] {
+            let cookie = set_cookie(&headers(&https), "t", 60);
+            assert_eq!(
+                cookie,
+                "__Host-atelier_session=t; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=60"
+            );
+        }
+    }
+
+    #[test]
+    fn tokens_compare_in_full() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        assert!(!constant_time_eq(b"", b"a"));
+    }
+}

@@ -43,16 +43,23 @@ use crate::ops::{self, RunRequest, Submission};
 use crate::{render, v3, AppState};
 
 /// Settings of the console's API.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ConsoleConfig {
     pub sessions: SessionLimits,
     /// Failed sign-ins per client address: `burst` at once, then `per_second`.
     pub sign_in: RateLimit,
+    /// Origins the pages may show images and videos from besides their own (where output
+    /// URLs point when they are served elsewhere).
+    pub media_sources: Vec<String>,
 }
 
 impl Default for ConsoleConfig {
     fn default() -> Self {
-        Self { sessions: SessionLimits::default(), sign_in: RateLimit { per_second: 1.0 / 6.0, burst: 10 } }
+        Self {
+            sessions: SessionLimits::default(),
+            sign_in: RateLimit { per_second: 1.0 / 6.0, burst: 10 },
+            media_sources: Vec::new(),
+        }
     }
 }
 

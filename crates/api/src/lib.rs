@@ -1,4 +1,5 @@
-//! The HTTP interface: v3 and v2 routers, files, health, OpenAPI.
+//! The HTTP interface: v3 and v2 routers, the console's API and pages, files, health,
+//! OpenAPI.
 //!
 //! Handlers are thin: they authenticate, parse, call an operation in
 //! [`ops`] and render with [`render`]. Errors map to HTTP once, in
@@ -101,6 +102,9 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(keyed)
         .merge(console::routes(&state))
+        .merge(atelier_console::router(atelier_console::Sources {
+            media: state.config.console.media_sources.clone(),
+        }))
         .route("/files/{*key}", get(files::get_file))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(readyz))

@@ -313,12 +313,15 @@ fn console_paths(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value
             "links": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Parameter → upstream node"},
             "bypassed": {"type": "boolean"}, "price": {"type": "integer"}}}},
         "rerun": {"type": "boolean", "description": "Whether POST …/rerun can run it again (v3 runs)"}}}));
-    schemas.insert("Validation".into(), json!({"type": "object", "required": ["valid", "errors", "description"], "properties": {
+    schemas.insert("Validation".into(), json!({"type": "object", "required": ["valid", "errors", "description", "estimate"], "properties": {
         "valid": {"type": "boolean"},
         "errors": {"type": "array", "items": {"type": "object", "required": ["field", "reason"], "properties": {
             "field": {"type": ["string", "null"], "description": "Node, Node.param, variables.NAME, outputs.NAME, layout.KEY, nodes or name"},
             "reason": {"type": "string"}}}},
-        "description": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/WorkflowDescription"}]}}}));
+        "description": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/WorkflowDescription"}]},
+        "estimate": {"oneOf": [{"type": "null"}, {"type": "object", "required": ["tokens", "nodes"],
+            "description": "The price with every mandatory input at a placeholder (non-image inputs at their first allowed value): where the price starts",
+            "properties": {"tokens": {"type": "integer"}, "nodes": {"type": "object", "additionalProperties": {"type": "integer"}}}}]}}}));
 }
 
 /// The OpenAPI 3.1 document of the whole interface.

@@ -1,5 +1,6 @@
 //! `/api/v3`: unified runs, status, workflows, tools.
 
+use atelier_core::plan::compile_workflow;
 use atelier_core::status::RunStatus;
 use atelier_core::workflow::WorkflowDef;
 use atelier_core::RequestError;
@@ -176,6 +177,7 @@ struct ValidateAs {
 /// has none, what discovery will show of it saved under `name` (`untitled` by default).
 /// Saves nothing. A body that is not a workflow document at all is a 400, as for `PUT`.
 async fn validate_workflow(
+    State(state): State<AppState>,
     Caller(_): Caller,
     query: Result<Query<ValidateAs>, axum::extract::rejection::QueryRejection>,
     JsonObject(body): JsonObject,
@@ -196,7 +198,20 @@ async fn validate_workflow(
         None => "untitled".to_string(),
     };
     let description = errors.is_empty().then(|| ops::describe(&name, &def));
-    Ok(Json(json!({"valid": errors.is_empty(), "errors": errors, "description": description})))
+    // The price with every mandatory input at a placeholder (images do not change a price;
+    // other inputs take their first allowed value, so this is where the price starts).
+    let estimate = errors
+        .is_empty()
+        .then(|| compile_workflow(&def, &def.placeholder_input(), &state.config.prices).ok())
+        .flatten()
+        .map(|plan| {
+            let nodes: serde_json::Map<String, Value> =
+                plan.nodes.iter().map(|n| (n.name.clone(), json!(n.price))).collect();
+            json!({"tokens": plan.price(), "nodes": nodes})
+        });
+    Ok(Json(
+        json!({"valid": errors.is_empty(), "errors": errors, "description": description, "estimate": estimate}),
+    ))
 }
 
 fn problem(e: &RequestError) -> Value {

@@ -214,8 +214,10 @@ impl Default for Console {
 }
 
 impl Console {
-    pub fn settings(&self) -> atelier_api::console::ConsoleConfig {
+    /// The console's settings; `media` are the origins output URLs may point to.
+    pub fn settings(&self, media: Vec<String>) -> atelier_api::console::ConsoleConfig {
         atelier_api::console::ConsoleConfig {
+            media_sources: media,
             sessions: atelier_store::SessionLimits {
                 idle: Duration::from_secs(self.session_idle_minutes.saturating_mul(60)),
                 absolute: Duration::from_secs(self.session_hours.saturating_mul(3600)),

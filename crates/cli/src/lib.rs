@@ -170,6 +170,17 @@ impl Running {
     }
 }
 
+/// The origins output URLs point to other than the API's own (a CDN, a public URL), for the
+/// console's Content-Security-Policy.
+fn media_origins(config: &Config) -> Vec<String> {
+    [config.outputs.cdn_base_url.as_str(), config.server.public_url.as_str()]
+        .iter()
+        .filter_map(|u| url::Url::parse(u).ok())
+        .map(|u| u.origin().ascii_serialization())
+        .filter(|o| o != "null")
+        .collect()
+}
+
 /// Starts the service on an already-open store. `tools` defaults to the
 /// built-in engine.
 pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>) -> anyhow::Result<Running> {
@@ -192,7 +203,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         rate_limit: RateLimit { per_second: config.limits.requests_per_second, burst: config.limits.burst },
         prices: config.prices().map_err(anyhow::Error::msg)?,
         engines: atelier_api::Engines(engines.directory()),
-        console: config.console.settings(),
+        console: config.console.settings(media_origins(&config)),
     };
     let state = AppState { store: store.clone(), blob: blob.clone(), config: Arc::new(api_config) };
     let shutdown = CancellationToken::new();

@@ -96,6 +96,21 @@ pub struct ParamSpec {
 }
 
 impl ParamSpec {
+    /// A value this parameter accepts, chosen without a caller: an image placeholder, the
+    /// first allowed value, the least number. What a price "from" is computed with.
+    pub fn placeholder(&self) -> Value {
+        match &self.ty {
+            ParamType::Image => Value::from("<image>"),
+            ParamType::Select { values } => Value::from(values.first().copied().unwrap_or_default()),
+            ParamType::Number { min, values, integer, .. } => {
+                let n = values.first().copied().unwrap_or(if *integer { min.ceil() } else { *min });
+                number_value(n)
+            }
+            ParamType::String => Value::from("x"),
+            ParamType::Boolean => Value::from(false),
+        }
+    }
+
     /// A caller must supply this parameter (it has no default to fall back on).
     pub fn is_mandatory(&self) -> bool {
         self.required && self.default == Default::None

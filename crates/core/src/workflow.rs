@@ -501,6 +501,27 @@ impl WorkflowDef {
         json!({"type": "workflow", "target": name, "input": input})
     }
 
+    /// The parameter an input key (variable or `Node.param`) fills: a variable's first
+    /// target's.
+    pub fn input_spec(&self, key: &str) -> Option<&'static ParamSpec> {
+        let target = match self.variables.get(key) {
+            Some(var) => var.targets.first()?.as_str(),
+            None => key,
+        };
+        let (node, param) = split_key(target)?;
+        self.node_tool(node)?.param(param)
+    }
+
+    /// An input for every mandatory input, each a [`ParamSpec::placeholder`]: what a price
+    /// is estimated with before a caller has the values.
+    pub fn placeholder_input(&self) -> Params {
+        self.inputs()
+            .mandatory
+            .keys()
+            .filter_map(|key| Some((key.clone(), self.input_spec(key)?.placeholder())))
+            .collect()
+    }
+
     /// The type name of an input key (variable or `Node.param`).
     pub fn input_type(&self, key: &str) -> Option<&str> {
         if let Some(var) = self.variables.get(key) {

@@ -425,6 +425,7 @@ async fn validation_lists_every_problem_and_what_discovery_will_show() {
     assert_eq!(fields, ["Tryon.category", "Up.scale", "Up.image", "variables.garment", "outputs.lost"]);
     assert!(answer["errors"].as_array().unwrap().iter().all(|e| !e["reason"].as_str().unwrap().is_empty()));
     assert!(answer["description"].is_null());
+    assert!(answer["estimate"].is_null());
 
     let good = json!({
         "variables": {"garment": {"type": "image", "targets": ["Tryon.garment_image"]}},
@@ -440,6 +441,16 @@ async fn validation_lists_every_problem_and_what_discovery_will_show() {
     assert_eq!(answer["description"]["name"], "Summer look");
     assert_eq!(answer["description"]["outputs"], json!({"hero": "Up.output"}));
     assert!(answer["description"]["inputs"]["mandatory"]["garment"].is_string());
+    assert_eq!(answer["estimate"], json!({"tokens": 2, "nodes": {"Tryon": 1, "Up": 1}}));
+    let mut pricey = good.clone();
+    pricey["nodes"][1]["params"] = json!({"scale": 4});
+    pricey["nodes"][0]["mode"] = json!("bypassed");
+    let (_, answer) = app.post("/api/v3/workflows/validate", &pricey).await;
+    assert_eq!(
+        answer["estimate"],
+        json!({"tokens": 2, "nodes": {"Tryon": 0, "Up": 2}}),
+        "a bypassed node is free"
+    );
     assert!(app.get("/api/v3/workflow/Summer%20look").await.0 == 404, "nothing was saved");
     let (_, bad_name) = app.post("/api/v3/workflows/validate?name=a%2Fb", &good).await;
     assert_eq!(bad_name["errors"][0]["field"], "name");

@@ -1,0 +1,174 @@
+// The console's client of the service. Every call goes to /console/api (the session cookie
+// authorizes it); changes carry the session's CSRF token. The API key is never kept here:
+// it is sent once, to sign in.
+
+export interface ApiErrorBody {
+  name: string;
+  message: string;
+  field?: string;
+  reason?: string;
+  required?: number;
+  balance?: number;
+  retry_after?: number;
+  allowed?: unknown[];
+  missing?: string[];
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly body: ApiErrorBody;
+  constructor(status: number, body: ApiErrorBody) {
+    super(body.message);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+let csrfToken = '';
+
+/** Called with the token of the session: at sign-in and when the session is read. */
+export function setCsrfToken(token: string) {
+  csrfToken = token;
+}
+
+/** Where the signed-out page goes; set by the app. */
+let onSignedOut: () => void = () => {};
+export function whenSignedOut(handler: () => void) {
+  onSignedOut = handler;
+}
+
+export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
+  const response = await fetch(`/console/api${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'same-origin',
+  });
+  if (response.status === 204) return undefined as T;
+  const text = await response.text();
+  let parsed: unknown = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = null;
+  }
+  if (!response.ok) {
+    const error = (parsed as { error?: ApiErrorBody } | null)?.error ?? {
+      name: 'HttpError',
+      message: `${response.status} ${response.statusText}`,
+    };
+    if (response.status === 401 && error.name === 'SessionRequired') onSignedOut();
+    throw new ApiError(response.status, error);
+  }
+  return parsed as T;
+}
+
+export const get = <T>(path: string) => call<T>('GET', path);
+export const post = <T>(path: string, body?: unknown) => call<T>('POST', path, body ?? {});
+export const put = <T>(path: string, body: unknown) => call<T>('PUT', path, body);
+export const del = <T>(path: string) => call<T>('DELETE', path);
+
+/** A workflow name as one path segment. */
+export const segment = (name: string) => encodeURIComponent(name);
+
+/** An error in plain words, with what the caller can do about it. */
+export function explain(error: unknown): string {
+  if (!(error instanceof ApiError)) return error instanceof Error ? error.message : String(error);
+  const b = error.body;
+  switch (b.name) {
+    case 'InsufficientTokens':
+      return `Not enough tokens: this run needs ${b.required}, the balance is ${b.balance}. Nothing was run or charged.`;
+    case 'MissingInputs':
+      return `Missing inputs: ${(b.missing ?? []).join(', ')}.`;
+    case 'InvalidInput':
+    case 'InvalidImage':
+      return b.field ? `${b.field}: ${b.reason ?? b.message}` : b.message;
+    case 'RateLimited':
+      return `Too many requests: try again in ${b.retry_after ?? 1} s.`;
+    case 'SessionRequired':
+      return 'The session ended: sign in again.';
+    default:
+      return b.message;
+  }
+}
+
+// Shapes the pages read.
+
+export interface Session {
+  account: string;
+  csrf_token: string;
+  expires_at: string;
+  balance: number;
+}
+
+export type ParamType = 'image' | 'select' | 'number' | 'string' | 'boolean';
+
+export interface ParamSpec {
+  name: string;
+  type: ParamType;
+  required: boolean;
+  default?: unknown;
+  description?: string;
+  values?: unknown[];
+  min?: number;
+  max?: number;
+  integer?: boolean;
+}
+
+export interface Tool {
+  name: string;
+  description: string;
+  engine: string;
+  fidelity: string;
+  output: string;
+  price: unknown;
+  primary_image: string | null;
+  params: ParamSpec[];
+}
+
+export interface NodeResult {
+  id: string;
+  status: string;
+  output: string[];
+  error: { name: string; message: string } | null;
+  model_name: string;
+  progress?: number;
+}
+
+export interface RunStatus {
+  id?: string;
+  workflow_run_id?: string;
+  overall_status: string;
+  status?: string;
+  output?: string[];
+  outputs?: Record<string, string | string[] | null>;
+  nodes?: Record<string, NodeResult>;
+  error: { name: string; message: string; node?: string } | null;
+  model_name?: string;
+  created_at: string;
+  finished_at: string | null;
+  expires_at: string | null;
+  tokens: number;
+  progress?: number;
+  queue_position?: number;
+}
+
+export interface RunDetail {
+  id: string;
+  type: 'node' | 'workflow';
+  target: string;
+  status: RunStatus;
+  nodes: { name: string; gen_id: string; tool: string; links: Record<string, string>; bypassed: boolean; price: number }[];
+  rerun: boolean;
+}
+
+export interface Estimate {
+  tokens: number;
+  nodes: Record<string, number>;
+  balance: number;
+}
+
+export const TERMINAL = ['succeeded', 'failed', 'canceled'];

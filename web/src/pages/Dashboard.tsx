@@ -1,0 +1,267 @@
+import { useState } from 'react';
+import type { SessionContext } from '../App';
+import { del, explain, get, post } from '../lib/api';
+import { when } from '../lib/format';
+import { useLoad } from '../lib/hooks';
+import { Link } from '../lib/router';
+
+interface Key {
+  id: number;
+  prefix: string;
+  created_at: string;
+  last_used: string | null;
+  revoked_at: string | null;
+  current: boolean;
+}
+
+interface LedgerEntry {
+  id: number;
+  run_id: string | null;
+  target: string | null;
+  kind: string;
+  amount: number;
+  created_at: string;
+}
+
+interface UsageDay {
+  date: string;
+  tokens: number;
+  nodes: Record<string, number>;
+}
+
+export function Dashboard({ ctx }: { ctx: SessionContext }) {
+  return (
+    <section className="dashboard">
+      <h1>Dashboard</h1>
+      <div className="cards">
+        <div className="card balance">
+          <h2>Balance</h2>
+          <p className="big" data-testid="dashboard-balance">
+            {ctx.session.balance.toLocaleString()} <span>tokens</span>
+          </p>
+          <p className="hint">Grants minus charges minus open reservations. Grants come from the operator.</p>
+        </div>
+        <Usage />
+      </div>
+      <Keys ctx={ctx} />
+      <Ledger />
+    </section>
+  );
+}
+
+function Keys({ ctx }: { ctx: SessionContext }) {
+  const keys = useLoad(() => get<{ keys: Key[] }>('/keys'), []);
+  const [shown, setShown] = useState<string | null>(null);
+  const [copied, setCopied] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  const create = async () => {
+    setError(null);
+    try {
+      const made = await post<Key & { key: string }>('/keys');
+      setShown(made.key);
+      setCopied(false);
+      keys.reload();
+    } catch (e) {
+      setError(explain(e));
+    }
+  };
+
+  const revoke = async (key: Key) => {
+    const warning = key.current
+      ? `Revoke ${key.prefix}…? This session signed in with it and will end.`
+      : `Revoke ${key.prefix}…? Requests with it will get 401 at once.`;
+    if (!window.confirm(warning)) return;
+    setError(null);
+    try {
+      await del(`/keys/${key.id}`);
+      if (key.current) ctx.refresh();
+      else keys.reload();
+    } catch (e) {
+      setError(explain(e));
+    }
+  };
+
+  const copy = async () => {
+    if (!shown) return;
+    try {
+      await navigator.clipboard.writeText(shown);
+      setCopied(true);
+    } catch {
+      setCopied(false);
+    }
+  };
+
+  return (
+    <div className="card">
+      <div className="card-head">
+        <h2>API keys</h2>
+        <button type="button" onClick={create}>Create key</button>
+      </div>
+      {shown && (
+        <div className="new-key" role="status">
+          <p>
+            <strong>Copy this key now: it is not shown again.</strong>
+          </p>
+          <div className="row">
+            <code data-testid="new-key">{shown}</code>
+            <button type="button" onClick={copy}>{copied ? 'Copied' : 'Copy'}</button>
+            <button type="button" onClick={() => setShown(null)}>Done</button>
+          </div>
+        </div>
+      )}
+      {error && <p className="error" role="alert">{error}</p>}
+      <table>
+        <caption className="sr-only">API keys of this account</caption>
+        <thead>
+          <tr>
+            <th scope="col">Key</th>
+            <th scope="col">Created</th>
+            <th scope="col">Last used</th>
+            <th scope="col">State</th>
+            <th scope="col"><span className="sr-only">Actions</span></th>
+          </tr>
+        </thead>
+        <tbody>
+          {keys.data?.keys.map((k) => (
+            <tr key={k.id} data-testid="key-row">
+              <td>
+                <code>{k.prefix}…</code> {k.current && <span className="tag">this session</span>}
+              </td>
+              <td>{when(k.created_at)}</td>
+              <td>{k.last_used ? when(k.last_used) : 'never'}</td>
+              <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>
+              <td>
+                {!k.revoked_at && (
+                  <button type="button" className="danger" onClick={() => revoke(k)} aria-label={`Revoke ${k.prefix}`}>
+                    Revoke
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function Usage() {
+  const usage = useLoad(() => get<{ days: UsageDay[] }>('/usage?days=30'), []);
+  const days = usage.data?.days ?? [];
+  const max = Math.max(1, ...days.map((d) => d.tokens));
+  const tools = new Map<string, number>();
+  for (const d of days) for (const [t, n] of Object.entries(d.nodes)) tools.set(t, (tools.get(t) ?? 0) + n);
+  const total = days.reduce((s, d) => s + d.tokens, 0);
+  const W = 600;
+  const H = 120;
+  const bar = days.length ? W / days.length : W;
+  return (
+    <div className="card usage">
+      <h2>Usage, last 30 days</h2>
+      <svg viewBox={`0 0 ${W} ${H + 16}`} role="img" aria-label={`Tokens charged per day: ${total} in 30 days`} className="chart">
+        {days.map((d, i) => {
+          const h = Math.round((d.tokens / max) * H);
+          return (
+            <g key={d.date}>
+              <rect x={i * bar + 1} y={H - h} width={Math.max(1, bar - 2)} height={h} className="bar">
+                <title>{`${d.date}: ${d.tokens} tokens`}</title>
+              </rect>
+            </g>
+          );
+        })}
+        <line x1="0" x2={W} y1={H} y2={H} className="axis" />
+        {days.length > 0 && (
+          <>
+            <text x="0" y={H + 13} className="tick">{days[0].date}</text>
+            <text x={W} y={H + 13} className="tick" textAnchor="end">{days[days.length - 1].date}</text>
+          </>
+        )}
+      </svg>
+      <p className="hint">{total.toLocaleString()} tokens charged.</p>
+      {tools.size > 0 && (
+        <table className="compact" data-testid="runs-per-tool">
+          <caption>Nodes run per tool</caption>
+          <tbody>
+            {[...tools.entries()].sort((a, b) => b[1] - a[1]).map(([t, n]) => (
+              <tr key={t}>
+                <th scope="row">{t}</th>
+                <td>{n}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+function Ledger() {
+  const [kind, setKind] = useState('');
+  const [run, setRun] = useState('');
+  const [pages, setPages] = useState<number[]>([]);
+  const before = pages.length ? pages[pages.length - 1] : null;
+  const query = new URLSearchParams({ limit: '25' });
+  if (kind) query.set('kind', kind);
+  if (run.trim()) query.set('run_id', run.trim());
+  if (before) query.set('before', String(before));
+  const ledger = useLoad(
+    () => get<{ entries: LedgerEntry[]; next_before: number | null }>(`/ledger?${query}`),
+    [kind, run, before],
+  );
+  return (
+    <div className="card">
+      <h2>Ledger</h2>
+      <div className="filters">
+        <label>
+          Kind{' '}
+          <select value={kind} onChange={(e) => { setKind(e.target.value); setPages([]); }}>
+            <option value="">all</option>
+            <option value="grant">grant</option>
+            <option value="reserve">reserve</option>
+            <option value="charge">charge</option>
+            <option value="release">release</option>
+          </select>
+        </label>
+        <label>
+          Run{' '}
+          <input value={run} placeholder="gen_… or wr_…" onChange={(e) => { setRun(e.target.value); setPages([]); }} />
+        </label>
+      </div>
+      {ledger.error ? <p className="error" role="alert">{explain(ledger.error)}</p> : null}
+      <table data-testid="ledger">
+        <caption className="sr-only">Ledger lines, newest first</caption>
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">Kind</th>
+            <th scope="col">Tokens</th>
+            <th scope="col">Run</th>
+            <th scope="col">Tool or workflow</th>
+          </tr>
+        </thead>
+        <tbody>
+          {ledger.data?.entries.map((e) => (
+            <tr key={e.id} data-kind={e.kind}>
+              <td>{when(e.created_at)}</td>
+              <td>{e.kind}</td>
+              <td className="num">{e.kind === 'grant' || e.kind === 'release' ? `+${e.amount}` : `−${e.amount}`}</td>
+              <td>{e.run_id ? <Link to={`/runs/${e.run_id}`}>{e.run_id}</Link> : '—'}</td>
+              <td>{e.target ?? '—'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <div className="pager">
+        <button type="button" disabled={!pages.length} onClick={() => setPages(pages.slice(0, -1))}>Newer</button>
+        <button
+          type="button"
+          disabled={!ledger.data?.next_before}
+          onClick={() => ledger.data?.next_before && setPages([...pages, ledger.data.next_before])}
+        >
+          Older
+        </button>
+      </div>
+    </div>
+  );
+}

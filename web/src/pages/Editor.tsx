@@ -1,0 +1,684 @@
+// The workflow editor: a React Flow canvas over the model of editor/model.ts, a palette of
+// tools, an inspector for the selected node, and the workflow's own panel (discovery preview,
+// price, snippets, JSON). Every problem the service finds is shown on its node at once.
+
+import {
+  Background,
+  Controls,
+  MiniMap,
+  ReactFlow,
+  ReactFlowProvider,
+  applyEdgeChanges,
+  applyNodeChanges,
+  useReactFlow,
+  type Connection as RFConnection,
+  type Edge,
+  type EdgeChange,
+  type Node,
+  type NodeChange,
+} from '@xyflow/react';
+import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
+import type { SessionContext } from '../App';
+import { History } from '../editor/history';
+import { autoLayout } from '../editor/layout';
+import {
+  IDENTIFIER,
+  IN_HANDLE,
+  OUTPUT_HANDLE,
+  VALUE_HANDLE,
+  defaultNodeName,
+  duplicate,
+  edgeId,
+  fromDocument,
+  locate,
+  newId,
+  refuseConnection,
+  toDocument,
+  uniqueName,
+  type Graph,
+  type GraphEdge,
+  type GraphNode,
+  type ToolData,
+  type WorkflowDoc,
+} from '../editor/model';
+import { CanvasContext, nodeTypes, type CanvasInfo } from '../editor/nodes';
+import { Field, fromParam } from '../forms/Fields';
+import { ApiError, explain, get, post, put, segment, type ParamType, type Tool } from '../lib/api';
+import { useLoad } from '../lib/hooks';
+import { Link, navigate, queryOf } from '../lib/router';
+
+interface Validation {
+  valid: boolean;
+  errors: { field: string | null; reason: string }[];
+  description: {
+    name: string;
+    sample_payload: unknown;
+    inputs: { mandatory: Record<string, string>; optional: Record<string, string>; linked: Record<string, string> };
+    outputs: Record<string, string>;
+  } | null;
+  estimate: { tokens: number; nodes: Record<string, number> } | null;
+}
+
+interface WorkflowLine {
+  name: string;
+  system_workflow: boolean;
+}
+
+const EMPTY: Graph = { nodes: [], edges: [] };
+const VARIABLE_TYPES: ParamType[] = ['image', 'string', 'number', 'select', 'boolean'];
+
+export function Editor(props: { name: string | null; route: string; ctx: SessionContext }) {
+  return (
+    <ReactFlowProvider>
+      <EditorInner {...props} />
+    </ReactFlowProvider>
+  );
+}
+
+function EditorInner({ name, route }: { name: string | null; route: string; ctx: SessionContext }) {
+  const from = queryOf(route).get('from');
+  const source = name ?? from;
+  const tools = useLoad(() => get<Tool[]>('/v3/tools'), []);
+  const toolMap = useMemo(() => new Map((tools.data ?? []).map((t) => [t.name, t])), [tools.data]);
+  const list = useLoad(() => get<WorkflowLine[]>('/v3/workflows'), [name]);
+  const isTemplate = !!name && !!list.data?.some((w) => w.name === name && w.system_workflow);
+
+  const [graph, setGraph] = useState<Graph>(EMPTY);
+  const [description, setDescription] = useState('');
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [loaded, setLoaded] = useState(false);
+  const history = useRef(new History<Graph>());
+  const [, setTick] = useState(0);
+  const [validation, setValidation] = useState<Validation | null>(null);
+  const [notices, setNotices] = useState<Map<string, string>>(new Map());
+  const [message, setMessage] = useState<{ text: string; error?: boolean } | null>(null);
+  const [saveAs, setSaveAs] = useState(name && !from ? name : from ? `${from} copy` : '');
+  const clipboard = useRef<Graph | null>(null);
+  const flow = useReactFlow();
+  const wrapper = useRef<HTMLDivElement>(null);
+
+  const paramCount = useCallback((n: GraphNode) => (n.data.kind === 'tool' ? toolMap.get(n.data.tool)?.params.length ?? 1 : 1), [toolMap]);
+  const place = useCallback((g: Graph) => autoLayout(g, paramCount), [paramCount]);
+
+  // Load the workflow (or the template to copy) once the tools are known.
+  useEffect(() => {
+    if (!tools.data) return;
+    setLoaded(false);
+    history.current = new History<Graph>();
+    if (!source) {
+      setGraph(EMPTY);
+      setDescription('');
+      setLoaded(true);
+      return;
+    }
+    get<{ workflow: WorkflowDoc }>(`/v3/workflow/${segment(source)}`).then(
+      (d) => {
+        setGraph(fromDocument(d.workflow, place));
+        setDescription(d.workflow.description ?? '');
+        setLoaded(true);
+        setLoadError(null);
+        window.setTimeout(() => flow.fitView({ padding: 0.2 }), 50);
+      },
+      (e) => setLoadError(explain(e)),
+    );
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [source, tools.data]);
+
+  /** Applies a user action: the state before it becomes one undo step. */
+  const act = useCallback((next: Graph | ((g: Graph) => Graph)) => {
+    setGraph((current) => {
+      const value = typeof next === 'function' ? next(current) : next;
+      if (value !== current) history.current.record(current);
+      return value;
+    });
+    setTick((t) => t + 1);
+  }, []);
+
+  const undo = useCallback(() => {
+    setGraph((current) => history.current.undo(current) ?? current);
+    setTick((t) => t + 1);
+  }, []);
+  const redo = useCallback(() => {
+    setGraph((current) => history.current.redo(current) ?? current);
+    setTick((t) => t + 1);
+  }, []);
+
+  const doc = useMemo(() => toDocument(graph, { description }), [graph, description]);
+  const targetName = (saveAs || name || 'untitled').trim();
+
+  // Every problem, from the service, shortly after each change.
+  useEffect(() => {
+    if (!loaded) return;
+    const timer = window.setTimeout(() => {
+      if (!graph.nodes.length) {
+        setValidation(null);
+        return;
+      }
+      post<Validation>(`/v3/workflows/validate?name=${encodeURIComponent(targetName || 'untitled')}`, doc).then(setValidation, (e) =>
+        setValidation({ valid: false, errors: [{ field: null, reason: explain(e) }], description: null, estimate: null }),
+      );
+    }, 300);
+    return () => window.clearTimeout(timer);
+  }, [doc, loaded, targetName, graph.nodes.length]);
+
+  const issues = useMemo(() => {
+    const map: CanvasInfo['issues'] = new Map();
+    const general: string[] = [];
+    for (const e of validation?.errors ?? []) {
+      const { id, param } = locate(graph, e.field);
+      if (!id) {
+        general.push(e.field ? `${e.field}: ${e.reason}` : e.reason);
+        continue;
+      }
+      const entry = map.get(id) ?? { node: [], params: new Map<string, string>() };
+      if (param) entry.params.set(param, e.reason);
+      else entry.node.push(e.reason);
+      map.set(id, entry);
+    }
+    return { map, general };
+  }, [validation, graph]);
+
+  const fed = useMemo(() => {
+    const map = new Map<string, Set<string>>();
+    for (const e of graph.edges) map.set(e.target, new Set([...(map.get(e.target) ?? []), e.targetHandle]));
+    return map;
+  }, [graph.edges]);
+
+  const info: CanvasInfo = { tools: toolMap, issues: issues.map, notices, fed };
+  const problems = (validation?.errors.length ?? 0) > 0;
+
+  // React Flow's changes are applied as they come; the state before an action is recorded
+  // when it starts: a drag when it starts, a deletion (of nodes with their edges) before it.
+  const onNodesChange = useCallback((changes: NodeChange[]) => {
+    setGraph((g) => {
+      const nodes = applyNodeChanges(changes, g.nodes as unknown as Node[]) as unknown as GraphNode[];
+      const alive = new Set(nodes.map((n) => n.id));
+      return { nodes, edges: g.edges.filter((e) => alive.has(e.source) && alive.has(e.target)) };
+    });
+  }, []);
+  const onEdgesChange = useCallback((changes: EdgeChange[]) => {
+    setGraph((g) => ({ ...g, edges: applyEdgeChanges(changes, g.edges as unknown as Edge[]) as unknown as GraphEdge[] }));
+  }, []);
+  const beforeDelete = useCallback(async () => {
+    history.current.record(graph);
+    setTick((t) => t + 1);
+    return true;
+  }, [graph]);
+
+  const notify = (id: string, text: string | null) => {
+    setNotices((old) => {
+      const next = new Map(old);
+      if (text) next.set(id, text);
+      else next.delete(id);
+      return next;
+    });
+  };
+
+  const onConnect = useCallback(
+    (c: RFConnection) => {
+      const why = refuseConnection(graph, toolMap, c);
+      if (why) {
+        notify(c.target, why);
+        window.setTimeout(() => notify(c.target, null), 6000);
+        return;
+      }
+      notify(c.target, null);
+      const sourceNode = graph.nodes.find((n) => n.id === c.source)!;
+      const handle = c.targetHandle ?? IN_HANDLE;
+      const edge: GraphEdge = {
+        id: edgeId(c.source, c.target, handle),
+        source: c.source,
+        sourceHandle: sourceNode.data.kind === 'variable' ? VALUE_HANDLE : OUTPUT_HANDLE,
+        target: c.target,
+        targetHandle: handle,
+      };
+      act((g) => ({
+        ...g,
+        // A linked parameter keeps no value of its own.
+        nodes: g.nodes.map((n) => {
+          if (n.id !== c.target || n.data.kind !== 'tool' || !(handle in n.data.params)) return n;
+          const params = { ...n.data.params };
+          delete params[handle];
+          return { ...n, data: { ...n.data, params } };
+        }),
+        edges: [...g.edges, edge],
+      }));
+    },
+    [graph, toolMap, act],
+  );
+
+  const center = (): { x: number; y: number } => {
+    const box = wrapper.current?.getBoundingClientRect();
+    if (!box) return { x: 0, y: 0 };
+    return flow.screenToFlowPosition({ x: box.left + box.width / 2, y: box.top + box.height / 3 });
+  };
+
+  const addTool = (tool: string, at?: { x: number; y: number }) => {
+    act((g) => {
+      const name = uniqueName(defaultNodeName(tool), g.nodes.map((n) => n.data.name));
+      const node: GraphNode = { id: newId('n'), type: 'tool', position: at ?? center(), data: { kind: 'tool', name, tool, params: {}, bypassed: false } };
+      return { ...g, nodes: [...g.nodes.map((n) => ({ ...n, selected: false })), { ...node, selected: true }] };
+    });
+  };
+  const addVariable = (type: ParamType) => {
+    act((g) => {
+      const name = uniqueName(type === 'image' ? 'image' : 'input', g.nodes.map((n) => n.data.name));
+      const p = center();
+      return { ...g, nodes: [...g.nodes.map((n) => ({ ...n, selected: false })), { id: newId('v'), type: 'variable', position: { x: p.x - 260, y: p.y }, selected: true, data: { kind: 'variable', name, type } }] };
+    });
+  };
+  const addOutput = () => {
+    act((g) => {
+      const name = uniqueName('output', g.nodes.filter((n) => n.data.kind === 'output').map((n) => n.data.name));
+      const p = center();
+      return { ...g, nodes: [...g.nodes.map((n) => ({ ...n, selected: false })), { id: newId('o'), type: 'output', position: { x: p.x + 300, y: p.y }, selected: true, data: { kind: 'output', name } }] };
+    });
+  };
+
+  const selected = graph.nodes.filter((n) => n.selected);
+  const update = (id: string, change: (n: GraphNode) => GraphNode) => act((g) => ({ ...g, nodes: g.nodes.map((n) => (n.id === id ? change(n) : n)) }));
+
+  const toggleBypass = useCallback(() => {
+    const ids = new Set(graph.nodes.filter((n) => n.selected && n.data.kind === 'tool').map((n) => n.id));
+    if (!ids.size) return;
+    act((g) => ({ ...g, nodes: g.nodes.map((n) => (ids.has(n.id) && n.data.kind === 'tool' ? { ...n, data: { ...n.data, bypassed: !n.data.bypassed } } : n)) }));
+  }, [graph, act]);
+
+  const copy = useCallback(() => {
+    const ids = new Set(graph.nodes.filter((n) => n.selected && n.data.kind === 'tool').map((n) => n.id));
+    if (!ids.size) return;
+    clipboard.current = {
+      nodes: graph.nodes.filter((n) => ids.has(n.id)),
+      edges: graph.edges.filter((e) => ids.has(e.source) && ids.has(e.target)),
+    };
+    setMessage({ text: `Copied ${ids.size} node${ids.size > 1 ? 's' : ''}.` });
+  }, [graph]);
+
+  const paste = useCallback(() => {
+    const clip = clipboard.current;
+    if (!clip) return;
+    act((g) => {
+      // Names are taken from what the canvas holds now (the copied nodes may be gone).
+      const known = new Set(g.nodes.map((n) => n.id));
+      const source: Graph = { nodes: [...g.nodes, ...clip.nodes.filter((n) => !known.has(n.id))], edges: clip.edges };
+      const copies = duplicate(source, new Set(clip.nodes.map((n) => n.id)), { x: 40, y: 40 });
+      return { nodes: [...g.nodes.map((n) => ({ ...n, selected: false })), ...copies.nodes], edges: [...g.edges, ...copies.edges] };
+    });
+  }, [act]);
+
+  const layout = () => {
+    act((g) => autoLayout(g, paramCount));
+    window.setTimeout(() => flow.fitView({ padding: 0.2 }), 50);
+  };
+
+  const save = useCallback(async () => {
+    const target = targetName;
+    if (!target) {
+      setMessage({ text: 'Give the workflow a name first.', error: true });
+      return;
+    }
+    if (problems) {
+      setMessage({ text: 'Fix the problems marked on the canvas first.', error: true });
+      return;
+    }
+    if (target !== name && list.data?.some((w) => w.name === target && !w.system_workflow) && !window.confirm(`Replace your workflow “${target}”?`)) return;
+    try {
+      await put(`/v3/workflow/${segment(target)}`, toDocument(graph, { name: target, description }));
+      setMessage({ text: `Saved as “${target}”.` });
+      if (target !== name) navigate(`/editor/${segment(target)}`, true);
+      list.reload();
+    } catch (e) {
+      setMessage({ text: explain(e), error: true });
+      if (e instanceof ApiError && e.body.field) {
+        setValidation((v) => ({ valid: false, errors: [{ field: e.body.field ?? null, reason: e.body.reason ?? e.body.message }], description: null, estimate: v?.estimate ?? null }));
+      }
+    }
+  }, [targetName, problems, name, list, graph, description]);
+
+  // Keyboard shortcuts, outside text fields.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const el = e.target as HTMLElement | null;
+      if (el && (el.tagName === 'INPUT' || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT' || el.isContentEditable)) return;
+      const mod = e.ctrlKey || e.metaKey;
+      const key = e.key.toLowerCase();
+      if (mod && key === 'z' && !e.shiftKey) { e.preventDefault(); undo(); }
+      else if (mod && (key === 'y' || (key === 'z' && e.shiftKey))) { e.preventDefault(); redo(); }
+      else if (mod && key === 'c') { copy(); }
+      else if (mod && key === 'v') { e.preventDefault(); paste(); }
+      else if (mod && key === 'b') { e.preventDefault(); toggleBypass(); }
+      else if (mod && key === 's') { e.preventDefault(); void save(); }
+      else if (!mod && e.shiftKey && key === 'f') { e.preventDefault(); flow.fitView({ padding: 0.2 }); }
+      else if (!mod && e.shiftKey && key === 'l') { e.preventDefault(); layout(); }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  });
+
+  const onDrop = (e: DragEvent) => {
+    const tool = e.dataTransfer.getData('application/x-atelier-tool');
+    if (!tool) return;
+    e.preventDefault();
+    addTool(tool, flow.screenToFlowPosition({ x: e.clientX, y: e.clientY }));
+  };
+
+  if (loadError) return <section><h1>Editor</h1><p className="error" role="alert">{loadError}</p></section>;
+
+  return (
+    <CanvasContext.Provider value={info}>
+      <div className="editor">
+        <div className="editor-bar" role="toolbar" aria-label="Workflow">
+          <label>
+            Name{' '}
+            <input value={saveAs} onChange={(e) => setSaveAs(e.target.value)} placeholder="My workflow" data-testid="workflow-name" aria-describedby="name-help" />
+          </label>
+          <span id="name-help" className="sr-only">Any name up to 100 characters, without a slash</span>
+          <button type="button" onClick={() => void save()} disabled={problems || !graph.nodes.length || (isTemplate && targetName === name)} title={isTemplate && targetName === name ? 'Templates are read-only: save under another name' : 'Save (Ctrl+S)'}>
+            Save
+          </button>
+          <button type="button" onClick={undo} disabled={!history.current.canUndo} title="Undo (Ctrl+Z)">Undo</button>
+          <button type="button" onClick={redo} disabled={!history.current.canRedo} title="Redo (Ctrl+Shift+Z)">Redo</button>
+          <button type="button" onClick={layout} title="Auto-layout (Shift+L)">Auto-layout</button>
+          <button type="button" onClick={() => flow.fitView({ padding: 0.2 })} title="Fit to view (Shift+F)">Fit view</button>
+          <span className="price" data-testid="editor-price" aria-live="polite">
+            {validation?.estimate ? `from ${validation.estimate.tokens} tokens a run` : ''}
+          </span>
+          {name && !problems && <Link to={`/playground?workflow=${encodeURIComponent(name)}`}>Run in playground</Link>}
+          {isTemplate && <span className="tag">template: read-only</span>}
+        </div>
+        {message && <p className={message.error ? 'error bar-message' : 'bar-message'} role={message.error ? 'alert' : 'status'}>{message.text}</p>}
+        {issues.general.length > 0 && (
+          <div className="error bar-message" role="alert">{issues.general.map((g) => <p key={g}>{g}</p>)}</div>
+        )}
+        <div className="editor-body">
+          <Palette tools={tools.data ?? []} onAdd={(t) => addTool(t)} onVariable={addVariable} onOutput={addOutput} />
+          <div className="canvas" ref={wrapper} onDragOver={(e) => e.preventDefault()} onDrop={onDrop} data-testid="canvas">
+            <ReactFlow
+              nodes={graph.nodes as unknown as Node[]}
+              edges={graph.edges as unknown as Edge[]}
+              nodeTypes={nodeTypes}
+              onNodesChange={onNodesChange}
+              onEdgesChange={onEdgesChange}
+              onConnect={onConnect}
+              onNodeDragStart={() => {
+                history.current.record(graph);
+                setTick((t) => t + 1);
+              }}
+              onBeforeDelete={beforeDelete}
+              deleteKeyCode={['Delete', 'Backspace']}
+              multiSelectionKeyCode={['Shift', 'Meta', 'Control']}
+              proOptions={{ hideAttribution: true }}
+              fitView
+            >
+              <Background />
+              <Controls />
+              <MiniMap pannable zoomable ariaLabel="Overview" />
+            </ReactFlow>
+          </div>
+          <aside className="inspector" aria-label="Inspector">
+            {selected.length === 1 ? (
+              <NodeInspector node={selected[0]} graph={graph} tools={toolMap} issues={issues.map.get(selected[0].id)} onChange={(change) => update(selected[0].id, change)} onDelete={() => act((g) => ({ nodes: g.nodes.filter((n) => n.id !== selected[0].id), edges: g.edges.filter((e) => e.source !== selected[0].id && e.target !== selected[0].id) }))} />
+            ) : (
+              <WorkflowPanel name={targetName} description={description} onDescription={setDescription} validation={validation} doc={doc} onImport={(d) => { act(fromDocument(d, place)); setDescription(d.description ?? ''); }} />
+            )}
+          </aside>
+        </div>
+      </div>
+    </CanvasContext.Provider>
+  );
+}
+
+function Palette({ tools, onAdd, onVariable, onOutput }: { tools: Tool[]; onAdd: (tool: string) => void; onVariable: (t: ParamType) => void; onOutput: () => void }) {
+  const [query, setQuery] = useState('');
+  const [type, setType] = useState<ParamType>('image');
+  const shown = tools.filter((t) => t.name.includes(query.trim().toLowerCase()) || t.description.toLowerCase().includes(query.trim().toLowerCase()));
+  return (
+    <div className="palette" aria-label="Add to the workflow">
+      <h2>Tools</h2>
+      <input
+        type="search"
+        placeholder="Search tools"
+        aria-label="Search tools"
+        value={query}
+        onChange={(e) => setQuery(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' && shown[0]) {
+            onAdd(shown[0].name);
+            setQuery('');
+          }
+        }}
+        data-testid="palette-search"
+      />
+      <ul>
+        {shown.map((t) => (
+          <li key={t.name}>
+            <button
+              type="button"
+              draggable
+              onDragStart={(e) => {
+                e.dataTransfer.setData('application/x-atelier-tool', t.name);
+                e.dataTransfer.effectAllowed = 'move';
+              }}
+              onClick={() => onAdd(t.name)}
+              title={t.description}
+              data-testid={`palette-${t.name}`}
+            >
+              {t.name}
+            </button>
+          </li>
+        ))}
+      </ul>
+      <h2>Inputs and outputs</h2>
+      <div className="row">
+        <select value={type} onChange={(e) => setType(e.target.value as ParamType)} aria-label="Type of the new input">
+          {VARIABLE_TYPES.map((t) => <option key={t} value={t}>{t}</option>)}
+        </select>
+        <button type="button" onClick={() => onVariable(type)} data-testid="add-variable">Add input</button>
+      </div>
+      <button type="button" onClick={onOutput} data-testid="add-output">Add output</button>
+      <p className="hint">
+        Drag a tool onto the canvas, or click it. Draw from a node’s right edge to an image parameter to link them; draw from an input to
+        every parameter it fills. Ctrl+Z undo, Ctrl+Shift+Z redo, Ctrl+C/V copy and paste, Ctrl+B bypass, Delete removes, Ctrl+S saves,
+        Shift+L lays out, Shift+F fits the view.
+      </p>
+    </div>
+  );
+}
+
+function NodeInspector({
+  node,
+  graph,
+  tools,
+  issues,
+  onChange,
+  onDelete,
+}: {
+  node: GraphNode;
+  graph: Graph;
+  tools: Map<string, Tool>;
+  issues: { node: string[]; params: Map<string, string> } | undefined;
+  onChange: (change: (n: GraphNode) => GraphNode) => void;
+  onDelete: () => void;
+}) {
+  const [draft, setDraft] = useState(node.data.name);
+  useEffect(() => setDraft(node.data.name), [node.id, node.data.name]);
+  const taken = graph.nodes.filter((n) => n.id !== node.id && (node.data.kind === 'output' ? n.data.kind === 'output' : n.data.kind !== 'output')).map((n) => n.data.name);
+  const nameProblem =
+    node.data.kind !== 'output' && !IDENTIFIER.test(draft)
+      ? 'Names are 1-64 characters of A-Z a-z 0-9 _ -'
+      : !draft.trim()
+        ? 'A name is needed'
+        : taken.includes(draft)
+          ? 'Another node has this name'
+          : null;
+  const rename = () => {
+    if (!nameProblem && draft !== node.data.name) onChange((n) => ({ ...n, data: { ...n.data, name: draft } }));
+  };
+  const fed = new Map(graph.edges.filter((e) => e.target === node.id).map((e) => [e.targetHandle, graph.nodes.find((n) => n.id === e.source)?.data.name ?? '?']));
+  const kindLabel = node.data.kind === 'tool' ? node.data.tool : node.data.kind === 'variable' ? `input (${node.data.type})` : 'output';
+  return (
+    <div className="node-inspector">
+      <h2>{kindLabel}</h2>
+      <div className={nameProblem ? 'field invalid' : 'field'}>
+        <label htmlFor="node-name">Name</label>
+        <input id="node-name" value={draft} onChange={(e) => setDraft(e.target.value)} onBlur={rename} onKeyDown={(e) => e.key === 'Enter' && rename()} data-testid="node-name" />
+        {nameProblem && <p className="error" role="alert">{nameProblem}</p>}
+      </div>
+      {issues?.node.map((p) => <p key={p} className="error" role="alert">{p}</p>)}
+      {node.data.kind === 'tool' && (
+        <ToolParams data={node.data} tool={tools.get(node.data.tool)} fed={fed} issues={issues?.params} onChange={(params) => onChange((n) => ({ ...n, data: { ...(n.data as ToolData), params } }))} onBypass={(bypassed) => onChange((n) => ({ ...n, data: { ...(n.data as ToolData), bypassed } }))} />
+      )}
+      {node.data.kind === 'variable' && (
+        <p className="hint">Fills: {graph.edges.filter((e) => e.source === node.id).map((e) => `${graph.nodes.find((n) => n.id === e.target)?.data.name}.${e.targetHandle}`).join(', ') || 'nothing yet: draw it to parameters'}</p>
+      )}
+      {node.data.kind === 'output' && (
+        <p className="hint">From: {graph.edges.filter((e) => e.target === node.id).map((e) => graph.nodes.find((n) => n.id === e.source)?.data.name).join(', ') || 'nothing yet: draw a node’s output to it'}</p>
+      )}
+      <button type="button" className="danger" onClick={onDelete}>Delete {node.data.kind === 'tool' ? 'node' : node.data.kind === 'variable' ? 'input' : 'output'}</button>
+    </div>
+  );
+}
+
+function ToolParams({
+  data,
+  tool,
+  fed,
+  issues,
+  onChange,
+  onBypass,
+}: {
+  data: ToolData;
+  tool: Tool | undefined;
+  fed: Map<string, string>;
+  issues: Map<string, string> | undefined;
+  onChange: (params: Record<string, unknown>) => void;
+  onBypass: (bypassed: boolean) => void;
+}) {
+  if (!tool) return <p className="error">Unknown tool {data.tool}.</p>;
+  return (
+    <>
+      <p className="hint">{tool.description}</p>
+      <label className="check">
+        <input type="checkbox" checked={data.bypassed} onChange={(e) => onBypass(e.target.checked)} disabled={!tool.primary_image} data-testid="bypass" />
+        Bypass (passes {tool.primary_image ?? 'nothing'} through, costs nothing){tool.primary_image ? '' : ': this tool has no image to pass through'}
+      </label>
+      {tool.params.map((p) =>
+        fed.has(p.name) ? (
+          <div className="field" key={p.name} data-field={p.name}>
+            <span className="label">{p.name}</span>
+            <p className="hint">from {fed.get(p.name)}</p>
+            {issues?.get(p.name) && <p className="error" role="alert">{issues.get(p.name)}</p>}
+          </div>
+        ) : (
+          <Field
+            key={p.name}
+            spec={{ ...fromParam(p), required: false }}
+            value={data.params[p.name]}
+            onChange={(v) => {
+              const params = { ...data.params };
+              if (v === undefined) delete params[p.name];
+              else params[p.name] = v;
+              onChange(params);
+            }}
+            error={issues?.get(p.name) ?? null}
+          />
+        ),
+      )}
+      <p className="hint">Parameters left empty become inputs of the workflow (required ones mandatory).</p>
+    </>
+  );
+}
+
+function WorkflowPanel({
+  name,
+  description,
+  onDescription,
+  validation,
+  doc,
+  onImport,
+}: {
+  name: string;
+  description: string;
+  onDescription: (d: string) => void;
+  validation: Validation | null;
+  doc: WorkflowDoc;
+  onImport: (d: WorkflowDoc) => void;
+}) {
+  const [json, setJson] = useState<string | null>(null);
+  const [importError, setImportError] = useState<string | null>(null);
+  const d = validation?.description;
+  const payload = JSON.stringify(d?.sample_payload ?? { type: 'workflow', target: name, input: {} }, null, 2);
+  const base = window.location.origin;
+  const curl = `curl -s ${base}/api/v3/run \\\n  -H "X-API-KEY: $ATELIER_API_KEY" \\\n  -H "Content-Type: application/json" \\\n  -d '${payload.replace(/'/g, "'\\''")}'`;
+  const python = `import os, time, requests\n\nbase = "${base}"\nheaders = {"X-API-KEY": os.environ["ATELIER_API_KEY"]}\nrun = requests.post(f"{base}/api/v3/run", headers=headers, json=${payload.replace(/\bnull\b/g, 'None').replace(/\btrue\b/g, 'True').replace(/\bfalse\b/g, 'False')}).json()\nwhile True:\n    status = requests.get(f"{base}/api/v3/status/{run['id']}", headers=headers).json()\n    if status["overall_status"] in ("succeeded", "failed", "canceled"):\n        break\n    time.sleep(3)\nprint(status["outputs"])`;
+  return (
+    <div className="workflow-panel">
+      <h2>Workflow</h2>
+      <div className="field">
+        <label htmlFor="wf-description">Description</label>
+        <textarea id="wf-description" value={description} onChange={(e) => onDescription(e.target.value)} rows={2} />
+      </div>
+      <h3>What discovery shows</h3>
+      {d ? (
+        <dl className="discovery" data-testid="discovery">
+          <dt>Mandatory inputs</dt>
+          <dd>{Object.keys(d.inputs.mandatory).join(', ') || 'none'}</dd>
+          <dt>Optional inputs</dt>
+          <dd>{Object.keys(d.inputs.optional).join(', ') || 'none'}</dd>
+          <dt>Linked</dt>
+          <dd>{Object.entries(d.inputs.linked).map(([k, v]) => `${k} ← ${v}`).join(', ') || 'none'}</dd>
+          <dt>Outputs</dt>
+          <dd>{Object.keys(d.outputs).join(', ') || 'none'}</dd>
+        </dl>
+      ) : (
+        <p className="hint">{validation ? 'Shown once the workflow has no problems.' : 'Add a tool to begin.'}</p>
+      )}
+      {validation?.estimate && (
+        <p data-testid="estimate-detail">
+          From <strong>{validation.estimate.tokens}</strong> tokens a run ({Object.entries(validation.estimate.nodes).map(([n, t]) => `${n} ${t}`).join(', ')}).
+        </p>
+      )}
+      <h3>Call it</h3>
+      <div className="row">
+        <button type="button" onClick={() => void navigator.clipboard?.writeText(curl)}>Copy curl</button>
+        <button type="button" onClick={() => void navigator.clipboard?.writeText(python)}>Copy Python</button>
+      </div>
+      <details>
+        <summary>curl</summary>
+        <pre>{curl}</pre>
+      </details>
+      <h3>JSON</h3>
+      <div className="row">
+        <button type="button" onClick={() => setJson(JSON.stringify({ ...doc, name }, null, 2))}>Export</button>
+        <button type="button" onClick={() => setJson('')}>Import</button>
+      </div>
+      {json !== null && (
+        <div className="field">
+          <label htmlFor="wf-json">Workflow document</label>
+          <textarea id="wf-json" value={json} onChange={(e) => setJson(e.target.value)} rows={12} spellCheck={false} data-testid="workflow-json" />
+          <div className="row">
+            <button
+              type="button"
+              onClick={() => {
+                try {
+                  const parsed = JSON.parse(json) as WorkflowDoc;
+                  if (!Array.isArray(parsed.nodes)) throw new Error('a workflow document has a "nodes" list');
+                  onImport(parsed);
+                  setImportError(null);
+                  setJson(null);
+                } catch (e) {
+                  setImportError(e instanceof Error ? e.message : String(e));
+                }
+              }}
+            >
+              Load into the canvas
+            </button>
+            <button type="button" onClick={() => void navigator.clipboard?.writeText(json)}>Copy</button>
+            <button type="button" onClick={() => setJson(null)}>Close</button>
+          </div>
+          {importError && <p className="error" role="alert">{importError}</p>}
+        </div>
+      )}
+    </div>
+  );
+}

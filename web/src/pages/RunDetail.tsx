@@ -1,0 +1,101 @@
+import { useState } from 'react';
+import type { SessionContext } from '../App';
+import { Outputs } from '../components/Outputs';
+import { RunGraph } from '../components/RunGraph';
+import { explain, get, post, TERMINAL, type RunDetail as Detail, type RunStatus } from '../lib/api';
+import { expiresIn, when } from '../lib/format';
+import { useInterval, useLoad } from '../lib/hooks';
+import { navigate } from '../lib/router';
+
+/** The outputs of a status, by name: a workflow's named outputs, or a node run's list. */
+export function outputsOf(status: RunStatus): [string, string[]][] {
+  if (status.outputs) {
+    return Object.entries(status.outputs)
+      .filter(([, v]) => v !== null)
+      .map(([k, v]) => [k, Array.isArray(v) ? v : [v as string]]);
+  }
+  return status.output && status.output.length ? [['output', status.output]] : [];
+}
+
+export function RunDetail({ id, ctx }: { id: string; ctx: SessionContext }) {
+  const detail = useLoad(() => get<Detail>(`/runs/${encodeURIComponent(id)}`), [id]);
+  const [error, setError] = useState<string | null>(null);
+  const status = detail.data?.status;
+  const live = !!status && !TERMINAL.includes(status.overall_status);
+  useInterval(
+    () => {
+      get<RunStatus>(`/v3/status/${encodeURIComponent(id)}`).then(
+        (s) => {
+          detail.setData((d) => (d ? { ...d, status: s } : d));
+          if (TERMINAL.includes(s.overall_status)) ctx.refresh();
+        },
+        () => {},
+      );
+    },
+    1000,
+    live,
+  );
+
+  if (detail.error) return <section><h1>Run {id}</h1><p className="error" role="alert">{explain(detail.error)}</p></section>;
+  if (!detail.data || !status) return <p role="status">Loading…</p>;
+  const d = detail.data;
+
+  const cancel = async () => {
+    setError(null);
+    try {
+      const s = await post<RunStatus>(`/v3/cancel/${encodeURIComponent(id)}`);
+      detail.setData({ ...d, status: s });
+      ctx.refresh();
+    } catch (e) {
+      setError(explain(e));
+    }
+  };
+  const rerun = async () => {
+    setError(null);
+    try {
+      const handle = await post<{ id: string }>(`/runs/${encodeURIComponent(id)}/rerun`);
+      ctx.refresh();
+      navigate(`/runs/${handle.id}`);
+    } catch (e) {
+      setError(explain(e));
+    }
+  };
+
+  const graphNodes = d.nodes.map((n) => ({ name: n.name, tool: n.tool, links: n.links, bypassed: n.bypassed }));
+  const states = status.nodes ?? (d.nodes[0] ? { [d.nodes[0].name]: { id: d.id, status: status.status ?? status.overall_status, output: status.output ?? [], error: status.error, model_name: d.target, progress: status.progress } } : undefined);
+
+  return (
+    <section className="run-detail">
+      <h1>
+        Run <code>{d.id}</code>
+      </h1>
+      <dl className="facts">
+        <dt>{d.type === 'workflow' ? 'Workflow' : 'Tool'}</dt>
+        <dd>{d.target}</dd>
+        <dt>State</dt>
+        <dd><span className={`pill status-${status.overall_status}`} data-testid="run-status">{status.overall_status}</span>{status.queue_position !== undefined && ` (${status.queue_position} ahead in the queue)`}</dd>
+        <dt>Started</dt>
+        <dd>{when(status.created_at)}</dd>
+        <dt>Finished</dt>
+        <dd>{when(status.finished_at)}</dd>
+        <dt>Tokens</dt>
+        <dd>{status.tokens}</dd>
+        {status.expires_at && (<><dt>Outputs</dt><dd>{expiresIn(status.expires_at)}</dd></>)}
+      </dl>
+      <div className="row">
+        {live && <button type="button" className="danger" onClick={cancel}>Cancel run</button>}
+        {d.rerun && <button type="button" onClick={rerun}>Run again with the same input</button>}
+        {d.type === 'workflow' && <button type="button" onClick={() => navigate(`/editor/${encodeURIComponent(d.target)}`)}>Open workflow in editor</button>}
+      </div>
+      {error && <p className="error" role="alert">{error}</p>}
+      {status.error && (
+        <p className="error" role="alert" data-testid="run-error">
+          {status.error.node ? `${status.error.node}: ` : ''}
+          {status.error.message} ({status.error.name})
+        </p>
+      )}
+      <RunGraph nodes={graphNodes} states={states} />
+      <Outputs outputs={outputsOf(status)} expiresAt={status.expires_at} />
+    </section>
+  );
+}

@@ -6,12 +6,13 @@ test('history lists runs, filters them, cancels a running one and runs one again
   await signIn(page);
   const input = { garment: dataUri(png(48, 48)), 'Tryon.model_image': dataUri(png(48, 72)) };
   const done = (await api('/api/v3/run', { method: 'POST', body: JSON.stringify({ type: 'workflow', target: 'tryon-upscale', input }) })).body.id;
-  const slow = (await api('/api/v3/run', { method: 'POST', body: JSON.stringify({ type: 'workflow', target: 'tryon-upscale', input }) })).body.id;
+  // Three nodes one after another, 1.5 s each at least: still running when canceled.
+  const slow = (await api('/api/v3/run', { method: 'POST', body: JSON.stringify({ type: 'workflow', target: 'sketch-to-video', input: { sketch: dataUri(png(48, 64)) } }) })).body.id;
 
   await page.getByRole('link', { name: 'Runs' }).click();
   await expect(page.getByTestId('run-row').first()).toContainText(slow);
   await page.getByRole('link', { name: slow }).click();
-  await expect(page.getByTestId('run-node-Tryon')).toBeVisible();
+  await expect(page.getByTestId('run-node-Dress')).toBeVisible();
   await page.getByRole('button', { name: 'Cancel run' }).click();
   await expect(page.getByTestId('run-status')).toHaveText('canceled');
 

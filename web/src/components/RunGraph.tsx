@@ -64,7 +64,7 @@ export function RunGraph({ nodes, states }: { nodes: RunNode[]; states: Record<s
   });
   const rfEdges: Edge[] = placed.edges.map((e) => ({ id: e.id, source: e.source, target: e.target, animated: states?.[e.target]?.status === 'running' }));
   return (
-    <div className="run-graph" aria-label="Run graph">
+    <div className="run-graph" role="group" aria-label="Run graph">
       <ReactFlow nodes={rfNodes} edges={rfEdges} nodeTypes={nodeTypes} fitView nodesConnectable={false} elementsSelectable={false} proOptions={{ hideAttribution: true }}>
         <Background />
       </ReactFlow>

@@ -50,6 +50,7 @@ export function ToolNode({ id, data, selected }: NodeProps) {
       className={['tool-node', invalid ? 'invalid' : '', d.bypassed ? 'bypassed' : '', selected ? 'selected' : ''].join(' ')}
       data-testid={`node-${d.name}`}
       data-invalid={invalid ? 'true' : undefined}
+      role="group"
       aria-label={`${d.name}: ${d.tool}${d.bypassed ? ' (bypassed)' : ''}${invalid ? ' (has problems)' : ''}`}
     >
       <div className="tool-node-head">
@@ -61,7 +62,7 @@ export function ToolNode({ id, data, selected }: NodeProps) {
           const problem = issues?.params.get(p.name);
           return (
             <li key={p.name} className={problem ? 'param invalid' : 'param'} data-param={p.name}>
-              <Handle type="target" position={Position.Left} id={p.name} className={`handle-${p.type}`} aria-label={`${d.name}.${p.name} (${p.type})`} />
+              <Handle type="target" position={Position.Left} id={p.name} className={`handle-${p.type}`} title={`${d.name}.${p.name} (${p.type})`} />
               <span className="param-name">{p.name}{p.required && !fed.has(p.name) && d.params[p.name] === undefined ? ' *' : ''}</span>
               <span className="param-value">{fed.has(p.name) ? '← linked' : shown(d.params[p.name])}</span>
               {problem && <span className="param-problem" role="alert">{problem}</span>}
@@ -70,7 +71,7 @@ export function ToolNode({ id, data, selected }: NodeProps) {
         })}
       </ul>
       <Problems id={id} />
-      <Handle type="source" position={Position.Right} id="output" className={`handle-${tool?.output ?? 'image'}`} aria-label={`${d.name}.output (${tool?.output ?? 'image'})`} />
+      <Handle type="source" position={Position.Right} id="output" className={`handle-${tool?.output ?? 'image'}`} title={`${d.name}.output (${tool?.output ?? 'image'})`} />
     </div>
   );
 }
@@ -85,7 +86,7 @@ export function VariableNode({ id, data, selected }: NodeProps) {
       <span className="var-name">{d.name}</span>
       <span className="var-type">{d.type}</span>
       <Problems id={id} />
-      <Handle type="source" position={Position.Right} id="value" className={`handle-${d.type}`} aria-label={`input ${d.name} (${d.type})`} />
+      <Handle type="source" position={Position.Right} id="value" className={`handle-${d.type}`} title={`input ${d.name} (${d.type})`} />
     </div>
   );
 }
@@ -96,7 +97,7 @@ export function OutputNode({ id, data, selected }: NodeProps) {
   const invalid = !!info.issues.get(id)?.node.length;
   return (
     <div className={['out-node', invalid ? 'invalid' : '', selected ? 'selected' : ''].join(' ')} data-testid={`out-${d.name}`} data-invalid={invalid ? 'true' : undefined}>
-      <Handle type="target" position={Position.Left} id="in" aria-label={`output ${d.name}`} />
+      <Handle type="target" position={Position.Left} id="in" title={`output ${d.name}`} />
       <span className="kind">output</span>
       <span className="out-name">{d.name}</span>
       <Problems id={id} />

@@ -433,7 +433,7 @@ function Palette({ tools, onAdd, onVariable, onOutput }: { tools: Tool[]; onAdd:
   const [type, setType] = useState<ParamType>('image');
   const shown = tools.filter((t) => t.name.includes(query.trim().toLowerCase()) || t.description.toLowerCase().includes(query.trim().toLowerCase()));
   return (
-    <div className="palette" aria-label="Add to the workflow">
+    <div className="palette" role="region" aria-label="Add to the workflow">
       <h2>Tools</h2>
       <input
         type="search"

@@ -290,7 +290,9 @@ fn console_paths(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value
         "id": {"type": "integer"}, "prefix": {"type": "string"}, "created_at": time, "last_used": nullable_time, "revoked_at": nullable_time,
         "current": {"type": "boolean", "description": "The key this session signed in with"}}});
     let mut new_key = key.clone();
-    new_key["required"].as_array_mut().map(|r| r.push(json!("key")));
+    if let Some(required) = new_key["required"].as_array_mut() {
+        required.push(json!("key"));
+    }
     new_key["properties"]["key"] =
         json!({"type": "string", "description": "The key itself: shown this once"});
     schemas.insert("Key".into(), key);

@@ -183,10 +183,7 @@ async fn validate_workflow(
     JsonObject(body): JsonObject,
 ) -> Result<Json<Value>, ApiError> {
     let Query(query) = query.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
-    let name = match query.name.as_deref().filter(|n| !n.is_empty()) {
-        Some(raw) => Some(ops::workflow_name("name", raw)),
-        None => None,
-    };
+    let name = query.name.as_deref().filter(|n| !n.is_empty()).map(|raw| ops::workflow_name("name", raw));
     let def = WorkflowDef::parse(Value::Object(body))?;
     let mut errors: Vec<Value> = def.problems().iter().map(problem).collect();
     let name = match name {

@@ -210,7 +210,11 @@ async fn run_listings_filter_by_status_and_target(store: SharedStore) {
         [(RunStatus::Succeeded, &ok), (RunStatus::Failed, &failed), (RunStatus::Queued, &queued)]
     {
         let query = RunQuery { limit: 10, status: Some(status), ..Default::default() };
-        assert_eq!(ids(store.list_runs(acct.id, &query).await.unwrap()), [expected.clone()], "{status:?}");
+        assert_eq!(
+            ids(store.list_runs(acct.id, &query).await.unwrap()),
+            std::slice::from_ref(expected),
+            "{status:?}"
+        );
     }
     let by_target =
         RunQuery { limit: 10, target: Some("t"), status: Some(RunStatus::Failed), ..Default::default() };

@@ -489,7 +489,7 @@ async fn run_listings_filter_by_status_and_target() {
             .collect::<Vec<_>>()
     };
     assert_eq!(ids(&app.get("/api/v3/runs").await.1), [bg.clone(), up.clone()]);
-    assert_eq!(ids(&app.get("/api/v3/runs?target=upscale").await.1), [up.clone()]);
+    assert_eq!(ids(&app.get("/api/v3/runs?target=upscale").await.1), std::slice::from_ref(&up));
     assert_eq!(ids(&app.get("/api/v3/runs?status=succeeded&target=background_removal").await.1), [bg]);
     assert!(ids(&app.get("/api/v3/runs?status=failed").await.1).is_empty());
     let (code, body) = app.get("/api/v3/runs?status=done").await;

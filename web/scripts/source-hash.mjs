@@ -8,7 +8,7 @@ import { join, relative, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const web = join(dirname(fileURLToPath(import.meta.url)), '..');
-const ROOT_FILES = ['index.html', 'package-lock.json', 'package.json', 'tsconfig.json', 'vite.config.ts'];
+const ROOT_FILES = ['docs.html', 'index.html', 'package-lock.json', 'package.json', 'tsconfig.json', 'vite.config.ts'];
 
 function walk(dir) {
   return readdirSync(dir).flatMap((name) => {

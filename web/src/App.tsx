@@ -85,6 +85,7 @@ export function App() {
               {label}
             </Link>
           ))}
+          <a href="/console/docs">API reference</a>
         </nav>
         <div className="who">
           <span data-testid="balance" title="Token balance">

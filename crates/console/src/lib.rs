@@ -2,6 +2,9 @@
 //! building the binary needs no Node), embedded in the binary and served under `/console/`.
 //!
 //! - `/console/assets/*`: the hashed files of the bundle, cached for a year (`immutable`);
+//! - `/console/docs`: the API reference, Scalar's viewer (`/console/vendor/*`, as published
+//!   on npm) over `/openapi.json`; its policy also allows inline styles, which the viewer
+//!   injects;
 //! - any other path under `/console/` that is not the console's API: the page
 //!   (`index.html`, never cached), whose script picks the view; with a strict
 //!   Content-Security-Policy and the usual hardening headers;
@@ -32,17 +35,30 @@ pub struct Sources {
 
 /// The console's pages, for any state (they read none).
 pub fn router<S: Clone + Send + Sync + 'static>(sources: Sources) -> Router<S> {
-    let csp = HeaderValue::from_str(&content_security_policy(&sources))
-        .unwrap_or_else(|_| HeaderValue::from_static("default-src 'self'"));
+    let header = |policy: String| {
+        HeaderValue::from_str(&policy).unwrap_or_else(|_| HeaderValue::from_static("default-src 'self'"))
+    };
+    let policies = Policies {
+        pages: header(content_security_policy(&sources)),
+        docs: header(
+            content_security_policy(&sources).replace("style-src 'self'", "style-src 'self' 'unsafe-inline'"),
+        ),
+    };
     let page = move |req: Request| {
-        let csp = csp.clone();
-        async move { serve(req.uri().path(), req.headers(), csp) }
+        let policies = policies.clone();
+        async move { serve(req.uri().path(), req.headers(), &policies) }
     };
     Router::new()
         .route("/", get(|| async { Redirect::temporary("/console/") }))
         .route("/console", get(|| async { Redirect::temporary("/console/") }))
         .route("/console/", get(page.clone()))
         .route("/console/{*path}", get(page))
+}
+
+#[derive(Clone)]
+struct Policies {
+    pages: HeaderValue,
+    docs: HeaderValue,
 }
 
 /// The policy of the pages: everything from this origin, nothing inline, nothing framed.
@@ -57,7 +73,7 @@ pub fn content_security_policy(sources: &Sources) -> String {
     )
 }
 
-fn serve(path: &str, headers: &HeaderMap, csp: HeaderValue) -> Response {
+fn serve(path: &str, headers: &HeaderMap, policies: &Policies) -> Response {
     let file = path.trim_start_matches("/console/").trim_start_matches('/');
     if file == "api" || file.starts_with("api/") {
         return (
@@ -67,16 +83,22 @@ fn serve(path: &str, headers: &HeaderMap, csp: HeaderValue) -> Response {
         )
             .into_response();
     }
-    if file.starts_with("assets/") {
-        return match Bundle::get(file) {
-            Some(asset) => respond(asset, headers, "public, max-age=31536000, immutable", None),
-            None => StatusCode::NOT_FOUND.into_response(),
-        };
-    }
-    match Bundle::get("index.html") {
-        Some(page) => respond(page, headers, "no-cache", Some(csp)),
-        None => (StatusCode::SERVICE_UNAVAILABLE, "the console's bundle is missing from this build")
-            .into_response(),
+    let (name, cache, policy) = if file.starts_with("assets/") {
+        (file, "public, max-age=31536000, immutable", None)
+    } else if file.starts_with("vendor/") {
+        (file, "no-cache", None)
+    } else if file == "docs" || file == "docs.html" {
+        ("docs.html", "no-cache", Some(policies.docs.clone()))
+    } else {
+        ("index.html", "no-cache", Some(policies.pages.clone()))
+    };
+    match Bundle::get(name) {
+        Some(found) => respond(found, headers, cache, policy),
+        None if policy.is_some() => {
+            (StatusCode::SERVICE_UNAVAILABLE, "the console's bundle is missing from this build")
+                .into_response()
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 

@@ -27,7 +27,7 @@ fn source_digest(web: &Path) -> String {
         }
     }
     let mut files: Vec<PathBuf> =
-        ["index.html", "package-lock.json", "package.json", "tsconfig.json", "vite.config.ts"]
+        ["docs.html", "index.html", "package-lock.json", "package.json", "tsconfig.json", "vite.config.ts"]
             .iter()
             .map(|f| web.join(f))
             .collect();
@@ -103,6 +103,20 @@ async fn assets_are_cached_for_good_and_revalidated_by_etag() {
     let again = get(&format!("/console/{script}"), &[("if-none-match", &etag)]).await;
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
     assert_eq!(get("/console/assets/nothing.js", &[]).await.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_api_reference_is_its_own_page_with_the_viewer_from_the_bundle() {
+    let r = get("/console/docs", &[]).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let csp = r.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(csp.contains("style-src 'self' 'unsafe-inline';") && csp.contains("script-src 'self';"), "{csp}");
+    let body = axum::body::to_bytes(r.into_body(), usize::MAX).await.unwrap();
+    assert!(String::from_utf8_lossy(&body).contains("/console/vendor/scalar-api-reference.js"));
+    let viewer = get("/console/vendor/scalar-api-reference.js", &[]).await;
+    assert_eq!(viewer.status(), StatusCode::OK);
+    assert!(viewer.headers()["content-type"].to_str().unwrap().contains("javascript"));
+    assert_eq!(get("/console/vendor/nothing.js", &[]).await.status(), StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]

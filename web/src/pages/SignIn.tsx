@@ -31,6 +31,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
           name="api-key"
           type="password"
           autoComplete="off"
+          autoFocus
           spellCheck={false}
           placeholder="atl_…"
           value={key}

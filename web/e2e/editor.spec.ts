@@ -152,4 +152,11 @@ test('a template opens read-only and is saved as a copy', async ({ page }) => {
   await page.getByRole('button', { name: 'Save' }).click();
   await expect(page.getByText(`Saved as “${name}”.`)).toBeVisible();
   expect((await api(`/api/v3/workflow/${encodeURIComponent(name)}`)).status).toBe(200);
+
+  // And deleted from the list of workflows.
+  await page.getByRole('link', { name: 'Workflows' }).click();
+  page.once('dialog', (d) => d.accept());
+  await page.getByRole('button', { name: `Delete ${name}` }).click();
+  await expect(page.getByRole('button', { name: `Delete ${name}` })).toHaveCount(0);
+  expect((await api(`/api/v3/workflow/${encodeURIComponent(name)}`)).status).toBe(404);
 });

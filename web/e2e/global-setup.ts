@@ -10,9 +10,10 @@ import { fileURLToPath } from 'node:url';
 
 export default async function globalSetup() {
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-  const bin =
-    process.env.ATELIER_BIN ??
-    [join(root, 'target/release/atelier'), join(root, 'target/debug/atelier')].find((p) => existsSync(p));
+  // ATELIER_BIN may be relative to the repository's root (`.ci/run` runs from there).
+  const bin = process.env.ATELIER_BIN
+    ? resolve(root, process.env.ATELIER_BIN)
+    : [join(root, 'target/release/atelier'), join(root, 'target/debug/atelier')].find((p) => existsSync(p));
   if (!bin) throw new Error('no atelier binary: build one (cargo build --release) or set ATELIER_BIN');
   const dir = mkdtempSync(join(tmpdir(), 'atelier-e2e-'));
   const account = (name: string, tokens: number) =>

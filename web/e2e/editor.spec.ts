@@ -64,6 +64,7 @@ test('a workflow built on an empty canvas saves what discovery then shows', asyn
   await page.getByRole('button', { name: 'Save' }).click();
   await expect(page.getByText('Saved as “e2e flow”.')).toBeVisible();
   await expect(page).toHaveURL(/\/console\/editor\/e2e%20flow$/);
+  await expect(page.getByRole('button', { name: 'Undo' }), 'saving keeps the canvas and its history').toBeEnabled();
 
   const described = (await api('/api/v3/workflow/e2e%20flow')).body;
   expect(Object.keys(described.inputs.mandatory)).toEqual(['look']);

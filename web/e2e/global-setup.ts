@@ -1,9 +1,9 @@
-// Starts `atelier serve` for the browser tests: ATELIER_BIN, else the release binary, else
-// the debug one; a temporary data directory; two accounts (one with tokens, one without);
+// Starts `atelier serve` for the browser tests: ATELIER_BIN, else the newer of the release
+// and the debug binary; a temporary data directory; two accounts (one with tokens, one without);
 // nodes slowed to 1.5 s so that running states can be seen and canceled. Tests read the
 // address and keys from the environment.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,9 @@ export default async function globalSetup() {
   // ATELIER_BIN may be relative to the repository's root (`.ci/run` runs from there).
   const bin = process.env.ATELIER_BIN
     ? resolve(root, process.env.ATELIER_BIN)
-    : [join(root, 'target/release/atelier'), join(root, 'target/debug/atelier')].find((p) => existsSync(p));
+    : [join(root, 'target/release/atelier'), join(root, 'target/debug/atelier')]
+        .filter((p) => existsSync(p))
+        .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
   if (!bin) throw new Error('no atelier binary: build one (cargo build --release) or set ATELIER_BIN');
   const dir = mkdtempSync(join(tmpdir(), 'atelier-e2e-'));
   const account = (name: string, tokens: number) =>

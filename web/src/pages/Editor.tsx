@@ -94,6 +94,8 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
   const [message, setMessage] = useState<{ text: string; error?: boolean } | null>(null);
   const [saveAs, setSaveAs] = useState(name && !from ? name : from ? `${from} copy` : '');
   const clipboard = useRef<Graph | null>(null);
+  /** The name just saved under: opening it is not a reload (the canvas and its undo stay). */
+  const savedAs = useRef<string | null>(null);
   const flow = useReactFlow();
   const wrapper = useRef<HTMLDivElement>(null);
 
@@ -103,6 +105,10 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
   // Load the workflow (or the template to copy) once the tools are known.
   useEffect(() => {
     if (!tools.data) return;
+    if (source && savedAs.current === source) {
+      savedAs.current = null;
+      return;
+    }
     setLoaded(false);
     history.current = new History<Graph>();
     if (!source) {
@@ -325,7 +331,10 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
     try {
       await put(`/v3/workflow/${segment(target)}`, toDocument(graph, { name: target, description }));
       setMessage({ text: `Saved as “${target}”.` });
-      if (target !== name) navigate(`/editor/${segment(target)}`, true);
+      if (target !== name) {
+        savedAs.current = target;
+        navigate(`/editor/${segment(target)}`, true);
+      }
       list.reload();
     } catch (e) {
       setMessage({ text: explain(e), error: true });

@@ -38,7 +38,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, RunError};
 use crate::extract::{Authenticated, JsonObject, RunId};
-use crate::limits::{ceil_secs, RateLimit, RateLimiter};
+use crate::limits::{ceil_secs, rate_headers, Decision, RateLimit, RateLimiter};
 use crate::ops::{self, RunRequest, Submission};
 use crate::{render, v3, AppState};
 
@@ -79,9 +79,13 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
     let sign_ins = SignIns(RateLimiter::new(state.config.console.sign_in).map(Arc::new));
     // The v3 interface again, for the console's pages: the same handlers, with the account
     // the session holds.
+    let limits = SessionLimiter {
+        state: state.clone(),
+        limiter: RateLimiter::new(state.config.rate_limit).map(Arc::new),
+    };
     let v3 = Router::new()
         .nest("/console", v3::routes())
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), session_account));
+        .route_layer(axum::middleware::from_fn_with_state(limits, session_account));
     Router::new()
         .route("/console/api/session", post(sign_in).get(current).delete(sign_out))
         .route("/console/api/keys", get(list_keys).post(create_key))
@@ -136,16 +140,45 @@ async fn authorize(method: &Method, headers: &HeaderMap, state: &AppState) -> Re
     Ok(session)
 }
 
-/// Authorizes `/console/api/v3/*` by session and hands the account to the v3 handlers.
-async fn session_account(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    match authorize(req.method(), req.headers(), &state).await {
-        Ok(session) => {
+/// The per-key request rate (`[limits]`) for `/console/api/v3/*`, counted per session key in
+/// buckets of their own (apart from the key's requests to `/api`).
+#[derive(Clone)]
+struct SessionLimiter {
+    state: AppState,
+    limiter: Option<Arc<RateLimiter>>,
+}
+
+/// Authorizes `/console/api/v3/*` by session, counts the request against the session's key,
+/// and hands the account to the v3 handlers.
+async fn session_account(State(limits): State<SessionLimiter>, mut req: Request, next: Next) -> Response {
+    let session = match authorize(req.method(), req.headers(), &limits.state).await {
+        Ok(session) => session,
+        Err(error) => return error.into_response(),
+    };
+    let Some(limiter) = &limits.limiter else {
+        req.extensions_mut().insert(Authenticated(session.account.clone()));
+        req.extensions_mut().insert(session);
+        return next.run(req).await;
+    };
+    let bucket: [u8; 32] = Sha256::digest(format!("console-key:{}", session.key_id).as_bytes()).into();
+    let decision = limiter.check(bucket, Instant::now());
+    let mut response = match decision {
+        Decision::Allowed { .. } => {
             req.extensions_mut().insert(Authenticated(session.account.clone()));
             req.extensions_mut().insert(session);
             next.run(req).await
         }
-        Err(error) => error.into_response(),
-    }
+        Decision::Limited { retry_after, .. } => {
+            let error = ApiError::RateLimited { retry_after: ceil_secs(retry_after).max(1) };
+            if req.method() == Method::POST && req.uri().path().ends_with("/run") {
+                RunError(error).into_response()
+            } else {
+                error.into_response()
+            }
+        }
+    };
+    rate_headers(response.headers_mut(), limiter.burst(), decision);
+    response
 }
 
 /// Refuses a request another site made: by `Sec-Fetch-Site` where the browser sends it, and

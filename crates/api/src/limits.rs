@@ -165,7 +165,7 @@ pub(crate) async fn limit_requests(State(limits): State<Limits>, mut req: Reques
     response
 }
 
-fn rate_headers(headers: &mut HeaderMap, burst: u32, decision: Decision) {
+pub(crate) fn rate_headers(headers: &mut HeaderMap, burst: u32, decision: Decision) {
     let (remaining, reset) = match decision {
         Decision::Allowed { remaining, reset } => (remaining, reset),
         Decision::Limited { reset, .. } => (0, reset),

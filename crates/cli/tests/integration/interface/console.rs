@@ -495,3 +495,33 @@ async fn run_listings_filter_by_status_and_target() {
     let (code, body) = app.get("/api/v3/runs?status=done").await;
     assert_eq!((code, body["error"]["field"].as_str()), (422, Some("status")));
 }
+
+#[tokio::test]
+async fn the_console_interface_is_held_to_the_key_request_rate() {
+    let app = TestApp::start_with(
+        |c| {
+            c.limits.requests_per_second = 0.5;
+            c.limits.burst = 2;
+        },
+        None,
+        10,
+    )
+    .await;
+    let browser = sign_in_with(&app, &app.key).await;
+    for _ in 0..2 {
+        assert_eq!(browser.call("GET", "/console/api/v3/tools", None).await.code, 200);
+    }
+    let limited = browser.call("GET", "/console/api/v3/tools", None).await;
+    assert_eq!((limited.code, limited.body["error"]["name"].as_str()), (429, Some("RateLimited")));
+    assert_eq!(limited.headers["ratelimit-limit"], "2");
+    assert!(limited.headers["retry-after"].to_str().unwrap().parse::<u64>().unwrap() >= 1);
+    let run = json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}});
+    let refused = browser.call("POST", "/console/api/v3/run", Some(&run)).await;
+    assert_eq!(
+        (refused.code, refused.body["id"].clone()),
+        (429, Value::Null),
+        "a run answers in the handle shape"
+    );
+    // The dashboard's own routes are not counted.
+    assert_eq!(browser.call("GET", "/console/api/keys", None).await.code, 200);
+}

@@ -38,7 +38,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, RunError};
 use crate::extract::{Authenticated, JsonObject, RunId};
-use crate::limits::{ceil_secs, rate_headers, Decision, RateLimit, RateLimiter};
+use crate::limits::{ceil_secs, count, RateLimit, RateLimiter};
 use crate::ops::{self, RunRequest, Submission};
 use crate::{render, v3, AppState};
 
@@ -155,30 +155,13 @@ async fn session_account(State(limits): State<SessionLimiter>, mut req: Request,
         Ok(session) => session,
         Err(error) => return error.into_response(),
     };
-    let Some(limiter) = &limits.limiter else {
-        req.extensions_mut().insert(Authenticated(session.account.clone()));
-        req.extensions_mut().insert(session);
-        return next.run(req).await;
-    };
+    req.extensions_mut().insert(Authenticated(session.account.clone()));
     let bucket: [u8; 32] = Sha256::digest(format!("console-key:{}", session.key_id).as_bytes()).into();
-    let decision = limiter.check(bucket, Instant::now());
-    let mut response = match decision {
-        Decision::Allowed { .. } => {
-            req.extensions_mut().insert(Authenticated(session.account.clone()));
-            req.extensions_mut().insert(session);
-            next.run(req).await
-        }
-        Decision::Limited { retry_after, .. } => {
-            let error = ApiError::RateLimited { retry_after: ceil_secs(retry_after).max(1) };
-            if req.method() == Method::POST && req.uri().path().ends_with("/run") {
-                RunError(error).into_response()
-            } else {
-                error.into_response()
-            }
-        }
-    };
-    rate_headers(response.headers_mut(), limiter.burst(), decision);
-    response
+    req.extensions_mut().insert(session);
+    match &limits.limiter {
+        Some(limiter) => count(limiter, bucket, req, next).await,
+        None => next.run(req).await,
+    }
 }
 
 /// Refuses a request another site made: by `Sec-Fetch-Site` where the browser sends it, and
@@ -233,11 +216,11 @@ fn set_cookie(headers: &HeaderMap, value: &str, max_age: i64) -> HeaderValue {
     HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static("atelier_session=; Max-Age=0"))
 }
 
-fn session_view(session: &Session, balance: i64) -> Value {
+fn session_view(account: &str, csrf_token: &str, expires_at: i64, balance: i64) -> Value {
     json!({
-        "account": session.account.name,
-        "csrf_token": session.csrf_token,
-        "expires_at": format_time(session.expires_at),
+        "account": account,
+        "csrf_token": csrf_token,
+        "expires_at": format_time(expires_at),
         "balance": balance,
     })
 }
@@ -275,16 +258,9 @@ async fn sign_in(
     let limits = state.config.console.sessions;
     let made = state.store.create_session(&holder, limits).await?;
     let balance = state.store.balance(holder.account.id).await?;
-    let session = Session {
-        id: 0,
-        account: holder.account,
-        key_id: holder.key_id,
-        csrf_token: made.csrf_token,
-        created_at: now_micros(),
-        expires_at: made.expires_at,
-    };
     let max_age = i64::try_from(limits.absolute.as_secs()).unwrap_or(i64::MAX);
-    let mut response = Json(session_view(&session, balance)).into_response();
+    let view = session_view(&holder.account.name, &made.csrf_token, made.expires_at, balance);
+    let mut response = Json(view).into_response();
     response.headers_mut().insert(header::SET_COOKIE, set_cookie(&headers, &made.token, max_age));
     Ok(response)
 }
@@ -294,7 +270,7 @@ async fn current(
     SignedIn(session): SignedIn,
 ) -> Result<Json<Value>, ApiError> {
     let balance = state.store.balance(session.account.id).await?;
-    Ok(Json(session_view(&session, balance)))
+    Ok(Json(session_view(&session.account.name, &session.csrf_token, session.expires_at, balance)))
 }
 
 async fn sign_out(

@@ -145,15 +145,20 @@ pub(crate) async fn limit_requests(State(limits): State<Limits>, mut req: Reques
         Ok(None) | Err(_) => return next.run(req).await,
     };
     let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-    let decision = limits.limiter.check(digest, Instant::now());
+    req.extensions_mut().insert(Authenticated(account));
+    count(&limits.limiter, digest, req, next).await
+}
+
+/// Counts `req` against `bucket`: passes it on, or answers 429 `RateLimited` (in the
+/// run-handle shape for run endpoints, as their handlers answer); either way with the
+/// `RateLimit-*` headers. The keyed routes count per API key, the console's v3 routes per
+/// session key.
+pub(crate) async fn count(limiter: &RateLimiter, bucket: [u8; 32], req: Request, next: Next) -> Response {
+    let decision = limiter.check(bucket, Instant::now());
     let mut response = match decision {
-        Decision::Allowed { .. } => {
-            req.extensions_mut().insert(Authenticated(account));
-            next.run(req).await
-        }
+        Decision::Allowed { .. } => next.run(req).await,
         Decision::Limited { retry_after, .. } => {
             let error = ApiError::RateLimited { retry_after: ceil_secs(retry_after).max(1) };
-            // Run endpoints answer in the run-handle shape, as their handlers do.
             if req.method() == Method::POST && req.uri().path().ends_with("/run") {
                 RunError(error).into_response()
             } else {
@@ -161,11 +166,11 @@ pub(crate) async fn limit_requests(State(limits): State<Limits>, mut req: Reques
             }
         }
     };
-    rate_headers(response.headers_mut(), limits.limiter.burst(), decision);
+    rate_headers(response.headers_mut(), limiter.burst(), decision);
     response
 }
 
-pub(crate) fn rate_headers(headers: &mut HeaderMap, burst: u32, decision: Decision) {
+fn rate_headers(headers: &mut HeaderMap, burst: u32, decision: Decision) {
     let (remaining, reset) = match decision {
         Decision::Allowed { remaining, reset } => (remaining, reset),
         Decision::Limited { reset, .. } => (0, reset),

@@ -488,8 +488,13 @@ async fn rerun(
         })?;
         *value = Value::String(String::from_utf8_lossy(&bytes).into_owned());
     }
-    let request =
-        RunRequest { kind: run.kind, target: run.target.clone(), input, slices: Default::default() };
+    let request = RunRequest {
+        kind: run.kind,
+        target: run.target.clone(),
+        input,
+        slices: Default::default(),
+        webhook: None,
+    };
     let accepted = ops::submit(&state, &session.account, Submission::new(request, None, None), None).await?;
     Ok(Json(accepted.handle()).into_response())
 }

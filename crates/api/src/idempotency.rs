@@ -164,10 +164,10 @@ pub(crate) async fn submit_once(
     account: &Account,
     keyed: Option<Keyed>,
     submission: Submission<'_>,
-) -> Result<Response, RunError> {
+) -> Result<Answer, RunError> {
     let Some(Keyed { key, fingerprint }) = keyed else {
         let accepted = ops::submit(state, account, submission, None).await?;
-        return Ok(Json(accepted.handle()).into_response());
+        return Ok(Answer::new(accepted.handle()));
     };
     let run_id = submission.id.clone();
     let claim = IdempotencyClaim {
@@ -180,7 +180,7 @@ pub(crate) async fn submit_once(
     };
     match state.store.claim_idempotency_key(&claim).await? {
         IdempotencyStart::Claimed => {}
-        IdempotencyStart::Replay(answer) => return Ok(replay(answer)),
+        IdempotencyStart::Replay(answer) => return Ok(Answer::replay(answer)),
         IdempotencyStart::Mismatch => return Err(ApiError::IdempotencyKeyReused.into()),
         IdempotencyStart::InProgress => return Err(ApiError::IdempotencyConflict.into()),
     }
@@ -192,7 +192,7 @@ pub(crate) async fn submit_once(
     match ops::submit(state, account, submission, Some(&key)).await {
         Ok(accepted) => {
             held.key = None;
-            Ok(Json(accepted.handle()).into_response())
+            Ok(Answer::new(accepted.handle()))
         }
         Err(e) => {
             held.release().await;
@@ -201,11 +201,34 @@ pub(crate) async fn submit_once(
     }
 }
 
-fn replay(answer: StoredAnswer) -> Response {
-    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
-    let mut response = (status, Json(answer.body)).into_response();
-    response.headers_mut().insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
-    response
+/// The answer to a run request: a new run's handle, or the answer a key replays.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub status: StatusCode,
+    pub body: serde_json::Value,
+    /// Replayed under an idempotency key (`Idempotent-Replayed: true`).
+    pub replayed: bool,
+}
+
+impl Answer {
+    fn new(body: serde_json::Value) -> Self {
+        Self { status: StatusCode::OK, body, replayed: false }
+    }
+
+    fn replay(answer: StoredAnswer) -> Self {
+        let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+        Self { status, body: answer.body, replayed: true }
+    }
+}
+
+impl IntoResponse for Answer {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(self.body)).into_response();
+        if self.replayed {
+            response.headers_mut().insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+        }
+        response
+    }
 }
 
 /// A claimed key whose request has not finished; released when dropped unless answered.

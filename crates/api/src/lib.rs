@@ -8,8 +8,10 @@
 pub mod body;
 pub mod console;
 pub mod error;
+pub mod events;
 mod extract;
 mod files;
+pub mod finished;
 pub mod idempotency;
 mod inputs;
 mod limits;
@@ -18,6 +20,7 @@ pub mod ops;
 pub mod render;
 mod v2;
 mod v3;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -50,6 +53,9 @@ pub struct ApiConfig {
     pub engines: Engines,
     /// The web console's sessions and sign-in limit.
     pub console: console::ConsoleConfig,
+    /// The longest `Prefer: wait` a run request may ask for (at most
+    /// [`events::MAX_WAIT_SECS`]); 0 turns waiting off.
+    pub max_wait_secs: u64,
 }
 
 /// The engines as the API sees them (`atelier_core::engines`).
@@ -78,6 +84,7 @@ impl Default for ApiConfig {
             prices: Prices::default(),
             engines: Engines::default(),
             console: console::ConsoleConfig::default(),
+            max_wait_secs: events::MAX_WAIT_SECS,
         }
     }
 }
@@ -88,13 +95,21 @@ pub struct AppState {
     pub store: SharedStore,
     pub blob: BlobStore,
     pub config: Arc<ApiConfig>,
+    /// Statuses of finished runs, rendered once (see [`finished`]).
+    pub finished: Arc<finished::FinishedRuns>,
+}
+
+impl AppState {
+    pub fn new(store: SharedStore, blob: BlobStore, config: ApiConfig) -> Self {
+        Self { store, blob, config: Arc::new(config), finished: Arc::default() }
+    }
 }
 
 /// The whole interface.
 pub fn router(state: AppState) -> Router {
     let limit = state.config.max_body_bytes;
     // Every keyed route is rate-limited per key; /files, health and OpenAPI are not.
-    let mut keyed = v3::routes().merge(v2::routes());
+    let mut keyed = v3::routes().merge(v2::routes()).merge(webhooks::routes()).merge(events::routes());
     if let Some(limiter) = RateLimiter::new(state.config.rate_limit) {
         let limits = limits::Limits { state: state.clone(), limiter: Arc::new(limiter) };
         keyed = keyed.route_layer(axum::middleware::from_fn_with_state(limits, limits::limit_requests));

@@ -329,7 +329,51 @@ fn console_paths(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value
 /// The OpenAPI 3.1 document of the whole interface.
 pub fn document() -> Value {
     let mut paths = Map::new();
-    paths.insert("/api/v3/run".into(), json!({"post": idempotent(op("Start a run of a tool or a saved workflow", Some("RunRequest"), "RunHandle", &[400, 401, 402, 404, 409, 413, 422]))}));
+    let mut run = idempotent(op(
+        "Start a run of a tool or a saved workflow",
+        Some("RunRequest"),
+        "RunHandle",
+        &[400, 401, 402, 404, 409, 413, 422],
+    ));
+    add_param(
+        &mut run,
+        json!({"name": "Prefer", "in": "header", "required": false,
+        "description": "Extension: `wait=N` (RFC 7240) waits up to N seconds (at most 60, or the server's max_wait_secs) for the run to finish; when it does, the handle carries the final status under `status` and the answer has Preference-Applied",
+        "schema": {"type": "string", "pattern": "^wait=[0-9]{1,2}$"}}),
+    );
+    run["responses"]["200"]["headers"]["Preference-Applied"] = json!({
+        "description": "`wait=N` when the run finished within the wait asked for, and `status` holds its final status",
+        "schema": {"type": "string"}});
+    paths.insert("/api/v3/run".into(), json!({"post": run}));
+    let mut events = path_param(
+        op(
+            "Follow a run: Server-Sent Events of its nodes' changes, then its final status",
+            None,
+            "RunStatus",
+            &[401, 404],
+        ),
+        "run_id",
+    );
+    events["responses"]["200"] = json!({"description": "A text/event-stream: `node` events (data: NodeEvent) as nodes change, then one `status` event (data: the final RunStatus, id `end`), then the stream ends. Comments every 15 s keep it open. Send the last event's id as Last-Event-ID to resume",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}}});
+    add_param(
+        &mut events,
+        json!({"name": "Last-Event-ID", "in": "header", "required": false,
+        "description": "The id of the last event received: only what changed since is sent", "schema": {"type": "string"}}),
+    );
+    paths.insert("/api/v3/status/{run_id}/events".into(), json!({"get": events}));
+    paths.insert(
+        "/api/v3/webhooks/secret".into(),
+        json!({"get": op("The account's webhook signing secret (made on first read)", None, "WebhookSecret", &[401])}),
+    );
+    paths.insert(
+        "/api/v3/webhooks/secret/rotate".into(),
+        json!({"post": op("A new webhook signing secret; the previous one still signs for 24 hours", None, "WebhookSecret", &[401])}),
+    );
+    paths.insert(
+        "/api/v3/runs/{run_id}/webhooks".into(),
+        json!({"get": path_param(op("A run's webhook deliveries and every attempt", None, "WebhookDeliveries", &[401, 404]), "run_id")}),
+    );
     paths.insert(
         "/api/v3/status/{run_id}".into(),
         json!({"get": path_param(op("Poll a run", None, "RunStatus", &[401, 404]), "run_id")}),
@@ -430,9 +474,36 @@ pub fn document() -> Value {
     schemas.insert("RunRequest".into(), json!({"type": "object", "required": ["type", "target", "input"], "properties": {
         "type": {"type": "string", "enum": ["node", "workflow"]},
         "target": {"type": "string", "description": "A tool name (type node) or a workflow name (type workflow; see the name of /api/v3/workflow/{name})"},
-        "input": {"type": "object"}}}));
+        "input": {"type": "object"},
+        "webhook_url": {"type": "string", "maxLength": crate::webhooks::MAX_URL_BYTES, "description": "Extension: an http(s) URL that receives a signed POST (Standard Webhooks) when the run finishes; the same address policy as image URLs"},
+        "webhook_events": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": ["completed", "node"]},
+            "description": "Extension: what is sent to webhook_url: `completed` (the final status; the default) and `node` (each node's state change)"}}}));
     schemas.insert("RunHandle".into(), json!({"type": "object", "required": ["id", "error"], "properties": {
-        "id": {"type": "string"}, "error": nullable_error, "warnings": {"type": "array", "items": {"type": "string"}}}}));
+        "id": {"type": "string"}, "error": nullable_error, "warnings": {"type": "array", "items": {"type": "string"}},
+        "status": {"$ref": "#/components/schemas/RunStatus", "description": "Extension: the final status, when `Prefer: wait` was asked for and the run finished in time"}}}));
+    let time = json!({"type": "string"});
+    let nullable_time = json!({"type": ["string", "null"]});
+    schemas.insert("WebhookSecret".into(), json!({"type": "object", "required": ["key", "previous_key_expires_at"], "properties": {
+        "key": {"type": "string", "description": "whsec_ and the key in base64: the HMAC-SHA256 key is the decoded bytes"},
+        "previous_key_expires_at": {"type": ["string", "null"], "description": "Until when the secret rotated out last still signs (deliveries carry a signature per secret)"}}}));
+    schemas.insert("WebhookDeliveries".into(), json!({"type": "object", "required": ["deliveries"], "properties": {"deliveries": {"type": "array", "items": {
+        "type": "object", "required": ["id", "event", "node", "url", "state", "created_at", "next_attempt_at", "attempts"], "properties": {
+            "id": {"type": "string", "description": "The webhook-id header of every attempt"},
+            "event": {"type": "string", "enum": ["completed", "node"]}, "node": {"type": ["string", "null"]}, "url": {"type": "string"},
+            "state": {"type": "string", "enum": ["pending", "delivered", "failed"]}, "created_at": time, "next_attempt_at": nullable_time,
+            "attempts": {"type": "array", "items": {"type": "object", "required": ["attempt", "at", "status_code", "error", "duration_ms"], "properties": {
+                "attempt": {"type": "integer", "minimum": 1}, "at": time, "status_code": {"type": ["integer", "null"]},
+                "error": {"type": ["string", "null"]}, "duration_ms": {"type": "integer", "minimum": 0}}}}}}}}}));
+    schemas.insert("NodeEvent".into(), json!({"type": "object", "required": ["run_id", "node", "id", "status", "error"],
+        "description": "The data of a `node` event of /api/v3/status/{run_id}/events", "properties": {
+        "run_id": {"type": "string"}, "node": {"type": "string"}, "id": {"type": "string", "description": "The node's generation id"},
+        "status": {"type": "string", "enum": ["pending", "queued", "running", "succeeded", "failed", "skipped", "canceled"]},
+        "progress": {"type": "number", "minimum": 0, "maximum": 1}, "output": {"type": "array", "items": {"type": "string"}},
+        "error": nullable_run_error.clone()}}));
+    schemas.insert("WebhookNodeEvent".into(), json!({"type": "object", "required": ["type", "run_id", "node", "id", "status"],
+        "description": "The body of a `node` webhook delivery (a `completed` delivery's body is the run's final status)", "properties": {
+        "type": {"type": "string", "enum": ["node"]}, "run_id": {"type": "string"}, "node": {"type": "string"},
+        "id": {"type": ["string", "null"]}, "status": {"type": "string"}}}));
     let progress = json!({"type": "number", "minimum": 0, "maximum": 1, "description": "Extension: while the node runs, how far it got as its engine reports it (0 until a report)"});
     schemas.insert("RunStatus".into(), json!({"type": "object", "description": "Workflow runs: workflow_run_id, overall_status, outputs, nodes. Node runs: id, overall_status, status, model_name, output.", "properties": {
         "workflow_run_id": {"type": "string"}, "id": {"type": "string"},
@@ -482,7 +553,7 @@ pub fn document() -> Value {
         body.insert("type".into(), json!("object"));
         body.insert(
             "description".into(),
-            json!(format!("Mapped onto the v3 tool(s) of /api/v2/{}; v3 spellings accepted", family.path())),
+            json!(format!("Mapped onto the v3 tool(s) of /api/v2/{}; v3 spellings accepted. Extension: webhook_url and webhook_events as in RunRequest (a completed delivery's body is the v2 status)", family.path())),
         );
         schemas.insert(format!("V2Run_{}", family.as_str()), Value::Object(body));
     }

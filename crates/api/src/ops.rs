@@ -8,11 +8,12 @@ use atelier_core::tools;
 use atelier_core::workflow::WorkflowDef;
 use atelier_core::{ids, RequestError};
 use atelier_inputs::{ImageSource, InputError};
-use atelier_store::{Account, IdempotentAnswer, NewRun, RunKind};
+use atelier_store::{Account, IdempotentAnswer, NewRun, RunKind, RunWebhook};
 use serde_json::{json, Map, Value};
 
 use crate::body::BodySlices;
 use crate::error::ApiError;
+use crate::webhooks::WebhookRequest;
 use crate::{inputs, render, AppState};
 
 /// What to run: a parsed v3 run body (or a v2 body mapped onto a tool).
@@ -25,10 +26,12 @@ pub struct RunRequest {
     /// else reads it.
     pub input: Params,
     pub slices: BodySlices,
+    /// Where the run's events are sent (`webhook_url`, `webhook_events`).
+    pub webhook: Option<WebhookRequest>,
 }
 
 impl RunRequest {
-    /// Parses `{type, target, input}`.
+    /// Parses `{type, target, input}`, with the optional `webhook_url` and `webhook_events`.
     pub fn parse(body: &Map<String, Value>) -> Result<Self, RequestError> {
         Self::from_body(body.clone())
     }
@@ -55,6 +58,7 @@ impl RunRequest {
             Some(_) => return Err(RequestError::InvalidRequest("input must be an object".into())),
             None => return Err(RequestError::InvalidRequest("input is required".into())),
         }
+        let webhook = WebhookRequest::take(&mut body)?;
         for key in body.keys() {
             if !["type", "target", "input"].contains(&key.as_str()) {
                 return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")));
@@ -68,7 +72,7 @@ impl RunRequest {
             RunKind::Workflow => workflow_name("target", &target)?,
             RunKind::Node => target,
         };
-        Ok(Self { kind, target, input, slices: BodySlices::default() })
+        Ok(Self { kind, target, input, slices: BodySlices::default(), webhook })
     }
 }
 
@@ -208,6 +212,9 @@ pub async fn submit(
         None => compile_node(&request.target, &request.input, prices)?,
     };
     check_images(state, &plan, request.kind == RunKind::Node, &moved.references).await?;
+    if let Some(webhook) = &request.webhook {
+        webhook.check(&state.config.inputs).await?;
+    }
     for warning in &plan.warnings {
         tracing::warn!(account = %account.name, target = %request.target, "{warning}");
     }
@@ -236,6 +243,7 @@ pub async fn submit(
             echo,
             idempotency: idempotency_key.map(|key| IdempotentAnswer { key, status: 200, body: &answer }),
             inputs: &moved.ids,
+            webhook: request.webhook.as_ref().map(|w| RunWebhook { url: w.url.as_str(), events: w.events }),
         })
         .await?;
     Ok(accepted)

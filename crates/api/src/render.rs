@@ -8,6 +8,18 @@ use atelier_core::v2::Family;
 use atelier_store::{format_time, NodeRecord, RunKind, RunRecord};
 use serde_json::{json, Map, Value};
 
+/// A JSON value as the bytes of an answer.
+pub fn to_bytes(value: &Value) -> axum::body::Bytes {
+    axum::body::Bytes::from(value.to_string())
+}
+
+/// An answer of JSON bytes (rendered before, see [`crate::finished`]).
+pub fn json_bytes(body: axum::body::Bytes) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let json = axum::http::HeaderValue::from_static("application/json");
+    ([(axum::http::header::CONTENT_TYPE, json)], body).into_response()
+}
+
 fn time(t: Option<i64>) -> Value {
     t.map_or(Value::Null, |t| Value::from(format_time(t)))
 }

@@ -6,14 +6,16 @@ use atelier_core::v2::Family;
 use atelier_store::RunKind;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 
 use crate::error::{ApiError, RunError};
 use crate::extract::{Caller, JsonObject, RunId};
+use crate::finished::Shape;
 use crate::ops::{RunRequest, Submission};
+use crate::webhooks::WebhookRequest;
 use crate::{idempotency, render, AppState};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -69,17 +71,23 @@ async fn run(
     State(state): State<AppState>,
     Caller(account): Caller,
     headers: HeaderMap,
-    JsonObject(body): JsonObject,
+    JsonObject(mut body): JsonObject,
     family: Family,
 ) -> Result<Response, RunError> {
     let endpoint = format!("/api/v2/{}/run", family.path());
     let keyed = idempotency::Keyed::of(idempotency::key(&headers)?, &endpoint, &body);
     let echo = redact(&body, family);
+    let webhook = WebhookRequest::take(&mut body)?;
     let (tool, input) = family.into_v3(body)?;
-    let request =
-        RunRequest { kind: RunKind::Node, target: tool.to_string(), input, slices: Default::default() };
+    let request = RunRequest {
+        kind: RunKind::Node,
+        target: tool.to_string(),
+        input,
+        slices: Default::default(),
+        webhook,
+    };
     let submission = Submission::new(request, Some(family.as_str()), Some(echo));
-    idempotency::submit_once(&state, &account, keyed, submission).await
+    Ok(idempotency::submit_once(&state, &account, keyed, submission).await?.into_response())
 }
 
 async fn status(
@@ -87,13 +95,21 @@ async fn status(
     Caller(account): Caller,
     RunId(id): RunId,
     family: Family,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
+    let shape = Shape::V2(family.as_str());
+    if let Some(body) = state.finished.get(account.id, &id, shape) {
+        return Ok(render::json_bytes(body));
+    }
     let run = state.store.get_run(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
     // A v2 status endpoint answers only runs of its own family.
     if run.family.as_deref() != Some(family.as_str()) {
         return Err(ApiError::RunNotFound(id));
     }
-    Ok(Json(render::v2_status(&state.blob, &run, family)))
+    let body = render::to_bytes(&render::v2_status(&state.blob, &run, family));
+    if run.status.is_terminal() {
+        state.finished.put(account.id, &id, shape, body.clone());
+    }
+    Ok(render::json_bytes(body))
 }
 
 async fn tokens(State(state): State<AppState>, Caller(account): Caller) -> Result<Json<Value>, ApiError> {

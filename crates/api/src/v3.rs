@@ -6,8 +6,10 @@ use atelier_core::workflow::WorkflowDef;
 use atelier_core::RequestError;
 use atelier_store::{format_time, RunQuery, StoreError};
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
-use axum::response::Response;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -16,8 +18,9 @@ use serde_json::{json, Value};
 use crate::body::RunBody;
 use crate::error::{ApiError, RunError};
 use crate::extract::{Caller, JsonObject, RunId, WorkflowName};
+use crate::finished::Shape;
 use crate::ops::{self, RunRequest, Submission};
-use crate::{idempotency, render, AppState};
+use crate::{events, idempotency, render, AppState};
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
@@ -42,18 +45,44 @@ async fn run(
     let mut request = RunRequest::from_body(body.fields)?;
     request.slices = body.slices;
     let submission = Submission::new(request, None, None);
-    idempotency::submit_once(&state, &account, keyed, submission).await
+    let answer = idempotency::submit_once(&state, &account, keyed, submission).await?;
+    // `Prefer: wait=N`: a run that finishes within N seconds is answered with its final
+    // status.
+    let Some(secs) = events::preferred_wait(&headers, state.config.max_wait_secs)
+        .filter(|_| answer.status == StatusCode::OK)
+    else {
+        return Ok(answer.into_response());
+    };
+    let Some(id) = answer.body.get("id").and_then(Value::as_str).map(str::to_owned) else {
+        return Ok(answer.into_response());
+    };
+    let Some(run) = events::wait_for_end(&state, account.id, &id, Duration::from_secs(secs)).await else {
+        return Ok(answer.into_response());
+    };
+    let mut answer = answer;
+    answer.body["status"] = render::v3_status(&state.blob, &run, None);
+    let mut response = answer.into_response();
+    let applied = HeaderValue::from_str(&format!("wait={secs}")).unwrap_or(HeaderValue::from_static("wait"));
+    response.headers_mut().insert(HeaderName::from_static("preference-applied"), applied);
+    Ok(response)
 }
 
 async fn status(
     State(state): State<AppState>,
     Caller(account): Caller,
     RunId(id): RunId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
+    if let Some(body) = state.finished.get(account.id, &id, Shape::V3) {
+        return Ok(render::json_bytes(body));
+    }
     match state.store.get_run(account.id, &id).await {
         Ok(run) => {
             let position = queue_position(&state, &run).await;
-            Ok(Json(render::v3_status(&state.blob, &run, position)))
+            let body = render::to_bytes(&render::v3_status(&state.blob, &run, position));
+            if run.status.is_terminal() {
+                state.finished.put(account.id, &id, Shape::V3, body.clone());
+            }
+            Ok(render::json_bytes(body))
         }
         // A node of a workflow run, addressed by its generation id.
         Err(StoreError::NotFound) if id.starts_with("gen_") => {
@@ -61,7 +90,7 @@ async fn status(
                 state.store.run_of_generation(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
             let node =
                 run.nodes.iter().find(|n| n.gen_id == id).ok_or_else(|| ApiError::RunNotFound(id.clone()))?;
-            Ok(Json(render::v3_node_status(&state.blob, &run, node)))
+            Ok(Json(render::v3_node_status(&state.blob, &run, node)).into_response())
         }
         Err(e) => Err(ApiError::run_lookup(&id)(e)),
     }

@@ -23,6 +23,7 @@ pub struct Config {
     pub outputs: Outputs,
     pub limits: Limits,
     pub console: Console,
+    pub webhooks: Webhooks,
     /// Tool name → its price (`[prices]`); tools not named keep the built-in price.
     pub prices: BTreeMap<String, PriceSetting>,
     /// Model servers (`[engines.NAME]`; docs/ENGINES.md).
@@ -42,6 +43,9 @@ pub struct Server {
     pub max_body_bytes: usize,
     /// Tokens of the `default` account created on first start.
     pub default_tokens: i64,
+    /// The longest `Prefer: wait=N` a run request may ask for, in seconds (at most 60); 0
+    /// turns waiting off.
+    pub max_wait_secs: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -194,6 +198,24 @@ pub struct Limits {
     pub unfinished_runs_per_account: u32,
 }
 
+/// `[webhooks]`: how run webhooks are delivered (docs/CLIENTS.md). Which addresses they may
+/// go to is `[inputs]`' policy.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Webhooks {
+    /// Deliveries in flight at once, per process.
+    pub concurrency: usize,
+    /// The wait before the second attempt; it doubles with each attempt after (at most an
+    /// hour), for 24 hours.
+    pub first_retry_ms: u64,
+}
+
+impl Default for Webhooks {
+    fn default() -> Self {
+        Self { concurrency: 32, first_retry_ms: 5000 }
+    }
+}
+
 /// `[console]`: the web console's sessions and sign-in limit (docs/CONSOLE.md).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -237,6 +259,7 @@ impl Default for Server {
             public_url: String::new(),
             max_body_bytes: 40 * 1024 * 1024,
             default_tokens: 1000,
+            max_wait_secs: 60,
         }
     }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use atelier_api::webhooks::{Deliverer, DeliveryConfig};
 use atelier_api::{ApiConfig, AppState, RateLimit};
 use atelier_blob::BlobStore;
 use atelier_engine::{Engine, EngineConfig, Maintenance};
@@ -204,8 +205,9 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         prices: config.prices().map_err(anyhow::Error::msg)?,
         engines: atelier_api::Engines(engines.directory()),
         console: config.console.settings(media_origins(&config)),
+        max_wait_secs: config.server.max_wait_secs.min(atelier_api::events::MAX_WAIT_SECS),
     };
-    let state = AppState { store: store.clone(), blob: blob.clone(), config: Arc::new(api_config) };
+    let state = AppState::new(store.clone(), blob.clone(), api_config);
     let shutdown = CancellationToken::new();
     let mut tasks = Vec::new();
 
@@ -274,8 +276,9 @@ struct Wiring<'a> {
     webhooks_at: Option<&'a str>,
 }
 
-/// Spawns the engine (when `engine.workers > 0`) and the maintenance services (lease rescuer,
-/// output sweeper, idempotency-key janitor) onto `tasks`, stopping with `shutdown`.
+/// Spawns the engine (when `engine.workers > 0`), the maintenance services (lease rescuer,
+/// output sweeper, idempotency-key janitor) and the webhook deliverer onto `tasks`, stopping
+/// with `shutdown`.
 fn spawn_workers(
     config: &Config,
     store: &SharedStore,
@@ -317,5 +320,15 @@ fn spawn_workers(
         janitor_interval: atelier_engine::JANITOR_INTERVAL,
     };
     tasks.push(tokio::spawn(maintenance.run(shutdown.clone())));
+    // Webhook deliveries, from every process: each is claimed by one.
+    let delivery = DeliveryConfig {
+        concurrency: config.webhooks.concurrency,
+        first_retry: Duration::from_millis(config.webhooks.first_retry_ms.max(1)),
+        policy: input_policy(config),
+    };
+    let deliverer = Deliverer::new(store.clone(), blob.clone(), &delivery)
+        .map_err(|e| anyhow::anyhow!("webhook sender: {e}"))?;
+    let stop = shutdown.clone();
+    tasks.push(tokio::spawn(deliverer.run(async move { stop.cancelled().await })));
     Ok(())
 }

@@ -20,6 +20,7 @@ pub mod status;
 pub mod time;
 pub mod tools;
 pub mod v2;
+pub mod webhook;
 pub mod workflow;
 
 pub use error::{NodeError, NodeErrorName, RequestError};

@@ -148,6 +148,79 @@ impl Fetcher {
     }
 }
 
+/// Requests the service sends on its own (webhook deliveries), under the same address policy
+/// as [`Fetcher`]: only `http`/`https` on allowed ports, only to permitted addresses (IP
+/// literals checked up front, host names filtered by the client's resolver at connect time,
+/// so a name that resolves elsewhere since it was checked is caught), no redirect followed,
+/// and a time limit on the whole request.
+#[derive(Clone)]
+pub struct Sender {
+    client: reqwest::Client,
+    forbid: Forbid,
+}
+
+impl fmt::Debug for Sender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sender").finish_non_exhaustive()
+    }
+}
+
+/// How a request sent by [`Sender`] ended, when the receiver answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+}
+
+impl Sender {
+    /// A sender for `policy`'s addresses, giving each request `timeout` in all.
+    pub fn new(policy: &InputPolicy, timeout: Duration, user_agent: &str) -> Result<Self, InputError> {
+        let forbid: Forbid = if policy.allow_private_addresses { forbid_nothing } else { is_forbidden_ip };
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .dns_resolver(Arc::new(GuardedResolver { forbid }))
+            .redirect(redirect::Policy::none())
+            .referer(false)
+            .timeout(timeout)
+            .connect_timeout(timeout.min(MAX_CONNECT_TIMEOUT))
+            .user_agent(user_agent)
+            .build()
+            .map_err(|e| {
+                tracing::error!(error = %e, "could not build the HTTP client");
+                InputError::Fetch("the HTTP client could not be initialised".into())
+            })?;
+        Ok(Self { client, forbid })
+    }
+
+    /// POSTs `body` (JSON) to `url` with `headers`; the receiver's status (any, redirects
+    /// included: they are not followed), or why no answer came. The answer's body is read
+    /// (up to 64 KiB) and dropped, so that the connection can be reused.
+    pub async fn post_json(
+        &self,
+        url: &Url,
+        headers: &[(&str, String)],
+        body: Bytes,
+    ) -> Result<Answer, InputError> {
+        check_scheme(url)?;
+        check_ip_literal(url, self.forbid)?;
+        check_port(url)?;
+        let mut request =
+            self.client.post(url.clone()).header(reqwest::header::CONTENT_TYPE, "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let mut response = request.body(body).send().await.map_err(|e| classify(&e))?;
+        let status = response.status().as_u16();
+        let mut read = 0usize;
+        while let Ok(Some(chunk)) = response.chunk().await {
+            read += chunk.len();
+            if read > 64 * 1024 {
+                break;
+            }
+        }
+        Ok(Answer { status })
+    }
+}
+
 /// Scheme, IP-literal and port check of a redirect target.
 fn check_target(url: &Url, forbid: Forbid) -> Result<(), Refusal> {
     match check_scheme(url).and_then(|()| check_ip_literal(url, forbid)).and_then(|_| check_port(url)) {

@@ -52,7 +52,7 @@ mod fetch;
 mod ip;
 
 #[cfg(feature = "fetch")]
-pub use fetch::Fetcher;
+pub use fetch::{Answer, Fetcher, Sender};
 pub use ip::{is_allowed_port, is_forbidden_ip};
 
 /// How image values may be fetched.

@@ -46,7 +46,21 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// SQLite, `WHERE NOT swept` on PostgreSQL).
     const EXPIRED_RUNS: &'static str;
 
+    /// The lock clause of a claim's inner select: rows another transaction holds are passed
+    /// over (` FOR UPDATE SKIP LOCKED`; empty where the one writer holds everything).
+    const SKIP_LOCKED: &'static str;
+
     fn settings(&self) -> &StoreConfig;
+
+    /// This process's change feed ([`crate::Lifecycle::changes`]).
+    fn feed(&self) -> &std::sync::Arc<crate::ChangeFeed>;
+
+    /// Runs `runs` changed, in a transaction that committed: tells this process's waiters
+    /// where no notification does (SQLite); nothing on PostgreSQL, whose triggers notify
+    /// every process.
+    fn changed<'a>(&self, runs: impl IntoIterator<Item = &'a str>) {
+        let _ = runs;
+    }
 
     fn begin(&self) -> impl Future<Output = Result<Self::Tx>> + Send;
 

@@ -37,7 +37,9 @@ impl<B: Backend> TaskQueue for B {
         skip_tools: &[&str],
         limit: usize,
     ) -> Result<Vec<ClaimedTask>> {
-        self.claim_alone(worker, lease, skip_tools, now_micros(), limit).await
+        let claimed = self.claim_alone(worker, lease, skip_tools, now_micros(), limit).await?;
+        self.changed(claimed.iter().map(|t| t.run_id.as_str()));
+        Ok(claimed)
     }
 
     async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {
@@ -114,6 +116,9 @@ impl<B: Backend> TaskQueue for B {
         if announce {
             self.wake();
         }
+        let ended =
+            completions.iter().zip(&recorded).filter(|(_, &r)| r).map(|((t, _), _)| t.run_id.as_str());
+        self.changed(ended.chain(claimed.iter().map(|t| t.run_id.as_str())));
         Ok((recorded, claimed))
     }
 
@@ -126,6 +131,7 @@ impl<B: Backend> TaskQueue for B {
         B::commit(tx).await?;
         if released {
             self.wake();
+            self.changed([task.run_id.as_str()]);
         }
         Ok(released)
     }
@@ -144,6 +150,7 @@ impl<B: Backend> TaskQueue for B {
         let config = self.settings();
         let mut tx = self.begin().await?;
         let mut rescued = 0;
+        let mut changed = Vec::new();
         for candidate in &candidates {
             B::lock_run(&mut tx, &candidate.run_id).await?;
             let Some(task): Option<ExpiredTask> =
@@ -159,6 +166,7 @@ impl<B: Backend> TaskQueue for B {
                 let nodes = node_failed(&mut *tx, &task.run_id, &task.node, &lost, now).await?;
                 finish_if_done(&mut *tx, config, &task.run_id, &nodes, now).await?;
             }
+            changed.push(candidate.run_id.as_str());
             rescued += 1;
         }
         if rescued > 0 {
@@ -167,6 +175,7 @@ impl<B: Backend> TaskQueue for B {
         B::commit(tx).await?;
         if rescued > 0 {
             self.wake();
+            self.changed(changed);
         }
         Ok(rescued)
     }
@@ -179,6 +188,9 @@ impl<B: Backend> TaskQueue for B {
                 args![milli, &task.run_id, &task.node.name, task.task_id, task.epoch],
             )
             .await?;
+        if written == 1 {
+            self.changed([task.run_id.as_str()]);
+        }
         Ok(written == 1)
     }
 

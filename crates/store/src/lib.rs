@@ -58,6 +58,7 @@
 mod account;
 mod backend;
 mod copy;
+mod feed;
 mod flows;
 mod idempotency;
 mod input;
@@ -72,6 +73,7 @@ mod sqlite;
 mod statements;
 mod task;
 mod traits;
+mod webhook;
 mod workflow;
 
 use std::time::Duration;
@@ -83,11 +85,12 @@ pub use account::{
 pub use atelier_core::status::RunKind;
 pub use atelier_core::time::{format_time, now_micros, Micros};
 pub use copy::{check_target_empty, copy_to_postgres, AccountTotals, CopyError, CopyReport, TableCount};
+pub use feed::{ChangeFeed, RunWatch};
 pub use idempotency::{
     IdempotencyClaim, IdempotencyRecord, IdempotencyStart, IdempotentAnswer, StoredAnswer,
 };
 pub use input::StoredInput;
-pub use postgres::{PgStore, STOPS_CHANNEL, TASKS_CHANNEL};
+pub use postgres::{PgStore, RUNS_CHANNEL, STOPS_CHANNEL, TASKS_CHANNEL, WEBHOOKS_CHANNEL};
 pub use run::{NewRun, NodeRecord, RunQuery, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
 pub(crate) use sql::args;
 pub use sqlite::SqliteStore;
@@ -96,14 +99,19 @@ pub use sqlx::postgres::PgConnectOptions;
 pub use task::{ClaimedTask, NextClaim, Outcome};
 pub use traits::{
     Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Sessions, SharedStore, Store, TaskQueue,
-    Workflows,
+    Webhooks, Workflows,
+};
+pub use webhook::{
+    AttemptEnd, Delivery, DeliveryAttempt, DeliveryEvent, DeliveryRecord, DeliveryState, RunWebhook,
+    WebhookEvents, WebhookSecret,
 };
 pub use workflow::WorkflowRow;
 
 /// Every trait of the store, so that its methods can be called on a [`SharedStore`].
 pub mod prelude {
     pub use crate::{
-        Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Sessions, Store, TaskQueue, Workflows,
+        Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Sessions, Store, TaskQueue, Webhooks,
+        Workflows,
     };
 }
 

@@ -10,6 +10,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0005_claim_by_account.sql"),
     include_str!("../migrations/sqlite/0006_progress.sql"),
     include_str!("../migrations/sqlite/0007_console.sql"),
+    include_str!("../migrations/sqlite/0008_webhooks.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -20,4 +21,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0005_claim_by_account.sql"),
     include_str!("../migrations/postgres/0006_progress.sql"),
     include_str!("../migrations/postgres/0007_console.sql"),
+    include_str!("../migrations/postgres/0008_webhooks.sql"),
 ];

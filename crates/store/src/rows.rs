@@ -289,3 +289,71 @@ impl FromRow for StoredInput {
         })
     }
 }
+
+impl FromRow for crate::webhook::WebhookSecret {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(Self {
+            secret: row.text("secret")?.to_owned(),
+            created_at: row.int("created_at")?,
+            expires_at: row.opt_int("expires_at")?,
+        })
+    }
+}
+
+impl FromRow for crate::webhook::Delivery {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(Self {
+            id: row.int("id")?,
+            message_id: row.text("message_id")?.to_owned(),
+            run_id: row.text("run_id")?.to_owned(),
+            account_id: row.int("account_id")?,
+            url: row.text("url")?.to_owned(),
+            event: parse_text(row.text("event")?)?,
+            node: row.opt_text("node")?.map(str::to_owned),
+            node_status: row.opt_text("node_status")?.map(str::to_owned),
+            attempt: u32::try_from(row.int("attempts")?).unwrap_or(u32::MAX),
+            created_at: row.int("created_at")?,
+        })
+    }
+}
+
+/// A delivery of a run's listing, with its row id (to gather its attempts).
+impl FromRow for (i64, crate::webhook::DeliveryRecord) {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        let state: crate::webhook::DeliveryState = parse_text(row.text("state")?)?;
+        let record = crate::webhook::DeliveryRecord {
+            message_id: row.text("message_id")?.to_owned(),
+            event: parse_text(row.text("event")?)?,
+            node: row.opt_text("node")?.map(str::to_owned),
+            node_status: row.opt_text("node_status")?.map(str::to_owned),
+            url: row.text("url")?.to_owned(),
+            state,
+            created_at: row.int("created_at")?,
+            finished_at: row.opt_int("finished_at")?,
+            next_at: (state == crate::webhook::DeliveryState::Pending).then_some(row.int("next_at")?),
+            attempts: Vec::new(),
+        };
+        Ok((row.int("id")?, record))
+    }
+}
+
+/// An attempt with the delivery it belongs to.
+pub(crate) struct AttemptRow {
+    pub delivery_id: i64,
+    pub attempt: crate::webhook::DeliveryAttempt,
+}
+
+impl FromRow for AttemptRow {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(Self {
+            delivery_id: row.int("delivery_id")?,
+            attempt: crate::webhook::DeliveryAttempt {
+                attempt: u32::try_from(row.int("attempt")?).unwrap_or(u32::MAX),
+                at: row.int("at")?,
+                status_code: row.opt_int("status_code")?.and_then(|c| u16::try_from(c).ok()),
+                error: row.opt_text("error")?.map(str::to_owned),
+                duration_ms: row.int("duration_ms")?,
+            },
+        })
+    }
+}

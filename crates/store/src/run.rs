@@ -29,6 +29,8 @@ pub struct NewRun<'a> {
     pub idempotency: Option<IdempotentAnswer<'a>>,
     /// The stored inputs (`InputFiles::register_input`) the run's parameters refer to.
     pub inputs: &'a [i64],
+    /// Where the run's events are sent.
+    pub webhook: Option<crate::RunWebhook<'a>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

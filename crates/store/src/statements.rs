@@ -342,3 +342,49 @@ pub(crate) static UNUSED_INPUTS: Sql = sql!(
 /// used meanwhile holds its row; the delete waits for it, then finds `last_used` moved on.
 pub(crate) static DELETE_UNUSED_INPUT: Sql =
     sql!("DELETE FROM inputs AS i WHERE i.id = $1 AND i.last_used < $2 AND {INPUT_UNUSED}");
+
+// Webhooks.
+
+/// `$1` run, `$2` url, `$3` events (bits).
+pub(crate) const INSERT_RUN_WEBHOOK: &str =
+    "INSERT INTO run_webhooks (run_id, url, events) VALUES ($1, $2, $3)";
+/// `$1` account, `$2` now: the secrets still in use, newest first.
+pub(crate) const WEBHOOK_SECRETS: &str = "SELECT secret, created_at, expires_at FROM webhook_secrets
+     WHERE account_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY id DESC";
+/// `$1` account, `$2` secret, `$3` now.
+pub(crate) const INSERT_WEBHOOK_SECRET: &str =
+    "INSERT INTO webhook_secrets (account_id, secret, created_at) VALUES ($1, $2, $3)";
+/// `$1` expires, `$2` account: the current secret is rotated out.
+pub(crate) const RETIRE_WEBHOOK_SECRET: &str =
+    "UPDATE webhook_secrets SET expires_at = $1 WHERE account_id = $2 AND expires_at IS NULL";
+/// `$1` run, `$2` account: whether the run is the account's.
+pub(crate) const RUN_OF_ACCOUNT: &str = "SELECT id FROM runs WHERE id = $1 AND account_id = $2";
+/// `$1` run.
+pub(crate) const RUN_DELIVERIES: &str =
+    "SELECT id, message_id, event, node, node_status, url, state, next_at, created_at, finished_at
+     FROM webhook_deliveries WHERE run_id = $1 ORDER BY id";
+/// `$1` run.
+pub(crate) const RUN_DELIVERY_ATTEMPTS: &str =
+    "SELECT a.delivery_id, a.attempt, a.at, a.status_code, a.error, a.duration_ms
+     FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+     WHERE d.run_id = $1 ORDER BY a.delivery_id, a.attempt";
+/// `$1` now, `$2` claim lapses at, `$3` limit; `{lock}` the backend's lock clause.
+pub(crate) const CLAIM_DELIVERIES: &str =
+    "UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = $2
+     WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_at <= $1
+                  ORDER BY next_at, id LIMIT $3{lock})
+     RETURNING id, message_id, run_id, account_id, url, event, node, node_status, attempts, created_at";
+/// `$1` delivery, `$2` attempt, `$3` at, `$4` status code, `$5` error, `$6` duration (ms).
+pub(crate) const INSERT_DELIVERY_ATTEMPT: &str =
+    "INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms)
+     VALUES ($1, $2, $3, $4, $5, $6)";
+/// `$1` state, `$2` next due (pending), `$3` finished at (or NULL), `$4` delivery, `$5` its
+/// attempt: fenced, so a claim that lapsed and was taken again, or an attempt already
+/// recorded, changes nothing.
+pub(crate) const END_DELIVERY_ATTEMPT: &str =
+    "UPDATE webhook_deliveries SET state = $1, next_at = $2, finished_at = $3
+     WHERE id = $4 AND attempts = $5 AND state = 'pending'
+       AND NOT EXISTS (SELECT 1 FROM webhook_attempts WHERE delivery_id = $4 AND attempt = $5)";
+/// When the soonest pending delivery is due.
+pub(crate) const NEXT_DELIVERY_DUE: &str =
+    "SELECT MIN(next_at) FROM webhook_deliveries WHERE state = 'pending'";

@@ -16,6 +16,8 @@ use serde_json::Value;
 use crate::account::{
     KeyHolder, KeyRecord, LedgerEntry, LedgerQuery, NewSession, Session, SessionLimits, Usage,
 };
+use crate::feed::ChangeFeed;
+use crate::webhook::{AttemptEnd, Delivery, DeliveryAttempt, DeliveryRecord, WebhookSecret};
 use crate::{
     Account, ClaimedTask, IdempotencyClaim, IdempotencyRecord, IdempotencyStart, KeyInfo, Micros, NewRun,
     NextClaim, Outcome, Result, RunQuery, RunRecord, RunSummary, StoreConfig, StoredInput, WorkflowRow,
@@ -28,12 +30,21 @@ pub type SharedStore = Arc<dyn Store>;
 /// and the leased task queue. The invariants listed in the crate documentation hold for every
 /// implementation.
 pub trait Store:
-    Lifecycle + Accounts + Sessions + Runs + TaskQueue + IdempotencyKeys + Workflows + InputFiles
+    Lifecycle + Accounts + Sessions + Runs + TaskQueue + IdempotencyKeys + Workflows + InputFiles + Webhooks
 {
 }
 
-impl<T: Lifecycle + Accounts + Sessions + Runs + TaskQueue + IdempotencyKeys + Workflows + InputFiles> Store
-    for T
+impl<
+        T: Lifecycle
+            + Accounts
+            + Sessions
+            + Runs
+            + TaskQueue
+            + IdempotencyKeys
+            + Workflows
+            + InputFiles
+            + Webhooks,
+    > Store for T
 {
 }
 
@@ -58,6 +69,10 @@ pub trait Lifecycle: Send + Sync + 'static {
     /// remote model server without waiting for the next heartbeat (processes that share a
     /// SQLite file learn of another's cancels at their next heartbeat).
     fn stops(&self) -> tokio::sync::watch::Receiver<u64>;
+
+    /// Which runs changed, as this process learns it (see [`ChangeFeed`]): on SQLite, the
+    /// changes this process commits; on PostgreSQL, every process's.
+    fn changes(&self) -> &Arc<ChangeFeed>;
 
     /// Whether this process leads maintenance (the lease rescuer and the output sweeper run
     /// in one process at a time). Called before each maintenance round; a process that does
@@ -268,4 +283,33 @@ pub trait InputFiles: Send + Sync {
     /// uses it; whether it did (then its file may be deleted: a registration from now on
     /// creates a new row and a new key).
     async fn delete_input(&self, id: i64, before: Micros) -> Result<bool>;
+}
+
+/// Webhook signing secrets and deliveries (see `flows/webhooks.rs`).
+#[async_trait]
+pub trait Webhooks: Send + Sync {
+    /// The account's secrets in use, newest (the current one) first; the first call makes
+    /// the account's first secret.
+    async fn webhook_secrets(&self, account_id: i64) -> Result<Vec<WebhookSecret>>;
+    /// A new current secret; the one it replaces stays in use for `grace`. Returns the
+    /// secrets in use, newest first.
+    async fn rotate_webhook_secret(&self, account_id: i64, grace: Duration) -> Result<Vec<WebhookSecret>>;
+    /// Up to `limit` deliveries due now, oldest due first, each claimed for one attempt: the
+    /// attempt is counted, and the delivery is due again when `lease` passes unless the
+    /// attempt's end is recorded first. Concurrent claims (other processes) take none of the
+    /// same.
+    async fn claim_deliveries(&self, lease: Duration, limit: usize) -> Result<Vec<Delivery>>;
+    /// Records a claimed attempt and what follows it. `false` when the claim lapsed and the
+    /// delivery was claimed again since (nothing recorded).
+    async fn end_delivery_attempt(
+        &self,
+        delivery: &Delivery,
+        attempt: &DeliveryAttempt,
+        end: AttemptEnd,
+    ) -> Result<bool>;
+    /// A run's deliveries with their attempts, oldest first. `NotFound` for another
+    /// account's run.
+    async fn run_deliveries(&self, account_id: i64, run_id: &str) -> Result<Vec<DeliveryRecord>>;
+    /// When the soonest pending delivery is due (claimed ones: when their claim lapses).
+    async fn next_delivery_due(&self) -> Result<Option<Micros>>;
 }

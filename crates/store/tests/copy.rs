@@ -48,6 +48,7 @@ async fn submit(
     plan: &Plan,
     key: Option<&str>,
     inputs: &[i64],
+    webhook: Option<atelier_store::RunWebhook<'_>>,
 ) -> String {
     let id = match kind {
         RunKind::Workflow => ids::workflow_run_id(),
@@ -76,6 +77,7 @@ async fn submit(
         echo: family.map(|_| json!({"category": "tops", "model_image": "<base64>"})),
         idempotency: key.map(|key| IdempotentAnswer { key, status: 200, body: &answer }),
         inputs,
+        webhook,
     };
     store.create_run(&run).await.unwrap();
     id
@@ -111,15 +113,34 @@ async fn source() -> Source {
     store.put_workflow(None, "custom-template", &json!({"v": "system"})).await.unwrap();
     store.put_workflow(Some(other.id), "theirs", &json!({"v": "other"})).await.unwrap();
 
-    let canceled = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan(), None, &[]).await;
+    // With a webhook whose delivery failed once and waits for its next attempt, signed
+    // with the account's secret.
+    let hook = atelier_store::RunWebhook {
+        url: "https://hooks.example.com/x",
+        events: atelier_store::WebhookEvents { completed: true, node: false },
+    };
+    let canceled =
+        submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan(), None, &[], Some(hook)).await;
     store.cancel_run(acme.id, &canceled).await.unwrap();
     store.mark_swept(&canceled).await.unwrap();
+    store.webhook_secrets(acme.id).await.unwrap();
+    let delivery = store.claim_deliveries(Duration::from_secs(60), 10).await.unwrap().pop().unwrap();
+    let attempt = atelier_store::DeliveryAttempt {
+        attempt: 1,
+        at: now_micros(),
+        status_code: Some(503),
+        error: Some("the receiver answered HTTP 503".into()),
+        duration_ms: 12,
+    };
+    let retry = atelier_store::AttemptEnd::RetryAt(now_micros() + 1_000_000);
+    assert!(store.end_delivery_attempt(&delivery, &attempt, retry).await.unwrap());
     // Sent with an idempotency key: its record is copied with the run.
     // Its inline image is a stored input.
     let image = store.register_input(other.id, "d1", "png", 100).await.unwrap();
     let queued =
-        submit(&store, other.id, RunKind::Node, Some("tryon"), &node_plan(), Some("k-1"), &[image.id]).await;
-    let running = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan(), None, &[]).await;
+        submit(&store, other.id, RunKind::Node, Some("tryon"), &node_plan(), Some("k-1"), &[image.id], None)
+            .await;
+    let running = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan(), None, &[], None).await;
     // What a claim writes (the server stopped with the node in a worker's hands).
     let mut conn = SqliteConnection::connect(&format!("sqlite://{}", path.display())).await.unwrap();
     let now = now_micros();
@@ -192,6 +213,10 @@ async fn everything_is_copied_with_its_ids_and_verified() {
             ("inputs", 1),
             ("run_inputs", 1),
             ("sessions", 1),
+            ("run_webhooks", 1),
+            ("webhook_secrets", 1),
+            ("webhook_deliveries", 1),
+            ("webhook_attempts", 1),
         ]
     );
     assert_eq!((report.requeued_tasks, report.replaced_templates), (1, 1));
@@ -229,6 +254,13 @@ async fn everything_is_copied_with_its_ids_and_verified() {
     let record = target.idempotency_record(*other, "k-1").await.unwrap().unwrap();
     assert_eq!(Some(&record), src.store.idempotency_record(*other, "k-1").await.unwrap().as_ref());
     assert_eq!((record.run_id.as_str(), record.answer.map(|a| a.status)), (queued.as_str(), Some(200)));
+    // The webhook's deliveries and secret read back the same; the delivery is due again later.
+    let (acme, canceled) = &src.runs[0];
+    let deliveries = target.run_deliveries(*acme, canceled).await.unwrap();
+    assert_eq!(deliveries, src.store.run_deliveries(*acme, canceled).await.unwrap());
+    assert_eq!((deliveries.len(), deliveries[0].attempts.len()), (1, 1));
+    assert_eq!(target.webhook_secrets(*acme).await.unwrap(), src.store.webhook_secrets(*acme).await.unwrap());
+    assert!(target.next_delivery_due().await.unwrap().is_some());
     let far_future = now_micros() + 10 * 365 * 86_400_000_000;
     assert_eq!(
         target.expired_runs(far_future, 10).await.unwrap(),

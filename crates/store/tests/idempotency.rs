@@ -64,6 +64,7 @@ async fn create(
             echo: None,
             idempotency: key.map(|key| IdempotentAnswer { key, status: 200, body: answer }),
             inputs: &[],
+            webhook: None,
         })
         .await
 }

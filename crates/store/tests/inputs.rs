@@ -40,6 +40,7 @@ async fn submit_with(
         echo: None,
         idempotency: None,
         inputs,
+        webhook: None,
     };
     store.create_run(&run).await.map(|_| id)
 }

@@ -7,6 +7,7 @@ mod idempotency;
 mod inputs;
 mod runs;
 mod sessions;
+mod webhooks;
 mod workflows;
 
 pub(crate) use runs::{finish_if_done, node_failed, node_succeeded};

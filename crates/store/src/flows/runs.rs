@@ -19,7 +19,7 @@ use crate::{NewRun, Result, RunQuery, RunRecord, RunSummary, Runs, StoreConfig, 
 impl<B: Backend> Runs for B {
     async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
         let cap = self.settings().max_unfinished_runs;
-        if cap == 0 && run.idempotency.is_none() {
+        if cap == 0 && run.idempotency.is_none() && run.webhook.is_none() {
             if let Some(accepted) = self.accept(run).await {
                 return accepted;
             }
@@ -47,6 +47,9 @@ impl<B: Backend> Runs for B {
             }
         }
         self.write_run(&mut tx, run).await?;
+        if let Some(hook) = &run.webhook {
+            tx.execute(INSERT_RUN_WEBHOOK, args![&run.id, hook.url, hook.events.bits()]).await?;
+        }
         B::commit(tx).await?;
         self.wake();
         Ok(())
@@ -89,6 +92,7 @@ impl<B: Backend> Runs for B {
         B::commit(tx).await?;
         if !status.is_terminal() {
             self.stopped();
+            self.changed([run_id]);
         }
         self.read_run(account_id, run_id).await
     }

@@ -53,6 +53,12 @@ pub const TASKS_CHANNEL: &str = "atelier_tasks";
 /// The channel on which a cancellation tells every process's workers to check their leases.
 pub const STOPS_CHANNEL: &str = "atelier_stops";
 
+/// The channel on which the triggers of migration 0008 announce a run's change (its id).
+pub const RUNS_CHANNEL: &str = "atelier_runs";
+
+/// The channel on which those triggers announce a queued webhook delivery.
+pub const WEBHOOKS_CHANNEL: &str = "atelier_webhooks";
+
 /// Key of the transaction-scoped advisory lock taken while migrating, so that
 /// two processes starting together apply each migration once (the bytes of
 /// "atelier" followed by 1).
@@ -74,6 +80,8 @@ pub struct PgStore {
     ready: Arc<Notify>,
     /// Bumped for each notification on [`STOPS_CHANNEL`] (and each cancel made here).
     stops: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Runs changed, from the notifications on [`RUNS_CHANNEL`] and [`WEBHOOKS_CHANNEL`].
+    feed: Arc<crate::ChangeFeed>,
     /// Stops the listener task when the last clone of the store is dropped.
     _listener: Arc<ListenerTask>,
     /// The connection that holds (or keeps asking for) the maintenance lock, and whether it
@@ -131,14 +139,16 @@ impl PgStore {
             .connect_with(options)
             .await?;
         let mut listener = PgListener::connect_with(&listen_pool).await?;
-        listener.listen_all([TASKS_CHANNEL, STOPS_CHANNEL]).await?;
+        listener.listen_all([TASKS_CHANNEL, STOPS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL]).await?;
         let stops = Arc::new(tokio::sync::watch::Sender::new(0));
-        let task = tokio::spawn(forward_notifications(listener, ready.clone(), stops.clone()));
+        let feed: Arc<crate::ChangeFeed> = Arc::default();
+        let task = tokio::spawn(forward_notifications(listener, ready.clone(), stops.clone(), feed.clone()));
         let store = Self {
             pool,
             config,
             ready,
             stops,
+            feed,
             _listener: Arc::new(ListenerTask(task)),
             leader: Arc::new(tokio::sync::Mutex::new(None)),
             turns: Arc::new(accept::Turns::new()),
@@ -201,6 +211,10 @@ impl Lifecycle for PgStore {
         self.stops.subscribe()
     }
 
+    fn changes(&self) -> &Arc<crate::ChangeFeed> {
+        &self.feed
+    }
+
     async fn lead_maintenance(&self) -> Result<bool> {
         use sqlx::Connection;
         let mut slot = self.leader.lock().await;
@@ -240,17 +254,22 @@ async fn forward_notifications(
     mut listener: PgListener,
     ready: Arc<Notify>,
     stops: Arc<tokio::sync::watch::Sender<u64>>,
+    feed: Arc<crate::ChangeFeed>,
 ) {
     loop {
         match listener.recv().await {
+            Ok(n) if n.channel() == RUNS_CHANNEL => feed.publish(n.payload()),
+            Ok(n) if n.channel() == WEBHOOKS_CHANNEL => feed.publish_deliveries(),
             Ok(n) if n.channel() == STOPS_CHANNEL => stops.send_modify(|n| *n = n.wrapping_add(1)),
             Ok(_) => ready.notify_one(),
             Err(e) => {
-                tracing::warn!(error = %e, "task notifications interrupted; workers fall back to polling");
+                tracing::warn!(error = %e, "notifications interrupted; workers and waiters fall back to polling");
                 tokio::time::sleep(LISTEN_RETRY).await;
                 ready.notify_one();
-                // A cancel may have been missed: let running nodes check their leases.
+                // A cancel may have been missed: let running nodes check their leases; and
+                // any run may have changed.
                 stops.send_modify(|n| *n = n.wrapping_add(1));
+                feed.publish_all();
             }
         }
     }
@@ -296,11 +315,16 @@ impl Backend for PgStore {
     type Read<'a> = PoolConnection<Postgres>;
 
     const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const EXPIRED_RUNS: &'static str =
         "SELECT id FROM runs WHERE NOT swept AND expires_at < $1 ORDER BY expires_at LIMIT $2";
 
     fn settings(&self) -> &StoreConfig {
         &self.config
+    }
+
+    fn feed(&self) -> &Arc<crate::ChangeFeed> {
+        &self.feed
     }
 
     async fn begin(&self) -> Result<Transaction<'static, Postgres>> {

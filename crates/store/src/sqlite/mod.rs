@@ -58,6 +58,8 @@ pub struct SqliteStore {
     ready: Arc<Notify>,
     /// Bumped by each cancel (in-process).
     stops: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Runs changed by this process's commits.
+    feed: Arc<crate::ChangeFeed>,
     /// Stops the checkpointer when the last clone of the store is dropped.
     _checkpointer: Arc<Checkpointer>,
 }
@@ -83,6 +85,7 @@ impl SqliteStore {
             config,
             ready: Arc::new(Notify::new()),
             stops: Arc::new(tokio::sync::watch::Sender::new(0)),
+            feed: Arc::default(),
             _checkpointer: checkpointer,
         };
         store.migrate().await?;
@@ -124,6 +127,10 @@ impl Lifecycle for SqliteStore {
 
     fn stops(&self) -> tokio::sync::watch::Receiver<u64> {
         self.stops.subscribe()
+    }
+
+    fn changes(&self) -> &Arc<crate::ChangeFeed> {
+        &self.feed
     }
 
     /// Always: the processes sharing a SQLite file share one machine, and every maintenance
@@ -218,11 +225,29 @@ impl Backend for SqliteStore {
     type Read<'a> = Reader<'a>;
 
     const FOR_UPDATE: &'static str = "";
+    const SKIP_LOCKED: &'static str = "";
     const EXPIRED_RUNS: &'static str =
         "SELECT id FROM runs WHERE swept = 0 AND expires_at < $1 ORDER BY expires_at LIMIT $2";
 
     fn settings(&self) -> &StoreConfig {
         &self.config
+    }
+
+    fn feed(&self) -> &Arc<crate::ChangeFeed> {
+        &self.feed
+    }
+
+    /// Each change may have queued a webhook delivery (the triggers that queue them tell no
+    /// one here), so the deliverer is woken too; it looks at most once per wake-up.
+    fn changed<'a>(&self, runs: impl IntoIterator<Item = &'a str>) {
+        let mut any = false;
+        for run in runs {
+            self.feed.publish(run);
+            any = true;
+        }
+        if any {
+            self.feed.publish_deliveries();
+        }
     }
 
     /// A write transaction (`BEGIN IMMEDIATE`) on the write connection, waiting for the

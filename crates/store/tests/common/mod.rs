@@ -129,6 +129,7 @@ pub async fn submit_as(
         echo: None,
         idempotency: None,
         inputs: &[],
+        webhook: None,
     };
     store.create_run(&run).await.map(|_| id)
 }

@@ -3,12 +3,14 @@
 mod api_v3;
 mod console;
 mod engine;
+mod events;
 mod files;
 mod idempotency;
 mod limits;
 mod security;
 mod tools;
 mod v2;
+mod webhooks;
 mod workflows;
 
 /// What every suite uses: the test service and the image fixtures.

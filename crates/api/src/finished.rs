@@ -1,0 +1,101 @@
+//! Statuses of finished runs, kept in memory once rendered.
+//!
+//! A finished run never changes: its nodes, outputs, charge and expiry are written in the
+//! transaction that ends it, and nothing writes to it afterwards (outputs that expire keep
+//! their URLs in the status, which then answer 410). So the status of a run read as finished
+//! is what the database holds for as long as the run exists, in every process, and a poll of
+//! it needs no read beyond the caller's key. Runs still going are always read from the
+//! database.
+//!
+//! Entries are per account and run id (another account's poll of the same id still reads,
+//! and gets its 404), in shards with a bound each; a full shard drops an entry at random.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Mutex, PoisonError};
+
+use axum::body::Bytes;
+
+const SHARDS: usize = 16;
+/// Entries per shard: 16 × 4,096 = 65,536 statuses, a few hundred bytes each.
+const SHARD_CAPACITY: usize = 4096;
+
+/// Which rendering of a run a cached answer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shape {
+    V3,
+    /// The v2 status of a family (`Family::as_str`).
+    V2(&'static str),
+}
+
+type Key = (i64, Box<str>, Shape);
+
+/// The cache (see the module documentation).
+pub struct FinishedRuns {
+    shards: Vec<Mutex<HashMap<Key, Bytes>>>,
+    hasher: RandomState,
+}
+
+impl Default for FinishedRuns {
+    fn default() -> Self {
+        Self { shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(), hasher: RandomState::new() }
+    }
+}
+
+impl std::fmt::Debug for FinishedRuns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FinishedRuns").field("entries", &self.len()).finish()
+    }
+}
+
+impl FinishedRuns {
+    fn shard(&self, account_id: i64, run_id: &str) -> &Mutex<HashMap<Key, Bytes>> {
+        let index = self.hasher.hash_one((account_id, run_id)) as usize % SHARDS;
+        &self.shards[index]
+    }
+
+    /// The rendered status of a finished run of `account_id`, if one is kept.
+    pub fn get(&self, account_id: i64, run_id: &str, shape: Shape) -> Option<Bytes> {
+        let shard = self.shard(account_id, run_id).lock().unwrap_or_else(PoisonError::into_inner);
+        shard.get(&(account_id, Box::from(run_id), shape)).cloned()
+    }
+
+    /// Keeps the rendered status of a run the caller read as finished.
+    pub fn put(&self, account_id: i64, run_id: &str, shape: Shape, body: Bytes) {
+        let mut shard = self.shard(account_id, run_id).lock().unwrap_or_else(PoisonError::into_inner);
+        if shard.len() >= SHARD_CAPACITY {
+            if let Some(victim) = shard.keys().next().cloned() {
+                shard.remove(&victim);
+            }
+        }
+        shard.insert((account_id, Box::from(run_id), shape), body);
+    }
+
+    /// Statuses kept.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_per_account_run_and_shape_and_bounded() {
+        let cache = FinishedRuns::default();
+        cache.put(1, "gen_a", Shape::V3, Bytes::from_static(b"{\"a\":1}"));
+        assert_eq!(cache.get(1, "gen_a", Shape::V3).as_deref(), Some(&b"{\"a\":1}"[..]));
+        assert_eq!(cache.get(2, "gen_a", Shape::V3), None, "another account");
+        assert_eq!(cache.get(1, "gen_a", Shape::V2("tryon")), None, "another shape");
+        assert_eq!(cache.get(1, "gen_b", Shape::V3), None);
+        for i in 0..(SHARDS * SHARD_CAPACITY + 1000) {
+            cache.put(1, &format!("gen_{i}"), Shape::V3, Bytes::from_static(b"{}"));
+        }
+        assert!(cache.len() <= SHARDS * SHARD_CAPACITY);
+    }
+}

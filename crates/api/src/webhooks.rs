@@ -1,0 +1,439 @@
+//! Webhooks: a run's `webhook_url` receives a signed POST when the run finishes (and, with
+//! `webhook_events: ["node"]`, when a node's state changes), delivered at least once.
+//!
+//! - What is sent: for `completed`, the run's final status, the JSON of its status endpoint
+//!   (v3, or the v2 family's for a v2 run); for `node`, `{"type": "node", "run_id", "node",
+//!   "id", "status"}` with the state the node reached. Signed as the Standard Webhooks
+//!   specification says ([`atelier_core::webhook`]) with every secret of the account in use.
+//! - Where it is queued: triggers in the database queue a delivery in the transaction that
+//!   makes its change, so a change that committed has its delivery, whichever process made
+//!   it, and a delivery survives restarts.
+//! - Who sends it: a [`Deliverer`] in every `serve` and `worker` process claims due
+//!   deliveries (each claimed by one process, under a lease), POSTs them through
+//!   [`atelier_inputs::Sender`] (the address policy of image URLs, checked again at connect
+//!   time; redirects are not followed; [`DELIVERY_TIMEOUT`]), and records each attempt. A 2xx
+//!   answer delivers; anything else is retried with exponential backoff
+//!   ([`retry_delay`]) until [`RETRY_WINDOW`] after the change, then the delivery fails.
+//!
+//! The endpoints: `GET /api/v3/webhooks/secret`, `POST /api/v3/webhooks/secret/rotate` and
+//! `GET /api/v3/runs/{id}/webhooks`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use atelier_blob::BlobStore;
+use atelier_core::time::{self, format_time, now_micros};
+use atelier_core::v2::Family;
+use atelier_core::{webhook, RequestError};
+use atelier_inputs::{InputError, InputPolicy, Sender};
+use atelier_store::{
+    AttemptEnd, Delivery, DeliveryAttempt, DeliveryEvent, DeliveryRecord, SharedStore, StoreError,
+    WebhookEvents, WebhookSecret,
+};
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Map, Value};
+use tokio::sync::Semaphore;
+use url::Url;
+
+use crate::error::ApiError;
+use crate::extract::{Caller, RunId};
+use crate::{render, AppState};
+
+/// How long one attempt may take, connection included.
+pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long after its change a delivery is retried.
+pub const RETRY_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// How long a rotated-out secret still signs.
+pub const ROTATION_GRACE: Duration = Duration::from_secs(24 * 3600);
+/// The longest `webhook_url` accepted.
+pub const MAX_URL_BYTES: usize = 2048;
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v3/webhooks/secret", get(secret))
+        .route("/api/v3/webhooks/secret/rotate", post(rotate))
+        .route("/api/v3/runs/{run_id}/webhooks", get(deliveries))
+}
+
+/// Where a run's events go, as a request gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookRequest {
+    pub url: Url,
+    pub events: WebhookEvents,
+}
+
+impl WebhookRequest {
+    /// Reads `webhook_url` and `webhook_events` from a run body (removing them); `None` when
+    /// neither is given. The URL's form is checked here, its address at submission
+    /// ([`WebhookRequest::check`]).
+    pub fn take(body: &mut Map<String, Value>) -> Result<Option<Self>, RequestError> {
+        let url = body.remove("webhook_url").filter(|v| !v.is_null());
+        let events = body.remove("webhook_events").filter(|v| !v.is_null());
+        let Some(url) = url else {
+            return match events {
+                Some(_) => Err(RequestError::invalid("webhook_events", "needs webhook_url")),
+                None => Ok(None),
+            };
+        };
+        let text = url.as_str().ok_or_else(|| RequestError::invalid("webhook_url", "must be a string"))?;
+        if text.len() > MAX_URL_BYTES {
+            return Err(RequestError::invalid("webhook_url", format!("longer than {MAX_URL_BYTES} bytes")));
+        }
+        let url = Url::parse(text)
+            .map_err(|e| RequestError::invalid("webhook_url", format!("not an absolute URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(RequestError::invalid("webhook_url", "must be an http or https URL"));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(RequestError::invalid("webhook_url", "must not carry credentials"));
+        }
+        let events = match events {
+            None => WebhookEvents { completed: true, node: false },
+            Some(value) => parse_events(&value)?,
+        };
+        Ok(Some(Self { url, events }))
+    }
+
+    /// The URL against the address policy of image URLs (scheme, port, no private address
+    /// unless allowed); a refusal is a 422 `InvalidInput` on `webhook_url`.
+    pub async fn check(&self, policy: &InputPolicy) -> Result<(), ApiError> {
+        atelier_inputs::check_url(&self.url, policy)
+            .await
+            .map_err(|e| ApiError::Request(RequestError::invalid("webhook_url", e.to_string())))
+    }
+}
+
+fn parse_events(value: &Value) -> Result<WebhookEvents, RequestError> {
+    let invalid =
+        || RequestError::invalid("webhook_events", "a non-empty list of \"completed\" and \"node\"");
+    let list = value.as_array().filter(|l| !l.is_empty()).ok_or_else(invalid)?;
+    let mut events = WebhookEvents::default();
+    for item in list {
+        match item.as_str() {
+            Some("completed") => events.completed = true,
+            Some("node") => events.node = true,
+            _ => return Err(invalid()),
+        }
+    }
+    Ok(events)
+}
+
+async fn secret(State(state): State<AppState>, Caller(account): Caller) -> Result<Json<Value>, ApiError> {
+    let secrets = state.store.webhook_secrets(account.id).await?;
+    Ok(Json(secret_answer(&secrets)))
+}
+
+async fn rotate(State(state): State<AppState>, Caller(account): Caller) -> Result<Json<Value>, ApiError> {
+    let secrets = state.store.rotate_webhook_secret(account.id, ROTATION_GRACE).await?;
+    Ok(Json(secret_answer(&secrets)))
+}
+
+/// `{"key": current, "previous_key_expires_at": …}` (the latter when a rotated-out secret
+/// still signs).
+fn secret_answer(secrets: &[WebhookSecret]) -> Value {
+    let current = secrets.iter().find(|s| s.expires_at.is_none());
+    let previous = secrets.iter().filter_map(|s| s.expires_at).max();
+    json!({
+        "key": current.map(|s| s.secret.as_str()),
+        "previous_key_expires_at": previous.map(format_time),
+    })
+}
+
+async fn deliveries(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    RunId(id): RunId,
+) -> Result<Json<Value>, ApiError> {
+    let list = state.store.run_deliveries(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
+    Ok(Json(json!({"deliveries": list.iter().map(delivery_shape).collect::<Vec<_>>()})))
+}
+
+fn delivery_shape(d: &DeliveryRecord) -> Value {
+    json!({
+        "id": d.message_id,
+        "event": d.event.as_str(),
+        "node": d.node,
+        "url": d.url,
+        "state": d.state.as_str(),
+        "created_at": format_time(d.created_at),
+        "next_attempt_at": d.next_at.map(format_time),
+        "attempts": d.attempts.iter().map(|a| json!({
+            "attempt": a.attempt,
+            "at": format_time(a.at),
+            "status_code": a.status_code,
+            "error": a.error,
+            "duration_ms": a.duration_ms,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The longest wait between two attempts.
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(3600);
+
+/// The wait before attempt `attempt + 1`, after attempt `attempt` failed: `first`, doubling
+/// with each attempt, at most [`MAX_RETRY_DELAY`], with up to a fifth added at random so that
+/// a receiver that comes back is not hit by every delivery at once.
+pub fn retry_delay(first: Duration, attempt: u32) -> Duration {
+    let base = first.saturating_mul(1 << attempt.saturating_sub(1).min(20)).min(MAX_RETRY_DELAY);
+    let fifth = u64::try_from(base.as_millis() / 5).unwrap_or(0);
+    base + Duration::from_millis(rand::random::<u64>() % (fifth + 1))
+}
+
+/// Settings of a [`Deliverer`].
+#[derive(Debug, Clone)]
+pub struct DeliveryConfig {
+    /// Deliveries in flight at once, per process.
+    pub concurrency: usize,
+    /// The wait before the second attempt ([`retry_delay`]).
+    pub first_retry: Duration,
+    /// Which addresses deliveries may go to (`[inputs]`).
+    pub policy: InputPolicy,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        Self { concurrency: 32, first_retry: Duration::from_secs(5), policy: InputPolicy::default() }
+    }
+}
+
+/// Claims due deliveries and makes them (see the module documentation).
+pub struct Deliverer {
+    store: SharedStore,
+    blob: BlobStore,
+    sender: Sender,
+    slots: Arc<Semaphore>,
+    concurrency: usize,
+    first_retry: Duration,
+}
+
+/// How long a claim holds a delivery: longer than an attempt can take.
+const CLAIM_LEASE: Duration = Duration::from_secs(60);
+/// How often the deliverer looks without being woken, at most.
+const IDLE_POLL: Duration = Duration::from_secs(5);
+
+impl Deliverer {
+    pub fn new(store: SharedStore, blob: BlobStore, config: &DeliveryConfig) -> Result<Self, InputError> {
+        let agent = concat!("Atelier-Webhooks/", env!("CARGO_PKG_VERSION"));
+        let sender = Sender::new(&config.policy, DELIVERY_TIMEOUT, agent)?;
+        let concurrency = config.concurrency.max(1);
+        let slots = Arc::new(Semaphore::new(concurrency));
+        Ok(Self { store, blob, sender, slots, concurrency, first_retry: config.first_retry })
+    }
+
+    /// Delivers until `stop` resolves; attempts in flight then finish (at most
+    /// [`DELIVERY_TIMEOUT`]).
+    pub async fn run(self, stop: impl std::future::Future<Output = ()>) {
+        let this = Arc::new(self);
+        let mut woken = this.store.changes().deliveries();
+        tokio::pin!(stop);
+        loop {
+            woken.borrow_and_update();
+            let free = this.slots.available_permits();
+            let claimed = if free == 0 {
+                Vec::new()
+            } else {
+                match this.store.claim_deliveries(CLAIM_LEASE, free).await {
+                    Ok(claimed) => claimed,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "claiming webhook deliveries failed");
+                        Vec::new()
+                    }
+                }
+            };
+            let full = claimed.len() == free && free > 0;
+            for delivery in claimed {
+                let Ok(permit) = Arc::clone(&this.slots).acquire_owned().await else { return };
+                let this = Arc::clone(&this);
+                tokio::spawn(async move {
+                    this.deliver(delivery).await;
+                    drop(permit);
+                });
+            }
+            if full {
+                // More may be due: look again once a slot is free.
+                tokio::select! {
+                    _ = &mut stop => break,
+                    permit = Arc::clone(&this.slots).acquire_owned() => drop(permit),
+                }
+                continue;
+            }
+            let wait = this.until_next_due().await;
+            tokio::select! {
+                _ = &mut stop => break,
+                _ = woken.changed() => {}
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+        // Let attempts in flight end and record themselves.
+        let _ = this.slots.acquire_many(u32::try_from(this.concurrency).unwrap_or(u32::MAX)).await;
+    }
+
+    /// How long until the soonest pending delivery is due, at most [`IDLE_POLL`].
+    async fn until_next_due(&self) -> Duration {
+        match self.store.next_delivery_due().await {
+            Ok(Some(due)) => {
+                let wait = due.saturating_sub(now_micros()).max(0);
+                Duration::from_micros(u64::try_from(wait).unwrap_or(0)).min(IDLE_POLL)
+            }
+            Ok(None) => IDLE_POLL,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading when webhooks are due failed");
+                IDLE_POLL
+            }
+        }
+    }
+
+    /// One attempt of one delivery, recorded.
+    async fn deliver(&self, delivery: Delivery) {
+        let started = Instant::now();
+        let at = now_micros();
+        let outcome = self.attempt(&delivery).await;
+        let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        let (status_code, error) = match &outcome {
+            Ok(status) if (200..300).contains(status) => (Some(*status), None),
+            Ok(status) => (Some(*status), Some(format!("the receiver answered HTTP {status}"))),
+            Err(reason) => (None, Some(reason.clone())),
+        };
+        let delivered = error.is_none();
+        let end = if delivered {
+            AttemptEnd::Delivered
+        } else {
+            let next = time::after(now_micros(), retry_delay(self.first_retry, delivery.attempt));
+            if next > time::after(delivery.created_at, RETRY_WINDOW) {
+                AttemptEnd::GaveUp
+            } else {
+                AttemptEnd::RetryAt(next)
+            }
+        };
+        if let Some(reason) = &error {
+            tracing::info!(delivery = %delivery.message_id, run = %delivery.run_id, attempt = delivery.attempt,
+                reason = %reason, "webhook delivery attempt failed");
+        }
+        let attempt = DeliveryAttempt { attempt: delivery.attempt, at, status_code, error, duration_ms };
+        match self.store.end_delivery_attempt(&delivery, &attempt, end).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(delivery = %delivery.message_id, "a webhook claim lapsed before its attempt ended")
+            }
+            Err(e) => {
+                tracing::warn!(delivery = %delivery.message_id, error = %e, "recording a webhook attempt failed")
+            }
+        }
+    }
+
+    /// Sends the delivery: the receiver's HTTP status, or why there is none.
+    async fn attempt(&self, delivery: &Delivery) -> Result<u16, String> {
+        let body = self.body(delivery).await?;
+        let secrets = self.store.webhook_secrets(delivery.account_id).await.map_err(|e| e.to_string())?;
+        let secrets: Vec<&str> = secrets.iter().map(|s| s.secret.as_str()).collect();
+        let url = Url::parse(&delivery.url).map_err(|e| format!("invalid URL: {e}"))?;
+        let timestamp = now_micros() / 1_000_000;
+        let signature = webhook::sign(&secrets, &delivery.message_id, timestamp, &body);
+        let headers = [
+            ("webhook-id", delivery.message_id.clone()),
+            ("webhook-timestamp", timestamp.to_string()),
+            ("webhook-signature", signature),
+        ];
+        match self.sender.post_json(&url, &headers, body.into()).await {
+            Ok(answer) => Ok(answer.status),
+            Err(InputError::Timeout) => Err(format!("no answer within {} s", DELIVERY_TIMEOUT.as_secs())),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The body of a delivery, rendered when it is sent: a finished run never changes, and a
+    /// node event carries the state recorded with it.
+    async fn body(&self, delivery: &Delivery) -> Result<Vec<u8>, String> {
+        let value = match delivery.event {
+            DeliveryEvent::Completed => {
+                let run = match self.store.get_run(delivery.account_id, &delivery.run_id).await {
+                    Ok(run) => run,
+                    Err(StoreError::NotFound) => return Err("the run no longer exists".into()),
+                    Err(e) => return Err(e.to_string()),
+                };
+                match run.family.as_deref().and_then(Family::parse) {
+                    Some(family) => render::v2_status(&self.blob, &run, family),
+                    None => render::v3_status(&self.blob, &run, None),
+                }
+            }
+            DeliveryEvent::Node => {
+                let run = self
+                    .store
+                    .get_run(delivery.account_id, &delivery.run_id)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let node = delivery.node.as_deref().unwrap_or_default();
+                let gen_id = run.nodes.iter().find(|n| n.name == node).map(|n| n.gen_id.clone());
+                json!({
+                    "type": "node",
+                    "run_id": delivery.run_id,
+                    "node": node,
+                    "id": gen_id,
+                    "status": delivery.node_status,
+                })
+            }
+        };
+        serde_json::to_vec(&value).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_double_from_the_first_wait_up_to_an_hour_with_a_fifth_of_jitter() {
+        let first = Duration::from_secs(5);
+        for (attempt, base) in [(1, 5), (2, 10), (3, 20), (4, 40), (10, 2560), (11, 3600), (40, 3600)] {
+            for _ in 0..50 {
+                let delay = retry_delay(first, attempt);
+                let base = Duration::from_secs(base);
+                assert!(delay >= base && delay <= base + base / 5, "{attempt}: {delay:?}");
+            }
+        }
+    }
+
+    fn take(body: serde_json::Value) -> Result<Option<WebhookRequest>, RequestError> {
+        let serde_json::Value::Object(mut map) = body else { unreachable!() };
+        let taken = WebhookRequest::take(&mut map);
+        assert!(!map.contains_key("webhook_url") && !map.contains_key("webhook_events"));
+        taken
+    }
+
+    #[test]
+    fn webhook_fields_are_read_and_checked() {
+        assert_eq!(take(json!({"type": "node"})), Ok(None));
+        assert_eq!(take(json!({"webhook_url": null})), Ok(None));
+        let hook = take(json!({"webhook_url": "https://example.com/h?x=1"})).unwrap().unwrap();
+        assert_eq!(hook.url.as_str(), "https://example.com/h?x=1");
+        assert_eq!(hook.events, WebhookEvents { completed: true, node: false });
+        let hook =
+            take(json!({"webhook_url": "http://example.com", "webhook_events": ["node", "completed"]}));
+        assert_eq!(hook.unwrap().unwrap().events, WebhookEvents { completed: true, node: true });
+        let hook = take(json!({"webhook_url": "http://example.com", "webhook_events": ["node"]}));
+        assert_eq!(hook.unwrap().unwrap().events, WebhookEvents { completed: false, node: true });
+        let field = |r: Result<Option<WebhookRequest>, RequestError>| match r {
+            Err(RequestError::InvalidInput { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        for (body, expected) in [
+            (json!({"webhook_events": ["completed"]}), "webhook_events"),
+            (json!({"webhook_url": 5}), "webhook_url"),
+            (json!({"webhook_url": "/relative"}), "webhook_url"),
+            (json!({"webhook_url": "ftp://example.com/x"}), "webhook_url"),
+            (json!({"webhook_url": "https://user:pw@example.com/"}), "webhook_url"),
+            (
+                json!({"webhook_url": format!("https://example.com/{}", "a".repeat(MAX_URL_BYTES))}),
+                "webhook_url",
+            ),
+            (json!({"webhook_url": "https://example.com", "webhook_events": []}), "webhook_events"),
+            (json!({"webhook_url": "https://example.com", "webhook_events": "completed"}), "webhook_events"),
+            (json!({"webhook_url": "https://example.com", "webhook_events": ["started"]}), "webhook_events"),
+            (json!({"webhook_url": "https://example.com", "webhook_events": [1]}), "webhook_events"),
+        ] {
+            assert_eq!(field(take(body.clone())), expected, "{body}");
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! Run webhooks against a real receiver on this machine: signed as Standard Webhooks says and
+//! verified here, the body the status endpoint answers, node events, retries with every
+//! attempt recorded, redirects not followed, secret rotation, and the refusals at submission.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use atelier_core::webhook;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use serde_json::{json, Value};
+
+use super::common::{png_base64, TestApp};
+
+/// A request the receiver got.
+#[derive(Debug, Clone)]
+struct Received {
+    headers: HeaderMap,
+    body: Bytes,
+    at: Instant,
+}
+
+impl Received {
+    fn header(&self, name: &str) -> &str {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).expect("a JSON body")
+    }
+
+    /// Verifies the signature with `secret`, as a receiver would.
+    fn verify(&self, secret: &str) -> Result<(), webhook::VerifyError> {
+        let now = chrono::Utc::now().timestamp();
+        webhook::verify(
+            secret,
+            self.header("webhook-id"),
+            self.header("webhook-timestamp"),
+            self.header("webhook-signature"),
+            &self.body,
+            now,
+            webhook::DEFAULT_TOLERANCE_SECS,
+        )
+    }
+}
+
+#[derive(Default)]
+struct Log {
+    received: Vec<Received>,
+    /// Statuses to answer, in order; 200 once they are used up.
+    answers: Vec<u16>,
+}
+
+/// An HTTP server on 127.0.0.1 that records every POST to `/hook`.
+#[derive(Clone)]
+struct Receiver {
+    url: String,
+    log: Arc<Mutex<Log>>,
+}
+
+impl Receiver {
+    async fn start(answers: &[u16]) -> Self {
+        let log = Arc::new(Mutex::new(Log {
+            received: Vec::new(),
+            answers: answers.iter().rev().copied().collect(),
+        }));
+        let app = axum::Router::new().route("/hook", post(receive)).with_state(log.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Self { url, log }
+    }
+
+    fn received(&self) -> Vec<Received> {
+        self.log.lock().unwrap().received.clone()
+    }
+
+    /// Waits (at most 20 s) until `n` requests arrived; returns them.
+    async fn wait_for(&self, n: usize) -> Vec<Received> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let received = self.received();
+            if received.len() >= n {
+                return received;
+            }
+            assert!(Instant::now() < deadline, "{} of {n} deliveries arrived: {received:?}", received.len());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+async fn receive(
+    State(log): State<Arc<Mutex<Log>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, HeaderMap) {
+    let mut log = log.lock().unwrap();
+    log.received.push(Received { headers, body, at: Instant::now() });
+    let code = log.answers.pop().unwrap_or(200);
+    let mut answer = HeaderMap::new();
+    if code == 302 {
+        answer.insert("location", "http://127.0.0.1:9/elsewhere".parse().unwrap());
+    }
+    (StatusCode::from_u16(code).unwrap(), answer)
+}
+
+/// A service whose webhooks may reach this machine, retrying after 50 ms.
+async fn app() -> TestApp {
+    TestApp::start_with(
+        |c| {
+            c.inputs.allow_private_addresses = true;
+            c.webhooks.first_retry_ms = 50;
+        },
+        None,
+        1000,
+    )
+    .await
+}
+
+fn upscale(hook: &Receiver) -> Value {
+    json!({
+        "type": "node", "target": "upscale", "input": {"image": png_base64(16, 16)},
+        "webhook_url": hook.url,
+    })
+}
+
+async fn secret(app: &TestApp) -> String {
+    let (code, body) = app.get("/api/v3/webhooks/secret").await;
+    assert_eq!(code, 200, "{body}");
+    body["key"].as_str().unwrap().to_string()
+}
+
+async fn deliveries(app: &TestApp, run: &str) -> Vec<Value> {
+    let (code, body) = app.get(&format!("/api/v3/runs/{run}/webhooks")).await;
+    assert_eq!(code, 200, "{body}");
+    body["deliveries"].as_array().unwrap().clone()
+}
+
+/// Waits until every delivery of the run is no longer pending.
+async fn settled(app: &TestApp, run: &str) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let list = deliveries(app, run).await;
+        if !list.is_empty() && list.iter().all(|d| d["state"] != "pending") {
+            return list;
+        }
+        assert!(Instant::now() < deadline, "deliveries still pending: {list:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_finished_run_is_posted_to_its_webhook_signed_with_the_accounts_secret() {
+    let app = app().await;
+    let hook = Receiver::start(&[]).await;
+    let key = secret(&app).await;
+    assert!(key.starts_with("whsec_"));
+    assert_eq!(secret(&app).await, key, "the same secret until rotated");
+
+    let id = app.run(&upscale(&hook)).await;
+    let got = hook.wait_for(1).await;
+    let status = app.wait(&id).await;
+    let delivery = &got[0];
+    assert_eq!(delivery.verify(&key), Ok(()), "signature: {}", delivery.header("webhook-signature"));
+    assert_eq!(delivery.json(), status, "the body is the final status");
+    assert_eq!(delivery.header("content-type"), "application/json");
+    assert!(delivery.header("user-agent").starts_with("Atelier-Webhooks/"));
+    let timestamp: i64 = delivery.header("webhook-timestamp").parse().unwrap();
+    assert!((chrono::Utc::now().timestamp() - timestamp).abs() < 30);
+    // Any change to what was signed fails verification.
+    let mut forged = delivery.clone();
+    forged.body = Bytes::from(delivery.body.iter().copied().rev().collect::<Vec<u8>>());
+    assert!(forged.verify(&key).is_err());
+
+    let list = settled(&app, &id).await;
+    assert_eq!(list.len(), 1, "{list:?}");
+    let record = &list[0];
+    assert_eq!(record["id"], delivery.header("webhook-id"));
+    assert_eq!((record["event"].as_str(), record["state"].as_str()), (Some("completed"), Some("delivered")));
+    assert_eq!(
+        (&record["url"], &record["node"], &record["next_attempt_at"]),
+        (&json!(hook.url), &Value::Null, &Value::Null)
+    );
+    let attempts = record["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!((attempts[0]["attempt"].as_i64(), attempts[0]["status_code"].as_i64()), (Some(1), Some(200)));
+    assert_eq!(attempts[0]["error"], Value::Null);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hook.received().len(), 1, "delivered once");
+}
+
+#[tokio::test]
+async fn failed_attempts_are_retried_with_growing_waits_and_each_is_recorded() {
+    let app = app().await;
+    let hook = Receiver::start(&[500, 503, 302]).await;
+    let id = app.run(&upscale(&hook)).await;
+    let got = hook.wait_for(4).await;
+    let ids: Vec<&str> = got.iter().map(|r| r.header("webhook-id")).collect();
+    assert!(ids.iter().all(|i| *i == ids[0]), "one message id over retries: {ids:?}");
+    // 50 ms, then about 100 ms, then about 200 ms (each with up to a fifth more).
+    let waits: Vec<Duration> = got.windows(2).map(|w| w[1].at - w[0].at).collect();
+    assert!(waits[0] >= Duration::from_millis(50), "{waits:?}");
+    assert!(waits[1] >= Duration::from_millis(100), "{waits:?}");
+    assert!(waits[2] >= Duration::from_millis(200), "{waits:?}");
+
+    let record = &settled(&app, &id).await[0];
+    assert_eq!(record["state"], "delivered");
+    let attempts: Vec<(i64, i64)> = record["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["attempt"].as_i64().unwrap(), a["status_code"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(attempts, [(1, 500), (2, 503), (3, 302), (4, 200)], "a redirect is not followed");
+    let error = record["attempts"][0]["error"].as_str().unwrap();
+    assert!(error.contains("500"), "{error}");
+}
+
+#[tokio::test]
+async fn an_unreachable_receiver_is_retried_and_recorded_without_an_answer() {
+    let app = app().await;
+    // A port nothing listens on.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", closed.local_addr().unwrap());
+    drop(closed);
+    let body = json!({"type": "node", "target": "upscale", "input": {"image": png_base64(16, 16)}, "webhook_url": url});
+    let id = app.run(&body).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let record = loop {
+        let list = deliveries(&app, &id).await;
+        if list.first().is_some_and(|d| d["attempts"].as_array().map_or(0, Vec::len) >= 2) {
+            break list[0].clone();
+        }
+        assert!(Instant::now() < deadline, "{list:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(record["state"], "pending");
+    assert!(record["next_attempt_at"].is_string());
+    let first = &record["attempts"][0];
+    assert_eq!(first["status_code"], Value::Null);
+    assert!(first["error"].as_str().unwrap().contains("connection"), "{first}");
+}
+
+#[tokio::test]
+async fn node_events_add_a_delivery_per_node_state_change() {
+    let app = app().await;
+    let hook = Receiver::start(&[]).await;
+    let key = secret(&app).await;
+    let mut body = upscale(&hook);
+    body["webhook_events"] = json!(["completed", "node"]);
+    let id = app.run(&body).await;
+    let got = hook.wait_for(3).await;
+    let status = app.wait(&id).await;
+    let mut events: Vec<Value> = got.iter().map(|r| r.json()).collect();
+    for r in &got {
+        assert_eq!(r.verify(&key), Ok(()));
+    }
+    let completed = events.iter().position(|e| e.get("type").is_none()).expect("the final status");
+    assert_eq!(events.remove(completed), status);
+    let mut states: Vec<&str> = events.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    states.sort_unstable();
+    assert_eq!(states, ["running", "succeeded"]);
+    for event in &events {
+        assert_eq!(
+            (event["type"].as_str(), event["run_id"].as_str(), event["id"].as_str()),
+            (Some("node"), Some(id.as_str()), Some(id.as_str()))
+        );
+        assert!(event["node"].is_string());
+    }
+    let list = settled(&app, &id).await;
+    assert_eq!(list.len(), 3);
+    assert_eq!(list.iter().filter(|d| d["event"] == "node" && d["node"].is_string()).count(), 2);
+}
+
+#[tokio::test]
+async fn a_rotated_secret_signs_beside_the_new_one_for_a_day() {
+    let app = app().await;
+    let hook = Receiver::start(&[]).await;
+    let old = secret(&app).await;
+    let (code, rotated) = app.post("/api/v3/webhooks/secret/rotate", &json!({})).await;
+    assert_eq!(code, 200, "{rotated}");
+    let new = rotated["key"].as_str().unwrap().to_string();
+    assert_ne!(new, old);
+    assert_eq!(secret(&app).await, new);
+    let expires = rotated["previous_key_expires_at"].as_str().unwrap();
+    let expires = chrono::NaiveDateTime::parse_from_str(expires, "%Y-%m-%dT%H:%M:%S%.f").unwrap().and_utc();
+    let in_a_day = chrono::Utc::now() + chrono::Duration::hours(24);
+    assert!((in_a_day - expires).num_seconds().abs() < 60, "{expires}");
+
+    app.run(&upscale(&hook)).await;
+    let got = hook.wait_for(1).await;
+    assert_eq!(got[0].header("webhook-signature").split(' ').count(), 2);
+    assert_eq!(got[0].verify(&new), Ok(()));
+    assert_eq!(got[0].verify(&old), Ok(()));
+}
+
+#[tokio::test]
+async fn v2_runs_post_their_v2_status() {
+    let app = app().await;
+    let hook = Receiver::start(&[]).await;
+    let body = json!({
+        "category": "top", "model_image": png_base64(24, 32), "garment_image": png_base64(16, 16),
+        "webhook_url": hook.url,
+    });
+    let (code, handle) = app.post("/api/v2/tryon/run", &body).await;
+    assert_eq!(code, 200, "{handle}");
+    let id = handle["id"].as_str().unwrap();
+    let got = hook.wait_for(1).await;
+    let (_, status) = app.get(&format!("/api/v2/tryon/status/{id}")).await;
+    assert_eq!(status["status"], "completed");
+    assert_eq!(got[0].json(), status);
+}
+
+#[tokio::test]
+async fn webhooks_are_refused_at_submission_when_the_policy_or_the_fields_refuse_them() {
+    // The default policy: no private address.
+    let app = TestApp::start().await;
+    let image = png_base64(16, 16);
+    for (extra, field) in [
+        (json!({"webhook_url": "http://127.0.0.1:8080/hook"}), "webhook_url"),
+        (json!({"webhook_url": "http://10.1.2.3/hook"}), "webhook_url"),
+        (json!({"webhook_url": "http://localhost/hook"}), "webhook_url"),
+        (json!({"webhook_url": "https://example.com:25/hook"}), "webhook_url"),
+        (json!({"webhook_url": "file:///etc/passwd"}), "webhook_url"),
+        (json!({"webhook_url": "not a url"}), "webhook_url"),
+        (json!({"webhook_url": 7}), "webhook_url"),
+        (json!({"webhook_events": ["completed"]}), "webhook_events"),
+        (json!({"webhook_url": "https://example.com/h", "webhook_events": ["finished"]}), "webhook_events"),
+    ] {
+        let mut body = json!({"type": "node", "target": "upscale", "input": {"image": image}});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let balance = app.balance().await;
+        let (code, answer) = app.post("/api/v3/run", &body).await;
+        assert_eq!(code, 422, "{extra}: {answer}");
+        assert_eq!(answer["error"]["name"], "InvalidInput", "{extra}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains(field), "{extra}: {answer}");
+        assert_eq!(app.balance().await, balance, "nothing reserved");
+    }
+    let body = json!({"category": "top", "model_image": image, "garment_image": image, "webhook_url": "http://192.168.0.1/"});
+    let (code, answer) = app.post("/api/v2/tryon/run", &body).await;
+    assert_eq!((code, answer["error"]["name"].as_str()), (422, Some("InvalidInput")), "{answer}");
+}
+
+#[tokio::test]
+async fn deliveries_are_the_runs_owners_and_the_secret_needs_a_key() {
+    let app = app().await;
+    let hook = Receiver::start(&[]).await;
+    let id = app.run(&upscale(&hook)).await;
+    app.wait(&id).await;
+    let other = app.other_key(10).await;
+    let (code, body) = app.call("GET", &format!("/api/v3/runs/{id}/webhooks"), Some(&other), None).await;
+    assert_eq!((code, body["error"]["name"].as_str()), (404, Some("RunNotFound")), "{body}");
+    let (code, body) = app.get("/api/v3/runs/gen_missing/webhooks").await;
+    assert_eq!((code, body["error"]["name"].as_str()), (404, Some("RunNotFound")), "{body}");
+    for (method, path) in [("GET", "/api/v3/webhooks/secret"), ("POST", "/api/v3/webhooks/secret/rotate")] {
+        let (code, _) = app.call(method, path, None, None).await;
+        assert_eq!(code, 401, "{path}");
+    }
+    // Each account has its own secret.
+    let (_, mine) = app.get("/api/v3/webhooks/secret").await;
+    let (_, theirs) = app.call("GET", "/api/v3/webhooks/secret", Some(&other), None).await;
+    assert_ne!(mine["key"], theirs["key"]);
+    // A run without a webhook has no deliveries.
+    let plain =
+        app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(16, 16)}})).await;
+    app.wait(&plain).await;
+    assert!(deliveries(&app, &plain).await.is_empty());
+}

@@ -65,8 +65,10 @@ CONSOLE_KEY=$("$BIN" --data-dir "$WORK/data" admin account create console --toke
     python3 -c 'import json, sys; print(json.load(sys.stdin)["api_key"])')
 
 # One worker, so accepted runs also execute and status answers cover every
-# state; the built-in engine is deterministic and needs no GPU.
-"$BIN" --data-dir "$WORK/data" serve --listen 127.0.0.1:0 --workers 1 >"$REPORT/serve.log" 2>&1 &
+# state; the built-in engine is deterministic and needs no GPU. A run request may
+# wait (`Prefer: wait=N`) 5 s at most, well inside Schemathesis' request timeout
+# (a run queued behind many generated ones would otherwise hold it up to 60 s).
+ATELIER__SERVER__MAX_WAIT_SECS=5 "$BIN" --data-dir "$WORK/data" serve --listen 127.0.0.1:0 --workers 1 >"$REPORT/serve.log" 2>&1 &
 SERVER_PID=$!
 BASE=
 for _ in $(seq 1 100); do

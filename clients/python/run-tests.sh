@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Tests of the Python client: creates clients/python/.venv, installs the package with its
+# test extra, and runs pytest against a server started from ATELIER_BIN (default
+# target/debug/atelier, relative to the repository root).
+#
+#   ATELIER_BIN=/path/to/atelier clients/python/run-tests.sh [pytest arguments]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+python="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+exec .venv/bin/python -m pytest -q "$@"

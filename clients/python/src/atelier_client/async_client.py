@@ -1,0 +1,521 @@
+"""The asynchronous client: :class:`AsyncClient`, :class:`AsyncRun` and :class:`AsyncV2Run`.
+
+Works under asyncio and trio (through ``anyio``, which httpx uses).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, AsyncGenerator, AsyncIterator, Dict, Generic, Iterable, List, Mapping, Optional, TypeVar, Union
+
+import anyio
+import httpx
+
+from . import _calls as calls
+from ._calls import Call
+from ._common import StatusLike, check_poll_interval
+from .errors import EventStreamError, RateLimited, WaitTimeout
+from .models import (
+    DeletedWorkflow,
+    Estimate,
+    RunEvent,
+    RunHandle,
+    RunList,
+    RunStatus,
+    RunSummary,
+    StatusEvent,
+    Tool,
+    V2Status,
+    WebhookDelivery,
+    WebhookSecret,
+    WorkflowDefinition,
+    WorkflowDescription,
+    WorkflowSummary,
+    WorkflowValidation,
+)
+from .sse import SSEDecoder
+
+__all__ = ["AsyncClient", "AsyncRun", "AsyncV2Run"]
+
+T = TypeVar("T")
+S = TypeVar("S", bound=StatusLike)
+
+
+class _AsyncRunBase(Generic[S]):
+    """What :class:`AsyncRun` and :class:`AsyncV2Run` share."""
+
+    def __init__(self, client: "AsyncClient", handle: RunHandle) -> None:
+        self._client = client
+        #: The run request's answer.
+        self.handle: RunHandle = handle
+        #: The run id (``wr_...`` or ``gen_...``).
+        self.id: str = handle.id
+        #: Why parts of the input were ignored (linked parameters), usually empty.
+        self.warnings: List[str] = list(handle.warnings)
+        #: The final status once known (from ``Prefer: wait``, or after :meth:`wait`).
+        self.final_status: Optional[S] = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id!r})"
+
+    @property
+    def raw(self) -> Dict[str, Any]:
+        """The run request's JSON answer."""
+        return self.handle.raw
+
+    async def status(self) -> S:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    async def _final_from_event(self, event: StatusEvent) -> S:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    async def cancel(self) -> RunStatus:
+        """Cancels the run; returns its v3 status."""
+        return await self._client.cancel(self.id)
+
+    def events(self, last_event_id: Optional[str] = None) -> AsyncIterator[RunEvent]:
+        """The run's live events (see :meth:`AsyncClient.events`)."""
+        return self._client.events(self.id, last_event_id=last_event_id)
+
+    async def wait(self, timeout: Optional[float] = None, poll_interval: float = 1.0, use_events: bool = True) -> S:
+        """Waits until the run has ended; returns its final status. As :meth:`Run.wait`,
+        except that ``timeout`` is exact here.
+
+        Raises:
+            WaitTimeout: the run had not ended within ``timeout``.
+        """
+        if self.final_status is not None:
+            return self.final_status
+        check_poll_interval(poll_interval)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if use_events:
+            try:
+                final = await self._wait_events(deadline, timeout)
+            except EventStreamError:
+                final = None  # fall back to polling
+            if final is not None:
+                self.final_status = final
+                return final
+        while True:
+            try:
+                current = await self.status()
+            except RateLimited as e:
+                # Too many requests with this key: wait as told, then poll again.
+                left = None if deadline is None else deadline - time.monotonic()
+                pause = float(e.retry_after or poll_interval)
+                if left is not None and left <= pause:
+                    raise WaitTimeout(self.id, timeout or 0.0) from e
+                await anyio.sleep(pause)
+                continue
+            if current.done:
+                self.final_status = current
+                return current
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise WaitTimeout(self.id, timeout or 0.0, current)
+            await anyio.sleep(poll_interval if remaining is None else min(poll_interval, remaining))
+
+    async def _wait_events(self, deadline: Optional[float], timeout: Optional[float]) -> Optional[S]:
+        """The final status from the events stream; ``None`` when the stream ended oddly."""
+        stream = self._client._event_stream(self.id, None)
+        scope = anyio.move_on_after(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        try:
+            with scope:
+                async for event in stream:
+                    if isinstance(event, StatusEvent):
+                        final = await self._final_from_event(event)
+                        return final if final.done else None
+            if scope.cancelled_caught:
+                raise WaitTimeout(self.id, timeout or 0.0)
+            return None
+        finally:
+            await stream.aclose()
+
+
+class AsyncRun(_AsyncRunBase[RunStatus]):
+    """A v3 run (``AsyncClient.run`` / ``AsyncClient.run_workflow``)."""
+
+    async def status(self) -> RunStatus:
+        """The current v3 status."""
+        return await self._client.status(self.id)
+
+    async def _final_from_event(self, event: StatusEvent) -> RunStatus:
+        return event.status
+
+
+class AsyncV2Run(_AsyncRunBase[V2Status]):
+    """A v2 run; :meth:`status` and :meth:`wait` answer the family's v2 status object."""
+
+    def __init__(self, client: "AsyncClient", handle: RunHandle, family: str) -> None:
+        super().__init__(client, handle)
+        self.family = family
+
+    async def status(self) -> V2Status:
+        """The current v2 status."""
+        return await self._client.v2_status(self.family, self.id)
+
+    async def _final_from_event(self, event: StatusEvent) -> V2Status:
+        return await self.status()
+
+
+class AsyncClient:
+    """An asynchronous client of the Atelier HTTP interface; the methods of
+    :class:`Client`, as coroutines (``events`` and ``iter_runs`` are async iterators).
+
+    Args:
+        base_url: The server (default: ``ATELIER_URL``).
+        api_key: The account's API key (default: ``ATELIER_API_KEY``).
+        timeout: Seconds for each request; ``None`` for no limit.
+        http_client: An ``httpx.AsyncClient`` to use instead of a new one (not closed by
+            :meth:`aclose`).
+
+    Use ``async with AsyncClient(...) as client:``, or call :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        *,
+        timeout: Optional[float] = calls.DEFAULT_TIMEOUT,
+        http_client: Optional[httpx.AsyncClient] = None,
+    ) -> None:
+        self.base_url, self._api_key = calls.settings(base_url, api_key)
+        self.timeout = timeout
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else httpx.AsyncClient(timeout=timeout)
+
+    def __repr__(self) -> str:
+        return f"AsyncClient(base_url={self.base_url!r})"
+
+    async def aclose(self) -> None:
+        """Closes the connections (unless the ``httpx.AsyncClient`` was given)."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _headers(self, extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+        headers = {"X-API-KEY": self._api_key, "User-Agent": calls.USER_AGENT}
+        if extra:
+            headers.update(extra)
+        return headers
+
+    def _timeout(self, extra: float = 0.0) -> Optional[float]:
+        return None if self.timeout is None else self.timeout + extra
+
+    async def _call(self, call: Call[T]) -> T:
+        response = await self._http.request(
+            call.method,
+            self.base_url + call.path,
+            json=call.json,
+            params=call.params,
+            headers=self._headers(call.headers),
+            timeout=self._timeout(call.extra_timeout),
+        )
+        calls.check(response)
+        return call.parse(response)
+
+    # --- v3 runs -----------------------------------------------------------------------
+
+    async def run(
+        self,
+        tool: str,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+        wait: Optional[int] = None,
+    ) -> AsyncRun:
+        """Starts a single-tool run; see :meth:`Client.run`."""
+        handle = await self._call(
+            calls.run(
+                "node",
+                tool,
+                input,
+                webhook_url=webhook_url,
+                webhook_events=webhook_events,
+                idempotency_key=idempotency_key,
+                wait=wait,
+            )
+        )
+        return self._run(handle)
+
+    async def run_workflow(
+        self,
+        name: str,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+        wait: Optional[int] = None,
+    ) -> AsyncRun:
+        """Starts a saved workflow; see :meth:`Client.run_workflow`."""
+        handle = await self._call(
+            calls.run(
+                "workflow",
+                name,
+                input,
+                webhook_url=webhook_url,
+                webhook_events=webhook_events,
+                idempotency_key=idempotency_key,
+                wait=wait,
+            )
+        )
+        return self._run(handle)
+
+    def _run(self, handle: RunHandle) -> AsyncRun:
+        run = AsyncRun(self, handle)
+        if handle.status is not None and handle.status.done:
+            run.final_status = handle.status
+        return run
+
+    async def status(self, run_id: str) -> RunStatus:
+        """``GET /api/v3/status/{run_id}``."""
+        return await self._call(calls.status(run_id))
+
+    async def cancel(self, run_id: str) -> RunStatus:
+        """``POST /api/v3/cancel/{run_id}``."""
+        return await self._call(calls.cancel(run_id))
+
+    async def runs(
+        self,
+        limit: Optional[int] = None,
+        before: Optional[int] = None,
+        status: Optional[str] = None,
+        target: Optional[str] = None,
+    ) -> RunList:
+        """``GET /api/v3/runs``: one page; see :meth:`Client.runs`."""
+        return await self._call(calls.runs(limit=limit, before=before, status=status, target=target))
+
+    async def iter_runs(
+        self, *, page_size: Optional[int] = None, status: Optional[str] = None, target: Optional[str] = None
+    ) -> AsyncIterator[RunSummary]:
+        """Every run of the account, newest first, page after page."""
+        before: Optional[int] = None
+        while True:
+            page = await self.runs(limit=page_size, before=before, status=status, target=target)
+            for run in page.runs:
+                yield run
+            if page.next_before is None or not page.runs:
+                return
+            before = page.next_before
+
+    def events(self, run_id: str, last_event_id: Optional[str] = None) -> AsyncIterator[RunEvent]:
+        """The run's live events, as an async iterator; see :meth:`Client.events`."""
+        return self._event_stream(run_id, last_event_id)
+
+    async def _event_stream(
+        self, run_id: str, last_event_id: Optional[str], *, max_reconnects: int = 5
+    ) -> AsyncGenerator[RunEvent, None]:
+        url = self.base_url + calls.events_path(run_id)
+        retry = calls.DEFAULT_RETRY_SECONDS
+        failures = 0
+        while True:
+            decoder = SSEDecoder(last_event_id)
+            progressed = False
+            try:
+                async with self._http.stream(
+                    "GET",
+                    url,
+                    headers=self._headers(calls.events_headers(last_event_id)),
+                    timeout=calls.events_timeout(self.timeout),
+                ) as response:
+                    if not calls.is_event_stream(response):
+                        await response.aread()
+                        raise calls.open_error(response)
+                    async for chunk in response.aiter_bytes():
+                        for sse in decoder.feed(chunk):
+                            progressed = True
+                            last_event_id = decoder.last_event_id
+                            event = calls.to_run_event(sse)
+                            yield event
+                            if isinstance(event, StatusEvent):
+                                return
+                        if decoder.retry is not None:
+                            retry = decoder.retry / 1000.0
+            except httpx.TransportError:
+                pass
+            last_event_id = decoder.last_event_id
+            failures = 0 if progressed else failures + 1
+            if failures > max_reconnects:
+                raise EventStreamError(f"the events stream of {run_id} kept closing before the final status")
+            await anyio.sleep(retry)
+
+    # --- discovery, pricing, workflows -------------------------------------------------
+
+    async def tools(self) -> List[Tool]:
+        """``GET /api/v3/tools``."""
+        return await self._call(calls.tools())
+
+    async def estimate(self, tool: str, input: Mapping[str, Any]) -> Estimate:
+        """``POST /api/v3/estimate`` for a tool run."""
+        return await self._call(calls.estimate("node", tool, input))
+
+    async def estimate_workflow(self, name: str, input: Mapping[str, Any]) -> Estimate:
+        """``POST /api/v3/estimate`` for a workflow run."""
+        return await self._call(calls.estimate("workflow", name, input))
+
+    async def workflow(self, name: str) -> WorkflowDescription:
+        """``GET /api/v3/workflow/{name}``."""
+        return await self._call(calls.workflow(name))
+
+    async def workflows(self) -> List[WorkflowSummary]:
+        """``GET /api/v3/workflows``."""
+        return await self._call(calls.workflows())
+
+    async def save_workflow(
+        self, name: str, definition: Union[WorkflowDefinition, Mapping[str, Any]]
+    ) -> WorkflowDescription:
+        """``PUT /api/v3/workflow/{name}``."""
+        return await self._call(calls.save_workflow(name, definition))
+
+    async def delete_workflow(self, name: str) -> DeletedWorkflow:
+        """``DELETE /api/v3/workflow/{name}``."""
+        return await self._call(calls.delete_workflow(name))
+
+    async def validate_workflow(
+        self, definition: Union[WorkflowDefinition, Mapping[str, Any]], name: Optional[str] = None
+    ) -> WorkflowValidation:
+        """``POST /api/v3/workflows/validate``."""
+        return await self._call(calls.validate_workflow(definition, name))
+
+    # --- v2 ----------------------------------------------------------------------------
+
+    async def balance(self) -> int:
+        """``GET /api/v2/user/tokens``."""
+        return await self._call(calls.balance())
+
+    async def v2_run(
+        self,
+        family: str,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> AsyncV2Run:
+        """``POST /api/v2/{family}/run``; see :meth:`Client.v2_run`."""
+        handle = await self._call(
+            calls.v2_run(
+                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
+            )
+        )
+        return AsyncV2Run(self, handle, family)
+
+    async def v2_status(self, family: str, run_id: str) -> V2Status:
+        """``GET /api/v2/{family}/status/{run_id}``."""
+        return await self._call(calls.v2_status(family, run_id))
+
+    async def v2_tryon(
+        self,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> AsyncV2Run:
+        """``POST /api/v2/tryon/run``."""
+        return await self.v2_run(
+            "tryon", input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
+        )
+
+    async def v2_tryon_status(self, run_id: str) -> V2Status:
+        """``GET /api/v2/tryon/status/{run_id}``."""
+        return await self.v2_status("tryon", run_id)
+
+    async def v2_tryon_pro(
+        self,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> AsyncV2Run:
+        """``POST /api/v2/tryon/pro/run``."""
+        return await self.v2_run(
+            "tryon_pro", input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
+        )
+
+    async def v2_tryon_pro_status(self, run_id: str) -> V2Status:
+        """``GET /api/v2/tryon/pro/status/{run_id}``."""
+        return await self.v2_status("tryon_pro", run_id)
+
+    async def v2_virtual_model(
+        self,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> AsyncV2Run:
+        """``POST /api/v2/virtualmodel/run``."""
+        return await self.v2_run(
+            "virtual_model",
+            input,
+            webhook_url=webhook_url,
+            webhook_events=webhook_events,
+            idempotency_key=idempotency_key,
+        )
+
+    async def v2_virtual_model_status(self, run_id: str) -> V2Status:
+        """``GET /api/v2/virtualmodel/status/{run_id}``."""
+        return await self.v2_status("virtual_model", run_id)
+
+    async def v2_fabric(
+        self,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> AsyncV2Run:
+        """``POST /api/v2/fabric/run``."""
+        return await self.v2_run(
+            "fabric", input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
+        )
+
+    async def v2_fabric_status(self, run_id: str) -> V2Status:
+        """``GET /api/v2/fabric/status/{run_id}``."""
+        return await self.v2_status("fabric", run_id)
+
+    async def v2_sketch_to_dress(
+        self,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> AsyncV2Run:
+        """``POST /api/v2/sketchtodress/run``."""
+        return await self.v2_run(
+            "sketch_to_dress",
+            input,
+            webhook_url=webhook_url,
+            webhook_events=webhook_events,
+            idempotency_key=idempotency_key,
+        )
+
+    async def v2_sketch_to_dress_status(self, run_id: str) -> V2Status:
+        """``GET /api/v2/sketchtodress/status/{run_id}``."""
+        return await self.v2_status("sketch_to_dress", run_id)
+
+    # --- webhooks ----------------------------------------------------------------------
+
+    async def webhook_secret(self) -> WebhookSecret:
+        """``GET /api/v3/webhooks/secret``."""
+        return await self._call(calls.webhook_secret())
+
+    async def rotate_webhook_secret(self) -> WebhookSecret:
+        """``POST /api/v3/webhooks/secret/rotate``."""
+        return await self._call(calls.rotate_webhook_secret())
+
+    async def webhook_deliveries(self, run_id: str) -> List[WebhookDelivery]:
+        """``GET /api/v3/runs/{run_id}/webhooks``."""
+        return await self._call(calls.webhook_deliveries(run_id))

@@ -1,0 +1,593 @@
+"""The synchronous client: :class:`Client`, and the run handles :class:`Run` and :class:`V2Run`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Generator, Generic, Iterable, Iterator, List, Mapping, Optional, TypeVar, Union
+
+import httpx
+
+from . import _calls as calls
+from ._calls import Call
+from ._common import StatusLike, check_poll_interval
+from .errors import EventStreamError, RateLimited, WaitTimeout
+from .models import (
+    DeletedWorkflow,
+    Estimate,
+    RunEvent,
+    RunHandle,
+    RunList,
+    RunStatus,
+    RunSummary,
+    StatusEvent,
+    Tool,
+    V2Status,
+    WebhookDelivery,
+    WebhookSecret,
+    WorkflowDefinition,
+    WorkflowDescription,
+    WorkflowSummary,
+    WorkflowValidation,
+)
+from .sse import SSEDecoder
+
+__all__ = ["Client", "Run", "V2Run"]
+
+T = TypeVar("T")
+S = TypeVar("S", bound=StatusLike)
+
+
+class _RunBase(Generic[S]):
+    """What :class:`Run` and :class:`V2Run` share: the handle, and waiting."""
+
+    def __init__(self, client: "Client", handle: RunHandle) -> None:
+        self._client = client
+        #: The run request's answer.
+        self.handle: RunHandle = handle
+        #: The run id (``wr_...`` or ``gen_...``).
+        self.id: str = handle.id
+        #: Why parts of the input were ignored (linked parameters), usually empty.
+        self.warnings: List[str] = list(handle.warnings)
+        #: The final status once known (from ``Prefer: wait``, or after :meth:`wait`).
+        self.final_status: Optional[S] = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id!r})"
+
+    @property
+    def raw(self) -> Dict[str, Any]:
+        """The run request's JSON answer."""
+        return self.handle.raw
+
+    def status(self) -> S:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _final_from_event(self, event: StatusEvent) -> S:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def cancel(self) -> RunStatus:
+        """Cancels the run (``POST /api/v3/cancel/{id}``); returns its v3 status."""
+        return self._client.cancel(self.id)
+
+    def events(self, last_event_id: Optional[str] = None) -> Iterator[RunEvent]:
+        """The run's live events (see :meth:`Client.events`)."""
+        return self._client.events(self.id, last_event_id=last_event_id)
+
+    def wait(self, timeout: Optional[float] = None, poll_interval: float = 1.0, use_events: bool = True) -> S:
+        """Blocks until the run has ended; returns its final status (succeeded, failed or
+        canceled: check ``.succeeded``; a failed run is not an exception).
+
+        Args:
+            timeout: Seconds to wait at most (``None``: no limit). On the events stream the
+                limit is checked whenever data arrives (at least every keep-alive, 15 s) and
+                by the read timeout, so it may be exceeded by a few seconds.
+            poll_interval: Seconds between status requests when polling.
+            use_events: Follow the events stream (``GET /api/v3/status/{id}/events``) and
+                fall back to polling when the server does not offer it or it keeps
+                dropping; ``False`` polls from the start.
+
+        Raises:
+            WaitTimeout: the run had not ended within ``timeout``.
+        """
+        if self.final_status is not None:
+            return self.final_status
+        check_poll_interval(poll_interval)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if use_events:
+            try:
+                stream = self._client._event_stream(self.id, None, deadline=deadline, timeout=timeout)
+                try:
+                    for event in stream:
+                        if isinstance(event, StatusEvent):
+                            final = self._final_from_event(event)
+                            if final.done:
+                                self.final_status = final
+                                return final
+                            break
+                finally:
+                    stream.close()
+            except EventStreamError:
+                pass  # fall back to polling
+        while True:
+            try:
+                current = self.status()
+            except RateLimited as e:
+                # Too many requests with this key: wait as told, then poll again.
+                left = None if deadline is None else deadline - time.monotonic()
+                pause = float(e.retry_after or poll_interval)
+                if left is not None and left <= pause:
+                    raise WaitTimeout(self.id, timeout or 0.0) from e
+                time.sleep(pause)
+                continue
+            if current.done:
+                self.final_status = current
+                return current
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise WaitTimeout(self.id, timeout or 0.0, current)
+            time.sleep(poll_interval if remaining is None else min(poll_interval, remaining))
+
+
+class Run(_RunBase[RunStatus]):
+    """A v3 run (``Client.run`` / ``Client.run_workflow``)."""
+
+    def status(self) -> RunStatus:
+        """The current v3 status (``GET /api/v3/status/{id}``)."""
+        return self._client.status(self.id)
+
+    def _final_from_event(self, event: StatusEvent) -> RunStatus:
+        return event.status
+
+
+class V2Run(_RunBase[V2Status]):
+    """A v2 run; :meth:`status` and :meth:`wait` answer the family's v2 status object."""
+
+    def __init__(self, client: "Client", handle: RunHandle, family: str) -> None:
+        super().__init__(client, handle)
+        #: The v2 family (``tryon``, ``tryon_pro``, ``virtual_model``, ``fabric``,
+        #: ``sketch_to_dress``).
+        self.family = family
+
+    def status(self) -> V2Status:
+        """The current v2 status (``GET /api/v2/{family}/status/{id}``)."""
+        return self._client.v2_status(self.family, self.id)
+
+    def _final_from_event(self, event: StatusEvent) -> V2Status:
+        return self.status()
+
+
+class Client:
+    """A synchronous client of the Atelier HTTP interface (v3 and v2).
+
+    Args:
+        base_url: The server, e.g. ``http://127.0.0.1:8080`` (default: ``ATELIER_URL``).
+        api_key: The account's API key (default: ``ATELIER_API_KEY``); sent as
+            ``X-API-KEY`` on every request.
+        timeout: Seconds for each request (connect, read, write); ``None`` for no limit.
+        http_client: An ``httpx.Client`` to use instead of a new one (not closed by
+            :meth:`close`); useful for proxies, custom TLS or a mock transport.
+
+    Use it as a context manager, or call :meth:`close`. Transport failures raise
+    ``httpx.TransportError``; error answers raise :class:`atelier_client.AtelierError`
+    subclasses.
+    """
+
+    def __init__(
+        self,
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        *,
+        timeout: Optional[float] = calls.DEFAULT_TIMEOUT,
+        http_client: Optional[httpx.Client] = None,
+    ) -> None:
+        self.base_url, self._api_key = calls.settings(base_url, api_key)
+        self.timeout = timeout
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else httpx.Client(timeout=timeout)
+
+    def __repr__(self) -> str:
+        return f"Client(base_url={self.base_url!r})"
+
+    # --- plumbing --------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the connections (unless the ``httpx.Client`` was given)."""
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _headers(self, extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+        headers = {"X-API-KEY": self._api_key, "User-Agent": calls.USER_AGENT}
+        if extra:
+            headers.update(extra)
+        return headers
+
+    def _timeout(self, extra: float = 0.0) -> Optional[float]:
+        return None if self.timeout is None else self.timeout + extra
+
+    def _call(self, call: Call[T]) -> T:
+        response = self._http.request(
+            call.method,
+            self.base_url + call.path,
+            json=call.json,
+            params=call.params,
+            headers=self._headers(call.headers),
+            timeout=self._timeout(call.extra_timeout),
+        )
+        calls.check(response)
+        return call.parse(response)
+
+    # --- v3 runs -----------------------------------------------------------------------
+
+    def run(
+        self,
+        tool: str,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+        wait: Optional[int] = None,
+    ) -> Run:
+        """Starts a single-tool run (``POST /api/v3/run`` with ``type: node``).
+
+        Args:
+            tool: The tool name (``upscale``, ``virtual_tryon``, ...).
+            input: The tool's parameters; images as URLs, data URIs or base64.
+            webhook_url: Where to POST signed notifications of the run.
+            webhook_events: Which: ``"completed"`` (default on the server) and/or ``"node"``.
+            idempotency_key: Sent as ``Idempotency-Key``: the same key and body within 24 h
+                return the first answer and start nothing.
+            wait: 1..60: ask the server to hold the answer until the run ends, at most that
+                many seconds (``Prefer: wait=N``); when it does, the returned run carries
+                ``final_status`` and :meth:`Run.wait` returns at once.
+
+        Returns:
+            The :class:`Run` (``.id``, ``.warnings``, ``.wait()``, ``.cancel()``).
+        """
+        handle = self._call(
+            calls.run(
+                "node",
+                tool,
+                input,
+                webhook_url=webhook_url,
+                webhook_events=webhook_events,
+                idempotency_key=idempotency_key,
+                wait=wait,
+            )
+        )
+        return self._run(handle)
+
+    def run_workflow(
+        self,
+        name: str,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+        wait: Optional[int] = None,
+    ) -> Run:
+        """Starts a saved workflow (``POST /api/v3/run`` with ``type: workflow``).
+
+        ``input`` keys are ``node.param`` or the workflow's variable names (see
+        :meth:`workflow`'s ``inputs``). The options are those of :meth:`run`.
+        """
+        handle = self._call(
+            calls.run(
+                "workflow",
+                name,
+                input,
+                webhook_url=webhook_url,
+                webhook_events=webhook_events,
+                idempotency_key=idempotency_key,
+                wait=wait,
+            )
+        )
+        return self._run(handle)
+
+    def _run(self, handle: RunHandle) -> Run:
+        run = Run(self, handle)
+        if handle.status is not None and handle.status.done:
+            run.final_status = handle.status
+        return run
+
+    def status(self, run_id: str) -> RunStatus:
+        """``GET /api/v3/status/{run_id}``: a :class:`WorkflowRunStatus` for ``wr_`` ids, a
+        :class:`NodeRunStatus` for ``gen_`` ids (also a node of a workflow run)."""
+        return self._call(calls.status(run_id))
+
+    def cancel(self, run_id: str) -> RunStatus:
+        """``POST /api/v3/cancel/{run_id}``: cancels an unfinished run (a finished one is
+        left as it is); returns its status."""
+        return self._call(calls.cancel(run_id))
+
+    def runs(
+        self,
+        limit: Optional[int] = None,
+        before: Optional[int] = None,
+        status: Optional[str] = None,
+        target: Optional[str] = None,
+    ) -> RunList:
+        """``GET /api/v3/runs``: one page of the account's runs, newest first.
+
+        Args:
+            limit: Runs per page, 1..100 (server default 20).
+            before: The previous page's ``next_before``.
+            status: Only runs in this state (``queued``, ``running``, ``succeeded``, ...).
+            target: Only runs of this tool or workflow.
+        """
+        return self._call(calls.runs(limit=limit, before=before, status=status, target=target))
+
+    def iter_runs(
+        self, *, page_size: Optional[int] = None, status: Optional[str] = None, target: Optional[str] = None
+    ) -> Iterator[RunSummary]:
+        """Every run of the account, newest first, page after page."""
+        before: Optional[int] = None
+        while True:
+            page = self.runs(limit=page_size, before=before, status=status, target=target)
+            yield from page.runs
+            if page.next_before is None or not page.runs:
+                return
+            before = page.next_before
+
+    def events(self, run_id: str, last_event_id: Optional[str] = None) -> Iterator[RunEvent]:
+        """The run's live events (``GET /api/v3/status/{run_id}/events``, Server-Sent Events).
+
+        Yields a :class:`NodeEvent` per node state or progress change, then one
+        :class:`StatusEvent` with the final status, and ends. If the connection drops
+        before that, it reconnects with ``Last-Event-ID`` and goes on where it stopped.
+
+        Args:
+            last_event_id: Resume after this event (an ``event_id`` seen earlier).
+
+        Raises:
+            RunNotFound: no such run.
+            EventStreamError: the server does not offer the stream, or it kept dropping.
+        """
+        return self._event_stream(run_id, last_event_id)
+
+    def _event_stream(
+        self,
+        run_id: str,
+        last_event_id: Optional[str],
+        *,
+        deadline: Optional[float] = None,
+        timeout: Optional[float] = None,
+        max_reconnects: int = 5,
+    ) -> Generator[RunEvent, None, None]:
+        url = self.base_url + calls.events_path(run_id)
+        retry = calls.DEFAULT_RETRY_SECONDS
+        failures = 0
+
+        def remaining() -> Optional[float]:
+            return None if deadline is None else deadline - time.monotonic()
+
+        def expired() -> WaitTimeout:
+            return WaitTimeout(run_id, timeout or 0.0)
+
+        while True:
+            left = remaining()
+            if left is not None and left <= 0:
+                raise expired()
+            read = calls.EVENTS_READ_TIMEOUT if left is None else max(0.05, min(calls.EVENTS_READ_TIMEOUT, left))
+            decoder = SSEDecoder(last_event_id)
+            progressed = False
+            try:
+                with self._http.stream(
+                    "GET",
+                    url,
+                    headers=self._headers(calls.events_headers(last_event_id)),
+                    timeout=calls.events_timeout(self.timeout, read),
+                ) as response:
+                    if not calls.is_event_stream(response):
+                        response.read()
+                        raise calls.open_error(response)
+                    for chunk in response.iter_bytes():
+                        for sse in decoder.feed(chunk):
+                            progressed = True
+                            last_event_id = decoder.last_event_id
+                            event = calls.to_run_event(sse)
+                            yield event
+                            if isinstance(event, StatusEvent):
+                                return
+                        if decoder.retry is not None:
+                            retry = decoder.retry / 1000.0
+                        left = remaining()
+                        if left is not None and left <= 0:
+                            raise expired()
+            except httpx.TimeoutException:
+                left = remaining()
+                if left is not None and left <= 0:
+                    raise expired() from None
+            except httpx.TransportError:
+                pass
+            # The stream ended before the status event: reconnect after `retry`.
+            last_event_id = decoder.last_event_id
+            failures = 0 if progressed else failures + 1
+            if failures > max_reconnects:
+                raise EventStreamError(f"the events stream of {run_id} kept closing before the final status")
+            left = remaining()
+            time.sleep(retry if left is None else max(0.0, min(retry, left)))
+
+    # --- discovery, pricing, workflows -------------------------------------------------
+
+    def tools(self) -> List[Tool]:
+        """``GET /api/v3/tools``: every tool, its parameters, price rule and fidelity."""
+        return self._call(calls.tools())
+
+    def estimate(self, tool: str, input: Mapping[str, Any]) -> Estimate:
+        """``POST /api/v3/estimate`` for a tool run: its price; nothing is reserved."""
+        return self._call(calls.estimate("node", tool, input))
+
+    def estimate_workflow(self, name: str, input: Mapping[str, Any]) -> Estimate:
+        """``POST /api/v3/estimate`` for a workflow run."""
+        return self._call(calls.estimate("workflow", name, input))
+
+    def workflow(self, name: str) -> WorkflowDescription:
+        """``GET /api/v3/workflow/{name}``: the graph, its inputs and a sample run body."""
+        return self._call(calls.workflow(name))
+
+    def workflows(self) -> List[WorkflowSummary]:
+        """``GET /api/v3/workflows``: the account's workflows and the system templates."""
+        return self._call(calls.workflows())
+
+    def save_workflow(self, name: str, definition: Union[WorkflowDefinition, Mapping[str, Any]]) -> WorkflowDescription:
+        """``PUT /api/v3/workflow/{name}``: saves (or replaces) a workflow of the account;
+        returns its description."""
+        return self._call(calls.save_workflow(name, definition))
+
+    def delete_workflow(self, name: str) -> DeletedWorkflow:
+        """``DELETE /api/v3/workflow/{name}``. System templates raise ``ReadOnlyTemplate``."""
+        return self._call(calls.delete_workflow(name))
+
+    def validate_workflow(
+        self, definition: Union[WorkflowDefinition, Mapping[str, Any]], name: Optional[str] = None
+    ) -> WorkflowValidation:
+        """``POST /api/v3/workflows/validate``: every problem of a document (saves nothing);
+        ``name`` is the name it would be saved under."""
+        return self._call(calls.validate_workflow(definition, name))
+
+    # --- v2 ----------------------------------------------------------------------------
+
+    def balance(self) -> int:
+        """``GET /api/v2/user/tokens``: the available token balance."""
+        return self._call(calls.balance())
+
+    def v2_run(
+        self,
+        family: str,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> V2Run:
+        """``POST /api/v2/{family}/run``; ``family`` is one of ``tryon``, ``tryon_pro``,
+        ``virtual_model``, ``fabric``, ``sketch_to_dress`` (or its path, ``tryon/pro``...).
+
+        ``webhook_url`` / ``webhook_events`` as in :meth:`run`; a ``completed`` delivery of a
+        v2 run carries the family's v2 status."""
+        handle = self._call(
+            calls.v2_run(
+                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
+            )
+        )
+        return V2Run(self, handle, family)
+
+    def v2_status(self, family: str, run_id: str) -> V2Status:
+        """``GET /api/v2/{family}/status/{run_id}`` (only runs of that family)."""
+        return self._call(calls.v2_status(family, run_id))
+
+    def v2_tryon(
+        self,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> V2Run:
+        """``POST /api/v2/tryon/run``: category, model_image, garment_image, ..."""
+        return self.v2_run(
+            "tryon", input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
+        )
+
+    def v2_tryon_status(self, run_id: str) -> V2Status:
+        """``GET /api/v2/tryon/status/{run_id}``."""
+        return self.v2_status("tryon", run_id)
+
+    def v2_tryon_pro(
+        self,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> V2Run:
+        """``POST /api/v2/tryon/pro/run`` (``model_name: "Pro Fit"`` for precise sizing)."""
+        return self.v2_run(
+            "tryon_pro", input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
+        )
+
+    def v2_tryon_pro_status(self, run_id: str) -> V2Status:
+        """``GET /api/v2/tryon/pro/status/{run_id}``."""
+        return self.v2_status("tryon_pro", run_id)
+
+    def v2_virtual_model(
+        self,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> V2Run:
+        """``POST /api/v2/virtualmodel/run``."""
+        return self.v2_run(
+            "virtual_model",
+            input,
+            webhook_url=webhook_url,
+            webhook_events=webhook_events,
+            idempotency_key=idempotency_key,
+        )
+
+    def v2_virtual_model_status(self, run_id: str) -> V2Status:
+        """``GET /api/v2/virtualmodel/status/{run_id}``."""
+        return self.v2_status("virtual_model", run_id)
+
+    def v2_fabric(
+        self,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> V2Run:
+        """``POST /api/v2/fabric/run``."""
+        return self.v2_run(
+            "fabric", input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
+        )
+
+    def v2_fabric_status(self, run_id: str) -> V2Status:
+        """``GET /api/v2/fabric/status/{run_id}`` (``output`` is one URL string)."""
+        return self.v2_status("fabric", run_id)
+
+    def v2_sketch_to_dress(
+        self,
+        input: Mapping[str, Any],
+        *,
+        webhook_url: Optional[str] = None,
+        webhook_events: Optional[Iterable[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> V2Run:
+        """``POST /api/v2/sketchtodress/run``."""
+        return self.v2_run(
+            "sketch_to_dress",
+            input,
+            webhook_url=webhook_url,
+            webhook_events=webhook_events,
+            idempotency_key=idempotency_key,
+        )
+
+    def v2_sketch_to_dress_status(self, run_id: str) -> V2Status:
+        """``GET /api/v2/sketchtodress/status/{run_id}``."""
+        return self.v2_status("sketch_to_dress", run_id)
+
+    # --- webhooks ----------------------------------------------------------------------
+
+    def webhook_secret(self) -> WebhookSecret:
+        """``GET /api/v3/webhooks/secret``: the account's signing secret (``whsec_...``)."""
+        return self._call(calls.webhook_secret())
+
+    def rotate_webhook_secret(self) -> WebhookSecret:
+        """``POST /api/v3/webhooks/secret/rotate``: a new secret; the previous one also
+        signs until ``previous_key_expires_at``."""
+        return self._call(calls.rotate_webhook_secret())
+
+    def webhook_deliveries(self, run_id: str) -> List[WebhookDelivery]:
+        """``GET /api/v3/runs/{run_id}/webhooks``: the run's webhook messages and attempts."""
+        return self._call(calls.webhook_deliveries(run_id))

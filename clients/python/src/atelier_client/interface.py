@@ -1,0 +1,201 @@
+"""What this client covers of the server's interface, as data.
+
+:data:`OPERATIONS` maps every operation (method + path template) to the client methods that
+call it, with the query and header parameters they can send and the response schema they
+read. :data:`SCHEMAS` maps every OpenAPI schema the client reads or sends to the model
+classes (whose field names are the JSON names). The package's tests compare both tables with
+the server's ``/openapi.json`` in both directions, so a server change that the client does
+not follow fails a test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Optional, Set, Tuple
+
+from .errors import ERROR_FIELDS
+from .models import (
+    DeletedWorkflow,
+    Estimate,
+    NodeEvent,
+    NodeResult,
+    NodeRunStatus,
+    RunErrorInfo,
+    RunHandle,
+    RunList,
+    RunSummary,
+    TokenBalance,
+    Tool,
+    ToolParam,
+    V2Status,
+    ValidationProblem,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookDeliveryList,
+    WebhookNodeEvent,
+    WebhookSecret,
+    WorkflowDefinition,
+    WorkflowDescription,
+    WorkflowInputs,
+    WorkflowRunStatus,
+    WorkflowSummary,
+    WorkflowValidation,
+    model_fields,
+)
+
+__all__ = [
+    "Operation",
+    "OPERATIONS",
+    "SCHEMAS",
+    "KNOWN_FIELDS",
+    "LOCATED_SCHEMAS",
+    "UNDOCUMENTED_ITEM_MODELS",
+    "schema_fields",
+]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One HTTP operation and the client methods that call it."""
+
+    method: str
+    path: str
+    #: Methods of both :class:`Client` and :class:`AsyncClient`.
+    client_methods: Tuple[str, ...]
+    #: Query parameters the methods can send.
+    query: FrozenSet[str] = frozenset()
+    #: Header parameters the methods can send (beside ``X-API-KEY``).
+    headers: FrozenSet[str] = frozenset()
+    #: The OpenAPI component schema of the 200 answer (``None``: not JSON, e.g. a stream).
+    response: Optional[str] = None
+    #: The OpenAPI component schema of the request body, if any.
+    request: Optional[str] = None
+
+
+_RUN_HEADERS = frozenset({"Idempotency-Key"})
+
+
+def _v2(path: str, run_methods: Tuple[str, ...], status_methods: Tuple[str, ...], schema: str) -> Tuple[Operation, ...]:
+    return (
+        Operation(
+            "POST", f"/api/v2/{path}/run", run_methods, headers=_RUN_HEADERS, response="RunHandle", request=schema
+        ),
+        Operation("GET", f"/api/v2/{path}/status/{{run_id}}", status_methods, response="V2Status"),
+    )
+
+
+OPERATIONS: Tuple[Operation, ...] = (
+    Operation(
+        "POST",
+        "/api/v3/run",
+        ("run", "run_workflow"),
+        headers=frozenset({"Idempotency-Key", "Prefer"}),
+        response="RunHandle",
+        request="RunRequest",
+    ),
+    Operation("GET", "/api/v3/status/{run_id}", ("status",), response="RunStatus"),
+    Operation("GET", "/api/v3/status/{run_id}/events", ("events",), headers=frozenset({"Last-Event-ID"})),
+    Operation("POST", "/api/v3/cancel/{run_id}", ("cancel",), response="RunStatus"),
+    Operation(
+        "GET",
+        "/api/v3/runs",
+        ("runs", "iter_runs"),
+        query=frozenset({"limit", "before", "status", "target"}),
+        response="RunList",
+    ),
+    Operation("GET", "/api/v3/workflow/{name}", ("workflow",), response="WorkflowDescription"),
+    Operation("PUT", "/api/v3/workflow/{name}", ("save_workflow",), response="WorkflowDescription", request="Workflow"),
+    Operation("DELETE", "/api/v3/workflow/{name}", ("delete_workflow",), response="Deleted"),
+    Operation("GET", "/api/v3/workflows", ("workflows",), response="WorkflowList"),
+    Operation(
+        "POST",
+        "/api/v3/workflows/validate",
+        ("validate_workflow",),
+        query=frozenset({"name"}),
+        response="Validation",
+        request="Workflow",
+    ),
+    Operation("GET", "/api/v3/tools", ("tools",), response="ToolList"),
+    Operation("POST", "/api/v3/estimate", ("estimate", "estimate_workflow"), response="Estimate", request="RunRequest"),
+    Operation("GET", "/api/v3/webhooks/secret", ("webhook_secret",), response="WebhookSecret"),
+    Operation("POST", "/api/v3/webhooks/secret/rotate", ("rotate_webhook_secret",), response="WebhookSecret"),
+    Operation("GET", "/api/v3/runs/{run_id}/webhooks", ("webhook_deliveries",), response="WebhookDeliveries"),
+    *_v2("tryon", ("v2_tryon", "v2_run"), ("v2_tryon_status", "v2_status"), "V2Run_tryon"),
+    *_v2("tryon/pro", ("v2_tryon_pro", "v2_run"), ("v2_tryon_pro_status", "v2_status"), "V2Run_tryon_pro"),
+    *_v2(
+        "virtualmodel",
+        ("v2_virtual_model", "v2_run"),
+        ("v2_virtual_model_status", "v2_status"),
+        "V2Run_virtualmodel",
+    ),
+    *_v2("fabric", ("v2_fabric", "v2_run"), ("v2_fabric_status", "v2_status"), "V2Run_fabric"),
+    *_v2(
+        "sketchtodress",
+        ("v2_sketch_to_dress", "v2_run"),
+        ("v2_sketch_to_dress_status", "v2_status"),
+        "V2Run_sketchtodress",
+    ),
+    Operation("GET", "/api/v2/user/tokens", ("balance",), response="Tokens"),
+)
+
+#: OpenAPI component schema -> the model classes that read it (``NodeEvent``: the data of
+#: the events stream's ``node`` events; ``WebhookNodeEvent``: the body of a ``node`` webhook). A schema read by several
+#: classes (the two shapes of a status) is covered by the union of their fields. An empty
+#: tuple: the client reads the schema's items through another entry (arrays), or passes the
+#: body through as a dict (v2 run bodies, whose fields are the tools').
+SCHEMAS: Dict[str, Tuple[type, ...]] = {
+    "RunHandle": (RunHandle,),
+    "RunStatus": (WorkflowRunStatus, NodeRunStatus),
+    "NodeResult": (NodeResult,),
+    "RunError": (RunErrorInfo,),
+    "RunList": (RunList,),
+    "WorkflowDescription": (WorkflowDescription,),
+    "Workflow": (WorkflowDefinition,),
+    "WorkflowList": (WorkflowSummary,),
+    "Deleted": (DeletedWorkflow,),
+    "ToolList": (Tool,),
+    "Estimate": (Estimate,),
+    "Validation": (WorkflowValidation,),
+    "V2Status": (V2Status,),
+    "Tokens": (TokenBalance,),
+    "NodeEvent": (NodeEvent,),
+    "WebhookSecret": (WebhookSecret,),
+    "WebhookDeliveries": (WebhookDeliveryList,),
+    "WebhookNodeEvent": (WebhookNodeEvent,),
+    "V2Run_tryon": (),
+    "V2Run_tryon_pro": (),
+    "V2Run_virtualmodel": (),
+    "V2Run_fabric": (),
+    "V2Run_sketchtodress": (),
+}
+
+#: Schemas whose fields the client knows without a model class: the run body it writes, and
+#: the error object (attributes of :class:`AtelierError`).
+KNOWN_FIELDS: Dict[str, FrozenSet[str]] = {
+    "RunRequest": frozenset({"type", "target", "input", "webhook_url", "webhook_events"}),
+    "Error": frozenset(ERROR_FIELDS),
+    "ErrorResponse": frozenset({"id", "error"}),
+}
+
+#: Models whose schema has no component name of its own: found from an operation's 200
+#: answer (``method``, ``path``) and a path inside it (property names; ``[]`` for the
+#: items of an array).
+LOCATED_SCHEMAS: Tuple[Tuple[type, str, str, Tuple[str, ...]], ...] = (
+    (WorkflowInputs, "GET", "/api/v3/workflow/{name}", ("inputs",)),
+    (ValidationProblem, "POST", "/api/v3/workflows/validate", ("errors", "[]")),
+    (WebhookDelivery, "GET", "/api/v3/runs/{run_id}/webhooks", ("deliveries", "[]")),
+    (WebhookAttempt, "GET", "/api/v3/runs/{run_id}/webhooks", ("deliveries", "[]", "attempts", "[]")),
+)
+
+#: Models of items the document leaves as a bare ``object`` (``ToolList`` items,
+#: ``RunList.runs`` items, tool parameters): the tests check their fields against live
+#: answers instead.
+UNDOCUMENTED_ITEM_MODELS: Tuple[type, ...] = (Tool, ToolParam, RunSummary)
+
+
+def schema_fields(classes: Tuple[type, ...]) -> Set[str]:
+    """The union of the JSON fields the classes read."""
+    out: Set[str] = set()
+    for cls in classes:
+        out |= model_fields(cls)
+    return out

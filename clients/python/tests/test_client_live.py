@@ -1,0 +1,335 @@
+"""The client against a real Atelier server (started by ``conftest.server``)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any, Dict
+
+import httpx
+import pytest
+from conftest import Server
+
+from atelier_client import (
+    AsyncClient,
+    Client,
+    IdempotencyKeyReused,
+    InsufficientTokens,
+    InvalidImage,
+    InvalidInput,
+    InvalidRequest,
+    MissingInputs,
+    NodeRunStatus,
+    ReadOnlyTemplate,
+    RunNotFound,
+    Unauthorized,
+    UnknownTool,
+    V2Status,
+    WorkflowNotFound,
+    WorkflowRunStatus,
+)
+
+WAIT = dict(timeout=120, poll_interval=0.2)
+
+# A workflow of this suite: upscale, then reframe to a square; a name with a space,
+# punctuation and a non-ASCII character (percent-encoded in paths).
+WORKFLOW_NAME = "py client: up → square"
+WORKFLOW: Dict[str, Any] = {
+    "name": WORKFLOW_NAME,
+    "description": "Upscale, then reframe to 1:1",
+    "variables": {"photo": {"type": "image", "targets": ["Up.image"]}},
+    "nodes": [
+        {"name": "Up", "tool": "upscale", "params": {"scale": 2}},
+        {"name": "Square", "tool": "reframe", "params": {"aspect_ratio": "1:1"}, "links": {"image": "Up.output"}},
+    ],
+    "outputs": {"big": "Up.output", "square": "Square.output"},
+}
+
+
+@pytest.fixture(scope="module")
+def saved_workflow(server: Server) -> str:
+    with Client(server.base_url, server.api_key) as client:
+        client.save_workflow(WORKFLOW_NAME, WORKFLOW)
+    return WORKFLOW_NAME
+
+
+# --- discovery and pricing ------------------------------------------------------------------------
+
+
+def test_tools_describe_every_tool(client: Client) -> None:
+    tools = {t.name: t for t in client.tools()}
+    assert {"upscale", "background_removal", "reframe", "virtual_tryon", "video", "product_shoot"} <= set(tools)
+    upscale = tools["upscale"]
+    image = upscale.param("image")
+    assert image is not None and image.required and image.type == "image"
+    scale = upscale.param("scale")
+    assert scale is not None and scale.values == [2, 4] and not scale.required
+    assert tools["reframe"].required_params == ["image"] or "image" in tools["reframe"].required_params
+    assert upscale.fidelity == "production" and isinstance(upscale.price, str)
+
+
+def test_estimate_prices_a_run_and_reserves_nothing(client: Client, png: str) -> None:
+    before = client.balance()
+    small = client.estimate("upscale", {"image": png, "scale": 2})
+    big = client.estimate("upscale", {"image": png, "scale": 4})
+    assert small.tokens == 1 and big.tokens == 2
+    assert small.balance == before and list(small.nodes.values()) == [1]
+    assert client.balance() == before
+
+
+def test_workflows_list_system_templates(client: Client) -> None:
+    items = client.workflows()
+    system = [w for w in items if w.system_workflow]
+    assert len(system) >= 4
+    assert all(w.id > 0 and w.created_at for w in items)
+    described = client.workflow(system[0].name)
+    assert described.name == system[0].name
+    assert described.sample_payload["type"] == "workflow"
+    assert described.sample_payload["target"] == system[0].name
+    assert set(described.sample_payload["input"]) == set(described.inputs.mandatory)
+    assert described.workflow.nodes and described.outputs
+
+
+# --- node runs ------------------------------------------------------------------------------------
+
+
+def test_run_wait_and_fetch_the_output(client: Client, png: str) -> None:
+    before = client.balance()
+    run = client.run("upscale", {"image": png, "scale": 2})
+    assert run.id.startswith("gen_") and run.warnings == []
+    final = run.wait(**WAIT)  # events if the server has them, else polling
+    assert isinstance(final, NodeRunStatus)
+    assert final.succeeded and final.overall_status == final.status == "succeeded"
+    assert final.model_name == "upscale" and final.error is None and final.tokens == 1
+    assert final.created_at and final.finished_at and final.expires_at
+    assert len(final.output) == 1
+    image = httpx.get(final.output[0], timeout=30)
+    assert image.status_code == 200 and image.content.startswith(b"\x89PNG")
+    assert client.balance() == before - 1
+    again = client.status(run.id)
+    assert isinstance(again, NodeRunStatus) and again.output == final.output
+
+
+def test_wait_by_polling_only(client: Client, png: str) -> None:
+    run = client.run("background_removal", {"image": png})
+    final = run.wait(use_events=False, **WAIT)
+    assert final.succeeded and run.final_status is final
+    assert run.wait() is final  # known already: no request
+
+
+def test_cancel_a_running_run(client: Client, png: str) -> None:
+    run = client.run("upscale", {"image": png, "scale": 4})
+    canceled = run.cancel()
+    assert canceled.overall_status in ("canceled", "succeeded")  # succeeded only if it beat us
+    final = run.wait(**WAIT)
+    assert final.canceled, final
+    assert final.error is not None and final.error.name == "Canceled"
+    assert final.tokens == 0
+
+
+def test_runs_listing_filters_and_pages(client: Client, png: str) -> None:
+    for _ in range(2):
+        client.run("reframe", {"image": png, "aspect_ratio": "1:1"}).wait(**WAIT)
+    page = client.runs(limit=1, target="reframe")
+    assert len(page.runs) == 1 and page.next_before is not None
+    item = page.runs[0]
+    assert (item.type, item.target) == ("node", "reframe") and item.id.startswith("gen_")
+    assert item.overall_status in ("succeeded", "running", "queued") and item.created_at
+    everything = list(client.iter_runs(page_size=1, target="reframe"))
+    assert len(everything) >= 2 and len({r.id for r in everything}) == len(everything)
+    succeeded = client.runs(status="succeeded", limit=100)
+    assert all(r.overall_status == "succeeded" for r in succeeded.runs)
+    with pytest.raises(InvalidInput):
+        client.runs(status="sleeping")
+
+
+def test_idempotent_runs(client: Client, png: str) -> None:
+    first = client.run("upscale", {"image": png}, idempotency_key="py-idem-1")
+    second = client.run("upscale", {"image": png}, idempotency_key="py-idem-1")
+    assert first.id == second.id
+    with pytest.raises(IdempotencyKeyReused) as info:
+        client.run("upscale", {"image": png, "scale": 4}, idempotency_key="py-idem-1")
+    assert info.value.status_code == 422
+    first.wait(**WAIT)
+
+
+# --- workflows ----------------------------------------------------------------------------------
+
+
+def test_save_describe_run_and_inspect_a_workflow(client: Client, png: str, saved_workflow: str) -> None:
+    described = client.workflow(saved_workflow)
+    assert described.name == saved_workflow
+    assert set(described.inputs.mandatory) == {"photo"}
+    assert described.inputs.linked == {"Square.image": "Up.output"}
+    assert described.outputs == {"big": "Up.output", "square": "Square.output"}
+    assert any(w.name == saved_workflow and not w.system_workflow for w in client.workflows())
+    assert client.estimate_workflow(saved_workflow, {"photo": png}).tokens == 2
+
+    run = client.run_workflow(saved_workflow, {"photo": png, "Square.image": png})
+    assert run.id.startswith("wr_")
+    assert run.warnings, "a value for a linked parameter is ignored with a warning"
+    final = run.wait(**WAIT)
+    assert isinstance(final, WorkflowRunStatus) and final.succeeded
+    assert set(final.outputs) == {"big", "square"} and all(isinstance(v, str) for v in final.outputs.values())
+    assert set(final.nodes) == {"Up", "Square"}
+    up = final.nodes["Up"]
+    assert up.status == "succeeded" and up.model_name == "upscale" and up.id.startswith("gen_")
+    node = client.status(up.id)
+    assert isinstance(node, NodeRunStatus) and node.workflow_run_id == run.id and node.output == up.output
+
+
+def test_workflow_errors(client: Client, saved_workflow: str) -> None:
+    with pytest.raises(MissingInputs) as missing:
+        client.run_workflow(saved_workflow, {})
+    assert missing.value.missing == ["photo"] and missing.value.status_code == 400
+    with pytest.raises(WorkflowNotFound):
+        client.workflow("no such workflow")
+    with pytest.raises(WorkflowNotFound):
+        client.run_workflow("no such workflow", {})
+    with pytest.raises(InvalidRequest):
+        client.run_workflow("", {})
+    template = next(w.name for w in client.workflows() if w.system_workflow)
+    with pytest.raises(ReadOnlyTemplate) as read_only:
+        client.delete_workflow(template)
+    assert read_only.value.status_code == 409
+
+
+def test_validate_workflow(client: Client) -> None:
+    ok = client.validate_workflow(WORKFLOW, name="draft")
+    assert ok.valid and ok.errors == []
+    assert ok.description is not None and ok.description.name == "draft"
+    assert ok.estimate is not None and ok.estimate.tokens == 2 and set(ok.estimate.nodes) == {"Up", "Square"}
+    broken = dict(WORKFLOW, nodes=[{"name": "Up", "tool": "upscale", "links": {"image": "Nowhere.output"}}])
+    bad = client.validate_workflow(broken)
+    assert not bad.valid and bad.errors and bad.description is None and bad.estimate is None
+    assert all(e.reason for e in bad.errors)
+
+
+def test_save_replace_and_delete_a_workflow(client: Client) -> None:
+    name = "py client temp 100%"
+    first = client.save_workflow(name, WORKFLOW)
+    assert first.name == name and set(first.outputs) == {"big", "square"}
+    changed = dict(WORKFLOW, outputs={"only": "Square.output"})
+    assert set(client.save_workflow(name, changed).outputs) == {"only"}
+    assert set(client.workflow(name).outputs) == {"only"}
+    deleted = client.delete_workflow(name)
+    assert deleted.deleted and deleted.name == name
+    with pytest.raises(WorkflowNotFound):
+        client.delete_workflow(name)
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+def test_request_errors(client: Client, png: str) -> None:
+    with pytest.raises(UnknownTool) as unknown:
+        client.run("no_such_tool", {})
+    assert unknown.value.status_code == 404
+    with pytest.raises(InvalidInput) as invalid:
+        client.run("upscale", {"image": png, "scale": 3})
+    assert invalid.value.field == "scale" and invalid.value.status_code == 422
+    with pytest.raises(InvalidImage):
+        client.run("upscale", {"image": "data:image/png;base64," + base64.b64encode(b"not an image").decode()})
+    with pytest.raises(RunNotFound):
+        client.status("gen_doesnotexist00000")
+    with pytest.raises(RunNotFound):
+        client.cancel("wr_doesnotexist000000")
+
+
+def test_unauthorized_and_insufficient_tokens(server: Server, png: str) -> None:
+    with Client(server.base_url, "atl_" + "x" * 40) as stranger:
+        with pytest.raises(Unauthorized) as info:
+            stranger.tools()
+        assert info.value.status_code == 401
+    with Client(server.base_url, server.poor_key) as poor:
+        assert poor.balance() == 0
+        with pytest.raises(InsufficientTokens) as broke:
+            poor.run("upscale", {"image": png})
+        assert (broke.value.required, broke.value.balance, broke.value.status_code) == (1, 0, 402)
+        assert poor.runs().runs == []
+
+
+# --- v2 ------------------------------------------------------------------------------------------
+
+
+def test_v2_families(client: Client, png: str) -> None:
+    tryon = client.v2_tryon({"category": "top", "model_image": png, "garment_image": png, "model_name": "Beta"})
+    pro = client.v2_tryon_pro(
+        {"category": "dress", "model_image": png, "garment_image": png, "model_name": "Pro Fit", "garment_size": "M"}
+    )
+    model = client.v2_virtual_model(
+        {
+            "model_name": "Standard",
+            "ethnicity": "any",
+            "gender": "Female",
+            "dresstype": "summer dress",
+            "background": "studio",
+            "num_outputs": 1,
+        }
+    )
+    fabric = client.v2_fabric({"category": "top", "model_image": png, "fabric_description": "red stripes"})
+    sketch = client.v2_sketch_to_dress({"image": png})
+    for run in (tryon, pro, model, fabric, sketch):
+        assert run.id.startswith("gen_")
+
+    t = tryon.wait(**WAIT)
+    assert isinstance(t, V2Status) and t.status == "completed" and t.succeeded
+    assert isinstance(t.output, list) and len(t.output) == 1
+    assert t.input is not None and t.input["model_image"] == "<base64>" and t.model_name == "Beta"
+    p = pro.wait(**WAIT)
+    assert p.succeeded and p.model_name == "Pro Fit"
+    m = model.wait(**WAIT)
+    assert m.succeeded and isinstance(m.output, list) and len(m.output) == 1
+    f = fabric.wait(**WAIT)
+    assert f.succeeded and isinstance(f.output, str) and f.urls == [f.output]
+    s = sketch.wait(**WAIT)
+    assert s.succeeded and s.error is None
+
+    assert client.v2_status("tryon", tryon.id).output == t.output
+    assert client.v2_fabric_status(fabric.id).output == f.output
+    assert client.v2_tryon_pro_status(pro.id).status == "completed"
+    assert client.v2_virtual_model_status(model.id).status == "completed"
+    assert client.v2_sketch_to_dress_status(sketch.id).status == "completed"
+    # A family's status endpoint answers only its own runs.
+    with pytest.raises(RunNotFound):
+        client.v2_tryon_status(fabric.id)
+    # A v2 run is a v3 node run too.
+    v3 = client.status(tryon.id)
+    assert isinstance(v3, NodeRunStatus) and v3.model_name == "virtual_tryon" and v3.output == t.output
+
+
+def test_v2_errors_and_unknown_family(client: Client, png: str) -> None:
+    with pytest.raises(InvalidInput):
+        client.v2_tryon_pro({"category": "dress", "model_image": png, "garment_image": png, "model_name": "Ultra"})
+    with pytest.raises(ValueError):
+        client.v2_run("teleport", {})
+
+
+# --- the async client -----------------------------------------------------------------------------
+
+
+def test_async_client_end_to_end(server: Server, png: str, saved_workflow: str) -> None:
+    async def main() -> None:
+        async with AsyncClient(server.base_url, server.api_key) as client:
+            tools, balance, workflows = await asyncio.gather(client.tools(), client.balance(), client.workflows())
+            assert any(t.name == "reframe" for t in tools) and balance > 0 and workflows
+            runs = await asyncio.gather(
+                client.run("reframe", {"image": png, "aspect_ratio": "9:16"}),
+                client.run_workflow(saved_workflow, {"photo": png}),
+                client.v2_sketch_to_dress({"image": png}),
+            )
+            node_final, wf_final, v2_final = await asyncio.gather(*(r.wait(**WAIT) for r in runs))
+            assert isinstance(node_final, NodeRunStatus) and node_final.succeeded
+            assert isinstance(wf_final, WorkflowRunStatus) and wf_final.succeeded
+            assert isinstance(v2_final, V2Status) and v2_final.succeeded
+            described = await client.workflow(saved_workflow)
+            assert described.name == saved_workflow
+            page = [r async for r in client.iter_runs(page_size=2, target="reframe")]
+            assert any(r.id == runs[0].id for r in page)
+            with pytest.raises(RunNotFound):
+                await client.status("gen_doesnotexist00000")
+            slow = await client.run("upscale", {"image": png, "scale": 4})
+            await slow.cancel()
+            assert (await slow.wait(**WAIT)).canceled
+
+    asyncio.run(main())

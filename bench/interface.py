@@ -54,6 +54,8 @@ TARGET_POLL_P99_MS = 10.0
 TARGET_SUBMITS = 2_000
 LARGE_INPUT_BYTES = 143 * 1024
 TARGET_LARGE_POLL_RATIO = 0.9
+# Polls of finished runs against /healthz on the same server, same wrk settings, same run.
+TARGET_POLL_HEALTHZ_RATIO = 0.5
 # What bounds the figures, from profiles of these loads (perf) and the code; printed under a
 # backend's miss.
 CAUSES = {
@@ -90,10 +92,10 @@ def ensure_tools(backends):
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "moto[server]"], check=True)
 
 
-def wrk(svc, every, duration, threads, connections, ids=(), body_file=None, drain=False, rss_pid=None):
+def wrk(svc, every, duration, threads, connections, ids=(), body_file=None, drain=False, rss_pid=None, path=None):
     """One wrk run against `svc`; returns the script's result, with `rss_max_kib` when sampled."""
     env = dict(os.environ, ATELIER_KEY=svc.key, ATELIER_IDS=",".join(ids), ATELIER_SUBMIT_EVERY=str(every),
-               ATELIER_BODY_FILE=body_file or "")
+               ATELIER_BODY_FILE=body_file or "", ATELIER_PATH=path or "")
     env.pop("ATELIER_DEADLINE", None)
     length = duration
     if drain:
@@ -195,6 +197,11 @@ def measure(backend, args, body, body_file):
         r["rss_idle_kib"] = benchlib.rss_kib(svc.server.pid)
         log(f"[{backend}] idle RSS {r['rss_idle_kib'] / 1024:.1f} MiB; creating {POLL_RUNS} runs to poll")
         ids = finished_runs(svc, body, POLL_RUNS)
+        wrk(svc, 0, 1, path="/healthz", **setting)  # warm-up
+        log(f"[{backend}] /healthz (the peer of status polls), {args.duration} s")
+        r["healthz"] = wrk(svc, 0, args.duration, path="/healthz", **setting)
+        r["healthz"]["rate"] = r["healthz"]["requests"] / (r["healthz"]["duration_us"] / 1e6)
+        log(f"[{backend}]   {r['healthz']['rate']:.0f}/s")
         wrk(svc, 0, 1, ids=ids, **setting)  # warm-up
         log(f"[{backend}] status polls, {args.duration} s")
         before = server_counters(svc.server.pid)
@@ -278,6 +285,9 @@ def rows_for(r):
         row("status poll p99", polls["p99_us"] / 1000, "ms", f"< {TARGET_POLL_P99_MS:g}" if embedded else None,
             polls["p99_us"] / 1000 < TARGET_POLL_P99_MS if embedded else None),
         row("status poll errors", errors(polls), "count", "0", errors(polls) == 0),
+        row("/healthz (peer of status polls)", r["healthz"]["rate"], "req/s"),
+        row("status polls of finished runs / /healthz", polls["rate"] / r["healthz"]["rate"], "x",
+            f">= {TARGET_POLL_HEALTHZ_RATIO}", polls["rate"] / r["healthz"]["rate"] >= TARGET_POLL_HEALTHZ_RATIO),
         row("status polls, 143 KB inline input", r["large_polls"]["rate"], "req/s"),
         row("status polls, 143 KB inline input / tiny input", r["large_polls"]["rate"] / polls["rate"], "x",
             f">= {TARGET_LARGE_POLL_RATIO}", r["large_polls"]["rate"] / polls["rate"] >= TARGET_LARGE_POLL_RATIO),
@@ -316,7 +326,8 @@ def report(results, sweep_rows, args, command):
         print(f"PostgreSQL {benchlib.psql('SHOW server_version')} and moto's S3 server run on the same machine.")
     print()
     print("- **status polls**: `GET /api/v3/status/{id}`, rotating over 16 finished `upscale` runs, on "
-          "`atelier serve` with its 2 workers (idle).")
+          "`atelier serve` with its 2 workers (idle); the peer is `GET /healthz` on the same server with the "
+          "same wrk settings, measured just before.")
     print("- **run submissions**: `POST /api/v3/run` of `{\"type\": \"node\", \"target\": \"upscale\"}` "
           "with a 16x16 PNG in base64, on `atelier serve --no-workers`: each 200 is the run, its node, its "
           "task and the token reservation committed to the store; the runs stay queued. The runs in the store "
@@ -328,17 +339,18 @@ def report(results, sweep_rows, args, command):
     print("- Submissions and the mixed load stop sending at the end of their duration and wait for the "
           "answers in flight, so every request sent is answered; their rates are answers / (last answer - "
           "first request). Errors: non-2xx answers plus socket errors and timeouts (5 s).\n")
-    print("| backend | status polls/s | poll p50 | poll p99 | submissions/s | submit p50 | submit p99 | "
+    print("| backend | /healthz/s | status polls/s | polls ÷ /healthz | poll p50 | poll p99 | submissions/s | submit p50 | submit p99 | "
           "runs created = 2xx | mixed polls/s | mixed submits/s | mixed p50 | mixed p99 | errors | "
           "RSS idle | RSS max (mixed) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         p, s, m = r["polls"], r["submits"], r["mixed"]
         same = (f"{s['runs_created']} = {s['ok_submits']}" if s["runs_created"] == s["ok_submits"]
                 else f"**{s['runs_created']} ≠ {s['ok_submits']}**")
         same += "; mixed " + (f"{m['runs_created']} = {m['ok_submits']}" if m["runs_created"] == m["ok_submits"]
                               else f"**{m['runs_created']} ≠ {m['ok_submits']}**")
-        print(f"| {NAMES[r['backend']]} | {p['rate']:,.0f} | {ms(p['p50_us'])} | {ms(p['p99_us'])} | "
+        print(f"| {NAMES[r['backend']]} | {r['healthz']['rate']:,.0f} | {p['rate']:,.0f} | "
+              f"{p['rate'] / r['healthz']['rate']:.2f} | {ms(p['p50_us'])} | {ms(p['p99_us'])} | "
               f"{s['rate']:,.0f} | {ms(s['p50_us'])} | {ms(s['p99_us'])} | {same} | {m['poll_rate']:,.0f} | "
               f"{m['submit_rate']:,.0f} | {ms(m['p50_us'])} | {ms(m['p99_us'])} | "
               f"{errors(p) + errors(s) + errors(m)} | {r['rss_idle_kib'] / 1024:.1f} MiB | "
@@ -374,7 +386,8 @@ def report(results, sweep_rows, args, command):
                 if r["backend"] not in missed_backends:
                     missed_backends.append(r["backend"])
     targets = (f"Targets: >= {TARGET_POLLS:,} status polls/s with p99 under {TARGET_POLL_P99_MS:g} ms on the "
-               f"embedded default; >= {TARGET_SUBMITS:,} durable run submissions/s; polls of runs with a 143 KB "
+               f"embedded default; polls of finished runs >= {TARGET_POLL_HEALTHZ_RATIO:g}x /healthz's rate on both "
+               f"backends; >= {TARGET_SUBMITS:,} durable run submissions/s; polls of runs with a 143 KB "
                f"inline input >= {TARGET_LARGE_POLL_RATIO:g}x those with a tiny one; no errors; runs created = "
                "accepted submissions.")
     print(targets)

@@ -3,6 +3,7 @@
 -- Settings come from the environment (wrk passes nothing else to every thread):
 --   ATELIER_KEY           the X-API-KEY
 --   ATELIER_IDS           run ids to poll, comma-separated; each thread rotates over them
+--   ATELIER_PATH          (optional) a path to GET instead of the runs' statuses (/healthz)
 --   ATELIER_BODY_FILE     the JSON body of POST /api/v3/run
 --   ATELIER_SUBMIT_EVERY  0: polls only; 1: submissions only; N: one submission in every N requests
 --   ATELIER_DEADLINE      (optional) Unix time after which no request is sent; the connections
@@ -51,6 +52,10 @@ function init(args)
   local headers = { ["X-API-KEY"] = key, ["Content-Type"] = "application/json" }
   for id in string.gmatch(os.getenv("ATELIER_IDS") or "", "[^,]+") do
     table.insert(polls, wrk.format("GET", "/api/v3/status/" .. id, headers))
+  end
+  local path = os.getenv("ATELIER_PATH") or ""
+  if path ~= "" then
+    polls = { wrk.format("GET", path, headers) }
   end
   if every > 0 then
     local f = assert(io.open(os.getenv("ATELIER_BODY_FILE"), "rb"))

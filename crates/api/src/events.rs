@@ -148,6 +148,8 @@ struct Follow {
     resume: Option<String>,
     queued: std::collections::VecDeque<Event>,
     ended: bool,
+    /// Counts the stream in `atelier_event_streams_open` while it lives.
+    _open: crate::metrics::Open,
 }
 
 impl Follow {
@@ -229,6 +231,7 @@ async fn events(
         resume,
         queued: Default::default(),
         ended: false,
+        _open: crate::metrics::Open::new("atelier_event_streams_open"),
     };
     let stream: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
         Box::pin(stream::unfold(follow, Follow::next));
@@ -271,6 +274,7 @@ pub async fn wait_for_end(
 ) -> Option<RunRecord> {
     let deadline = Instant::now() + within;
     let mut watch = state.store.changes().watch(run_id);
+    let _open = crate::metrics::Open::new("atelier_waiting_requests");
     loop {
         let run = state.store.get_run(account_id, run_id).await.ok()?;
         if run.status.is_terminal() {

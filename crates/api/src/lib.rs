@@ -15,6 +15,7 @@ pub mod finished;
 pub mod idempotency;
 mod inputs;
 mod limits;
+pub mod metrics;
 pub mod openapi;
 pub mod ops;
 pub mod render;
@@ -53,6 +54,8 @@ pub struct ApiConfig {
     pub engines: Engines,
     /// The web console's sessions and sign-in limit.
     pub console: console::ConsoleConfig,
+    /// `/metrics`, when metrics are on and served by the API's own listener.
+    pub metrics: Option<metrics::MetricsConfig>,
     /// The longest `Prefer: wait` a run request may ask for (at most
     /// [`events::MAX_WAIT_SECS`]); 0 turns waiting off.
     pub max_wait_secs: u64,
@@ -85,6 +88,7 @@ impl Default for ApiConfig {
             engines: Engines::default(),
             console: console::ConsoleConfig::default(),
             max_wait_secs: events::MAX_WAIT_SECS,
+            metrics: None,
         }
     }
 }
@@ -114,7 +118,8 @@ pub fn router(state: AppState) -> Router {
         let limits = limits::Limits { state: state.clone(), limiter: Arc::new(limiter) };
         keyed = keyed.route_layer(axum::middleware::from_fn_with_state(limits, limits::limit_requests));
     }
-    Router::new()
+    let metrics_on = state.config.metrics.is_some();
+    let mut router = Router::new()
         .merge(keyed)
         .merge(console::routes(&state))
         .merge(atelier_console::router(atelier_console::Sources {
@@ -124,7 +129,12 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(readyz))
         .route("/internal/engines/webhook/{id}/{token}", axum::routing::post(engine_webhook))
-        .route("/openapi.json", get(|| async { Json(openapi::document()) }))
+        .route("/openapi.json", get(|| async { Json(openapi::document()) }));
+    if metrics_on {
+        router =
+            router.route("/metrics", get(metrics::scrape)).layer(axum::middleware::from_fn(metrics::track));
+    }
+    router
         .layer(DefaultBodyLimit::max(limit))
         .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(request_span))
         .layer(axum::middleware::map_request(mark_key_sensitive))

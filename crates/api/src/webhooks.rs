@@ -311,6 +311,14 @@ impl Deliverer {
             tracing::info!(delivery = %delivery.message_id, run = %delivery.run_id, attempt = delivery.attempt,
                 reason = %reason, "webhook delivery attempt failed");
         }
+        let outcome = match end {
+            AttemptEnd::Delivered => "delivered",
+            AttemptEnd::RetryAt(_) => "retry",
+            AttemptEnd::GaveUp => "failed",
+        };
+        metrics::counter!("atelier_webhook_attempts_total", "outcome" => outcome).increment(1);
+        metrics::histogram!("atelier_webhook_attempt_duration_seconds")
+            .record(started.elapsed().as_secs_f64());
         let attempt = DeliveryAttempt { attempt: delivery.attempt, at, status_code, error, duration_ms };
         match self.store.end_delivery_attempt(&delivery, &attempt, end).await {
             Ok(true) => {}

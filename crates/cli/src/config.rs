@@ -24,6 +24,7 @@ pub struct Config {
     pub limits: Limits,
     pub console: Console,
     pub webhooks: Webhooks,
+    pub metrics: Metrics,
     /// Tool name → its price (`[prices]`); tools not named keep the built-in price.
     pub prices: BTreeMap<String, PriceSetting>,
     /// Model servers (`[engines.NAME]`; docs/ENGINES.md).
@@ -196,6 +197,25 @@ pub struct Limits {
     /// Hard cap: unfinished (queued or running) runs of one account; a new run beyond it
     /// gets 429 `ConcurrencyLimited`. 0 = no cap.
     pub unfinished_runs_per_account: u32,
+}
+
+/// `[metrics]`: Prometheus metrics at `/metrics` (docs/OPERATIONS.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Metrics {
+    /// Record metrics and serve `/metrics`.
+    pub enabled: bool,
+    /// When set, a scrape must send `Authorization: Bearer <token>`.
+    pub token: String,
+    /// When set, `/metrics` is served on this address instead of the API's (the only way a
+    /// `worker` process serves it).
+    pub listen: Option<SocketAddr>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self { enabled: true, token: String::new(), listen: None }
+    }
 }
 
 /// `[webhooks]`: how run webhooks are delivered (docs/CLIENTS.md). Which addresses they may

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod migrate_data;
+pub mod run_cmd;
 pub mod templates;
 
 use std::net::SocketAddr;
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use atelier_api::metrics::MetricsConfig;
 use atelier_api::webhooks::{Deliverer, DeliveryConfig};
 use atelier_api::{ApiConfig, AppState, RateLimit};
 use atelier_blob::BlobStore;
@@ -150,6 +152,8 @@ pub async fn engines(config: &Config) -> anyhow::Result<atelier_engines::Engines
 /// A running service: HTTP server, workers and maintenance.
 pub struct Running {
     pub addr: SocketAddr,
+    /// Where `/metrics` is served when `[metrics] listen` moves it off the API's address.
+    pub metrics_addr: Option<SocketAddr>,
     pub store: SharedStore,
     pub blob: BlobStore,
     shutdown: CancellationToken,
@@ -197,6 +201,9 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
     let blob = open_blob(&config)?;
     let policy = input_policy(&config);
     let engines = engines(&config).await?;
+    let shutdown = CancellationToken::new();
+    let mut tasks = Vec::new();
+    let metrics = metrics(&config, &shutdown, &mut tasks)?;
     let api_config = ApiConfig {
         max_body_bytes: config.server.max_body_bytes,
         inputs: policy.clone(),
@@ -206,10 +213,16 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         engines: atelier_api::Engines(engines.directory()),
         console: config.console.settings(media_origins(&config)),
         max_wait_secs: config.server.max_wait_secs.min(atelier_api::events::MAX_WAIT_SECS),
+        metrics: metrics.clone().filter(|_| config.metrics.listen.is_none()),
     };
+    let engine_directory = api_config.engines.clone();
     let state = AppState::new(store.clone(), blob.clone(), api_config);
-    let shutdown = CancellationToken::new();
-    let mut tasks = Vec::new();
+    let metrics_addr = match (metrics, config.metrics.listen) {
+        (Some(metrics), Some(addr)) => {
+            Some(serve_metrics(addr, &store, &blob, engine_directory, metrics, &shutdown, &mut tasks).await?)
+        }
+        _ => None,
+    };
 
     let app = atelier_api::router(state);
     let stop = shutdown.clone();
@@ -228,7 +241,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
     let public_url = config.public_url();
     let wiring = Wiring { engines: &engines, webhooks_at: Some(&public_url) };
     spawn_workers(&config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
-    Ok(Running { addr, store, blob, shutdown, tasks })
+    Ok(Running { addr, metrics_addr, store, blob, shutdown, tasks })
 }
 
 /// Starts a worker process's part of the service on an already-open store: the engine's
@@ -243,13 +256,69 @@ pub async fn start_worker(
     let engines = engines(config).await?;
     let shutdown = CancellationToken::new();
     let mut tasks = engines.watch(shutdown.clone());
+    // A worker has no API: its metrics are served only on `[metrics] listen`.
+    let metrics_addr = match (metrics(config, &shutdown, &mut tasks)?, config.metrics.listen) {
+        (Some(metrics), Some(addr)) => {
+            let directory = atelier_api::Engines(engines.directory());
+            Some(serve_metrics(addr, &store, &blob, directory, metrics, &shutdown, &mut tasks).await?)
+        }
+        _ => None,
+    };
     let wiring = Wiring { engines: &engines, webhooks_at: None };
     spawn_workers(config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
-    Ok(WorkerProcess { shutdown, tasks })
+    Ok(WorkerProcess { metrics_addr, shutdown, tasks })
+}
+
+/// This process's metrics when `[metrics] enabled`: the recorder installed (once per
+/// process) and kept drained until `shutdown`.
+fn metrics(
+    config: &Config,
+    shutdown: &CancellationToken,
+    tasks: &mut Vec<JoinHandle<()>>,
+) -> anyhow::Result<Option<MetricsConfig>> {
+    if !config.metrics.enabled {
+        return Ok(None);
+    }
+    let handle = atelier_api::metrics::install().map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
+    let stop = shutdown.clone();
+    tasks.push(tokio::spawn(atelier_api::metrics::upkeep(
+        handle.clone(),
+        async move { stop.cancelled().await },
+    )));
+    let token = (!config.metrics.token.is_empty()).then(|| Arc::from(config.metrics.token.as_str()));
+    Ok(Some(MetricsConfig { handle, token }))
+}
+
+/// Serves `/metrics` alone on `addr` (`[metrics] listen`) until `shutdown`; the bound address.
+async fn serve_metrics(
+    addr: SocketAddr,
+    store: &SharedStore,
+    blob: &BlobStore,
+    engines: atelier_api::Engines,
+    metrics: MetricsConfig,
+    shutdown: &CancellationToken,
+    tasks: &mut Vec<JoinHandle<()>>,
+) -> anyhow::Result<SocketAddr> {
+    let listener =
+        tokio::net::TcpListener::bind(addr).await.with_context(|| format!("metrics listening on {addr}"))?;
+    let bound = listener.local_addr()?;
+    let config = ApiConfig { engines, metrics: Some(metrics), ..ApiConfig::default() };
+    let app = atelier_api::metrics::router(AppState::new(store.clone(), blob.clone(), config));
+    let stop = shutdown.clone();
+    tasks.push(tokio::spawn(async move {
+        let served =
+            axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "the metrics listener stopped");
+        }
+    }));
+    Ok(bound)
 }
 
 /// A running `atelier worker`: engine workers and maintenance.
 pub struct WorkerProcess {
+    /// Where `/metrics` is served (`[metrics] listen`).
+    pub metrics_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }

@@ -42,6 +42,8 @@ enum Command {
     /// Model servers behind the tools ([engines] and [tools] in the configuration).
     #[command(subcommand)]
     Engines(EnginesCmd),
+    /// Run a tool or a saved workflow on a server, follow it and download its outputs.
+    Run(atelier_cli::run_cmd::RunArgs),
 }
 
 #[derive(Subcommand)]
@@ -190,6 +192,10 @@ fn main() {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    // A client of a server: no configuration of this one is read.
+    if let Command::Run(args) = cli.command {
+        std::process::exit(atelier_cli::run_cmd::main(args).await);
+    }
     let mut config = Config::load(cli.config.as_deref()).map_err(anyhow::Error::msg)?;
     if let Some(dir) = cli.data_dir {
         config.storage.data_dir = dir;
@@ -221,6 +227,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Admin(Admin::Store(admin)) => self::admin(config, admin).await,
         Command::Engines(EnginesCmd::Check { json }) => engines_check(config, json).await,
+        // Handled before the configuration is read.
+        Command::Run(_) => Ok(()),
     }
 }
 
@@ -268,6 +276,9 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
     }
     let running = atelier_cli::start(&config, store, tools).await?;
     println!("Atelier listening on http://{}", running.addr);
+    if let Some(addr) = running.metrics_addr {
+        println!("Metrics on http://{addr}/metrics");
+    }
     let token = running.token();
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -294,6 +305,9 @@ async fn worker(mut config: Config, args: WorkerArgs) -> anyhow::Result<()> {
     let store = open_store(&config).await?;
     let running = atelier_cli::start_worker(&config, store, Some(tools)).await?;
     println!("Atelier worker running with {} slots", config.engine.workers);
+    if let Some(addr) = running.metrics_addr {
+        println!("Metrics on http://{addr}/metrics");
+    }
     let token = running.token();
     tokio::spawn(async move {
         shutdown_signal().await;

@@ -222,6 +222,18 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
         }
     };
     let succeeded = matches!(outcome, Outcome::Succeeded(_));
+    let kind = match &outcome {
+        Outcome::Succeeded(_) => "succeeded",
+        Outcome::Failed { retryable: true, .. } if task.attempt < task.max_attempts => "retried",
+        Outcome::Failed { .. } => "failed",
+    };
+    let engine_kind = task
+        .node
+        .tool
+        .parse::<tools::ToolId>()
+        .ok()
+        .and_then(|tool| engine.tools.get(tool))
+        .map_or("builtin", |executor| executor.engine());
     // The task goes to the completion writer; what the log lines name stays here.
     let (run, node, tool, attempt) =
         (task.run_id.clone(), node.clone(), task.node.tool.clone(), task.attempt);
@@ -230,7 +242,14 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
     let wants_next = engine.config.tool_slots.is_empty() && !shutdown.is_cancelled();
     let next = match engine.completions.complete(&engine.store, task, outcome, wants_next).await {
         Ok((true, next)) => {
-            info!(%run, node, %tool, attempt, succeeded, ms = started.elapsed().as_millis() as u64, "node finished");
+            let elapsed = started.elapsed();
+            info!(%run, node, %tool, attempt, succeeded, ms = elapsed.as_millis() as u64, "node finished");
+            let labels = [("tool", tool.clone()), ("engine", engine_kind.to_string())];
+            metrics::histogram!("atelier_node_attempt_duration_seconds", &labels)
+                .record(elapsed.as_secs_f64());
+            let labels =
+                [("tool", tool.clone()), ("engine", engine_kind.to_string()), ("outcome", kind.to_string())];
+            metrics::counter!("atelier_node_attempts_total", &labels).increment(1);
             next
         }
         Ok((false, next)) => {

@@ -266,6 +266,10 @@ impl Executor for Cog {
         }
     }
 
+    fn engine(&self) -> &'static str {
+        "cog"
+    }
+
     fn resumable(&self) -> bool {
         true
     }

@@ -235,6 +235,10 @@ impl Executor for Comfyui {
         }
     }
 
+    fn engine(&self) -> &'static str {
+        "comfyui"
+    }
+
     fn resumable(&self) -> bool {
         true
     }

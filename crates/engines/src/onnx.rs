@@ -209,4 +209,8 @@ impl Executor for Onnx {
         .await
         .map_err(|e| ToolError::Failed(format!("the model stopped unexpectedly: {e}")))?
     }
+
+    fn engine(&self) -> &'static str {
+        "onnx"
+    }
 }

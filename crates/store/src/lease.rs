@@ -26,6 +26,7 @@ use crate::rows::ExpiredTask;
 use crate::rules::attempt_error;
 use crate::sql::{args, json_col, parse_text, to_json, Conn};
 use crate::statements::*;
+use crate::telemetry::{self, Ended};
 use crate::{ClaimedTask, NextClaim, Outcome, Result, TaskQueue};
 
 #[async_trait]
@@ -79,6 +80,7 @@ impl<B: Backend> TaskQueue for B {
             (a.account_id, &a.run_id, a.task_id).cmp(&(b.account_id, &b.run_id, b.task_id))
         });
         let mut recorded = vec![false; completions.len()];
+        let mut ended = Vec::new();
         // Whether claims elsewhere may now find work: a task queued or retried, or, under the
         // soft cap on running nodes, any attempt ended.
         let mut announce = false;
@@ -91,7 +93,10 @@ impl<B: Backend> TaskQueue for B {
                     let args = args![when, entry.as_str(), task.task_id, task.epoch];
                     (tx.execute(&RETRY_TASK, args).await? == 1).then_some(1)
                 }
-                _ => end_attempt::<B>(&mut tx, config, task, outcome, now).await?,
+                _ => end_attempt::<B>(&mut tx, config, task, outcome, now).await?.map(|(queued, run)| {
+                    ended.extend(run);
+                    queued
+                }),
             };
             if let Some(queued) = queued {
                 recorded[i] = true;
@@ -116,9 +121,10 @@ impl<B: Backend> TaskQueue for B {
         if announce {
             self.wake();
         }
-        let ended =
+        telemetry::record(&ended);
+        let changed =
             completions.iter().zip(&recorded).filter(|(_, &r)| r).map(|((t, _), _)| t.run_id.as_str());
-        self.changed(ended.chain(claimed.iter().map(|t| t.run_id.as_str())));
+        self.changed(changed.chain(claimed.iter().map(|t| t.run_id.as_str())));
         Ok((recorded, claimed))
     }
 
@@ -151,6 +157,7 @@ impl<B: Backend> TaskQueue for B {
         let mut tx = self.begin().await?;
         let mut rescued = 0;
         let mut changed = Vec::new();
+        let mut ended = Vec::new();
         for candidate in &candidates {
             B::lock_run(&mut tx, &candidate.run_id).await?;
             let Some(task): Option<ExpiredTask> =
@@ -164,7 +171,7 @@ impl<B: Backend> TaskQueue for B {
             } else {
                 tx.execute(&FAIL_EXPIRED, args![now, entry.as_str(), task.id]).await?;
                 let nodes = node_failed(&mut *tx, &task.run_id, &task.node, &lost, now).await?;
-                finish_if_done(&mut *tx, config, &task.run_id, &nodes, now).await?;
+                ended.extend(finish_if_done(&mut *tx, config, &task.run_id, &nodes, now).await?);
             }
             changed.push(candidate.run_id.as_str());
             rescued += 1;
@@ -173,6 +180,7 @@ impl<B: Backend> TaskQueue for B {
             B::announce(&mut tx).await?;
         }
         B::commit(tx).await?;
+        telemetry::record(&ended);
         if rescued > 0 {
             self.wake();
             self.changed(changed);
@@ -194,6 +202,10 @@ impl<B: Backend> TaskQueue for B {
         Ok(written == 1)
     }
 
+    async fn queue_stats(&self) -> Result<Vec<crate::QueueStat>> {
+        self.read().await?.fetch_all(&QUEUE_STATS, args![]).await
+    }
+
     async fn task_state(&self, task_id: i64) -> Result<Option<TaskState>> {
         let state: Option<String> = self.read().await?.fetch_optional(TASK_STATE, args![task_id]).await?;
         state.map(|s| parse_text(&s)).transpose()
@@ -207,15 +219,15 @@ impl<B: Backend> TaskQueue for B {
 }
 
 /// Ends an attempt that will not be retried: the task completed or failed, the node's result
-/// handed to its run. The caller holds the run's row. How many nodes were queued, or `None`
-/// when the claim was fenced off (nothing written).
+/// handed to its run. The caller holds the run's row. How many nodes were queued and the run
+/// when this ended it, or `None` when the claim was fenced off (nothing written).
 async fn end_attempt<B: Backend>(
     tx: &mut B::Conn,
     config: &crate::StoreConfig,
     task: &ClaimedTask,
     outcome: &Outcome,
     now: i64,
-) -> Result<Option<usize>> {
+) -> Result<Option<(usize, Option<Ended>)>> {
     let (run_id, node) = (task.run_id.as_str(), task.node.name.as_str());
     let (nodes, queued) = match outcome {
         Outcome::Succeeded(keys) => {
@@ -232,6 +244,6 @@ async fn end_attempt<B: Backend>(
             (node_failed(tx, run_id, node, error, now).await?, 0)
         }
     };
-    finish_if_done(tx, config, run_id, &nodes, now).await?;
-    Ok(Some(queued))
+    let ended = finish_if_done(tx, config, run_id, &nodes, now).await?;
+    Ok(Some((queued, ended)))
 }

@@ -72,6 +72,7 @@ mod sql;
 mod sqlite;
 mod statements;
 mod task;
+mod telemetry;
 mod traits;
 mod webhook;
 mod workflow;
@@ -97,6 +98,7 @@ pub use sqlite::SqliteStore;
 /// Connection options for [`PgStore::connect_with`].
 pub use sqlx::postgres::PgConnectOptions;
 pub use task::{ClaimedTask, NextClaim, Outcome};
+pub use telemetry::enable_metrics;
 pub use traits::{
     Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Sessions, SharedStore, Store, TaskQueue,
     Webhooks, Workflows,
@@ -137,6 +139,15 @@ pub enum StoreError {
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Tasks waiting for a worker, of one tool (`TaskQueue::queue_stats`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueStat {
+    pub tool: String,
+    pub depth: i64,
+    /// Since when the oldest has been available (a retry's time may be ahead).
+    pub oldest: Option<Micros>,
+}
 
 /// Settings that shape what the store writes.
 #[derive(Debug, Clone)]

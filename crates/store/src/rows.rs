@@ -234,11 +234,46 @@ impl FromRow for LedgerRow {
 pub(crate) struct Reservation {
     pub account_id: i64,
     pub reserved: i64,
+    pub kind: atelier_core::status::RunKind,
+    pub target: String,
 }
 
 impl FromRow for Reservation {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
-        Ok(Reservation { account_id: row.int("account_id")?, reserved: row.int("reserved")? })
+        Ok(Reservation {
+            account_id: row.int("account_id")?,
+            reserved: row.int("reserved")?,
+            kind: parse_text(row.text("kind")?)?,
+            target: row.text("target")?.to_owned(),
+        })
+    }
+}
+
+/// A line of [`crate::statements::NODE_COUNTS`].
+#[derive(Debug)]
+pub(crate) struct NodeCount {
+    pub tool: String,
+    pub status: String,
+    pub n: i64,
+}
+
+impl FromRow for NodeCount {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(NodeCount {
+            tool: row.text("tool")?.to_owned(),
+            status: row.text("status")?.to_owned(),
+            n: row.int("n")?,
+        })
+    }
+}
+
+impl FromRow for crate::QueueStat {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(crate::QueueStat {
+            tool: row.text("tool")?.to_owned(),
+            depth: row.int("depth")?,
+            oldest: row.opt_int("oldest")?,
+        })
     }
 }
 

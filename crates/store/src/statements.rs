@@ -129,7 +129,17 @@ pub(crate) static FINISH_RUN: Sql = sql!(
      WHERE id = $5 AND status IN ({})",
     sql_set(&RunStatus::UNFINISHED)
 );
-pub(crate) const RESERVATION: &str = "SELECT account_id, reserved FROM runs WHERE id = $1";
+pub(crate) const RESERVATION: &str = "SELECT account_id, reserved, kind, target FROM runs WHERE id = $1";
+/// Run `$1`'s nodes by tool and state, for the metrics of a run that ended.
+pub(crate) const NODE_COUNTS: &str =
+    "SELECT tool, status, COUNT(*) AS n FROM nodes WHERE run_id = $1 GROUP BY tool, status";
+/// Available tasks by tool: how many, and since when the oldest was available.
+pub(crate) static QUEUE_STATS: Sql = sql!(
+    "SELECT n.tool, COUNT(*) AS depth, MIN(t.scheduled_at) AS oldest
+     FROM tasks t JOIN nodes n ON n.run_id = t.run_id AND n.name = t.node
+     WHERE t.state = '{}' GROUP BY n.tool",
+    TaskState::Available
+);
 /// What the succeeded nodes of run `$1` cost.
 pub(crate) static SUCCEEDED_PRICE: Sql = sql!(
     "SELECT CAST(COALESCE(SUM(price), 0) AS BIGINT) FROM nodes WHERE run_id = $1 AND status = '{}'",

@@ -227,6 +227,8 @@ pub trait TaskQueue: Send + Sync {
     ) -> Result<(Vec<bool>, Vec<ClaimedTask>)>;
     /// Records how far a running node got (0 to 1). `false` when the claim was fenced off.
     async fn record_progress(&self, task: &ClaimedTask, progress: f32) -> Result<bool>;
+    /// Tasks waiting for a worker, by tool (for `/metrics`).
+    async fn queue_stats(&self) -> Result<Vec<crate::QueueStat>>;
     /// The state of a task now (`None` if it no longer exists): what a worker that lost its
     /// lease reads to tell a cancel from a rescue.
     async fn task_state(&self, task_id: i64) -> Result<Option<atelier_core::status::TaskState>>;

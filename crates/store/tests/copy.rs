@@ -40,6 +40,8 @@ fn workflow_plan() -> Plan {
     compile_workflow(&def, json!({"A.image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
 }
 
+// Each argument is a column of the run the copy must carry over.
+#[allow(clippy::too_many_arguments)]
 async fn submit(
     store: &dyn Store,
     account: i64,

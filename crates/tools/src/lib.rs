@@ -126,6 +126,11 @@ pub trait Executor: Send + Sync {
     fn resumable(&self) -> bool {
         false
     }
+
+    /// What kind of engine this is, as metrics label it (`builtin`, `cog`, `comfyui`, `onnx`).
+    fn engine(&self) -> &'static str {
+        "builtin"
+    }
 }
 
 /// Tool → executor.

@@ -13,6 +13,7 @@ use crate::rules::{expiry, settlement};
 use crate::run::NodeState;
 use crate::sql::{args, parse_text, to_json, Conn};
 use crate::statements::*;
+use crate::telemetry::{self, Ended};
 use crate::{NewRun, Result, RunQuery, RunRecord, RunSummary, Runs, StoreConfig, StoreError};
 
 #[async_trait]
@@ -82,14 +83,17 @@ impl<B: Backend> Runs for B {
         B::lock_run(&mut tx, run_id).await?;
         let status: Option<String> = tx.fetch_optional(RUN_STATUS, args![run_id, account_id]).await?;
         let status: RunStatus = parse_text(&status.ok_or(StoreError::NotFound)?)?;
+        let mut ended = None;
         if !status.is_terminal() {
             tx.execute(&CANCEL_TASKS, args![now, run_id]).await?;
             let error = NodeError::canceled();
             tx.execute(&CANCEL_NODES, args![to_json(&error).as_str(), now, run_id]).await?;
-            finish_run(&mut *tx, self.settings(), run_id, RunStatus::Canceled, Some(&error), now).await?;
+            ended =
+                finish_run(&mut *tx, self.settings(), run_id, RunStatus::Canceled, Some(&error), now).await?;
             B::announce_stop(&mut tx).await?;
         }
         B::commit(tx).await?;
+        telemetry::record(&ended);
         if !status.is_terminal() {
             self.stopped();
             self.changed([run_id]);
@@ -122,7 +126,8 @@ impl<B: Backend> Runs for B {
 /// Makes a run terminal and settles its tokens, exactly once: the status update is guarded
 /// (and on PostgreSQL re-checked against the latest committed row), and settlement only
 /// follows a guarded update that matched. Succeeded nodes are charged; the rest of the
-/// reservation is released. Returns whether the run was ended here.
+/// reservation is released. Returns the run when it was ended here, for the metrics the
+/// caller records once the transaction committed.
 pub(crate) async fn finish_run(
     conn: &mut impl Conn,
     config: &StoreConfig,
@@ -130,23 +135,26 @@ pub(crate) async fn finish_run(
     status: RunStatus,
     error: Option<&NodeError>,
     now: Micros,
-) -> Result<bool> {
+) -> Result<Option<Ended>> {
     let expires = expiry(now, config.retention);
     let error = error.map(to_json);
     let changed =
         conn.execute(&FINISH_RUN, args![status.as_str(), error.as_deref(), now, expires, run_id]).await?;
     if changed == 0 {
-        return Ok(false);
+        return Ok(None);
     }
-    let Reservation { account_id, reserved } = conn.fetch_one(RESERVATION, args![run_id]).await?;
+    let Reservation { account_id, reserved, kind, target } =
+        conn.fetch_one(RESERVATION, args![run_id]).await?;
     let succeeded: i64 = conn.fetch_one(&SUCCEEDED_PRICE, args![run_id]).await?;
     let (charged, released) = settlement(reserved, succeeded);
     conn.execute(SET_CHARGED, args![charged, run_id]).await?;
     conn.execute(ADD_TO_BALANCE, args![released, account_id]).await?;
-    for (kind, amount) in [(LedgerKind::Charge, charged), (LedgerKind::Release, released)] {
-        conn.execute(INSERT_LEDGER, args![account_id, Some(run_id), kind.as_str(), amount, now]).await?;
+    for (entry, amount) in [(LedgerKind::Charge, charged), (LedgerKind::Release, released)] {
+        conn.execute(INSERT_LEDGER, args![account_id, Some(run_id), entry.as_str(), amount, now]).await?;
     }
-    Ok(true)
+    let nodes =
+        if telemetry::enabled() { conn.fetch_all(NODE_COUNTS, args![run_id]).await? } else { Vec::new() };
+    Ok(Some(Ended { kind, target, status, charged, nodes }))
 }
 
 /// Node `node` succeeded (written, and `nodes` read after it): its ready children are
@@ -191,16 +199,16 @@ pub(crate) async fn node_failed(
 }
 
 /// Finishes the run when no node is left to run. The caller holds the run's row (on
-/// PostgreSQL), so the nodes it read are the final word.
+/// PostgreSQL), so the nodes it read are the final word. Returns the run when it ended here.
 pub(crate) async fn finish_if_done(
     conn: &mut impl Conn,
     config: &StoreConfig,
     run_id: &str,
     nodes: &[NodeState],
     now: Micros,
-) -> Result<()> {
-    if let Some((status, error)) = dag::outcome(nodes) {
-        finish_run(conn, config, run_id, status, error.as_ref(), now).await?;
+) -> Result<Option<Ended>> {
+    match dag::outcome(nodes) {
+        Some((status, error)) => finish_run(conn, config, run_id, status, error.as_ref(), now).await,
+        None => Ok(None),
     }
-    Ok(())
 }

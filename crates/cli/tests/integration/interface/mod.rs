@@ -1,12 +1,14 @@
 //! The HTTP interface suites (see the binary's documentation).
 
 mod api_v3;
+mod client;
 mod console;
 mod engine;
 mod events;
 mod files;
 mod idempotency;
 mod limits;
+mod metrics;
 mod security;
 mod tools;
 mod v2;

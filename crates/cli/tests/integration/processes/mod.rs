@@ -4,3 +4,4 @@ mod config;
 mod crash;
 mod live;
 mod process;
+mod run_cmd;

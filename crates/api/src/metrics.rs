@@ -1,0 +1,161 @@
+//! `GET /metrics`: the service's Prometheus metrics (docs/OPERATIONS.md lists every series).
+//!
+//! Counters and histograms are recorded where things happen, through the `metrics` facade:
+//! HTTP requests here ([`track`]), runs, nodes and tokens in the store when a run ends, node
+//! attempts in the engine's workers, webhook attempts in the deliverer. A scrape renders them
+//! and adds what is read at that moment: the queue (depth and oldest wait per tool), the
+//! engines' health, the store's round trip, open event streams.
+//!
+//! With metrics off (`[metrics] enabled = false`), no recorder is installed: every recording
+//! is a no-op and `/metrics` is not routed.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use metrics::{counter, gauge, histogram};
+use metrics_exporter_prometheus::PrometheusHandle;
+
+use crate::AppState;
+
+/// Buckets of every duration histogram, in seconds: from half a millisecond (a poll) to five
+/// minutes (a node on a model server).
+pub const DURATION_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+    300.0,
+];
+
+/// What serves `/metrics`.
+#[derive(Clone)]
+pub struct MetricsConfig {
+    /// Renders what was recorded (the process's recorder).
+    pub handle: PrometheusHandle,
+    /// When set, a scrape must send `Authorization: Bearer <token>`.
+    pub token: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for MetricsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsConfig").field("token", &self.token.as_ref().map(|_| "…")).finish()
+    }
+}
+
+/// Counts each request by route template, method and status, and times it
+/// (`atelier_http_requests_total`, `atelier_http_request_duration_seconds`). The route is the
+/// template the router matched (`/api/v3/status/{run_id}`), so ids never become labels;
+/// anything unrouted is `unmatched`.
+pub async fn track(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let method = request.method().as_str().to_string();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    let seconds = started.elapsed().as_secs_f64();
+    histogram!("atelier_http_request_duration_seconds", "route" => route.clone(), "method" => method.clone())
+        .record(seconds);
+    counter!("atelier_http_requests_total", "route" => route, "method" => method, "status" => status)
+        .increment(1);
+    response
+}
+
+/// The `/metrics` answer.
+pub async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let Some(metrics) = state.config.metrics.as_ref() else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    if let Some(token) = &metrics.token {
+        let expected = format!("Bearer {token}");
+        let sent = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("");
+        if !crate::console::constant_time_eq(sent.as_bytes(), expected.as_bytes()) {
+            return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")]).into_response();
+        }
+    }
+    observe_now(&state).await;
+    let body = metrics.handle.render();
+    let content_type = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// The gauges read at scrape time.
+async fn observe_now(state: &AppState) {
+    let started = Instant::now();
+    let up = state.store.ping().await.is_ok();
+    gauge!("atelier_store_up").set(if up { 1.0 } else { 0.0 });
+    if up {
+        histogram!("atelier_store_roundtrip_seconds").record(started.elapsed().as_secs_f64());
+    }
+    match state.store.queue_stats().await {
+        Ok(stats) => {
+            let now = atelier_core::time::now_micros();
+            for tool in atelier_core::tools::ToolId::ALL {
+                let stat = stats.iter().find(|s| s.tool == tool.as_str());
+                let depth = stat.map_or(0, |s| s.depth);
+                let age = stat.and_then(|s| s.oldest).map_or(0.0, |at| (now - at).max(0) as f64 / 1e6);
+                gauge!("atelier_queue_depth", "tool" => tool.as_str()).set(depth as f64);
+                gauge!("atelier_queue_oldest_age_seconds", "tool" => tool.as_str()).set(age);
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "reading the queue for /metrics failed"),
+    }
+    for endpoint in state.config.engines.0.health() {
+        let up = if endpoint.healthy { 1.0 } else { 0.0 };
+        gauge!("atelier_engine_up", "engine" => endpoint.name.clone()).set(up);
+        gauge!("atelier_engine_busy", "engine" => endpoint.name.clone()).set(endpoint.busy as f64);
+        gauge!("atelier_engine_capacity", "engine" => endpoint.name).set(endpoint.capacity as f64);
+    }
+}
+
+/// Installs this process's recorder, once (a second call, as in tests that start several
+/// services in one process, gets the same handle), and turns on the store's metrics. Starts
+/// nothing: call [`PrometheusHandle::run_upkeep`] now and then ([`upkeep`]).
+pub fn install() -> Result<PrometheusHandle, String> {
+    static HANDLE: std::sync::OnceLock<Result<PrometheusHandle, String>> = std::sync::OnceLock::new();
+    let handle = HANDLE.get_or_init(|| {
+        let builder = metrics_exporter_prometheus::PrometheusBuilder::new()
+            .set_buckets(DURATION_BUCKETS)
+            .map_err(|e| e.to_string())?;
+        let handle = builder.install_recorder().map_err(|e| e.to_string())?;
+        metrics::gauge!("atelier_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+        atelier_store::enable_metrics();
+        Ok(handle)
+    });
+    handle.clone()
+}
+
+/// Keeps the recorder's histograms drained, every few seconds, until `stop` resolves.
+pub async fn upkeep(handle: PrometheusHandle, stop: impl std::future::Future<Output = ()>) {
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            () = &mut stop => return,
+            () = tokio::time::sleep(std::time::Duration::from_secs(5)) => handle.run_upkeep(),
+        }
+    }
+}
+
+/// A router that serves `/metrics` alone (`[metrics] listen`, and worker processes).
+pub fn router(state: AppState) -> axum::Router {
+    axum::Router::new().route("/metrics", axum::routing::get(scrape)).with_state(state)
+}
+
+/// Counts a gauge up while it lives (open event streams, waiting requests).
+pub struct Open(&'static str);
+
+impl Open {
+    pub fn new(gauge: &'static str) -> Self {
+        gauge!(gauge).increment(1.0);
+        Self(gauge)
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        gauge!(self.0).decrement(1.0);
+    }
+}

@@ -25,16 +25,24 @@ async fn scrape(app: &TestApp, base: &str, token: Option<&str>) -> (u16, String)
 
 /// The series a scrape has (`# TYPE name kind`).
 fn series(text: &str) -> BTreeSet<String> {
-    text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).filter_map(|l| l.split(' ').next()).map(str::to_owned).collect()
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The value of the first sample whose line starts with `prefix`.
 fn sample(text: &str, prefix: &str) -> Option<f64> {
-    text.lines().find(|l| l.starts_with(prefix)).and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok())
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
 }
 
 async fn some_work(app: &TestApp) -> String {
-    let id = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(16, 16)}})).await;
+    let id =
+        app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(16, 16)}})).await;
     app.wait(&id).await;
     app.get(&format!("/api/v3/status/{id}")).await;
     id
@@ -63,14 +71,21 @@ async fn metrics_cover_requests_runs_nodes_queue_and_store_and_each_is_documente
     ] {
         assert!(names.contains(expected), "{expected} missing from:\n{text}");
     }
-    let undocumented: Vec<&String> = names.iter().filter(|n| !OPERATIONS.contains(&format!("`{n}`"))).collect();
+    let undocumented: Vec<&String> =
+        names.iter().filter(|n| !OPERATIONS.contains(&format!("`{n}`"))).collect();
     assert!(undocumented.is_empty(), "series not documented in docs/OPERATIONS.md: {undocumented:?}");
     // Routes are templates, never ids; histograms have buckets.
     assert!(text.contains(r#"route="/api/v3/status/{run_id}""#), "{text}");
     assert!(!text.contains("route=\"/api/v3/status/gen_"));
     assert!(text.contains("atelier_http_request_duration_seconds_bucket{"));
-    assert!(sample(&text, r#"atelier_runs_finished_total{type="upscale",status="succeeded"}"#).unwrap_or(0.0) >= 1.0);
-    assert!(sample(&text, r#"atelier_nodes_finished_total{tool="upscale",status="succeeded"}"#).unwrap_or(0.0) >= 1.0);
+    assert!(
+        sample(&text, r#"atelier_runs_finished_total{type="upscale",status="succeeded"}"#).unwrap_or(0.0)
+            >= 1.0
+    );
+    assert!(
+        sample(&text, r#"atelier_nodes_finished_total{tool="upscale",status="succeeded"}"#).unwrap_or(0.0)
+            >= 1.0
+    );
     assert!(sample(&text, "atelier_tokens_charged_total").unwrap_or(0.0) >= 1.0);
     assert!(sample(&text, r#"atelier_queue_depth{tool="upscale"}"#).is_some());
     assert_eq!(sample(&text, "atelier_store_up"), Some(1.0));
@@ -86,7 +101,8 @@ async fn a_token_guards_metrics_and_metrics_can_be_off_or_elsewhere() {
     let off = TestApp::start_with(|c| c.metrics.enabled = false, None, 100).await;
     assert_eq!(scrape(&off, &off.base, None).await.0, 404);
 
-    let apart = TestApp::start_with(|c| c.metrics.listen = Some("127.0.0.1:0".parse().unwrap()), None, 100).await;
+    let apart =
+        TestApp::start_with(|c| c.metrics.listen = Some("127.0.0.1:0".parse().unwrap()), None, 100).await;
     let addr = apart.running.as_ref().unwrap().metrics_addr.expect("a metrics address");
     assert_eq!(scrape(&apart, &apart.base, None).await.0, 404, "not on the API's address");
     let (code, text) = scrape(&apart, &format!("http://{addr}"), None).await;

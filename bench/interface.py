@@ -192,7 +192,8 @@ def measure(backend, args, body, body_file):
     r = {"backend": backend}
     setting = dict(threads=args.threads, connections=args.connections)
     # Polls, the mixed load and memory: `serve` with its workers.
-    with benchlib.Atelier(backend=backend, workers=2) as svc:
+    env = {"ATELIER__METRICS__ENABLED": "true" if args.metrics == "on" else "false"}
+    with benchlib.Atelier(backend=backend, workers=2, env=env) as svc:
         time.sleep(2)
         r["rss_idle_kib"] = benchlib.rss_kib(svc.server.pid)
         log(f"[{backend}] idle RSS {r['rss_idle_kib'] / 1024:.1f} MiB; creating {POLL_RUNS} runs to poll")
@@ -230,7 +231,7 @@ def measure(backend, args, body, body_file):
         log(f"[{backend}]   {mixed['poll_rate']:.0f} polls/s + {mixed['submit_rate']:.0f} submits/s, "
             f"max RSS {mixed['rss_max_kib'] / 1024:.1f} MiB")
     # Submissions: an API process without workers; the runs pile up queued.
-    with benchlib.Atelier(backend=backend, api_only=True, tokens=10**15) as svc:
+    with benchlib.Atelier(backend=backend, api_only=True, tokens=10**15, env=env) as svc:
         wrk(svc, 1, 1, body_file=body_file, drain=True, **setting)  # warm-up
         before = count_runs(svc)
         log(f"[{backend}] submissions, {args.duration} s")
@@ -417,6 +418,8 @@ def main():
     parser.add_argument("--connections", type=int, default=64, help="wrk connections")
     parser.add_argument("--duration", type=int, help="seconds per measurement (default 15, 6 with --quick)")
     parser.add_argument("--sweep", action="store_true", help="also measure polls at a few wrk settings")
+    parser.add_argument("--metrics", choices=["on", "off"], default="on",
+                        help="[metrics] enabled in the server (the default, on) or not")
     args = parser.parse_args()
     if args.duration is None:
         args.duration = 6 if args.quick else 15
@@ -431,6 +434,7 @@ def main():
         if value != default:
             command += f" {flag} {value}"
     command += " --sweep" if args.sweep else ""
+    command += " --metrics off" if args.metrics == "off" else ""
     ensure_tools(backends)
     if not args.no_build:
         benchlib.build()

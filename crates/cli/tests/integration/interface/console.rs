@@ -138,6 +138,8 @@ async fn the_cookie_opens_the_console_api_and_never_the_public_one() {
         ("GET", "/console/api/runs/gen_aaaaaaaaaaaaaaaa"),
         ("GET", "/console/api/v3/tools"),
         ("GET", "/console/api/v3/runs"),
+        ("GET", "/console/api/v3/webhooks/secret"),
+        ("GET", "/console/api/v3/status/gen_aaaaaaaaaaaaaaaa/events"),
     ] {
         for headers in
             [vec![], vec![("cookie", "atelier_session=forged")], vec![("x-api-key", app.key.as_str())]]
@@ -183,7 +185,22 @@ async fn changes_need_the_csrf_token_and_the_same_origin() {
     // The same change with the token, from the page: accepted.
     let answer = browser.call("POST", "/console/api/v3/run", Some(&run)).await;
     assert_eq!(answer.code, 200, "{}", answer.body);
-    assert_eq!(app.wait(answer.body["id"].as_str().unwrap()).await["overall_status"], "succeeded");
+    let id = answer.body["id"].as_str().unwrap().to_string();
+    assert_eq!(app.wait(&id).await["overall_status"], "succeeded");
+    // The page follows a run's events with its cookie (an EventSource sends no other header).
+    let events = app
+        .client
+        .get(format!("{}/console/api/v3/status/{id}/events", app.base))
+        .header("cookie", &browser.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+    assert!(events.text().await.unwrap().contains("event: status"));
+    assert!(browser.get("/console/api/v3/webhooks/secret").await["key"]
+        .as_str()
+        .unwrap()
+        .starts_with("whsec_"));
 }
 
 #[tokio::test]

@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
+import { get, type RunStatus } from './api';
 
 /** Loads `fn` when `deps` change; `reload` loads again. */
 export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]) {
@@ -41,4 +42,67 @@ export function useInterval(fn: () => void, ms: number, active: boolean) {
     }, ms);
     return () => window.clearInterval(id);
   }, [ms, active]);
+}
+
+/**
+ * Follows run `id` while `active`, calling `onStatus` with its status at each change: from the
+ * run's event stream (`/console/api/v3/status/{id}/events`, which the session's cookie
+ * opens), reading the status again when a node changes and taking the final status from the
+ * stream's last event. Where the stream cannot be opened, it polls every `fallbackMs`.
+ */
+export function useRunFollow(
+  id: string | null,
+  active: boolean,
+  onStatus: (status: RunStatus) => void,
+  fallbackMs = 1000,
+) {
+  const saved = useRef(onStatus);
+  saved.current = onStatus;
+  const [streaming, setStreaming] = useState(typeof EventSource !== 'undefined');
+  useEffect(() => {
+    if (!id || !active || !streaming) return;
+    const path = `/v3/status/${encodeURIComponent(id)}`;
+    const source = new EventSource(`/console/api${path}/events`);
+    // One read at a time; a change during it reads again once it is done.
+    let reading = false;
+    let again = false;
+    const read = () => {
+      if (reading) {
+        again = true;
+        return;
+      }
+      reading = true;
+      get<RunStatus>(path).then(
+        (s) => saved.current(s),
+        () => {},
+      ).finally(() => {
+        reading = false;
+        if (again) {
+          again = false;
+          read();
+        }
+      });
+    };
+    source.addEventListener('node', read);
+    source.addEventListener('status', (event) => {
+      // The final status; the server ends the stream, which the browser would reopen.
+      source.close();
+      saved.current(JSON.parse((event as MessageEvent<string>).data) as RunStatus);
+    });
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED) setStreaming(false);
+    };
+    return () => source.close();
+  }, [id, active, streaming]);
+  useInterval(
+    () => {
+      if (!id) return;
+      get<RunStatus>(`/v3/status/${encodeURIComponent(id)}`).then(
+        (s) => saved.current(s),
+        () => {},
+      );
+    },
+    fallbackMs,
+    !!id && active && !streaming,
+  );
 }

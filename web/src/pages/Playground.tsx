@@ -5,7 +5,7 @@ import { RunGraph, type RunNode } from '../components/RunGraph';
 import { parseDescriptor, type WorkflowDoc } from '../editor/model';
 import { Field, fromParam, type FieldSpec } from '../forms/Fields';
 import { ApiError, explain, get, post, segment, TERMINAL, type Estimate, type ParamType, type RunStatus, type Tool } from '../lib/api';
-import { useInterval, useLoad } from '../lib/hooks';
+import { useLoad, useRunFollow } from '../lib/hooks';
 import { Link, navigate, queryOf } from '../lib/router';
 import { outputsOf } from './RunDetail';
 
@@ -159,17 +159,10 @@ function RunForm({
   }, [JSON.stringify(body)]);
 
   const live = !!runId && (!status || !TERMINAL.includes(status.overall_status));
-  useInterval(
-    () => {
-      if (!runId) return;
-      get<RunStatus>(`/v3/status/${runId}`).then((s) => {
-        setStatus(s);
-        if (TERMINAL.includes(s.overall_status)) ctx.refresh();
-      }, () => {});
-    },
-    1000,
-    live,
-  );
+  useRunFollow(runId, live, (s) => {
+    setStatus(s);
+    if (TERMINAL.includes(s.overall_status)) ctx.refresh();
+  });
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();

@@ -4,7 +4,7 @@ import { Outputs } from '../components/Outputs';
 import { RunGraph } from '../components/RunGraph';
 import { explain, get, post, TERMINAL, type RunDetail as Detail, type RunStatus } from '../lib/api';
 import { expiresIn, when } from '../lib/format';
-import { useInterval, useLoad } from '../lib/hooks';
+import { useLoad, useRunFollow } from '../lib/hooks';
 import { navigate } from '../lib/router';
 
 /** The outputs of a status, by name: a workflow's named outputs, or a node run's list. */
@@ -22,19 +22,10 @@ export function RunDetail({ id, ctx }: { id: string; ctx: SessionContext }) {
   const [error, setError] = useState<string | null>(null);
   const status = detail.data?.status;
   const live = !!status && !TERMINAL.includes(status.overall_status);
-  useInterval(
-    () => {
-      get<RunStatus>(`/v3/status/${encodeURIComponent(id)}`).then(
-        (s) => {
-          detail.setData((d) => (d ? { ...d, status: s } : d));
-          if (TERMINAL.includes(s.overall_status)) ctx.refresh();
-        },
-        () => {},
-      );
-    },
-    1000,
-    live,
-  );
+  useRunFollow(id, live, (s) => {
+    detail.setData((d) => (d ? { ...d, status: s } : d));
+    if (TERMINAL.includes(s.overall_status)) ctx.refresh();
+  });
 
   if (detail.error) return <section><h1>Run {id}</h1><p className="error" role="alert">{explain(detail.error)}</p></section>;
   if (!detail.data || !status) return <p role="status">Loading…</p>;

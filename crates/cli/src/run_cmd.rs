@@ -7,8 +7,9 @@
 //! `--confirm-above`; start it; follow its events with a line per node; download its outputs.
 //!
 //! Exit codes: 0 the run succeeded; 1 it failed or was canceled (or its outputs could not be
-//! downloaded); 2 a usage or configuration error (nothing was run); 3 the server refused a
-//! request (its error name and message are printed); 130 interrupted (the run was canceled).
+//! downloaded); 2 a usage or configuration error, or the server could not be reached; 3 the
+//! server refused a request (its error name and message are printed); 130 interrupted (the
+//! run was canceled).
 
 use std::collections::HashMap;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
@@ -167,6 +168,9 @@ async fn run(args: RunArgs) -> Result<Exit, Stop> {
         confirm(estimate.tokens, args.confirm_above)?;
     }
 
+    // From here a Ctrl-C asks to cancel the run instead of ending the program (before, there
+    // is nothing to cancel).
+    let mut interrupts = Interrupts::new();
     let handle = match &target {
         Target::Tool(tool) => client.run(tool, input, RunOptions::default()).await,
         Target::Workflow(name) => client.run_workflow(name, input, RunOptions::default()).await,
@@ -178,7 +182,7 @@ async fn run(args: RunArgs) -> Result<Exit, Stop> {
     let terminal = std::io::stderr().is_terminal();
     let mut display = Display::new(terminal, args.json, estimate.nodes.keys());
     display.line(format!("run {} started", handle.id));
-    let (status, interrupted) = follow(&client, &handle.id, &mut display).await?;
+    let (status, interrupted) = follow(&client, &handle.id, &mut display, &mut interrupts).await?;
     display.finish(&status);
 
     if args.json {
@@ -300,8 +304,12 @@ fn read_image(path: &Path) -> Result<String, Stop> {
 
 /// Follows the run to its end: the final status, and whether it was interrupted (and so
 /// canceled). Events drive the display; when the stream cannot be had, the status is polled.
-async fn follow(client: &Client, run_id: &str, display: &mut Display) -> Result<(RunStatus, bool), Stop> {
-    let mut interrupts = Interrupts::new();
+async fn follow(
+    client: &Client,
+    run_id: &str,
+    display: &mut Display,
+    interrupts: &mut Interrupts,
+) -> Result<(RunStatus, bool), Stop> {
     let mut events = client.events(run_id, None);
     let mut interrupted = false;
     let mut polling = false;
@@ -327,7 +335,7 @@ async fn follow(client: &Client, run_id: &str, display: &mut Display) -> Result<
                 });
             }
             None => {
-                if display.ask_cancel(&mut interrupts).await {
+                if display.ask_cancel(interrupts).await {
                     interrupted = true;
                     display.line(format!("canceling run {run_id}"));
                     client.cancel(run_id).await.map_err(|e| Stop::call("canceling the run", e))?;
@@ -365,8 +373,8 @@ async fn poll_once(client: &Client, run_id: &str) -> Result<RunStatus, Stop> {
     }
 }
 
-/// Ctrl-C presses, as a stream of wake-ups (the handler is installed once the run started:
-/// before, Ctrl-C ends the program as usual).
+/// Ctrl-C presses, as a stream of wake-ups. While one of these lives, Ctrl-C does not end
+/// the program.
 struct Interrupts {
     #[cfg(unix)]
     signal: Option<tokio::signal::unix::Signal>,

@@ -305,7 +305,7 @@ impl Client {
         options: &RunOptions,
     ) -> Result<Map<String, Value>, Error> {
         let mut body = Map::new();
-        body.insert("type".into(), serde_json::to_value(kind).unwrap_or(Value::Null));
+        body.insert("type".into(), Value::String(kind.as_str().to_string()));
         body.insert("target".into(), Value::String(target.to_string()));
         body.insert("input".into(), Value::Object(object(input, "input")?));
         add_webhook(&mut body, options);
@@ -598,8 +598,9 @@ impl Client {
     /// URL) to `path`, through `path` + `.part` renamed at the end, so that `path` is never
     /// half written. The key is not sent: output URLs are public (and may be a CDN's).
     /// Returns the bytes written.
-    pub async fn download(&self, url: &str, path: &Path) -> Result<u64, Error> {
+    pub async fn download(&self, url: &str, path: impl AsRef<Path>) -> Result<u64, Error> {
         use tokio::io::AsyncWriteExt as _;
+        let path = path.as_ref();
         let url = self
             .inner
             .base

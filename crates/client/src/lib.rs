@@ -11,26 +11,30 @@
 //! use atelier_client::{Client, Error, RunOptions, WaitOptions};
 //! use serde_json::json;
 //!
-//! # async fn example() -> Result<(), Error> {
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! let client = Client::new("http://127.0.0.1:8080", "atl_…")?; // or Client::from_env()
-//! let image = atelier_client::image_base64(&std::fs::read("shirt.png").map_err(|e| Error::Io {
-//!     path: "shirt.png".into(),
-//!     source: e,
-//! })?);
-//! let estimate = client.estimate("upscale", json!({"image": image.clone()})).await?;
+//! let image = atelier_client::image_base64(&std::fs::read("shirt.png")?);
+//! let estimate = client.estimate("upscale", json!({"image": image})).await?;
 //! println!("price {} tokens, balance {:?}", estimate.tokens, estimate.balance);
-//! let handle = match client.run("upscale", json!({"image": image, "scale": 2}), RunOptions::default()).await {
+//!
+//! let input = json!({"image": image, "scale": 2});
+//! let handle = match client.run("upscale", input, RunOptions::default()).await {
 //!     Ok(handle) => handle,
 //!     Err(Error::InsufficientTokens { required, balance, .. }) => {
 //!         eprintln!("needs {required} tokens, the balance is {balance}");
 //!         return Ok(());
 //!     }
-//!     Err(e) => return Err(e),
+//!     Err(e) => return Err(e.into()),
 //! };
+//! // Follows the live events; polls when the server does not offer them.
 //! let status = client.wait(&handle.id, WaitOptions::default()).await?;
+//! if !status.succeeded() {
+//!     eprintln!("run {} {}: {:?}", status.run_id(), status.overall_status, status.error);
+//!     return Ok(());
+//! }
 //! for (name, urls) in status.named_outputs() {
 //!     for (i, url) in urls.iter().enumerate() {
-//!         client.download(url, format!("{name}_{i}.png").as_ref()).await?;
+//!         client.download(url, format!("{name}_{i}.png")).await?;
 //!     }
 //! }
 //! # Ok(())

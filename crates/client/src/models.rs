@@ -232,6 +232,16 @@ pub enum RunKind {
     Workflow,
 }
 
+impl RunKind {
+    /// The kind as the interface spells it (`type`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Node => "node",
+            Self::Workflow => "workflow",
+        }
+    }
+}
+
 /// What a run's `webhook_url` receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

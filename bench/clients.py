@@ -193,13 +193,13 @@ def report(results, args, command):
     print(f"Webhook delivery latency: {args.runs} `upscale` runs, each with a `webhook_url` to a receiver in the "
           "script; latency from the run's `finished_at` to the delivery's arrival. Peer: a client polling each "
           f"run every {POLL_EVERY_S:g} s (the specification's rule), from `finished_at` to the poll that saw it.\n")
-    print("| backend | delivered | p50 | p99 | max | poll every 3 s: p50 | p99 | webhook p50 ÷ poll p50 |")
+    print("| backend | delivered | p50 | p99 | max | poll every 3 s: p50 | p99 | poll p50 ÷ webhook p50 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for backend, r in results:
         w = r["webhooks"]
         print(f"| {NAMES[backend]} | {w['delivered']}/{w['runs']} | {w['p50_ms']:.1f} ms | {w['p99_ms']:.1f} ms | "
               f"{w['max_ms']:.1f} ms | {w['poll_p50_ms']:.0f} ms | {w['poll_p99_ms']:.0f} ms | "
-              f"{w['p50_ms'] / w['poll_p50_ms']:.3f} |")
+              f"{w['poll_p50_ms'] / w['p50_ms']:,.0f}x |")
     print(f"\nEvent fan-out: {args.streams} Server-Sent-Events streams on one `serve --no-workers`, one per queued "
           f"run; CPU over {args.idle:g} s idle; then every run canceled through the API and the time until every "
           "stream had its final `status` event. Peer: the same process idle with no stream open.\n")

@@ -9,11 +9,12 @@
 //! With metrics off (`[metrics] enabled = false`), no recorder is installed: every recording
 //! is a no-op and `/metrics` is not routed.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics::{counter, gauge, histogram};
@@ -49,19 +50,58 @@ impl std::fmt::Debug for MetricsConfig {
 /// anything unrouted is `unmatched`.
 pub async fn track(request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
-    let method = request.method().as_str().to_string();
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let method = request.method().clone();
     let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
-    let seconds = started.elapsed().as_secs_f64();
-    histogram!("atelier_http_request_duration_seconds", "route" => route.clone(), "method" => method.clone())
-        .record(seconds);
-    counter!("atelier_http_requests_total", "route" => route, "method" => method, "status" => status)
-        .increment(1);
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    REQUESTS.record(route, &method, response.status().as_u16(), started.elapsed().as_secs_f64());
     response
+}
+
+/// The request series' handles, registered once per route, method and status: a request
+/// then costs a read lock, two map lookups without allocating, and two atomic updates
+/// (through the facade, each would build and hash its labels).
+static REQUESTS: std::sync::LazyLock<RequestSeries> = std::sync::LazyLock::new(RequestSeries::default);
+
+#[derive(Default)]
+struct RequestSeries {
+    routes: std::sync::RwLock<HashMap<String, RouteSeries>>,
+}
+
+#[derive(Default)]
+struct RouteSeries {
+    durations: HashMap<Method, metrics::Histogram>,
+    counts: HashMap<(Method, u16), metrics::Counter>,
+}
+
+impl RequestSeries {
+    fn record(&self, route: &str, method: &Method, status: u16, seconds: f64) {
+        {
+            let routes = self.routes.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(series) = routes.get(route) {
+                let duration = series.durations.get(method);
+                let count = series.counts.get(&(method.clone(), status));
+                if let (Some(duration), Some(count)) = (duration, count) {
+                    duration.record(seconds);
+                    count.increment(1);
+                    return;
+                }
+            }
+        }
+        let mut routes = self.routes.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let series = routes.entry(route.to_string()).or_default();
+        let labels = [("route", route.to_string()), ("method", method.as_str().to_string())];
+        let duration = series
+            .durations
+            .entry(method.clone())
+            .or_insert_with(|| histogram!("atelier_http_request_duration_seconds", &labels));
+        duration.record(seconds);
+        let count = series.counts.entry((method.clone(), status)).or_insert_with(|| {
+            let [route, method] = labels.clone();
+            counter!("atelier_http_requests_total", &[route, method, ("status", status.to_string())])
+        });
+        count.increment(1);
+    }
 }
 
 /// The `/metrics` answer.

@@ -357,7 +357,15 @@ pub fn document() -> Value {
         "run_id",
     );
     events["responses"]["200"] = json!({"description": "A text/event-stream: `node` events (data: NodeEvent) as nodes change, then one `status` event (data: the final RunStatus, id `end`), then the stream ends. Comments every 15 s keep it open. Send the last event's id as Last-Event-ID to resume",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}}});
+        "content": {"text/event-stream": {"schema": {"type": "object", "required": ["event", "data"],
+            "description": "One event of the stream",
+            "properties": {
+                "event": {"type": "string", "enum": ["node", "status"]},
+                "id": {"type": "string", "description": "The state of every node this event reflects (`end` for the status event)"},
+                "data": {"type": "string", "contentMediaType": "application/json",
+                    "description": "JSON: a NodeEvent for `node`, the final RunStatus for `status`",
+                    "contentSchema": {"anyOf": [{"$ref": "#/components/schemas/NodeEvent"}, {"$ref": "#/components/schemas/RunStatus"}]}},
+                "retry": {"type": "integer"}}}}}});
     add_param(
         &mut events,
         json!({"name": "Last-Event-ID", "in": "header", "required": false,

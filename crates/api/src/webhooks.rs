@@ -230,36 +230,41 @@ impl Deliverer {
         tokio::pin!(stop);
         loop {
             woken.borrow_and_update();
+            // A read first: wake-ups come with every change of a run on SQLite, and a claim is
+            // a write (the one writer there), made only when something is due.
+            let due = this.next_due().await;
+            let now = now_micros();
             let free = this.slots.available_permits();
-            let claimed = if free == 0 {
-                Vec::new()
-            } else {
-                match this.store.claim_deliveries(CLAIM_LEASE, free).await {
-                    Ok(claimed) => claimed,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "claiming webhook deliveries failed");
-                        Vec::new()
-                    }
-                }
-            };
-            let full = claimed.len() == free && free > 0;
-            for delivery in claimed {
-                let Ok(permit) = Arc::clone(&this.slots).acquire_owned().await else { return };
-                let this = Arc::clone(&this);
-                tokio::spawn(async move {
-                    this.deliver(delivery).await;
-                    drop(permit);
-                });
-            }
-            if full {
-                // More may be due: look again once a slot is free.
+            if free == 0 {
+                // Every slot is busy: look again once one is free.
                 tokio::select! {
                     _ = &mut stop => break,
                     permit = Arc::clone(&this.slots).acquire_owned() => drop(permit),
                 }
                 continue;
             }
-            let wait = this.until_next_due().await;
+            if due.is_some_and(|at| at <= now) {
+                let claimed = match this.store.claim_deliveries(CLAIM_LEASE, free).await {
+                    Ok(claimed) => claimed,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "claiming webhook deliveries failed");
+                        Vec::new()
+                    }
+                };
+                for delivery in claimed {
+                    let Ok(permit) = Arc::clone(&this.slots).acquire_owned().await else { return };
+                    let this = Arc::clone(&this);
+                    tokio::spawn(async move {
+                        this.deliver(delivery).await;
+                        drop(permit);
+                    });
+                }
+                // With every slot taken, the next round waits for one (above).
+                continue;
+            }
+            let wait = due.map_or(IDLE_POLL, |at| {
+                Duration::from_micros(u64::try_from(at.saturating_sub(now)).unwrap_or(0)).min(IDLE_POLL)
+            });
             tokio::select! {
                 _ = &mut stop => break,
                 _ = woken.changed() => {}
@@ -270,17 +275,14 @@ impl Deliverer {
         let _ = this.slots.acquire_many(u32::try_from(this.concurrency).unwrap_or(u32::MAX)).await;
     }
 
-    /// How long until the soonest pending delivery is due, at most [`IDLE_POLL`].
-    async fn until_next_due(&self) -> Duration {
+    /// When the soonest pending delivery is due (`None` when none is pending, or the read
+    /// failed: the deliverer then looks again after [`IDLE_POLL`]).
+    async fn next_due(&self) -> Option<atelier_core::time::Micros> {
         match self.store.next_delivery_due().await {
-            Ok(Some(due)) => {
-                let wait = due.saturating_sub(now_micros()).max(0);
-                Duration::from_micros(u64::try_from(wait).unwrap_or(0)).min(IDLE_POLL)
-            }
-            Ok(None) => IDLE_POLL,
+            Ok(due) => due,
             Err(e) => {
                 tracing::warn!(error = %e, "reading when webhooks are due failed");
-                IDLE_POLL
+                None
             }
         }
     }

@@ -8,7 +8,8 @@
 //! database.
 //!
 //! Entries are per account and run id (another account's poll of the same id still reads,
-//! and gets its 404), in shards with a bound each; a full shard drops an entry at random.
+//! and gets its 404), in shards with a bound each; a full shard drops an arbitrary entry (the
+//! first in its hash order).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};

@@ -74,7 +74,7 @@ impl ChangeFeed {
         self.deliveries.subscribe()
     }
 
-    /// Runs with someone waiting on them (for tests and metrics).
+    /// Runs with someone waiting on them (for tests).
     pub fn watched(&self) -> usize {
         self.runs.lock().unwrap_or_else(PoisonError::into_inner).len()
     }

@@ -59,6 +59,8 @@ pub struct ApiConfig {
     /// The longest `Prefer: wait` a run request may ask for (at most
     /// [`events::MAX_WAIT_SECS`]); 0 turns waiting off.
     pub max_wait_secs: u64,
+    /// Traces are exported (`atelier_traces`): request spans are named by their route.
+    pub traces: bool,
 }
 
 /// The engines as the API sees them (`atelier_core::engines`).
@@ -88,6 +90,7 @@ impl Default for ApiConfig {
             engines: Engines::default(),
             console: console::ConsoleConfig::default(),
             max_wait_secs: events::MAX_WAIT_SECS,
+            traces: false,
             metrics: None,
         }
     }
@@ -134,21 +137,63 @@ pub fn router(state: AppState) -> Router {
         router =
             router.route("/metrics", get(metrics::scrape)).layer(axum::middleware::from_fn(metrics::track));
     }
+    if state.config.traces {
+        router = router.layer(axum::middleware::from_fn(name_request_span));
+    }
     router
         .layer(DefaultBodyLimit::max(limit))
-        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http()
+                .make_span_with(request_span)
+                .on_response(record_response),
+        )
         .layer(axum::middleware::map_request(mark_key_sensitive))
         .with_state(state)
 }
 
 /// The span of one request: method and path only. Neither the query string
-/// (where a misplaced key would be) nor any header goes into logs or traces.
+/// (where a misplaced key would be) nor any header goes into logs or traces. With traces on
+/// ([`atelier_traces`]) it is the request's server span, continuing the caller's trace when the
+/// request sends `traceparent`, and named by its route ([`name_request_span`]).
 fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Span {
+    use tracing::field::Empty;
     // A webhook's path holds its job's token.
     let path = request.uri().path();
     let path =
         if path.starts_with("/internal/engines/webhook/") { "/internal/engines/webhook/…" } else { path };
-    tracing::debug_span!("request", method = %request.method(), path = %path)
+    let method = request.method();
+    let span = tracing::debug_span!(target: "atelier::trace", "request",
+        otel.name = %method, otel.kind = "server", http.request.method = %method, url.path = %path,
+        http.route = Empty, http.response.status_code = Empty, otel.status_code = Empty);
+    atelier_traces::set_parent_from(&span, request.headers());
+    span
+}
+
+/// Names the request's span `METHOD /route/{template}` once the route is known: span names
+/// stay few however many runs there are.
+async fn name_request_span(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if let Some(route) = request.extensions().get::<axum::extract::MatchedPath>() {
+        let span = tracing::Span::current();
+        span.record("http.route", route.as_str());
+        atelier_traces::rename(&span, format!("{} {}", request.method(), route.as_str()));
+    }
+    next.run(request).await
+}
+
+/// The answer's status on the request's span; a server error marks the span failed.
+fn record_response<B>(
+    response: &axum::http::Response<B>,
+    _latency: std::time::Duration,
+    span: &tracing::Span,
+) {
+    let status = response.status();
+    span.record("http.response.status_code", status.as_u16());
+    if status.is_server_error() {
+        span.record("otel.status_code", "error");
+    }
 }
 
 /// Marks the `X-API-KEY` header sensitive before anything else sees the

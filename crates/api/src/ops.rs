@@ -244,6 +244,8 @@ pub async fn submit(
             idempotency: idempotency_key.map(|key| IdempotentAnswer { key, status: 200, body: &answer }),
             inputs: &moved.ids,
             webhook: request.webhook.as_ref().map(|w| RunWebhook { url: w.url.as_str(), events: w.events }),
+            // The request's span: the run's nodes and deliveries continue its trace.
+            trace_parent: atelier_traces::traceparent(&tracing::Span::current()),
         })
         .await?;
     Ok(accepted)

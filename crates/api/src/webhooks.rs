@@ -35,6 +35,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
+use tracing::Instrument as _;
 use url::Url;
 
 use crate::error::ApiError;
@@ -287,8 +288,19 @@ impl Deliverer {
         }
     }
 
-    /// One attempt of one delivery, recorded.
+    /// One attempt of one delivery, recorded: a span of the run's trace when traces are on.
     async fn deliver(&self, delivery: Delivery) {
+        let span = tracing::debug_span!(target: "atelier::trace", "webhook",
+            otel.name = %format_args!("webhook {}", delivery.event.as_str()), otel.kind = "client",
+            atelier.run_id = %delivery.run_id, atelier.attempt = delivery.attempt,
+            http.response.status_code = tracing::field::Empty, otel.status_code = tracing::field::Empty);
+        if let Some(parent) = &delivery.trace_parent {
+            atelier_traces::set_parent(&span, parent);
+        }
+        self.deliver_in(delivery).instrument(span).await;
+    }
+
+    async fn deliver_in(&self, delivery: Delivery) {
         let started = Instant::now();
         let at = now_micros();
         let outcome = self.attempt(&delivery).await;
@@ -299,6 +311,13 @@ impl Deliverer {
             Err(reason) => (None, Some(reason.clone())),
         };
         let delivered = error.is_none();
+        let span = tracing::Span::current();
+        if let Some(status) = status_code {
+            span.record("http.response.status_code", status);
+        }
+        if !delivered {
+            span.record("otel.status_code", "error");
+        }
         let end = if delivered {
             AttemptEnd::Delivered
         } else {
@@ -341,11 +360,15 @@ impl Deliverer {
         let url = Url::parse(&delivery.url).map_err(|e| format!("invalid URL: {e}"))?;
         let timestamp = now_micros() / 1_000_000;
         let signature = webhook::sign(&secrets, &delivery.message_id, timestamp, &body);
-        let headers = [
+        let mut headers = vec![
             ("webhook-id", delivery.message_id.clone()),
             ("webhook-timestamp", timestamp.to_string()),
             ("webhook-signature", signature),
         ];
+        // The receiver may continue the run's trace.
+        if let Some(traceparent) = atelier_traces::traceparent(&tracing::Span::current()) {
+            headers.push(("traceparent", traceparent));
+        }
         match self.sender.post_json(&url, &headers, body.into()).await {
             Ok(answer) => Ok(answer.status),
             Err(InputError::Timeout) => Err(format!("no answer within {} s", DELIVERY_TIMEOUT.as_secs())),

@@ -25,6 +25,7 @@ pub struct Config {
     pub console: Console,
     pub webhooks: Webhooks,
     pub metrics: Metrics,
+    pub traces: Traces,
     /// Tool name → its price (`[prices]`); tools not named keep the built-in price.
     pub prices: BTreeMap<String, PriceSetting>,
     /// Model servers (`[engines.NAME]`; docs/ENGINES.md).
@@ -215,6 +216,24 @@ pub struct Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self { enabled: true, token: String::new(), listen: None }
+    }
+}
+
+/// `[traces]`: OpenTelemetry traces over OTLP/HTTP (docs/OPERATIONS.md), one trace per run
+/// across the API and worker processes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Traces {
+    /// The collector's OTLP/HTTP base URL (`http://collector:4318`; `/v1/traces` is added);
+    /// unset, no span is recorded.
+    pub endpoint: Option<String>,
+    /// `service.name` of this process's spans.
+    pub service_name: String,
+}
+
+impl Default for Traces {
+    fn default() -> Self {
+        Self { endpoint: None, service_name: "atelier".to_owned() }
     }
 }
 

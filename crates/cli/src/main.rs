@@ -232,20 +232,42 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-fn init_logging() {
+/// Logs to standard output and, with `[traces] endpoint`, spans to the collector; the
+/// exporter is to be shut down at exit so that the last spans are sent.
+fn init_logging(config: &Config, process: &str) -> anyhow::Result<Option<atelier_traces::Traces>> {
     use std::io::IsTerminal as _;
-    tracing_subscriber::fmt()
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
+    let traces = match &config.traces.endpoint {
+        Some(endpoint) => {
+            let instance = format!("{process}-{}", std::process::id());
+            let settings = atelier_traces::Settings {
+                endpoint,
+                service_name: &config.traces.service_name,
+                process,
+                instance: &instance,
+            };
+            Some(atelier_traces::Traces::start(&settings).context("[traces]")?)
+        }
+        None => None,
+    };
+    let logs = tracing_subscriber::fmt::layer()
         // Colours for a terminal only, not for log files and collectors.
         .with_ansi(std::io::stdout().is_terminal())
-        .with_env_filter(
+        .with_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),
-        )
-        .init();
+        );
+    tracing_subscriber::registry().with(logs).with(traces.as_ref().map(|t| t.layer())).init();
+    if let Some(endpoint) = &config.traces.endpoint {
+        tracing::info!(%endpoint, "exporting traces");
+    }
+    Ok(traces)
 }
 
 async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
-    init_logging();
+    let traces = init_logging(&config, "serve")?;
     if let Some(listen) = args.listen {
         config.server.listen = listen;
     }
@@ -287,11 +309,14 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
     });
     running.token().cancelled().await;
     running.shutdown().await;
+    if let Some(traces) = traces {
+        traces.shutdown().await;
+    }
     Ok(())
 }
 
 async fn worker(mut config: Config, args: WorkerArgs) -> anyhow::Result<()> {
-    init_logging();
+    let traces = init_logging(&config, "worker")?;
     if let Some(workers) = args.workers {
         config.engine.workers = workers;
     }
@@ -316,6 +341,9 @@ async fn worker(mut config: Config, args: WorkerArgs) -> anyhow::Result<()> {
     });
     running.token().cancelled().await;
     running.shutdown().await;
+    if let Some(traces) = traces {
+        traces.shutdown().await;
+    }
     Ok(())
 }
 

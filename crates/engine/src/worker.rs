@@ -17,7 +17,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::{watch, Semaphore};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{info, warn, Instrument as _};
 
 use crate::slots::ToolSlots;
 use crate::Engine;
@@ -69,7 +69,8 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
                     running.spawn(async move {
                         let mut next = Some(task);
                         while let Some(task) = next {
-                            next = execute(&engine, task, &shutdown).await;
+                            let span = node_span(&task);
+                            next = execute(&engine, task, &shutdown).instrument(span).await;
                         }
                         drop(tool_permit);
                         drop(permit);
@@ -130,6 +131,21 @@ enum Ended {
     LeaseLost,
     /// Shutdown outlasted the grace period: give the task back.
     Shutdown,
+}
+
+/// The span of one attempt of a node: with traces on, a child of the span of the request
+/// that made the run (`ClaimedTask::trace_parent`), so that a run is one trace whichever
+/// processes run its nodes.
+fn node_span(task: &ClaimedTask) -> tracing::Span {
+    use tracing::field::Empty;
+    let span = tracing::debug_span!(target: "atelier::trace", "node",
+        otel.name = %format_args!("node {}", task.node.tool), atelier.run_id = %task.run_id,
+        atelier.node = %task.node.name, atelier.tool = %task.node.tool, atelier.attempt = task.attempt,
+        atelier.engine = Empty, atelier.outcome = Empty, otel.status_code = Empty, otel.status_description = Empty);
+    if let Some(parent) = &task.trace_parent {
+        atelier_traces::set_parent(&span, parent);
+    }
+    span
 }
 
 /// Runs a claimed task in the caller's slot and records how it ended; returns the slot's next
@@ -234,6 +250,13 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
         .ok()
         .and_then(|tool| engine.tools.get(tool))
         .map_or("builtin", |executor| executor.engine());
+    let span = tracing::Span::current();
+    span.record("atelier.engine", engine_kind);
+    span.record("atelier.outcome", kind);
+    if let Outcome::Failed { error, .. } = &outcome {
+        span.record("otel.status_code", "error");
+        span.record("otel.status_description", format_args!("{}: {}", error.name.as_str(), error.message));
+    }
     // The task goes to the completion writer; what the log lines name stays here.
     let (run, node, tool, attempt) =
         (task.run_id.clone(), node.clone(), task.node.tool.clone(), task.attempt);

@@ -11,6 +11,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0006_progress.sql"),
     include_str!("../migrations/sqlite/0007_console.sql"),
     include_str!("../migrations/sqlite/0008_webhooks.sql"),
+    include_str!("../migrations/sqlite/0009_traces.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -22,4 +23,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0006_progress.sql"),
     include_str!("../migrations/postgres/0007_console.sql"),
     include_str!("../migrations/postgres/0008_webhooks.sql"),
+    include_str!("../migrations/postgres/0009_traces.sql"),
 ];

@@ -308,6 +308,7 @@ impl FromRow for crate::task::ClaimRow {
             run_id: row.text("run_id")?.to_owned(),
             account_id: row.int("account_id")?,
             node: row.text("node")?.to_owned(),
+            trace_parent: row.opt_text("trace_parent")?.map(str::to_owned),
         })
     }
 }
@@ -348,6 +349,7 @@ impl FromRow for crate::webhook::Delivery {
             node_status: row.opt_text("node_status")?.map(str::to_owned),
             attempt: u32::try_from(row.int("attempts")?).unwrap_or(u32::MAX),
             created_at: row.int("created_at")?,
+            trace_parent: row.opt_text("trace_parent")?.map(str::to_owned),
         })
     }
 }

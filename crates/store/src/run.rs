@@ -31,6 +31,9 @@ pub struct NewRun<'a> {
     pub inputs: &'a [i64],
     /// Where the run's events are sent.
     pub webhook: Option<crate::RunWebhook<'a>>,
+    /// The W3C `traceparent` of the request that made the run, when traces are exported:
+    /// its nodes and webhook deliveries are spans of that trace, in whichever process runs them.
+    pub trace_parent: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -383,7 +383,8 @@ pub(crate) const CLAIM_DELIVERIES: &str =
     "UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = $2
      WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_at <= $1
                   ORDER BY next_at, id LIMIT $3{lock})
-     RETURNING id, message_id, run_id, account_id, url, event, node, node_status, attempts, created_at";
+     RETURNING id, message_id, run_id, account_id, url, event, node, node_status, attempts, created_at,
+               (SELECT trace_parent FROM runs WHERE runs.id = webhook_deliveries.run_id) AS trace_parent";
 /// `$1` delivery, `$2` attempt, `$3` at, `$4` status code, `$5` error, `$6` duration (ms).
 pub(crate) const INSERT_DELIVERY_ATTEMPT: &str =
     "INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms)

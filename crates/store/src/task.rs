@@ -21,6 +21,8 @@ pub struct ClaimedTask {
     pub node: NodeRecord,
     /// Linked parameter → blob keys produced by its upstream node.
     pub upstream: HashMap<String, Vec<String>>,
+    /// The run's W3C `traceparent` ([`crate::NewRun::trace_parent`]).
+    pub trace_parent: Option<String>,
 }
 
 /// Who claims the next tasks in a completion's transaction
@@ -51,6 +53,7 @@ pub(crate) struct ClaimRow {
     pub run_id: String,
     pub account_id: i64,
     pub node: String,
+    pub trace_parent: Option<String>,
 }
 
 impl ClaimRow {
@@ -76,6 +79,7 @@ impl ClaimRow {
             account_id: self.account_id,
             node,
             upstream,
+            trace_parent: self.trace_parent,
         }
     }
 }

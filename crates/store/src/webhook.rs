@@ -106,6 +106,8 @@ pub struct Delivery {
     /// This attempt's number, from 1; the attempt's end is fenced by it.
     pub attempt: u32,
     pub created_at: Micros,
+    /// The run's W3C `traceparent` ([`crate::NewRun::trace_parent`]).
+    pub trace_parent: Option<String>,
 }
 
 /// One attempt, as recorded.

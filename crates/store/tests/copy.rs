@@ -23,6 +23,8 @@ use atelier_store::{
 use serde_json::json;
 use sqlx::{Connection, Row, SqliteConnection};
 
+const TRACE_PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
 fn node_plan() -> Plan {
     compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
 }
@@ -80,6 +82,7 @@ async fn submit(
         idempotency: key.map(|key| IdempotentAnswer { key, status: 200, body: &answer }),
         inputs,
         webhook,
+        trace_parent: Some(TRACE_PARENT.to_owned()),
     };
     store.create_run(&run).await.unwrap();
     id
@@ -282,6 +285,12 @@ async fn everything_is_copied_with_its_ids_and_verified() {
     assert_eq!(task.get::<String, _>("state"), "available");
     assert_eq!((task.get::<i64, _>("attempt"), task.get::<i64, _>("lease_epoch")), (0, 2));
     assert_eq!(task.get::<Option<String>, _>("lease_owner"), None);
+    let traced: Option<String> = sqlx::query_scalar("SELECT trace_parent FROM runs WHERE id = $1")
+        .bind(&src.running)
+        .fetch_one(target.pool())
+        .await
+        .unwrap();
+    assert_eq!(traced.as_deref(), Some(TRACE_PARENT));
 
     // New rows take ids after the copied ones.
     let (fresh, _) = target.create_account("fresh", 1).await.unwrap();

@@ -65,6 +65,7 @@ async fn create(
             idempotency: key.map(|key| IdempotentAnswer { key, status: 200, body: answer }),
             inputs: &[],
             webhook: None,
+            trace_parent: None,
         })
         .await
 }

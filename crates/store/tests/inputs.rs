@@ -41,6 +41,7 @@ async fn submit_with(
         idempotency: None,
         inputs,
         webhook: None,
+        trace_parent: None,
     };
     store.create_run(&run).await.map(|_| id)
 }

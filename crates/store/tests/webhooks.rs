@@ -34,6 +34,8 @@ backend_tests! {
 
 const URL: &str = "https://hooks.example.com/atelier";
 const LEASE: Duration = Duration::from_secs(30);
+/// The request's trace, which the run's nodes and deliveries continue.
+const TRACE_PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 fn upscale() -> Plan {
     compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
@@ -54,6 +56,7 @@ async fn submit(store: &SharedStore, account: i64, events: Option<WebhookEvents>
         idempotency: None,
         inputs: &[],
         webhook: events.map(|events| RunWebhook { url: URL, events }),
+        trace_parent: Some(TRACE_PARENT.to_owned()),
     };
     store.create_run(&run).await.unwrap();
     id
@@ -63,6 +66,7 @@ const COMPLETED: WebhookEvents = WebhookEvents { completed: true, node: false };
 
 async fn finish(store: &SharedStore, succeed: bool) {
     let task = store.claim("w", LEASE, &[]).await.unwrap().expect("a task");
+    assert_eq!(task.trace_parent.as_deref(), Some(TRACE_PARENT));
     let outcome = if succeed {
         Outcome::Succeeded(vec!["k".into()])
     } else {
@@ -100,6 +104,7 @@ async fn a_finished_run_queues_one_completed_delivery(store: SharedStore) {
             (DeliveryEvent::Completed, 1, URL)
         );
         assert_eq!((delivery.account_id, delivery.node.as_deref()), (acct.id, None));
+        assert_eq!(delivery.trace_parent.as_deref(), Some(TRACE_PARENT));
         assert!(delivery.message_id.starts_with("msg_") && delivery.message_id.len() > 20);
         let run = store.get_run(acct.id, &delivery.run_id).await.unwrap();
         assert_eq!(Some(delivery.created_at), run.finished_at);

@@ -32,7 +32,7 @@ use crate::sql::to_json;
 use crate::{NewRun, Result, StoreError};
 
 /// Reserves `$2` tokens on account `$1` and, only when its balance covers them, writes each
-/// run (arrays `$6..$13`, one element per run), its ledger entry, its nodes (arrays
+/// run (arrays `$6..$13` and `$29`, one element per run), its ledger entry, its nodes (arrays
 /// `$14..$24`, one element per node, with its run's id) and the tasks of its ready nodes
 /// (`$25`, `$26`) and the stored inputs it uses (`$27`, `$28`), and wakes the workers. One row when written, none when the balance is
 /// short. Foreign keys are checked at the end of the statement, when the runs' rows exist.
@@ -41,14 +41,17 @@ WITH reserve AS (
     UPDATE accounts SET balance = balance - $2 WHERE id = $1 AND balance >= $2 RETURNING id
 ), run AS (
     SELECT r.* FROM reserve,
-        unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::bigint[])
-            AS r(id, kind, family, target, outputs, echo, warnings, price)
+        unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::bigint[],
+               $29::text[])
+            AS r(id, kind, family, target, outputs, echo, warnings, price, trace_parent)
 ), ledger_entry AS (
     INSERT INTO ledger (account_id, run_id, kind, amount, created_at)
     SELECT $1, run.id, 'reserve', run.price, $3 FROM run
 ), run_row AS (
-    INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at)
-    SELECT run.id, $1, run.kind, run.family, run.target, run.outputs, run.echo, run.warnings, 'queued', run.price, $3
+    INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at,
+                      trace_parent)
+    SELECT run.id, $1, run.kind, run.family, run.target, run.outputs, run.echo, run.warnings, 'queued', run.price, $3,
+           run.trace_parent
     FROM run
 ), node_row AS (
     INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
@@ -79,6 +82,7 @@ pub(crate) struct Accepted {
     outputs: String,
     echo: Option<String>,
     warnings: Option<String>,
+    trace_parent: Option<String>,
     nodes: Vec<NodeRow>,
     inputs: Vec<i64>,
 }
@@ -108,6 +112,7 @@ impl Accepted {
             outputs: to_json(&run.plan.outputs),
             echo: run.echo.as_ref().map(to_json),
             warnings: (!run.plan.warnings.is_empty()).then(|| to_json(&run.plan.warnings)),
+            trace_parent: run.trace_parent.clone(),
             nodes: run
                 .plan
                 .nodes
@@ -271,6 +276,7 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u
         .bind(tasks.iter().map(|(_, _, n)| n.name.as_str()).collect::<Vec<_>>())
         .bind(runs.iter().flat_map(|r| r.inputs.iter().map(|_| r.id.as_str())).collect::<Vec<_>>())
         .bind(runs.iter().flat_map(|r| r.inputs.iter().copied()).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.trace_parent.as_deref()).collect::<Vec<_>>())
         .fetch_optional(&mut *conn)
         .await?;
     Ok(written.is_some())

@@ -507,7 +507,8 @@ impl Backend for PgStore {
                     n.outputs, n.error, CAST('running' AS TEXT) AS status, n.progress_milli,
                     (SELECT CAST(json_object_agg(u.name, CAST(u.outputs AS json)) AS TEXT) FROM nodes u
                      WHERE u.run_id = c.run_id
-                       AND u.name IN (SELECT value FROM jsonb_each_text(CAST(n.links AS jsonb)))) AS sources
+                       AND u.name IN (SELECT value FROM jsonb_each_text(CAST(n.links AS jsonb)))) AS sources,
+                    (SELECT r.trace_parent FROM runs r WHERE r.id = c.run_id) AS trace_parent
              FROM claimed c
              JOIN line ON line.id = c.id
              JOIN nodes n ON n.run_id = c.run_id AND n.name = c.node

@@ -178,7 +178,8 @@ impl SqliteStore {
                          AND ($5 = 0 OR COALESCE(b.running, 0) < $5)
                      ORDER BY COALESCE(b.running, 0), t.scheduled_at, t.id
                      LIMIT 1)
-                 RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch",
+                 RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch,
+                     (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent",
                 args![
                     worker,
                     time::after(now, lease),
@@ -320,8 +321,9 @@ impl Backend for SqliteStore {
         }
         sqlx::query(
             "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES (?, ?, ?, ?, ?);
-             INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at,
+                               trace_parent)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(run.account_id)
         .bind(&run.id)
@@ -339,6 +341,7 @@ impl Backend for SqliteStore {
         .bind(RunStatus::Queued.as_str())
         .bind(price)
         .bind(now)
+        .bind(run.trace_parent.as_deref())
         .execute(&mut *conn)
         .await?;
         for (position, (node, gen_id)) in run.plan.nodes.iter().zip(&run.node_ids).enumerate() {

@@ -130,6 +130,7 @@ pub async fn submit_as(
         idempotency: None,
         inputs: &[],
         webhook: None,
+        trace_parent: None,
     };
     store.create_run(&run).await.map(|_| id)
 }

@@ -663,7 +663,7 @@ fn api_keys_never_appear_in_the_logs_even_at_trace_level() {
         assert!(!text.contains(&secret[4..20]), "a piece of {what} is in the log");
     }
     // The requests were logged, so the check above looked at something.
-    assert!(text.contains("path=/api/v2/user/tokens"), "no request spans in the log");
+    assert!(text.contains("url.path=/api/v2/user/tokens"), "no request spans in the log");
     assert!(text.contains("node finished"), "no worker lines in the log");
     eprintln!("logs: {} lines ({} bytes) at trace level, no key in them", text.lines().count(), text.len());
 }

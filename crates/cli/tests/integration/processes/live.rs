@@ -1,7 +1,8 @@
-//! Webhooks, live events and status polls on the scaled-out deployment: two API processes
-//! and a worker process on PostgreSQL + S3. The worker runs the nodes, so every change an
-//! API process reports reached it from another process (PostgreSQL notifications), and each
-//! delivery is made by one of the three processes' deliverers.
+//! Webhooks, live events, status polls and traces on the scaled-out deployment: two API
+//! processes and a worker process on PostgreSQL + S3. The worker runs the nodes, so every
+//! change an API process reports reached it from another process (PostgreSQL
+//! notifications), each delivery is made by one of the three processes' deliverers, and the
+//! run's trace is made of spans from more than one process.
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
@@ -66,6 +67,8 @@ async fn webhooks_events_and_polls_hold_across_api_and_worker_processes_on_postg
     let Some(schema) = atelier_testkit::pg::PgSchema::create() else { return };
     let Some(moto) = atelier_testkit::moto::MotoServer::start("atelier-live") else { return };
     let dir = tempfile::tempdir().unwrap();
+    let collector = Collector::default();
+    let collector_url = collector.start().await;
     let db = schema.url.clone();
     let data = dir.path().to_str().unwrap();
     let flags = ["--data-dir", data, "--database-url", db.as_str(), "--storage-url", "s3://atelier-live/o"];
@@ -79,6 +82,9 @@ async fn webhooks_events_and_polls_hold_across_api_and_worker_processes_on_postg
         ("ATELIER__SERVER__PUBLIC_URL", "http://atelier.test"),
         // Workers poll rarely: a wake-up comes from a notification or not at all.
         ("ATELIER__ENGINE__POLL_MS", "5000"),
+        ("ATELIER__TRACES__ENDPOINT", collector_url.as_str()),
+        // Spans are sent every 100 ms (the processes are killed, not stopped, at the end).
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
     ];
     let out = Command::new(BIN)
         .args(flags)
@@ -129,9 +135,11 @@ async fn webhooks_events_and_polls_hold_across_api_and_worker_processes_on_postg
         "type": "workflow", "target": "product-reframes", "input": {"Shoot.product_image": png_base64(32, 40)},
         "webhook_url": hook, "webhook_events": ["completed", "node"],
     });
+    // The caller's trace: the run continues it.
     let handle: Value = client
         .post(format!("{a}/api/v3/run"))
         .header("X-API-KEY", &key)
+        .header("traceparent", format!("00-{TRACE}-00f067aa0ba902b7-01"))
         .json(&body)
         .send()
         .await
@@ -246,4 +254,133 @@ async fn webhooks_events_and_polls_hold_across_api_and_worker_processes_on_postg
         .filter(|v| v.get("type").is_none())
         .collect();
     assert_eq!(&completed, std::slice::from_ref(last));
+
+    // One trace: the request that made the run (process A), a span per node attempt (the
+    // worker process), a span per delivery (whichever process made it), and every delivery
+    // sent its span's traceparent.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let spans = loop {
+        let spans = collector.spans();
+        let ours =
+            |name: &str| spans.iter().filter(|s| s.trace_id == TRACE && s.name.starts_with(name)).count();
+        if ours("POST /api/v3/run") == 1 && ours("node ") >= nodes && ours("webhook ") >= expected {
+            break spans;
+        }
+        assert!(Instant::now() < deadline, "{spans:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let trace: Vec<&Span> = spans.iter().filter(|s| s.trace_id == TRACE).collect();
+    let request = trace.iter().find(|s| s.name == "POST /api/v3/run").unwrap();
+    assert_eq!(request.parent, "00f067aa0ba902b7", "the caller's span is the request's parent");
+    assert_eq!((request.process.as_str(), request.route.as_deref()), ("serve", Some("/api/v3/run")));
+    assert_eq!(request.status_code.as_deref(), Some("200"));
+    let node_spans: Vec<&&Span> = trace.iter().filter(|s| s.name.starts_with("node ")).collect();
+    let node_names: HashSet<&str> = node_spans.iter().filter_map(|s| s.node.as_deref()).collect();
+    assert_eq!(node_names.len(), nodes, "{node_spans:#?}");
+    for span in &node_spans {
+        assert_eq!(
+            (span.process.as_str(), span.parent.as_str()),
+            ("worker", request.id.as_str()),
+            "{span:#?}"
+        );
+        assert_eq!(span.run_id.as_deref(), Some(id.as_str()));
+    }
+    let webhook_spans: Vec<&&Span> = trace.iter().filter(|s| s.name.starts_with("webhook ")).collect();
+    assert!(webhook_spans.iter().all(|s| s.parent == request.id), "{webhook_spans:#?}");
+    let sent: HashSet<String> =
+        got.iter().map(|(headers, _)| headers["traceparent"].to_str().unwrap().to_string()).collect();
+    let from_spans: HashSet<String> =
+        webhook_spans.iter().map(|s| format!("00-{TRACE}-{}-01", s.id)).collect();
+    assert!(sent.is_subset(&from_spans), "{sent:?} {from_spans:?}");
+    // Polls are traces of their own, named by route.
+    assert!(spans.iter().any(|s| s.name == "GET /api/v3/status/{run_id}" && s.trace_id != TRACE));
+}
+
+/// The trace the test's run request continues.
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+/// A span as an OTLP/HTTP collector received it: ids in hex, and the attributes the test reads.
+#[derive(Debug, Clone)]
+struct Span {
+    name: String,
+    trace_id: String,
+    id: String,
+    parent: String,
+    /// The exporting process's `atelier.process`.
+    process: String,
+    route: Option<String>,
+    status_code: Option<String>,
+    run_id: Option<String>,
+    node: Option<String>,
+}
+
+/// An OTLP/HTTP receiver (protobuf bodies, as the processes send them).
+#[derive(Clone, Default)]
+struct Collector(Arc<Mutex<Vec<Span>>>);
+
+impl Collector {
+    async fn start(&self) -> String {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use prost::Message as _;
+        let spans = self.0.clone();
+        let app = axum::Router::new().route(
+            "/v1/traces",
+            axum::routing::post(move |body: Bytes| {
+                let spans = spans.clone();
+                async move {
+                    let request = ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf body");
+                    let mut spans = spans.lock().unwrap();
+                    for resource_spans in request.resource_spans {
+                        let resource =
+                            resource_spans.resource.map(|r| attributes(&r.attributes)).unwrap_or_default();
+                        for span in resource_spans.scope_spans.into_iter().flat_map(|s| s.spans) {
+                            let attrs = attributes(&span.attributes);
+                            spans.push(Span {
+                                name: span.name,
+                                trace_id: hex(&span.trace_id),
+                                id: hex(&span.span_id),
+                                parent: hex(&span.parent_span_id),
+                                process: resource.get("atelier.process").cloned().unwrap_or_default(),
+                                route: attrs.get("http.route").cloned(),
+                                status_code: attrs.get("http.response.status_code").cloned(),
+                                run_id: attrs.get("atelier.run_id").cloned(),
+                                node: attrs.get("atelier.node").cloned(),
+                            });
+                        }
+                    }
+                    axum::http::StatusCode::OK
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    fn spans(&self) -> Vec<Span> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+fn attributes(
+    attributes: &[opentelemetry_proto::tonic::common::v1::KeyValue],
+) -> std::collections::HashMap<String, String> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    attributes
+        .iter()
+        .filter_map(|kv| {
+            let value = match kv.value.as_ref()?.value.as_ref()? {
+                Any::StringValue(s) => s.clone(),
+                Any::IntValue(i) => i.to_string(),
+                Any::BoolValue(b) => b.to_string(),
+                other => format!("{other:?}"),
+            };
+            Some((kv.key.clone(), value))
+        })
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

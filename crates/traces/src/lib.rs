@@ -1,0 +1,219 @@
+//! OpenTelemetry traces: one trace per run, across the API and worker processes.
+//!
+//! Off unless `[traces] endpoint` names an OTLP/HTTP collector. When on:
+//!
+//! - each HTTP request is a server span, continuing the caller's trace when the request
+//!   carries a W3C `traceparent` header;
+//! - the request that makes a run stores its span's `traceparent` with the run
+//!   (`runs.trace_parent`), and every node attempt and webhook delivery of the run is a span
+//!   whose parent is that one, in whichever process runs it: the run is one trace;
+//! - webhook deliveries send their span's `traceparent`, so a receiver can continue the trace.
+//!
+//! Spans are batched and exported over OTLP/HTTP (protobuf) from a thread of their own; an
+//! export that fails is dropped with a log line, never retried into the service's work.
+//!
+//! The spans are `tracing` spans with the target [`TARGET`], at debug level: the log output
+//! ignores them unless asked for, and the OpenTelemetry layer ([`Traces::layer`]) takes them
+//! and the info-level events inside them (the events become span events).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use opentelemetry::propagation::TextMapPropagator as _;
+use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
+use opentelemetry::KeyValue;
+use opentelemetry_http::{HeaderExtractor, HttpError};
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::Resource;
+use tracing::Span;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+
+/// The `tracing` target of Atelier's trace spans: `tracing::debug_span!(target:
+/// "atelier::trace", …)` (a macro's target must be a literal).
+pub const TARGET: &str = "atelier::trace";
+
+/// How long one export may take.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long shutting down waits for the last spans to go out.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+
+/// Where spans go and how this process is named in them.
+#[derive(Debug, Clone)]
+pub struct Settings<'a> {
+    /// The collector's OTLP/HTTP base URL (`http://collector:4318`); `/v1/traces` is added
+    /// unless the URL already ends with it.
+    pub endpoint: &'a str,
+    /// `service.name` of every span.
+    pub service_name: &'a str,
+    /// `atelier.process`: `serve` or `worker`.
+    pub process: &'a str,
+    /// `service.instance.id`: what tells this process from others of the service.
+    pub instance: &'a str,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TracesError {
+    #[error("traces endpoint {0:?} is not an http(s) URL")]
+    Endpoint(String),
+    #[error("the traces exporter could not be built: {0}")]
+    Exporter(String),
+    #[error("traces need a Tokio runtime")]
+    NoRuntime,
+}
+
+/// The exporter of this process's spans. Shut it down at exit ([`Traces::shutdown`]) so the
+/// last spans are sent.
+pub struct Traces {
+    provider: SdkTracerProvider,
+}
+
+impl Traces {
+    /// Starts exporting to `settings.endpoint`. Needs a Tokio runtime: exports are sent by it.
+    pub fn start(settings: &Settings<'_>) -> Result<Self, TracesError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| TracesError::NoRuntime)?;
+        let endpoint = traces_url(settings.endpoint)?;
+        let client = reqwest::Client::builder()
+            .timeout(EXPORT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| TracesError::Exporter(e.to_string()))?;
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_http_client(Sender { client, runtime })
+            .with_endpoint(endpoint)
+            .with_timeout(EXPORT_TIMEOUT)
+            .build()
+            .map_err(|e| TracesError::Exporter(e.to_string()))?;
+        let resource = Resource::builder()
+            .with_service_name(settings.service_name.to_owned())
+            .with_attributes([
+                KeyValue::new("service.instance.id", settings.instance.to_owned()),
+                KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+                KeyValue::new("atelier.process", settings.process.to_owned()),
+            ])
+            .build();
+        let provider =
+            SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build();
+        Ok(Self { provider })
+    }
+
+    /// The `tracing` layer that turns Atelier's trace spans ([`TARGET`]) into OpenTelemetry
+    /// spans, with the info-level events inside them as span events.
+    pub fn layer<S>(&self) -> impl Layer<S> + Send + Sync + 'static
+    where
+        S: tracing::Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
+    {
+        let filter = Targets::new().with_target(TARGET, LevelFilter::DEBUG).with_default(LevelFilter::INFO);
+        tracing_opentelemetry::layer()
+            .with_tracer(self.provider.tracer("atelier"))
+            // Spans' thread and source location are noise in a trace of a service.
+            .with_threads(false)
+            .with_location(false)
+            .with_filter(filter)
+    }
+
+    /// Sends the spans still batched and stops the exporter.
+    pub async fn shutdown(self) {
+        let provider = self.provider;
+        // The flush blocks its thread while this runtime sends the last batch.
+        let flushed =
+            tokio::task::spawn_blocking(move || provider.shutdown_with_timeout(SHUTDOWN_WAIT)).await;
+        if let Ok(Err(e)) = flushed {
+            tracing::warn!(error = %e, "the last spans could not be exported");
+        }
+    }
+}
+
+/// The OTLP/HTTP URL of traces for a collector's base URL.
+fn traces_url(endpoint: &str) -> Result<String, TracesError> {
+    let url = reqwest::Url::parse(endpoint).map_err(|_| TracesError::Endpoint(endpoint.to_owned()))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(TracesError::Endpoint(endpoint.to_owned()));
+    }
+    let base = endpoint.trim_end_matches('/');
+    Ok(if base.ends_with("/v1/traces") { base.to_owned() } else { format!("{base}/v1/traces") })
+}
+
+/// Sends exports with the service's HTTP client on its runtime. The batch processor calls it
+/// from a thread of its own, outside the runtime; the request runs as a task of the runtime
+/// and its handle is awaited.
+#[derive(Debug)]
+struct Sender {
+    client: reqwest::Client,
+    runtime: tokio::runtime::Handle,
+}
+
+#[async_trait::async_trait]
+impl opentelemetry_http::HttpClient for Sender {
+    async fn send_bytes(&self, request: http::Request<Bytes>) -> Result<http::Response<Bytes>, HttpError> {
+        let client = self.client.clone();
+        let request = reqwest::Request::try_from(request)?;
+        let sent = self.runtime.spawn(async move {
+            let response = client.execute(request).await?;
+            let mut answer = http::Response::builder().status(response.status());
+            if let Some(headers) = answer.headers_mut() {
+                headers.extend(response.headers().iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            let body = response.bytes().await?;
+            Ok::<_, HttpError>(answer.body(body)?)
+        });
+        sent.await?
+    }
+}
+
+/// The W3C `traceparent` of `span`, when it is exported (a sampled span of a trace).
+pub fn traceparent(span: &Span) -> Option<String> {
+    if span.is_disabled() {
+        return None;
+    }
+    let context = span.context();
+    if !context.span().span_context().is_valid() {
+        return None;
+    }
+    let mut fields = HashMap::new();
+    TraceContextPropagator::new().inject_context(&context, &mut fields);
+    fields.remove("traceparent")
+}
+
+/// Renames `span`. Its `otel.name` field names it only until it is first entered; this
+/// works after (a request's route is known once the request is routed).
+pub fn rename(span: &Span, name: String) {
+    if !span.is_disabled() {
+        span.context().span().update_name(name);
+    }
+}
+
+/// Makes `span` a child of the span a stored `traceparent` names (a run's). Must be called
+/// before the span is first entered; a malformed value leaves the span a root.
+pub fn set_parent(span: &Span, traceparent: &str) {
+    if span.is_disabled() {
+        return;
+    }
+    let fields = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    let parent = TraceContextPropagator::new().extract(&fields);
+    if parent.span().span_context().is_valid() {
+        let _ = span.set_parent(parent);
+    }
+}
+
+/// Makes `span` continue the trace a request's `traceparent` (and `tracestate`) header names,
+/// when it has one.
+pub fn set_parent_from(span: &Span, headers: &http::HeaderMap) {
+    if span.is_disabled() || !headers.contains_key("traceparent") {
+        return;
+    }
+    let parent = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
+    if parent.span().span_context().is_valid() {
+        let _ = span.set_parent(parent);
+    }
+}
+
+#[cfg(test)]
+mod tests;

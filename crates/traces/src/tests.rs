@@ -1,0 +1,179 @@
+use std::sync::{Arc, Mutex};
+
+use axum::routing::post;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::trace::v1::Span as OtlpSpan;
+use prost::Message as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+
+use super::*;
+
+#[test]
+fn the_traces_path_is_added_to_a_base_url_once() {
+    assert_eq!(traces_url("http://collector:4318").unwrap(), "http://collector:4318/v1/traces");
+    assert_eq!(traces_url("http://collector:4318/").unwrap(), "http://collector:4318/v1/traces");
+    assert_eq!(traces_url("https://c.example/otlp/v1/traces").unwrap(), "https://c.example/otlp/v1/traces");
+    for bad in ["", "collector:4318", "ftp://collector/", "http://"] {
+        assert!(matches!(traces_url(bad), Err(TracesError::Endpoint(_))), "{bad:?}");
+    }
+}
+
+#[test]
+fn starting_needs_a_runtime() {
+    let settings =
+        Settings { endpoint: "http://127.0.0.1:1", service_name: "s", process: "serve", instance: "i" };
+    assert!(matches!(Traces::start(&settings), Err(TracesError::NoRuntime)));
+}
+
+#[test]
+fn without_the_layer_nothing_has_a_trace() {
+    let span = tracing::debug_span!(target: "atelier::trace", "request");
+    assert_eq!(traceparent(&span), None);
+    // Setting a parent or injecting into a disabled span is a no-op, not a panic.
+    set_parent(&span, PARENT);
+    set_parent_from(
+        &span,
+        &http::HeaderMap::from_iter([("traceparent".parse().unwrap(), PARENT.parse().unwrap())]),
+    );
+    assert_eq!(traceparent(&span), None);
+}
+
+const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/// A span as received, with its resource's attributes.
+type Received = (HashMap<String, String>, OtlpSpan);
+
+/// An OTLP/HTTP receiver: every span exported to it, with its resource's attributes.
+#[derive(Clone, Default)]
+struct Collector(Arc<Mutex<Vec<Received>>>);
+
+impl Collector {
+    async fn start(&self) -> String {
+        let spans = self.0.clone();
+        let app = axum::Router::new().route(
+            "/v1/traces",
+            post(move |headers: http::HeaderMap, body: Bytes| async move {
+                assert_eq!(headers["content-type"], "application/x-protobuf");
+                let request = ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf body");
+                let mut spans = spans.lock().unwrap();
+                for resource_spans in request.resource_spans {
+                    let resource =
+                        resource_spans.resource.map(|r| attributes(&r.attributes)).unwrap_or_default();
+                    for scope in resource_spans.scope_spans {
+                        spans.extend(scope.spans.into_iter().map(|s| (resource.clone(), s)));
+                    }
+                }
+                http::StatusCode::OK
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    }
+
+    fn spans(&self) -> Vec<Received> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+fn attributes(attributes: &[opentelemetry_proto::tonic::common::v1::KeyValue]) -> HashMap<String, String> {
+    attributes
+        .iter()
+        .filter_map(|kv| {
+            let value = match kv.value.as_ref()?.value.as_ref()? {
+                Value::StringValue(s) => s.clone(),
+                Value::IntValue(i) => i.to_string(),
+                Value::BoolValue(b) => b.to_string(),
+                other => format!("{other:?}"),
+            };
+            Some((kv.key.clone(), value))
+        })
+        .collect()
+}
+
+fn by_name<'a>(spans: &'a [Received], name: &str) -> &'a OtlpSpan {
+    &spans.iter().find(|(_, s)| s.name == name).unwrap_or_else(|| panic!("no span {name}")).1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_continue_a_stored_traceparent_and_reach_the_collector() {
+    let collector = Collector::default();
+    let endpoint = collector.start().await;
+    let settings =
+        Settings { endpoint: &endpoint, service_name: "atelier-test", process: "serve", instance: "p1" };
+    let traces = Traces::start(&settings).unwrap();
+    let subscriber = tracing_subscriber::registry().with(traces.layer());
+    let (stored, incoming) = tracing::subscriber::with_default(subscriber, || {
+        // A request continuing its caller's trace: its traceparent is what a run stores.
+        let mut headers = http::HeaderMap::new();
+        headers.insert("traceparent", PARENT.parse().unwrap());
+        let request = tracing::debug_span!(target: "atelier::trace", "request", otel.name = "POST");
+        set_parent_from(&request, &headers);
+        // Named by its route once it is known, after it was entered.
+        request.in_scope(|| rename(&tracing::Span::current(), "POST /api/v3/run".to_owned()));
+        let stored = traceparent(&request).expect("an exported span has a traceparent");
+        // Later, elsewhere: a node of the run, with an event inside it, and a failed one.
+        let node = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "node upscale");
+        set_parent(&node, &stored);
+        node.in_scope(|| tracing::info!(ms = 3, "node finished"));
+        let failed = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "node fabric",
+            otel.status_code = tracing::field::Empty);
+        set_parent(&failed, &stored);
+        failed.record("otel.status_code", "error");
+        // A webhook carries the trace onward.
+        let outgoing = traceparent(&node).unwrap();
+        // A malformed stored value leaves the span a root of its own trace.
+        let orphan = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "orphan");
+        set_parent(&orphan, "00-not-a-trace");
+        // Spans of other targets below debug are not exported.
+        let _quiet = tracing::debug_span!("internal");
+        (stored, outgoing)
+    });
+    traces.shutdown().await;
+
+    let spans = collector.spans();
+    let names: Vec<&str> = spans.iter().map(|(_, s)| s.name.as_str()).collect();
+    assert!(!names.contains(&"internal"), "{names:?}");
+    let request = by_name(&spans, "POST /api/v3/run");
+    let node = by_name(&spans, "node upscale");
+    let failed = by_name(&spans, "node fabric");
+    let orphan = by_name(&spans, "orphan");
+    // One trace, the caller's: the request is the caller's span's child, the nodes the request's.
+    assert_eq!(hex(&request.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(hex(&request.parent_span_id), "00f067aa0ba902b7");
+    assert_eq!(stored, format!("00-{}-{}-01", hex(&request.trace_id), hex(&request.span_id)));
+    for child in [node, failed] {
+        assert_eq!((&child.trace_id, &child.parent_span_id), (&request.trace_id, &request.span_id));
+    }
+    assert_ne!(orphan.trace_id, request.trace_id);
+    assert!(orphan.parent_span_id.is_empty());
+    // The event is the node's span event; the failure is the span's status.
+    assert_eq!(node.events.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["node finished"]);
+    assert_eq!(failed.status.as_ref().map(|s| s.code), Some(2), "STATUS_CODE_ERROR");
+    assert_eq!(incoming, format!("00-{}-{}-01", hex(&node.trace_id), hex(&node.span_id)));
+    // The resource names the service and the process.
+    let resource = &spans[0].0;
+    assert_eq!(resource["service.name"], "atelier-test");
+    assert_eq!(resource["service.instance.id"], "p1");
+    assert_eq!(resource["atelier.process"], "serve");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_collector_costs_nothing_but_the_spans() {
+    // Nothing listens on port 1: exports fail, and the service goes on.
+    let settings =
+        Settings { endpoint: "http://127.0.0.1:1", service_name: "s", process: "worker", instance: "i" };
+    let traces = Traces::start(&settings).unwrap();
+    let subscriber = tracing_subscriber::registry().with(traces.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        let span = tracing::debug_span!(target: "atelier::trace", "node");
+        assert!(traceparent(&span).is_some());
+    });
+    tokio::time::timeout(Duration::from_secs(30), traces.shutdown()).await.expect("shutdown ends");
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -162,7 +162,7 @@ async fn postgres_stores_starting_together_migrate_once() {
             .fetch_all(&mut admin)
             .await
             .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     assert_eq!(a.migrate().await.unwrap(), 0);
 
     // A URL can select the schema too.

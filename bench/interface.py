@@ -5,6 +5,7 @@ the embedded default (SQLite + local disk) and on PostgreSQL + S3 (moto's server
 
     bench/interface.py [--quick] [--no-build] [--json PATH] [--backends embedded,postgres]
                        [--threads 1] [--connections 64] [--duration 15] [--sweep]
+                       [--metrics on|off] [--traces off|on]
 
 For each backend:
 1. Status polls: `GET /api/v3/status/{id}` rotating over 16 finished `upscale` runs; requests
@@ -26,6 +27,9 @@ Submissions and the mixed load stop sending at the end of their duration and the
 2 s for the answers in flight, so every request sent is answered and counted; their rates are
 answers / (last answer - first request). Polls are counted by wrk over its duration.
 `--sweep` first measures polls on the embedded default at a few wrk thread/connection settings.
+`--metrics off` turns `[metrics]` off in the server; `--traces on` sets `[traces] endpoint` to an
+OTLP/HTTP sink in this script (it answers 200 and counts the exports and their bytes), so every
+request is a span that is exported.
 
 Needs wrk (installed with apt-get when missing) and, for `postgres`, PostgreSQL
 (ATELIER_BENCH_DATABASE_URL), `psql` and `moto_server` (pip install 'moto[server]').
@@ -34,6 +38,8 @@ Progress goes to stderr; a Markdown section for BENCHMARKS.md goes to stdout.
 
 import argparse
 import datetime
+import http.server
+import threading
 import json
 import os
 import shutil
@@ -187,12 +193,39 @@ def errors(result):
     return int(bad) + result["socket_errors"]
 
 
-def measure(backend, args, body, body_file):
+class TraceSink:
+    """An OTLP/HTTP endpoint that accepts every export and counts them (`--traces on`)."""
+
+    def __init__(self):
+        sink = self
+        self.exports = self.bytes = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                self.rfile.read(length)
+                sink.exports += 1
+                sink.bytes += length
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *_):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def measure(backend, args, body, body_file, sink=None):
     """Every measurement on one backend; returns a dict of figures."""
     r = {"backend": backend}
     setting = dict(threads=args.threads, connections=args.connections)
     # Polls, the mixed load and memory: `serve` with its workers.
     env = {"ATELIER__METRICS__ENABLED": "true" if args.metrics == "on" else "false"}
+    if sink:
+        env["ATELIER__TRACES__ENDPOINT"] = sink.url
     with benchlib.Atelier(backend=backend, workers=2, env=env) as svc:
         time.sleep(2)
         r["rss_idle_kib"] = benchlib.rss_kib(svc.server.pid)
@@ -420,6 +453,8 @@ def main():
     parser.add_argument("--sweep", action="store_true", help="also measure polls at a few wrk settings")
     parser.add_argument("--metrics", choices=["on", "off"], default="on",
                         help="[metrics] enabled in the server (the default, on) or not")
+    parser.add_argument("--traces", choices=["on", "off"], default="off",
+                        help="export every request's span to an OTLP sink in this script, or not (the default)")
     args = parser.parse_args()
     if args.duration is None:
         args.duration = 6 if args.quick else 15
@@ -435,6 +470,7 @@ def main():
             command += f" {flag} {value}"
     command += " --sweep" if args.sweep else ""
     command += " --metrics off" if args.metrics == "off" else ""
+    command += " --traces on" if args.traces == "on" else ""
     ensure_tools(backends)
     if not args.no_build:
         benchlib.build()
@@ -444,12 +480,18 @@ def main():
         json.dump(body, f)
         f.flush()
         sweep_rows = sweep(args, body) if args.sweep else []
-        results = [measure(b, args, body, f.name) for b in backends]
+        sink = TraceSink() if args.traces == "on" else None
+        results = [measure(b, args, body, f.name, sink) for b in backends]
     log(f"done in {time.monotonic() - started:.0f} s")
+    if sink:
+        log(f"traces: {sink.exports} exports, {sink.bytes / 1e6:.1f} MB received")
     if args.json:
         with open(args.json, "w") as out:
             json.dump([row for r in results for row in rows_for(r)], out, indent=1)
     report(results, sweep_rows, args, command)
+    if sink:
+        print(f"\nTraces on: every request was a span, exported to the sink in {sink.exports} OTLP/HTTP requests "
+              f"({sink.bytes / 1e6:.1f} MB in all).")
 
 
 if __name__ == "__main__":

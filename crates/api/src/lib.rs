@@ -151,7 +151,7 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// The span of one request: method and path only. Neither the query string
+/// The span of one request (none for health checks and `/metrics`): method and path only. Neither the query string
 /// (where a misplaced key would be) nor any header goes into logs or traces. With traces on
 /// ([`atelier_traces`]) it is the request's server span, continuing the caller's trace when the
 /// request sends `traceparent`, and named by its route ([`name_request_span`]).
@@ -159,6 +159,10 @@ fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Spa
     use tracing::field::Empty;
     // A webhook's path holds its job's token.
     let path = request.uri().path();
+    // Probes and scrapes come every few seconds from machines: neither logs nor traces want them.
+    if matches!(path, "/healthz" | "/readyz" | "/metrics") {
+        return tracing::Span::none();
+    }
     let path =
         if path.starts_with("/internal/engines/webhook/") { "/internal/engines/webhook/…" } else { path };
     let method = request.method();

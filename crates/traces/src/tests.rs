@@ -119,9 +119,14 @@ async fn spans_continue_a_stored_traceparent_and_reach_the_collector() {
         set_parent(&node, &stored);
         node.in_scope(|| tracing::info!(ms = 3, "node finished"));
         let failed = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "node fabric",
-            otel.status_code = tracing::field::Empty);
+            otel.status_code = tracing::field::Empty, otel.status_description = tracing::field::Empty);
         set_parent(&failed, &stored);
-        failed.record("otel.status_code", "error");
+        // Recorded while the span runs, as a worker does when the attempt ends.
+        failed.in_scope(|| {
+            let span = tracing::Span::current();
+            span.record("otel.status_code", "error");
+            span.record("otel.status_description", "ToolFailed: boom");
+        });
         // A webhook carries the trace onward.
         let outgoing = traceparent(&node).unwrap();
         // A malformed stored value leaves the span a root of its own trace.
@@ -151,7 +156,8 @@ async fn spans_continue_a_stored_traceparent_and_reach_the_collector() {
     assert!(orphan.parent_span_id.is_empty());
     // The event is the node's span event; the failure is the span's status.
     assert_eq!(node.events.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["node finished"]);
-    assert_eq!(failed.status.as_ref().map(|s| s.code), Some(2), "STATUS_CODE_ERROR");
+    let status = failed.status.as_ref().expect("a status");
+    assert_eq!((status.code, status.message.as_str()), (2, "ToolFailed: boom"), "STATUS_CODE_ERROR");
     assert_eq!(incoming, format!("00-{}-{}-01", hex(&node.trace_id), hex(&node.span_id)));
     // The resource names the service and the process.
     let resource = &spans[0].0;

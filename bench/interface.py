@@ -5,7 +5,7 @@ the embedded default (SQLite + local disk) and on PostgreSQL + S3 (moto's server
 
     bench/interface.py [--quick] [--no-build] [--json PATH] [--backends embedded,postgres]
                        [--threads 1] [--connections 64] [--duration 15] [--sweep]
-                       [--metrics on|off] [--traces off|on]
+                       [--metrics on|off] [--traces off|RATIO]
 
 For each backend:
 1. Status polls: `GET /api/v3/status/{id}` rotating over 16 finished `upscale` runs; requests
@@ -27,9 +27,9 @@ Submissions and the mixed load stop sending at the end of their duration and the
 2 s for the answers in flight, so every request sent is answered and counted; their rates are
 answers / (last answer - first request). Polls are counted by wrk over its duration.
 `--sweep` first measures polls on the embedded default at a few wrk thread/connection settings.
-`--metrics off` turns `[metrics]` off in the server; `--traces on` sets `[traces] endpoint` to an
-OTLP/HTTP sink in this script (it answers 200 and counts the exports and their bytes), so every
-request is a span that is exported.
+`--metrics off` turns `[metrics]` off in the server; `--traces RATIO` sets `[traces] endpoint` to an
+OTLP/HTTP sink in this script (it answers 200 and counts the exports and their bytes) and
+`[traces] sample_ratio` to RATIO (1: every request's span is exported).
 
 Needs wrk (installed with apt-get when missing) and, for `postgres`, PostgreSQL
 (ATELIER_BENCH_DATABASE_URL), `psql` and `moto_server` (pip install 'moto[server]').
@@ -194,7 +194,7 @@ def errors(result):
 
 
 class TraceSink:
-    """An OTLP/HTTP endpoint that accepts every export and counts them (`--traces on`)."""
+    """An OTLP/HTTP endpoint that accepts every export and counts them (`--traces RATIO`)."""
 
     def __init__(self):
         sink = self
@@ -226,6 +226,7 @@ def measure(backend, args, body, body_file, sink=None):
     env = {"ATELIER__METRICS__ENABLED": "true" if args.metrics == "on" else "false"}
     if sink:
         env["ATELIER__TRACES__ENDPOINT"] = sink.url
+        env["ATELIER__TRACES__SAMPLE_RATIO"] = args.traces
     with benchlib.Atelier(backend=backend, workers=2, env=env) as svc:
         time.sleep(2)
         r["rss_idle_kib"] = benchlib.rss_kib(svc.server.pid)
@@ -453,8 +454,9 @@ def main():
     parser.add_argument("--sweep", action="store_true", help="also measure polls at a few wrk settings")
     parser.add_argument("--metrics", choices=["on", "off"], default="on",
                         help="[metrics] enabled in the server (the default, on) or not")
-    parser.add_argument("--traces", choices=["on", "off"], default="off",
-                        help="export every request's span to an OTLP sink in this script, or not (the default)")
+    parser.add_argument("--traces", default="off", metavar="off|RATIO",
+                        help="export spans to an OTLP sink in this script, keeping this share of traces "
+                             "(1: all), or not (off, the default)")
     args = parser.parse_args()
     if args.duration is None:
         args.duration = 6 if args.quick else 15
@@ -470,7 +472,10 @@ def main():
             command += f" {flag} {value}"
     command += " --sweep" if args.sweep else ""
     command += " --metrics off" if args.metrics == "off" else ""
-    command += " --traces on" if args.traces == "on" else ""
+    if args.traces != "off":
+        if not 0 <= float(args.traces) <= 1:
+            sys.exit("--traces takes off or a ratio from 0 to 1")
+        command += f" --traces {args.traces}"
     ensure_tools(backends)
     if not args.no_build:
         benchlib.build()
@@ -480,7 +485,7 @@ def main():
         json.dump(body, f)
         f.flush()
         sweep_rows = sweep(args, body) if args.sweep else []
-        sink = TraceSink() if args.traces == "on" else None
+        sink = TraceSink() if args.traces != "off" else None
         results = [measure(b, args, body, f.name, sink) for b in backends]
     log(f"done in {time.monotonic() - started:.0f} s")
     if sink:
@@ -490,7 +495,7 @@ def main():
             json.dump([row for r in results for row in rows_for(r)], out, indent=1)
     report(results, sweep_rows, args, command)
     if sink:
-        print(f"\nTraces on: every request was a span, exported to the sink in {sink.exports} OTLP/HTTP requests "
+        print(f"\nTraces on, sample ratio {args.traces}: the sink received {sink.exports} OTLP/HTTP exports "
               f"({sink.bytes / 1e6:.1f} MB in all).")
 
 

@@ -229,11 +229,13 @@ pub struct Traces {
     pub endpoint: Option<String>,
     /// `service.name` of this process's spans.
     pub service_name: String,
+    /// The share of new traces kept, 0 to 1 (a caller's `traceparent` decides for its own).
+    pub sample_ratio: f64,
 }
 
 impl Default for Traces {
     fn default() -> Self {
-        Self { endpoint: None, service_name: "atelier".to_owned() }
+        Self { endpoint: None, service_name: "atelier".to_owned(), sample_ratio: 1.0 }
     }
 }
 

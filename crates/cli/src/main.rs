@@ -247,6 +247,7 @@ fn init_logging(config: &Config, process: &str) -> anyhow::Result<Option<atelier
                 service_name: &config.traces.service_name,
                 process,
                 instance: &instance,
+                sample_ratio: config.traces.sample_ratio,
             };
             Some(atelier_traces::Traces::start(&settings).context("[traces]")?)
         }

@@ -26,7 +26,7 @@ use opentelemetry::KeyValue;
 use opentelemetry_http::{HeaderExtractor, HttpError};
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
@@ -56,6 +56,10 @@ pub struct Settings<'a> {
     pub process: &'a str,
     /// `service.instance.id`: what tells this process from others of the service.
     pub instance: &'a str,
+    /// The share of traces kept, 0 to 1, decided where a trace starts: a request that
+    /// continues a caller's trace follows the caller's decision, and a run's nodes and
+    /// deliveries follow the request's.
+    pub sample_ratio: f64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +70,8 @@ pub enum TracesError {
     Exporter(String),
     #[error("traces need a Tokio runtime")]
     NoRuntime,
+    #[error("sample_ratio must be between 0 and 1, not {0}")]
+    SampleRatio(f64),
 }
 
 /// The exporter of this process's spans. Shut it down at exit ([`Traces::shutdown`]) so the
@@ -79,6 +85,10 @@ impl Traces {
     pub fn start(settings: &Settings<'_>) -> Result<Self, TracesError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| TracesError::NoRuntime)?;
         let endpoint = traces_url(settings.endpoint)?;
+        if !(0.0..=1.0).contains(&settings.sample_ratio) {
+            return Err(TracesError::SampleRatio(settings.sample_ratio));
+        }
+        let sampler = Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(settings.sample_ratio)));
         let client = reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
@@ -99,8 +109,11 @@ impl Traces {
                 KeyValue::new("atelier.process", settings.process.to_owned()),
             ])
             .build();
-        let provider =
-            SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build();
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(resource)
+            .with_sampler(sampler)
+            .build();
         Ok(Self { provider })
     }
 
@@ -168,7 +181,8 @@ impl opentelemetry_http::HttpClient for Sender {
     }
 }
 
-/// The W3C `traceparent` of `span`, when it is exported (a sampled span of a trace).
+/// The W3C `traceparent` of `span`, when traces are on: sampled or not (its flags say), so
+/// that the spans continuing it (a run's nodes) make the same decision.
 pub fn traceparent(span: &Span) -> Option<String> {
     if span.is_disabled() {
         return None;

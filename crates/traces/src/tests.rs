@@ -21,8 +21,13 @@ fn the_traces_path_is_added_to_a_base_url_once() {
 
 #[test]
 fn starting_needs_a_runtime() {
-    let settings =
-        Settings { endpoint: "http://127.0.0.1:1", service_name: "s", process: "serve", instance: "i" };
+    let settings = Settings {
+        endpoint: "http://127.0.0.1:1",
+        service_name: "s",
+        process: "serve",
+        instance: "i",
+        sample_ratio: 1.0,
+    };
     assert!(matches!(Traces::start(&settings), Err(TracesError::NoRuntime)));
 }
 
@@ -101,8 +106,13 @@ fn by_name<'a>(spans: &'a [Received], name: &str) -> &'a OtlpSpan {
 async fn spans_continue_a_stored_traceparent_and_reach_the_collector() {
     let collector = Collector::default();
     let endpoint = collector.start().await;
-    let settings =
-        Settings { endpoint: &endpoint, service_name: "atelier-test", process: "serve", instance: "p1" };
+    let settings = Settings {
+        endpoint: &endpoint,
+        service_name: "atelier-test",
+        process: "serve",
+        instance: "p1",
+        sample_ratio: 1.0,
+    };
     let traces = Traces::start(&settings).unwrap();
     let subscriber = tracing_subscriber::registry().with(traces.layer());
     let (stored, incoming) = tracing::subscriber::with_default(subscriber, || {
@@ -167,10 +177,53 @@ async fn spans_continue_a_stored_traceparent_and_reach_the_collector() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_sampled_whole_or_not_at_all() {
+    let collector = Collector::default();
+    let endpoint = collector.start().await;
+    let settings = Settings {
+        endpoint: &endpoint,
+        service_name: "s",
+        process: "serve",
+        instance: "i",
+        sample_ratio: 0.0,
+    };
+    let traces = Traces::start(&settings).unwrap();
+    let subscriber = tracing_subscriber::registry().with(traces.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        // A new trace is dropped at ratio 0, and what continues it is dropped with it.
+        let request = tracing::debug_span!(target: "atelier::trace", "request", otel.name = "dropped");
+        let stored = traceparent(&request).expect("an unsampled span still has a traceparent");
+        assert!(stored.ends_with("-00"), "{stored}");
+        let node = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "dropped node");
+        set_parent(&node, &stored);
+        // A caller's sampled trace is kept, whatever the ratio, and so are its children.
+        let mut headers = http::HeaderMap::new();
+        headers.insert("traceparent", PARENT.parse().unwrap());
+        let kept = tracing::debug_span!(target: "atelier::trace", "request", otel.name = "kept");
+        set_parent_from(&kept, &headers);
+        let child = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "kept node");
+        set_parent(&child, &traceparent(&kept).unwrap());
+    });
+    traces.shutdown().await;
+    let mut names: Vec<String> = collector.spans().into_iter().map(|(_, s)| s.name).collect();
+    names.sort();
+    assert_eq!(names, ["kept", "kept node"]);
+    for ratio in [-0.1, 1.5, f64::NAN] {
+        let settings = Settings { sample_ratio: ratio, ..settings.clone() };
+        assert!(matches!(Traces::start(&settings), Err(TracesError::SampleRatio(_))), "{ratio}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_collector_costs_nothing_but_the_spans() {
     // Nothing listens on port 1: exports fail, and the service goes on.
-    let settings =
-        Settings { endpoint: "http://127.0.0.1:1", service_name: "s", process: "worker", instance: "i" };
+    let settings = Settings {
+        endpoint: "http://127.0.0.1:1",
+        service_name: "s",
+        process: "worker",
+        instance: "i",
+        sample_ratio: 1.0,
+    };
     let traces = Traces::start(&settings).unwrap();
     let subscriber = tracing_subscriber::registry().with(traces.layer());
     tracing::subscriber::with_default(subscriber, || {

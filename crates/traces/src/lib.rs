@@ -126,9 +126,15 @@ impl Traces {
         let filter = Targets::new().with_target(TARGET, LevelFilter::DEBUG).with_default(LevelFilter::INFO);
         tracing_opentelemetry::layer()
             .with_tracer(self.provider.tracer("atelier"))
-            // Spans' thread and source location are noise in a trace of a service.
+            // Spans' thread, source location and target (always TARGET) are noise in a trace
+            // of a service, and so are busy/idle times. Nothing else here reads OpenTelemetry's
+            // current context (parents come from the `tracing` spans), so entering a span does
+            // not activate it. Each of these is work on every poll of every request's future.
             .with_threads(false)
             .with_location(false)
+            .with_target(false)
+            .with_tracked_inactivity(false)
+            .with_context_activation(false)
             .with_filter(filter)
     }
 

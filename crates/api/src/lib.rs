@@ -165,6 +165,10 @@ fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Spa
     }
     let path =
         if path.starts_with("/internal/engines/webhook/") { "/internal/engines/webhook/…" } else { path };
+    // With traces on, a request left out by sampling gets no span at all (nor its run).
+    if atelier_traces::enabled() && !atelier_traces::keep_request(request.headers()) {
+        return tracing::Span::none();
+    }
     let method = request.method();
     let span = tracing::debug_span!(target: "atelier::trace", "request",
         otel.name = %method, otel.kind = "server", http.request.method = %method, url.path = %path,

@@ -290,6 +290,9 @@ impl Deliverer {
 
     /// One attempt of one delivery, recorded: a span of the run's trace when traces are on.
     async fn deliver(&self, delivery: Delivery) {
+        if atelier_traces::enabled() && !atelier_traces::keep_continuation(delivery.trace_parent.as_deref()) {
+            return self.deliver_in(delivery).await;
+        }
         let span = tracing::debug_span!(target: "atelier::trace", "webhook",
             otel.name = %format_args!("webhook {}", delivery.event.as_str()), otel.kind = "client",
             atelier.run_id = %delivery.run_id, atelier.attempt = delivery.attempt,

@@ -17,6 +17,7 @@
 //! and the info-level events inside them (the events become span events).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -56,9 +57,8 @@ pub struct Settings<'a> {
     pub process: &'a str,
     /// `service.instance.id`: what tells this process from others of the service.
     pub instance: &'a str,
-    /// The share of traces kept, 0 to 1, decided where a trace starts: a request that
-    /// continues a caller's trace follows the caller's decision, and a run's nodes and
-    /// deliveries follow the request's.
+    /// The share of requests traced, 0 to 1, for requests that bring no decision of their
+    /// caller's ([`keep_request`]); a run's nodes and deliveries follow its request's.
     pub sample_ratio: f64,
 }
 
@@ -88,7 +88,9 @@ impl Traces {
         if !(0.0..=1.0).contains(&settings.sample_ratio) {
             return Err(TracesError::SampleRatio(settings.sample_ratio));
         }
-        let sampler = Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(settings.sample_ratio)));
+        // The ratio is applied before a request's span is built ([`keep_request`]); what is
+        // built is kept, and what continues an unsampled caller's trace is not.
+        let sampler = Sampler::ParentBased(Box::new(Sampler::AlwaysOn));
         let client = reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
@@ -114,6 +116,8 @@ impl Traces {
             .with_resource(resource)
             .with_sampler(sampler)
             .build();
+        SAMPLE_RATIO.store(settings.sample_ratio.to_bits(), Ordering::Relaxed);
+        ON.store(true, Ordering::Relaxed);
         Ok(Self { provider })
     }
 
@@ -148,6 +152,51 @@ impl Traces {
             tracing::warn!(error = %e, "the last spans could not be exported");
         }
     }
+}
+
+/// Whether this process exports traces ([`Traces::start`] was called).
+pub fn enabled() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+static ON: AtomicBool = AtomicBool::new(false);
+static SAMPLE_RATIO: AtomicU64 = AtomicU64::new(0);
+
+/// Whether a request gets a span (with traces on): as its `traceparent` says when it sends
+/// one, otherwise with the probability `[traces] sample_ratio`. The decision comes before the
+/// span is built, so a request left out costs nothing; its run stores no trace context, and so
+/// its nodes and deliveries have no spans either ([`keep_continuation`]).
+pub fn keep_request(headers: &http::HeaderMap) -> bool {
+    let ratio = f64::from_bits(SAMPLE_RATIO.load(Ordering::Relaxed));
+    keep(ratio, headers.get("traceparent").and_then(|v| v.to_str().ok()), rand::random::<f64>())
+}
+
+/// Whether the work of a run (a node attempt, a delivery) gets a span: only when its request
+/// had one, whose context the run stored (with traces on).
+pub fn keep_continuation(trace_parent: Option<&str>) -> bool {
+    trace_parent.is_some()
+}
+
+/// [`keep_request`] with its inputs given: `draw` is uniform in [0, 1).
+fn keep(ratio: f64, traceparent: Option<&str>, draw: f64) -> bool {
+    match traceparent.and_then(sampled_flag) {
+        Some(sampled) => sampled,
+        None => draw < ratio,
+    }
+}
+
+/// The sampled flag of a well-formed W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`).
+fn sampled_flag(traceparent: &str) -> Option<bool> {
+    let fields: Vec<&str> = traceparent.trim().split('-').collect();
+    let [version, trace, span, flags] = fields[..] else { return None };
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if !hex(version, 2) || version == "ff" || !hex(trace, 32) || !hex(span, 16) || !hex(flags, 2) {
+        return None;
+    }
+    if trace.bytes().all(|b| b == b'0') || span.bytes().all(|b| b == b'0') {
+        return None;
+    }
+    Some(u8::from_str_radix(flags, 16).ok()? & 1 == 1)
 }
 
 /// The OTLP/HTTP URL of traces for a collector's base URL.

@@ -176,8 +176,35 @@ async fn spans_continue_a_stored_traceparent_and_reach_the_collector() {
     assert_eq!(resource["atelier.process"], "serve");
 }
 
+#[test]
+fn a_request_is_kept_as_its_caller_says_or_by_the_ratio() {
+    const UNSAMPLED: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
+    // No caller's decision: the draw against the ratio.
+    assert!(!keep(0.0, None, 0.0));
+    assert!(keep(1.0, None, 0.999));
+    assert!(keep(0.5, None, 0.49) && !keep(0.5, None, 0.5));
+    // The caller's decision, whatever the ratio.
+    assert!(keep(0.0, Some(PARENT), 0.9));
+    assert!(!keep(1.0, Some(UNSAMPLED), 0.0));
+    // A malformed traceparent is no decision.
+    for bad in [
+        "",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-zz",
+    ] {
+        assert_eq!(sampled_flag(bad), None, "{bad:?}");
+        assert!(!keep(0.0, Some(bad), 0.5) && keep(1.0, Some(bad), 0.5), "{bad:?}");
+    }
+    // A run whose request had no span has no spans of its own.
+    assert!(keep_continuation(Some(PARENT)) && !keep_continuation(None));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_is_sampled_whole_or_not_at_all() {
+async fn what_continues_an_unsampled_trace_is_dropped() {
     let collector = Collector::default();
     let endpoint = collector.start().await;
     let settings = Settings {
@@ -185,29 +212,19 @@ async fn a_run_is_sampled_whole_or_not_at_all() {
         service_name: "s",
         process: "serve",
         instance: "i",
-        sample_ratio: 0.0,
+        sample_ratio: 1.0,
     };
     let traces = Traces::start(&settings).unwrap();
     let subscriber = tracing_subscriber::registry().with(traces.layer());
     tracing::subscriber::with_default(subscriber, || {
-        // A new trace is dropped at ratio 0, and what continues it is dropped with it.
-        let request = tracing::debug_span!(target: "atelier::trace", "request", otel.name = "dropped");
-        let stored = traceparent(&request).expect("an unsampled span still has a traceparent");
-        assert!(stored.ends_with("-00"), "{stored}");
-        let node = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "dropped node");
-        set_parent(&node, &stored);
-        // A caller's sampled trace is kept, whatever the ratio, and so are its children.
-        let mut headers = http::HeaderMap::new();
-        headers.insert("traceparent", PARENT.parse().unwrap());
-        let kept = tracing::debug_span!(target: "atelier::trace", "request", otel.name = "kept");
-        set_parent_from(&kept, &headers);
-        let child = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "kept node");
-        set_parent(&child, &traceparent(&kept).unwrap());
+        let dropped = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "dropped");
+        set_parent(&dropped, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+        let kept = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "kept");
+        set_parent(&kept, PARENT);
     });
     traces.shutdown().await;
-    let mut names: Vec<String> = collector.spans().into_iter().map(|(_, s)| s.name).collect();
-    names.sort();
-    assert_eq!(names, ["kept", "kept node"]);
+    let names: Vec<String> = collector.spans().into_iter().map(|(_, s)| s.name).collect();
+    assert_eq!(names, ["kept"]);
     for ratio in [-0.1, 1.5, f64::NAN] {
         let settings = Settings { sample_ratio: ratio, ..settings.clone() };
         assert!(matches!(Traces::start(&settings), Err(TracesError::SampleRatio(_))), "{ratio}");

@@ -170,7 +170,7 @@ fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Spa
         return tracing::Span::none();
     }
     let method = request.method();
-    let span = tracing::debug_span!(target: "atelier::trace", "request",
+    let span = tracing::info_span!(target: "atelier::trace", "request",
         otel.name = %method, otel.kind = "server", http.request.method = %method, url.path = %path,
         http.route = Empty, http.response.status_code = Empty, otel.status_code = Empty);
     atelier_traces::set_parent_from(&span, request.headers());

@@ -293,7 +293,7 @@ impl Deliverer {
         if atelier_traces::enabled() && !atelier_traces::keep_continuation(delivery.trace_parent.as_deref()) {
             return self.deliver_in(delivery).await;
         }
-        let span = tracing::debug_span!(target: "atelier::trace", "webhook",
+        let span = tracing::info_span!(target: "atelier::trace", "webhook",
             otel.name = %format_args!("webhook {}", delivery.event.as_str()), otel.kind = "client",
             atelier.run_id = %delivery.run_id, atelier.attempt = delivery.attempt,
             http.response.status_code = tracing::field::Empty, otel.status_code = tracing::field::Empty);

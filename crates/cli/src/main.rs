@@ -258,7 +258,7 @@ fn init_logging(config: &Config, process: &str) -> anyhow::Result<Option<atelier
         .with_ansi(std::io::stdout().is_terminal())
         .with_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),
+                .unwrap_or_else(|_| atelier_traces::LOG_FILTER.into()),
         );
     tracing_subscriber::registry().with(logs).with(traces.as_ref().map(|t| t.layer())).init();
     if let Some(endpoint) = &config.traces.endpoint {

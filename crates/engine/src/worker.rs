@@ -141,7 +141,7 @@ fn node_span(task: &ClaimedTask) -> tracing::Span {
     if atelier_traces::enabled() && !atelier_traces::keep_continuation(task.trace_parent.as_deref()) {
         return tracing::Span::none();
     }
-    let span = tracing::debug_span!(target: "atelier::trace", "node",
+    let span = tracing::info_span!(target: "atelier::trace", "node",
         otel.name = %format_args!("node {}", task.node.tool), atelier.run_id = %task.run_id,
         atelier.node = %task.node.name, atelier.tool = %task.node.tool, atelier.attempt = task.attempt,
         atelier.engine = Empty, atelier.outcome = Empty, otel.status_code = Empty, otel.status_description = Empty);

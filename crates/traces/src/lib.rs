@@ -12,9 +12,12 @@
 //! Spans are batched and exported over OTLP/HTTP (protobuf) from a thread of their own; an
 //! export that fails is dropped with a log line, never retried into the service's work.
 //!
-//! The spans are `tracing` spans with the target [`TARGET`], at debug level: the log output
-//! ignores them unless asked for, and the OpenTelemetry layer ([`Traces::layer`]) takes them
-//! and the info-level events inside them (the events become span events).
+//! The spans are `tracing` spans with the target [`TARGET`], at info level: the log output
+//! leaves that target out unless asked for ([`LOG_FILTER`]), and the OpenTelemetry layer
+//! ([`Traces::layer`]) takes them and the info-level events inside them (the events become
+//! span events). Info, not debug: the highest level any layer wants is what `tracing` and the
+//! `log` bridge test every call site against, and debug there would make every debug line of
+//! every library (sqlx checks one per query) evaluate the filters.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -31,13 +34,17 @@ use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
-/// The `tracing` target of Atelier's trace spans: `tracing::debug_span!(target:
+/// The `tracing` target of Atelier's trace spans: `tracing::info_span!(target:
 /// "atelier::trace", …)` (a macro's target must be a literal).
 pub const TARGET: &str = "atelier::trace";
+
+/// The log output's filter when `RUST_LOG` is unset: info, without the trace spans (they
+/// would prefix every line) and with the chattiest libraries at warn.
+pub const LOG_FILTER: &str = "info,atelier::trace=off,tower_http=warn,sqlx=warn";
 
 /// How long one export may take.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -127,7 +134,7 @@ impl Traces {
     where
         S: tracing::Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
     {
-        let filter = Targets::new().with_target(TARGET, LevelFilter::DEBUG).with_default(LevelFilter::INFO);
+        let filter = LevelFilter::INFO;
         tracing_opentelemetry::layer()
             .with_tracer(self.provider.tracer("atelier"))
             // Spans' thread, source location and target (always TARGET) are noise in a trace

@@ -33,7 +33,7 @@ fn starting_needs_a_runtime() {
 
 #[test]
 fn without_the_layer_nothing_has_a_trace() {
-    let span = tracing::debug_span!(target: "atelier::trace", "request");
+    let span = tracing::info_span!(target: "atelier::trace", "request");
     assert_eq!(traceparent(&span), None);
     // Setting a parent or injecting into a disabled span is a no-op, not a panic.
     set_parent(&span, PARENT);
@@ -119,16 +119,16 @@ async fn spans_continue_a_stored_traceparent_and_reach_the_collector() {
         // A request continuing its caller's trace: its traceparent is what a run stores.
         let mut headers = http::HeaderMap::new();
         headers.insert("traceparent", PARENT.parse().unwrap());
-        let request = tracing::debug_span!(target: "atelier::trace", "request", otel.name = "POST");
+        let request = tracing::info_span!(target: "atelier::trace", "request", otel.name = "POST");
         set_parent_from(&request, &headers);
         // Named by its route once it is known, after it was entered.
         request.in_scope(|| rename(&tracing::Span::current(), "POST /api/v3/run".to_owned()));
         let stored = traceparent(&request).expect("an exported span has a traceparent");
         // Later, elsewhere: a node of the run, with an event inside it, and a failed one.
-        let node = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "node upscale");
+        let node = tracing::info_span!(target: "atelier::trace", "node", otel.name = "node upscale");
         set_parent(&node, &stored);
         node.in_scope(|| tracing::info!(ms = 3, "node finished"));
-        let failed = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "node fabric",
+        let failed = tracing::info_span!(target: "atelier::trace", "node", otel.name = "node fabric",
             otel.status_code = tracing::field::Empty, otel.status_description = tracing::field::Empty);
         set_parent(&failed, &stored);
         // Recorded while the span runs, as a worker does when the attempt ends.
@@ -140,7 +140,7 @@ async fn spans_continue_a_stored_traceparent_and_reach_the_collector() {
         // A webhook carries the trace onward.
         let outgoing = traceparent(&node).unwrap();
         // A malformed stored value leaves the span a root of its own trace.
-        let orphan = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "orphan");
+        let orphan = tracing::info_span!(target: "atelier::trace", "node", otel.name = "orphan");
         set_parent(&orphan, "00-not-a-trace");
         // Spans of other targets below debug are not exported.
         let _quiet = tracing::debug_span!("internal");
@@ -217,9 +217,9 @@ async fn what_continues_an_unsampled_trace_is_dropped() {
     let traces = Traces::start(&settings).unwrap();
     let subscriber = tracing_subscriber::registry().with(traces.layer());
     tracing::subscriber::with_default(subscriber, || {
-        let dropped = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "dropped");
+        let dropped = tracing::info_span!(target: "atelier::trace", "node", otel.name = "dropped");
         set_parent(&dropped, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
-        let kept = tracing::debug_span!(target: "atelier::trace", "node", otel.name = "kept");
+        let kept = tracing::info_span!(target: "atelier::trace", "node", otel.name = "kept");
         set_parent(&kept, PARENT);
     });
     traces.shutdown().await;
@@ -244,7 +244,7 @@ async fn an_unreachable_collector_costs_nothing_but_the_spans() {
     let traces = Traces::start(&settings).unwrap();
     let subscriber = tracing_subscriber::registry().with(traces.layer());
     tracing::subscriber::with_default(subscriber, || {
-        let span = tracing::debug_span!(target: "atelier::trace", "node");
+        let span = tracing::info_span!(target: "atelier::trace", "node");
         assert!(traceparent(&span).is_some());
     });
     tokio::time::timeout(Duration::from_secs(30), traces.shutdown()).await.expect("shutdown ends");

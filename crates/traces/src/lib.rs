@@ -9,8 +9,9 @@
 //!   whose parent is that one, in whichever process runs it: the run is one trace;
 //! - webhook deliveries send their span's `traceparent`, so a receiver can continue the trace.
 //!
-//! Spans are batched and exported over OTLP/HTTP (protobuf) from a thread of their own; an
-//! export that fails is dropped with a log line, never retried into the service's work.
+//! Spans are batched and exported over OTLP/HTTP (protobuf) from a thread of their own. The
+//! exporter retries a failed export with backoff within its 10 s timeout, then drops the
+//! batch; nothing is logged (the OpenTelemetry crates' own logs are not compiled in).
 //!
 //! The spans are `tracing` spans with the target [`TARGET`], at info level: the log output
 //! leaves that target out unless asked for ([`LOG_FILTER`]), and the OpenTelemetry layer

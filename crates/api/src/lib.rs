@@ -59,8 +59,6 @@ pub struct ApiConfig {
     /// The longest `Prefer: wait` a run request may ask for (at most
     /// [`events::MAX_WAIT_SECS`]); 0 turns waiting off.
     pub max_wait_secs: u64,
-    /// Traces are exported (`atelier_traces`): request spans are named by their route.
-    pub traces: bool,
 }
 
 /// The engines as the API sees them (`atelier_core::engines`).
@@ -90,7 +88,6 @@ impl Default for ApiConfig {
             engines: Engines::default(),
             console: console::ConsoleConfig::default(),
             max_wait_secs: events::MAX_WAIT_SECS,
-            traces: false,
             metrics: None,
         }
     }
@@ -137,7 +134,8 @@ pub fn router(state: AppState) -> Router {
         router =
             router.route("/metrics", get(metrics::scrape)).layer(axum::middleware::from_fn(metrics::track));
     }
-    if state.config.traces {
+    // With traces exported, request spans are named by their route.
+    if atelier_traces::enabled() {
         router = router.layer(axum::middleware::from_fn(name_request_span));
     }
     router

@@ -290,16 +290,12 @@ impl Deliverer {
 
     /// One attempt of one delivery, recorded: a span of the run's trace when traces are on.
     async fn deliver(&self, delivery: Delivery) {
-        if atelier_traces::enabled() && !atelier_traces::keep_continuation(delivery.trace_parent.as_deref()) {
-            return self.deliver_in(delivery).await;
-        }
-        let span = tracing::info_span!(target: "atelier::trace", "webhook",
-            otel.name = %format_args!("webhook {}", delivery.event.as_str()), otel.kind = "client",
-            atelier.run_id = %delivery.run_id, atelier.attempt = delivery.attempt,
-            http.response.status_code = tracing::field::Empty, otel.status_code = tracing::field::Empty);
-        if let Some(parent) = &delivery.trace_parent {
-            atelier_traces::set_parent(&span, parent);
-        }
+        let span = atelier_traces::run_span(delivery.trace_parent.as_deref(), || {
+            tracing::info_span!(target: "atelier::trace", "webhook",
+                otel.name = %format_args!("webhook {}", delivery.event.as_str()), otel.kind = "client",
+                atelier.run_id = %delivery.run_id, atelier.attempt = delivery.attempt,
+                http.response.status_code = tracing::field::Empty, otel.status_code = tracing::field::Empty)
+        });
         self.deliver_in(delivery).instrument(span).await;
     }
 

@@ -213,7 +213,6 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         engines: atelier_api::Engines(engines.directory()),
         console: config.console.settings(media_origins(&config)),
         max_wait_secs: config.server.max_wait_secs.min(atelier_api::events::MAX_WAIT_SECS),
-        traces: config.traces.endpoint.is_some(),
         metrics: metrics.clone().filter(|_| config.metrics.listen.is_none()),
     };
     let engine_directory = api_config.engines.clone();

@@ -138,17 +138,13 @@ enum Ended {
 /// processes run its nodes.
 fn node_span(task: &ClaimedTask) -> tracing::Span {
     use tracing::field::Empty;
-    if atelier_traces::enabled() && !atelier_traces::keep_continuation(task.trace_parent.as_deref()) {
-        return tracing::Span::none();
-    }
-    let span = tracing::info_span!(target: "atelier::trace", "node",
-        otel.name = %format_args!("node {}", task.node.tool), atelier.run_id = %task.run_id,
-        atelier.node = %task.node.name, atelier.tool = %task.node.tool, atelier.attempt = task.attempt,
-        atelier.engine = Empty, atelier.outcome = Empty, otel.status_code = Empty, otel.status_description = Empty);
-    if let Some(parent) = &task.trace_parent {
-        atelier_traces::set_parent(&span, parent);
-    }
-    span
+    atelier_traces::run_span(task.trace_parent.as_deref(), || {
+        tracing::info_span!(target: "atelier::trace", "node",
+            otel.name = %format_args!("node {}", task.node.tool), atelier.run_id = %task.run_id,
+            atelier.node = %task.node.name, atelier.tool = %task.node.tool, atelier.attempt = task.attempt,
+            atelier.engine = Empty, atelier.outcome = Empty, otel.status_code = Empty,
+            otel.status_description = Empty)
+    })
 }
 
 /// Runs a claimed task in the caller's slot and records how it ended; returns the slot's next

@@ -173,28 +173,43 @@ static SAMPLE_RATIO: AtomicU64 = AtomicU64::new(0);
 /// Whether a request gets a span (with traces on): as its `traceparent` says when it sends
 /// one, otherwise with the probability `[traces] sample_ratio`. The decision comes before the
 /// span is built, so a request left out costs nothing; its run stores no trace context, and so
-/// its nodes and deliveries have no spans either ([`keep_continuation`]).
+/// its nodes and deliveries have no spans either ([`run_span`]).
 pub fn keep_request(headers: &http::HeaderMap) -> bool {
     let ratio = f64::from_bits(SAMPLE_RATIO.load(Ordering::Relaxed));
     keep(ratio, headers.get("traceparent").and_then(|v| v.to_str().ok()), rand::random::<f64>())
 }
 
-/// Whether the work of a run (a node attempt, a delivery) gets a span: only when its request
-/// had one, whose context the run stored (with traces on).
-pub fn keep_continuation(trace_parent: Option<&str>) -> bool {
-    trace_parent.is_some()
+/// The span of a run's work (a node attempt, a delivery), built by `make` and made the child
+/// of the run's stored `traceparent`. With traces on, a run without one (its request was left
+/// out by sampling) gets no span for its work; with traces off, `make`'s span is for the logs.
+pub fn run_span(trace_parent: Option<&str>, make: impl FnOnce() -> Span) -> Span {
+    run_span_when(enabled(), trace_parent, make)
+}
+
+fn run_span_when(on: bool, trace_parent: Option<&str>, make: impl FnOnce() -> Span) -> Span {
+    match trace_parent {
+        Some(parent) => {
+            let span = make();
+            set_parent(&span, parent);
+            span
+        }
+        None if on => Span::none(),
+        None => make(),
+    }
 }
 
 /// [`keep_request`] with its inputs given: `draw` is uniform in [0, 1).
 fn keep(ratio: f64, traceparent: Option<&str>, draw: f64) -> bool {
-    match traceparent.and_then(sampled_flag) {
+    match traceparent.and_then(caller_sampled) {
         Some(sampled) => sampled,
         None => draw < ratio,
     }
 }
 
-/// The sampled flag of a well-formed W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`).
-fn sampled_flag(traceparent: &str) -> Option<bool> {
+/// The sampled flag of a well-formed W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`),
+/// `None` when it is not one. Parsed here rather than by the SDK's propagator, which takes
+/// ids of the wrong length.
+fn caller_sampled(traceparent: &str) -> Option<bool> {
     let fields: Vec<&str> = traceparent.trim().split('-').collect();
     let [version, trace, span, flags] = fields[..] else { return None };
     let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
@@ -205,6 +220,12 @@ fn sampled_flag(traceparent: &str) -> Option<bool> {
         return None;
     }
     Some(u8::from_str_radix(flags, 16).ok()? & 1 == 1)
+}
+
+/// The context a W3C `traceparent` names (an empty one when it is malformed).
+fn context_of(traceparent: &str) -> opentelemetry::Context {
+    let fields = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    TraceContextPropagator::new().extract(&fields)
 }
 
 /// The OTLP/HTTP URL of traces for a collector's base URL.
@@ -273,8 +294,7 @@ pub fn set_parent(span: &Span, traceparent: &str) {
     if span.is_disabled() {
         return;
     }
-    let fields = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
-    let parent = TraceContextPropagator::new().extract(&fields);
+    let parent = context_of(traceparent);
     if parent.span().span_context().is_valid() {
         let _ = span.set_parent(parent);
     }

@@ -196,11 +196,20 @@ fn a_request_is_kept_as_its_caller_says_or_by_the_ratio() {
         "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
         "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-zz",
     ] {
-        assert_eq!(sampled_flag(bad), None, "{bad:?}");
+        assert_eq!(caller_sampled(bad), None, "{bad:?}");
         assert!(!keep(0.0, Some(bad), 0.5) && keep(1.0, Some(bad), 0.5), "{bad:?}");
     }
-    // A run whose request had no span has no spans of its own.
-    assert!(keep_continuation(Some(PARENT)) && !keep_continuation(None));
+    // A run whose request had no span has no spans of its own (with traces on); with traces
+    // off its work's span is built for the logs.
+    let built = |on: bool, parent: Option<&str>| {
+        let mut built = false;
+        run_span_when(on, parent, || {
+            built = true;
+            tracing::Span::none()
+        });
+        built
+    };
+    assert!(built(true, Some(PARENT)) && !built(true, None) && built(false, None));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,8 @@
 //!
 //! Spans are batched and exported over OTLP/HTTP (protobuf) from a thread of their own. The
 //! exporter retries a failed export with backoff within its 10 s timeout, then drops the
-//! batch; nothing is logged (the OpenTelemetry crates' own logs are not compiled in).
+//! batch. The log says when exports start failing (a warning with the first error) and when
+//! they work again, once each, not per batch.
 //!
 //! The spans are `tracing` spans with the target [`TARGET`], at info level: the log output
 //! leaves that target out unless asked for ([`LOG_FILTER`]), and the OpenTelemetry layer
@@ -106,7 +107,7 @@ impl Traces {
             .map_err(|e| TracesError::Exporter(e.to_string()))?;
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
-            .with_http_client(Sender { client, runtime })
+            .with_http_client(Sender { client, runtime, health: ExportHealth::default() })
             .with_endpoint(endpoint)
             .with_timeout(EXPORT_TIMEOUT)
             .build()
@@ -245,6 +246,7 @@ fn traces_url(endpoint: &str) -> Result<String, TracesError> {
 struct Sender {
     client: reqwest::Client,
     runtime: tokio::runtime::Handle,
+    health: ExportHealth,
 }
 
 #[async_trait::async_trait]
@@ -261,7 +263,41 @@ impl opentelemetry_http::HttpClient for Sender {
             let body = response.bytes().await?;
             Ok::<_, HttpError>(answer.body(body)?)
         });
-        sent.await?
+        let answer = sent.await.map_err(HttpError::from).and_then(|answer| answer);
+        match &answer {
+            Ok(response) if response.status().is_success() => self.health.record(None),
+            Ok(response) => {
+                self.health.record(Some(&format!("the collector answered {}", response.status())))
+            }
+            Err(e) => self.health.record(Some(&e.to_string())),
+        }
+        answer
+    }
+}
+
+/// Whether exports are failing, so that the log says it when they start failing and when
+/// they work again, rather than once per batch (a collector that is down would otherwise
+/// fill the log at the rate spans are made).
+#[derive(Debug, Default)]
+struct ExportHealth {
+    failing: AtomicBool,
+}
+
+impl ExportHealth {
+    /// Records an export's result: `None` when it was sent, else why not.
+    fn record(&self, failure: Option<&str>) {
+        match failure {
+            Some(why) if !self.failing.swap(true, Ordering::Relaxed) => {
+                tracing::warn!(
+                    error = why,
+                    "exporting traces failed; spans are dropped until the collector takes them"
+                )
+            }
+            None if self.failing.swap(false, Ordering::Relaxed) => {
+                tracing::info!("exporting traces works again")
+            }
+            _ => {}
+        }
     }
 }
 

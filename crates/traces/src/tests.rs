@@ -262,3 +262,80 @@ async fn an_unreachable_collector_costs_nothing_but_the_spans() {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// What a test's log output says, for a subscriber set on its thread.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Log {
+    fn lines(&self) -> Vec<String> {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).lines().map(str::to_owned).collect()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_log_says_when_exports_start_failing_and_when_they_work_again() {
+    use std::sync::atomic::AtomicUsize;
+    // A collector that refuses the first two exports.
+    let answered = Arc::new(AtomicUsize::new(0));
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        post({
+            let answered = answered.clone();
+            move || async move {
+                match answered.fetch_add(1, Ordering::Relaxed) {
+                    0 | 1 => http::StatusCode::SERVICE_UNAVAILABLE,
+                    _ => http::StatusCode::OK,
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let log = Log::default();
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer({
+                let log = log.clone();
+                move || log.clone()
+            })
+            .finish(),
+    );
+    let sender = Sender {
+        client: reqwest::Client::new(),
+        runtime: tokio::runtime::Handle::current(),
+        health: ExportHealth::default(),
+    };
+    let export = |url: &str| http::Request::post(url).body(Bytes::from_static(b"spans")).unwrap();
+    use opentelemetry_http::HttpClient as _;
+    for _ in 0..2 {
+        let answer = sender.send_bytes(export(&url)).await.unwrap();
+        assert_eq!(answer.status(), http::StatusCode::SERVICE_UNAVAILABLE);
+    }
+    // Nothing listens on port 1.
+    assert!(sender.send_bytes(export("http://127.0.0.1:1/v1/traces")).await.is_err());
+    for _ in 0..2 {
+        assert!(sender.send_bytes(export(&url)).await.unwrap().status().is_success());
+    }
+    assert!(sender.send_bytes(export("http://127.0.0.1:1/v1/traces")).await.is_err());
+
+    let lines = log.lines();
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert!(lines[0].contains("WARN") && lines[0].contains("exporting traces failed"), "{lines:#?}");
+    assert!(lines[0].contains("the collector answered 503 Service Unavailable"), "{lines:#?}");
+    assert!(lines[1].contains("INFO") && lines[1].contains("exporting traces works again"), "{lines:#?}");
+    assert!(lines[2].contains("WARN") && lines[2].contains("exporting traces failed"), "{lines:#?}");
+}

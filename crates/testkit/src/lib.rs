@@ -2,6 +2,7 @@
 //! - [`moto`]: moto's S3-compatible server on a free port;
 //! - [`pg`]: a fresh PostgreSQL schema per test;
 //! - [`images`]: image fixtures;
+//! - [`otlp`] (feature `otlp`): an OTLP/HTTP trace collector;
 //! - [`servers`] (feature `service`): real Cog and ComfyUI servers for the engine tests;
 //! - [`service`] (feature `service`): the whole program on either backend, driven over HTTP
 //!   as a client would ([`service::TestApp`]), and the lock that keeps tests which start their
@@ -15,6 +16,8 @@
 
 pub mod images;
 pub mod moto;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 pub mod pg;
 #[cfg(feature = "service")]
 pub mod servers;

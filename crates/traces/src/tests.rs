@@ -1,10 +1,7 @@
 use std::sync::{Arc, Mutex};
 
+use atelier_testkit::otlp::{hex, Collector, Received, Span as OtlpSpan};
 use axum::routing::post;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::any_value::Value;
-use opentelemetry_proto::tonic::trace::v1::Span as OtlpSpan;
-use prost::Message as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 
 use super::*;
@@ -46,60 +43,8 @@ fn without_the_layer_nothing_has_a_trace() {
 
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
-/// A span as received, with its resource's attributes.
-type Received = (HashMap<String, String>, OtlpSpan);
-
-/// An OTLP/HTTP receiver: every span exported to it, with its resource's attributes.
-#[derive(Clone, Default)]
-struct Collector(Arc<Mutex<Vec<Received>>>);
-
-impl Collector {
-    async fn start(&self) -> String {
-        let spans = self.0.clone();
-        let app = axum::Router::new().route(
-            "/v1/traces",
-            post(move |headers: http::HeaderMap, body: Bytes| async move {
-                assert_eq!(headers["content-type"], "application/x-protobuf");
-                let request = ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf body");
-                let mut spans = spans.lock().unwrap();
-                for resource_spans in request.resource_spans {
-                    let resource =
-                        resource_spans.resource.map(|r| attributes(&r.attributes)).unwrap_or_default();
-                    for scope in resource_spans.scope_spans {
-                        spans.extend(scope.spans.into_iter().map(|s| (resource.clone(), s)));
-                    }
-                }
-                http::StatusCode::OK
-            }),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        format!("http://{addr}")
-    }
-
-    fn spans(&self) -> Vec<Received> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
-fn attributes(attributes: &[opentelemetry_proto::tonic::common::v1::KeyValue]) -> HashMap<String, String> {
-    attributes
-        .iter()
-        .filter_map(|kv| {
-            let value = match kv.value.as_ref()?.value.as_ref()? {
-                Value::StringValue(s) => s.clone(),
-                Value::IntValue(i) => i.to_string(),
-                Value::BoolValue(b) => b.to_string(),
-                other => format!("{other:?}"),
-            };
-            Some((kv.key.clone(), value))
-        })
-        .collect()
-}
-
 fn by_name<'a>(spans: &'a [Received], name: &str) -> &'a OtlpSpan {
-    &spans.iter().find(|(_, s)| s.name == name).unwrap_or_else(|| panic!("no span {name}")).1
+    &spans.iter().find(|r| r.span.name == name).unwrap_or_else(|| panic!("no span {name}")).span
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,7 +94,7 @@ async fn spans_continue_a_stored_traceparent_and_reach_the_collector() {
     traces.shutdown().await;
 
     let spans = collector.spans();
-    let names: Vec<&str> = spans.iter().map(|(_, s)| s.name.as_str()).collect();
+    let names: Vec<&str> = spans.iter().map(|r| r.span.name.as_str()).collect();
     assert!(!names.contains(&"internal"), "{names:?}");
     let request = by_name(&spans, "POST /api/v3/run");
     let node = by_name(&spans, "node upscale");
@@ -170,7 +115,7 @@ async fn spans_continue_a_stored_traceparent_and_reach_the_collector() {
     assert_eq!((status.code, status.message.as_str()), (2, "ToolFailed: boom"), "STATUS_CODE_ERROR");
     assert_eq!(incoming, format!("00-{}-{}-01", hex(&node.trace_id), hex(&node.span_id)));
     // The resource names the service and the process.
-    let resource = &spans[0].0;
+    let resource = &spans[0].resource;
     assert_eq!(resource["service.name"], "atelier-test");
     assert_eq!(resource["service.instance.id"], "p1");
     assert_eq!(resource["atelier.process"], "serve");
@@ -232,7 +177,7 @@ async fn what_continues_an_unsampled_trace_is_dropped() {
         set_parent(&kept, PARENT);
     });
     traces.shutdown().await;
-    let names: Vec<String> = collector.spans().into_iter().map(|(_, s)| s.name).collect();
+    let names: Vec<String> = collector.spans().into_iter().map(|r| r.span.name).collect();
     assert_eq!(names, ["kept"]);
     for ratio in [-0.1, 1.5, f64::NAN] {
         let settings = Settings { sample_ratio: ratio, ..settings.clone() };
@@ -257,10 +202,6 @@ async fn an_unreachable_collector_costs_nothing_but_the_spans() {
         assert!(traceparent(&span).is_some());
     });
     tokio::time::timeout(Duration::from_secs(30), traces.shutdown()).await.expect("shutdown ends");
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What a test's log output says, for a subscriber set on its thread.

@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use atelier_testkit::otlp::{Collector, Received};
 use axum::body::Bytes;
 use axum::http::HeaderMap;
 use futures::StreamExt;
@@ -260,7 +261,7 @@ async fn webhooks_events_and_polls_hold_across_api_and_worker_processes_on_postg
     // sent its span's traceparent.
     let deadline = Instant::now() + Duration::from_secs(30);
     let spans = loop {
-        let spans = collector.spans();
+        let spans: Vec<Span> = collector.spans().into_iter().map(Span::from).collect();
         let ours =
             |name: &str| spans.iter().filter(|s| s.trace_id == TRACE && s.name.starts_with(name)).count();
         if ours("POST /api/v3/run") == 1 && ours("node ") >= nodes && ours("webhook ") >= expected {
@@ -314,73 +315,19 @@ struct Span {
     node: Option<String>,
 }
 
-/// An OTLP/HTTP receiver (protobuf bodies, as the processes send them).
-#[derive(Clone, Default)]
-struct Collector(Arc<Mutex<Vec<Span>>>);
-
-impl Collector {
-    async fn start(&self) -> String {
-        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-        use prost::Message as _;
-        let spans = self.0.clone();
-        let app = axum::Router::new().route(
-            "/v1/traces",
-            axum::routing::post(move |body: Bytes| {
-                let spans = spans.clone();
-                async move {
-                    let request = ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf body");
-                    let mut spans = spans.lock().unwrap();
-                    for resource_spans in request.resource_spans {
-                        let resource =
-                            resource_spans.resource.map(|r| attributes(&r.attributes)).unwrap_or_default();
-                        for span in resource_spans.scope_spans.into_iter().flat_map(|s| s.spans) {
-                            let attrs = attributes(&span.attributes);
-                            spans.push(Span {
-                                name: span.name,
-                                trace_id: hex(&span.trace_id),
-                                id: hex(&span.span_id),
-                                parent: hex(&span.parent_span_id),
-                                process: resource.get("atelier.process").cloned().unwrap_or_default(),
-                                route: attrs.get("http.route").cloned(),
-                                status_code: attrs.get("http.response.status_code").cloned(),
-                                run_id: attrs.get("atelier.run_id").cloned(),
-                                node: attrs.get("atelier.node").cloned(),
-                            });
-                        }
-                    }
-                    axum::http::StatusCode::OK
-                }
-            }),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        url
+impl From<Received> for Span {
+    fn from(received: Received) -> Self {
+        let attributes = received.attributes();
+        Span {
+            trace_id: received.trace_id(),
+            id: received.span_id(),
+            parent: received.parent_id(),
+            process: received.resource.get("atelier.process").cloned().unwrap_or_default(),
+            route: attributes.get("http.route").cloned(),
+            status_code: attributes.get("http.response.status_code").cloned(),
+            run_id: attributes.get("atelier.run_id").cloned(),
+            node: attributes.get("atelier.node").cloned(),
+            name: received.span.name,
+        }
     }
-
-    fn spans(&self) -> Vec<Span> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
-fn attributes(
-    attributes: &[opentelemetry_proto::tonic::common::v1::KeyValue],
-) -> std::collections::HashMap<String, String> {
-    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
-    attributes
-        .iter()
-        .filter_map(|kv| {
-            let value = match kv.value.as_ref()?.value.as_ref()? {
-                Any::StringValue(s) => s.clone(),
-                Any::IntValue(i) => i.to_string(),
-                Any::BoolValue(b) => b.to_string(),
-                other => format!("{other:?}"),
-            };
-            Some((kv.key.clone(), value))
-        })
-        .collect()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

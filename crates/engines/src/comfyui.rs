@@ -129,16 +129,15 @@ impl Comfyui {
             if !done {
                 continue;
             }
-            match history(endpoint, prompt_id).await? {
-                Some(entry) => {
+            match find(endpoint, prompt_id).await? {
+                Found::Finished(entry) => {
                     check_status(&entry)?;
                     context.progress.report(1.0);
                     return Ok(self.outputs(endpoint, &entry).await?);
                 }
-                // Not in history: still queued or running, unless the server lost it (a
-                // restart empties its queue and history).
-                None if in_queue(endpoint, prompt_id).await? => {}
-                None => {
+                Found::Queued => {}
+                // A restart empties the server's queue and history.
+                Found::Unknown => {
                     return Err(Ended::Error(ToolError::Unavailable(format!(
                         "the comfyui engine {} lost the prompt (restarted?)",
                         endpoint.name
@@ -319,12 +318,38 @@ enum Previous {
 /// (one that failed or was interrupted is run again: the attempt's work was lost), or a
 /// queued or running one.
 async fn previous(endpoint: &Endpoint, prompt_id: &str) -> Result<Previous, ToolError> {
-    if let Some(entry) = history(endpoint, prompt_id).await? {
-        if entry["status"]["status_str"].as_str() != Some("error") {
-            return Ok(Previous::Succeeded(entry));
+    Ok(match find(endpoint, prompt_id).await? {
+        Found::Finished(entry) if entry["status"]["status_str"].as_str() != Some("error") => {
+            Previous::Succeeded(entry)
         }
+        Found::Queued => Previous::Pending,
+        Found::Finished(_) | Found::Unknown => Previous::None,
+    })
+}
+
+/// Where the server has a prompt.
+enum Found {
+    /// Ended: its history entry (succeeded or not).
+    Finished(Value),
+    /// Waiting or running.
+    Queued,
+    /// Neither: never submitted, or lost in a restart.
+    Unknown,
+}
+
+/// Asks the history first (the common case once a prompt has ended: one request), then the
+/// queue. ComfyUI moves a prompt from its queue to its history in one step, under a lock, but
+/// between two requests it may have moved: a prompt in neither is looked for in the history
+/// once more before it is called unknown (else an attempt that re-attaches would submit it
+/// again, and one that waits would call it lost).
+async fn find(endpoint: &Endpoint, prompt_id: &str) -> Result<Found, ToolError> {
+    if let Some(entry) = history(endpoint, prompt_id).await? {
+        return Ok(Found::Finished(entry));
     }
-    Ok(if in_queue(endpoint, prompt_id).await? { Previous::Pending } else { Previous::None })
+    if in_queue(endpoint, prompt_id).await? {
+        return Ok(Found::Queued);
+    }
+    Ok(history(endpoint, prompt_id).await?.map_or(Found::Unknown, Found::Finished))
 }
 
 async fn history(endpoint: &Endpoint, prompt_id: &str) -> Result<Option<Value>, ToolError> {
@@ -675,5 +700,59 @@ mod tests {
         assert!(
             matches!(execution_error(&other), Ended::Error(ToolError::Failed(m)) if m == "node 4 (AtelierTestNode) failed: RuntimeError: boom")
         );
+    }
+
+    /// A ComfyUI that answers `/history` and `/queue` as a prompt in `state` would: running
+    /// (in the queue), `moving` (it ends the moment the queue is asked, as when it finishes
+    /// between two requests), ended, or never seen.
+    async fn scripted(state: &'static str) -> Arc<Endpoint> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let ended = Arc::new(AtomicBool::new(state == "ended"));
+        let entry = json!({"p": {"status": {"status_str": "success"}, "outputs": {}}});
+        let app =
+            axum::Router::new()
+                .route(
+                    "/history/{id}",
+                    axum::routing::get({
+                        let ended = ended.clone();
+                        move || async move {
+                            axum::Json(if ended.load(Ordering::SeqCst) { entry } else { json!({}) })
+                        }
+                    }),
+                )
+                .route(
+                    "/queue",
+                    axum::routing::get(move || async move {
+                        let running = match state {
+                            "running" => json!([[0, "p", {}, {}, []]]),
+                            "moving" => {
+                                ended.store(true, Ordering::SeqCst);
+                                json!([])
+                            }
+                            _ => json!([]),
+                        };
+                        axum::Json(json!({"queue_running": running, "queue_pending": []}))
+                    }),
+                );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
+        let url = format!("http://{}", listener.local_addr().unwrap_or_else(|e| panic!("{e}")));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let settings: crate::settings::EndpointSettings =
+            serde_json::from_value(json!({"kind": "comfyui", "url": url})).unwrap_or_else(|e| panic!("{e}"));
+        Endpoint::new("comfy", &settings).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[tokio::test]
+    async fn a_prompt_that_ends_between_two_questions_is_found_finished() {
+        let found =
+            |state| async move { find(&*scripted(state).await, "p").await.unwrap_or_else(|e| panic!("{e}")) };
+        assert!(matches!(found("running").await, Found::Queued));
+        assert!(matches!(found("ended").await, Found::Finished(_)));
+        assert!(matches!(found("unknown").await, Found::Unknown));
+        // Not in the history, then not in the queue: it moved in between, not lost.
+        assert!(matches!(found("moving").await, Found::Finished(_)));
+        // And an attempt re-attaching to it takes its outputs instead of submitting it again.
+        let previous = previous(&*scripted("moving").await, "p").await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(previous, Previous::Succeeded(_)));
     }
 }

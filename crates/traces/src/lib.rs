@@ -12,7 +12,7 @@
 //! Spans are batched and exported over OTLP/HTTP (protobuf) from a thread of their own. The
 //! exporter retries a failed export with backoff within its 10 s timeout, then drops the
 //! batch. The log says when exports start failing (a warning with the first error) and when
-//! they work again, once each, not per batch.
+//! they work again, once each, not per attempt.
 //!
 //! The spans are `tracing` spans with the target [`TARGET`], at info level: the log output
 //! leaves that target out unless asked for ([`LOG_FILTER`]), and the OpenTelemetry layer
@@ -107,7 +107,7 @@ impl Traces {
             .map_err(|e| TracesError::Exporter(e.to_string()))?;
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
-            .with_http_client(Sender { client, runtime, health: ExportHealth::default() })
+            .with_http_client(Sender::new(client, runtime))
             .with_endpoint(endpoint)
             .with_timeout(EXPORT_TIMEOUT)
             .build()
@@ -246,7 +246,31 @@ fn traces_url(endpoint: &str) -> Result<String, TracesError> {
 struct Sender {
     client: reqwest::Client,
     runtime: tokio::runtime::Handle,
-    health: ExportHealth,
+    /// Whether the last export failed: the log says when exports start failing and when they
+    /// work again, not once per attempt (a collector that is down would otherwise fill the log
+    /// at the rate spans are made).
+    failing: AtomicBool,
+}
+
+impl Sender {
+    fn new(client: reqwest::Client, runtime: tokio::runtime::Handle) -> Self {
+        Self { client, runtime, failing: AtomicBool::new(false) }
+    }
+
+    /// Records an export attempt's result: `None` when the collector took it, else why not.
+    fn record(&self, failure: Option<&str>) {
+        match failure {
+            Some(why) if !self.failing.swap(true, Ordering::Relaxed) => tracing::warn!(
+                error = why,
+                retried_for_secs = EXPORT_TIMEOUT.as_secs(),
+                "exporting traces failed; a batch the collector does not take is retried, then dropped"
+            ),
+            None if self.failing.swap(false, Ordering::Relaxed) => {
+                tracing::info!("exporting traces works again")
+            }
+            _ => {}
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -265,39 +289,11 @@ impl opentelemetry_http::HttpClient for Sender {
         });
         let answer = sent.await.map_err(HttpError::from).and_then(|answer| answer);
         match &answer {
-            Ok(response) if response.status().is_success() => self.health.record(None),
-            Ok(response) => {
-                self.health.record(Some(&format!("the collector answered {}", response.status())))
-            }
-            Err(e) => self.health.record(Some(&e.to_string())),
+            Ok(response) if response.status().is_success() => self.record(None),
+            Ok(response) => self.record(Some(&format!("the collector answered {}", response.status()))),
+            Err(e) => self.record(Some(&e.to_string())),
         }
         answer
-    }
-}
-
-/// Whether exports are failing, so that the log says it when they start failing and when
-/// they work again, rather than once per batch (a collector that is down would otherwise
-/// fill the log at the rate spans are made).
-#[derive(Debug, Default)]
-struct ExportHealth {
-    failing: AtomicBool,
-}
-
-impl ExportHealth {
-    /// Records an export's result: `None` when it was sent, else why not.
-    fn record(&self, failure: Option<&str>) {
-        match failure {
-            Some(why) if !self.failing.swap(true, Ordering::Relaxed) => {
-                tracing::warn!(
-                    error = why,
-                    "exporting traces failed; spans are dropped until the collector takes them"
-                )
-            }
-            None if self.failing.swap(false, Ordering::Relaxed) => {
-                tracing::info!("exporting traces works again")
-            }
-            _ => {}
-        }
     }
 }
 

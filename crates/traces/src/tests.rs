@@ -255,11 +255,7 @@ async fn the_log_says_when_exports_start_failing_and_when_they_work_again() {
             })
             .finish(),
     );
-    let sender = Sender {
-        client: reqwest::Client::new(),
-        runtime: tokio::runtime::Handle::current(),
-        health: ExportHealth::default(),
-    };
+    let sender = Sender::new(reqwest::Client::new(), tokio::runtime::Handle::current());
     let export = |url: &str| http::Request::post(url).body(Bytes::from_static(b"spans")).unwrap();
     use opentelemetry_http::HttpClient as _;
     for _ in 0..2 {

@@ -442,11 +442,16 @@ async fn run_detail(
             })
         })
         .collect();
+    let mut status = render::v3_status(&state.blob, &run, None);
+    let engines = &state.config.engines.0;
+    render::add_waiting(&mut status, &run, |tool| {
+        tool.parse::<atelier_core::tools::ToolId>().is_ok_and(|t| engines.waiting_for_engine(t))
+    });
     Ok(Json(json!({
         "id": run.id,
         "type": if run.kind == atelier_store::RunKind::Workflow { "workflow" } else { "node" },
         "target": run.target,
-        "status": render::v3_status(&state.blob, &run, None),
+        "status": status,
         "nodes": nodes,
         "rerun": rerun_input(&run).is_some(),
     })))

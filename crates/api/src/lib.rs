@@ -229,7 +229,8 @@ async fn engine_webhook(
 
 /// Ready when the database answers. Configured model-server endpoints are reported under
 /// `engines` but do not make the service unready: nodes routed to an endpoint that is down
-/// wait and retry (`EngineUnavailable`), and other tools keep working.
+/// wait in the queue for it (their tools are listed under `waiting_for_engine`), and other
+/// tools keep working.
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
     let engines = state.config.engines.0.health();
     let (code, status) = match state.store.ping().await {
@@ -242,6 +243,13 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::
     let mut body = json!({"status": status});
     if !engines.is_empty() {
         body["engines"] = json!(engines);
+        let directory = &state.config.engines.0;
+        let waiting: Vec<&str> = atelier_core::tools::ToolId::ALL
+            .iter()
+            .filter(|t| directory.waiting_for_engine(**t))
+            .map(|t| t.as_str())
+            .collect();
+        body["waiting_for_engine"] = json!(waiting);
     }
     (code, Json(body))
 }

@@ -515,6 +515,7 @@ pub fn document() -> Value {
         "type": {"type": "string", "enum": ["node"]}, "run_id": {"type": "string"}, "node": {"type": "string"},
         "id": {"type": ["string", "null"]}, "status": {"type": "string"}}}));
     let progress = json!({"type": "number", "minimum": 0, "maximum": 1, "description": "Extension: while the node runs, how far it got as its engine reports it (0 until a report)"});
+    let waiting_for = json!({"type": "string", "enum": ["engine"], "description": "Extension: on a queued node whose tool's model servers are all down, what it waits for; it runs when one is healthy again"});
     schemas.insert("RunStatus".into(), json!({"type": "object", "description": "Workflow runs: workflow_run_id, overall_status, outputs, nodes. Node runs: id, overall_status, status, model_name, output.", "properties": {
         "workflow_run_id": {"type": "string"}, "id": {"type": "string"},
         "overall_status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "canceled"]},
@@ -524,11 +525,12 @@ pub fn document() -> Value {
         "error": nullable_run_error, "created_at": {"type": "string"}, "finished_at": {"type": ["string", "null"]},
         "expires_at": {"type": ["string", "null"]}, "tokens": {"type": "integer"},
         "progress": progress.clone(),
-        "queue_position": {"type": "integer", "minimum": 0, "description": "Extension: while the run is queued, how many nodes of all accounts wait ahead of its first queued node"}}}));
+        "queue_position": {"type": "integer", "minimum": 0, "description": "Extension: while the run is queued, how many nodes of the same tool, of all accounts, wait ahead of its first queued node"},
+        "waiting_for": waiting_for.clone()}}));
     schemas.insert("NodeResult".into(), json!({"type": "object", "required": ["id", "status", "output", "error", "model_name"], "properties": {
         "id": {"type": "string"}, "status": {"type": "string", "enum": ["pending", "queued", "running", "succeeded", "failed", "skipped", "canceled"]},
         "output": {"type": "array", "items": {"type": "string"}}, "error": nullable_run_error, "model_name": {"type": "string"},
-        "progress": progress}}));
+        "progress": progress, "waiting_for": waiting_for}}));
     schemas.insert("RunList".into(), json!({"type": "object", "properties": {"runs": {"type": "array"}, "next_before": {"type": ["integer", "null"]}}}));
     schemas.insert(
         "Workflow".into(),

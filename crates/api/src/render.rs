@@ -67,6 +67,27 @@ fn add_progress(shape: &mut Value, node: &NodeRecord) {
     }
 }
 
+/// `waiting_for: "engine"` on each queued node whose tool waits for a model server (none of
+/// its endpoints is healthy), a documented extension: on a node run's shape at the top, on a
+/// workflow run's in each node's result.
+pub fn add_waiting(shape: &mut Value, run: &RunRecord, waiting: impl Fn(&str) -> bool) {
+    let waits = |n: &NodeRecord| n.status == NodeStatus::Queued && waiting(&n.tool);
+    match run.kind {
+        RunKind::Node => {
+            if run.nodes.first().is_some_and(waits) {
+                shape["waiting_for"] = json!("engine");
+            }
+        }
+        RunKind::Workflow => {
+            for node in run.nodes.iter().filter(|n| waits(n)) {
+                if let Some(result) = shape["nodes"].get_mut(&node.name) {
+                    result["waiting_for"] = json!("engine");
+                }
+            }
+        }
+    }
+}
+
 /// `GET /api/v3/status/{id}`: the workflow-run shape or the node-run shape, with
 /// `queue_position` while the run waits (a documented extension).
 pub fn v3_status(blob: &BlobStore, run: &RunRecord, queue_position: Option<i64>) -> Value {

@@ -78,7 +78,9 @@ async fn status(
     match state.store.get_run(account.id, &id).await {
         Ok(run) => {
             let position = queue_position(&state, &run).await;
-            let body = render::to_bytes(&render::v3_status(&state.blob, &run, position));
+            let mut shape = render::v3_status(&state.blob, &run, position);
+            render::add_waiting(&mut shape, &run, |tool| waiting_for_engine(&state, tool));
+            let body = render::to_bytes(&shape);
             if run.status.is_terminal() {
                 state.finished.put(account.id, &id, Shape::V3, body.clone());
             }
@@ -90,10 +92,19 @@ async fn status(
                 state.store.run_of_generation(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
             let node =
                 run.nodes.iter().find(|n| n.gen_id == id).ok_or_else(|| ApiError::RunNotFound(id.clone()))?;
-            Ok(Json(render::v3_node_status(&state.blob, &run, node)).into_response())
+            let mut shape = render::v3_node_status(&state.blob, &run, node);
+            if node.status == atelier_core::status::NodeStatus::Queued && waiting_for_engine(&state, &node.tool) {
+                shape["waiting_for"] = serde_json::json!("engine");
+            }
+            Ok(Json(shape).into_response())
         }
         Err(e) => Err(ApiError::run_lookup(&id)(e)),
     }
+}
+
+/// Whether `tool`'s nodes wait for a model server now (as this process sees its endpoints).
+fn waiting_for_engine(state: &AppState, tool: &str) -> bool {
+    tool.parse::<atelier_core::tools::ToolId>().is_ok_and(|t| state.config.engines.0.waiting_for_engine(t))
 }
 
 /// Where a queued run waits (a documented extension of the status shapes); `None` once it

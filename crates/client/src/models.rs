@@ -315,6 +315,9 @@ pub struct NodeResult {
     /// 0 to 1 while it runs, as its engine reports.
     #[serde(default)]
     pub progress: Option<f64>,
+    /// `"engine"` while it is queued and its tool's model servers are all down.
+    #[serde(default)]
+    pub waiting_for: Option<String>,
 }
 
 /// `GET /api/v3/status/{id}` (the OpenAPI `RunStatus`): one struct for both shapes.
@@ -366,9 +369,12 @@ pub struct RunStatus {
     /// Node runs: 0 to 1 while running.
     #[serde(default)]
     pub progress: Option<f64>,
-    /// While queued: how many nodes of all accounts wait ahead of it.
+    /// While queued: how many nodes of the same tool, of all accounts, wait ahead of it.
     #[serde(default)]
     pub queue_position: Option<i64>,
+    /// Node runs: `"engine"` while queued and its tool's model servers are all down.
+    #[serde(default)]
+    pub waiting_for: Option<String>,
     /// The answer as it came.
     #[serde(skip)]
     pub raw: Value,

@@ -61,6 +61,17 @@ pub trait EngineDirectory: Send + Sync {
     fn route(&self, tool: ToolId) -> ToolRoute;
     /// Every configured endpoint; empty when every tool runs on the built-in engine.
     fn health(&self) -> Vec<EndpointHealth>;
+    /// Whether the tool's nodes wait for an engine now: it is routed to model servers and
+    /// none of its endpoints is healthy (the `waiting_for: "engine"` extension of a queued
+    /// node's status).
+    fn waiting_for_engine(&self, tool: ToolId) -> bool {
+        let route = self.route(tool);
+        if route.endpoints.is_empty() {
+            return false;
+        }
+        let health = self.health();
+        !route.endpoints.iter().any(|name| health.iter().any(|h| &h.name == name && h.healthy))
+    }
     /// A webhook from a model server for the job `id`, with the token its URL carried;
     /// `false` when no job of this process waits for it with that token.
     fn webhook(&self, id: &str, token: &str, body: serde_json::Value) -> bool {

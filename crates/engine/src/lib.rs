@@ -9,9 +9,14 @@
 //! epoch-fenced completion makes a stale worker's result a no-op. Outputs go
 //! to deterministic keys, so a retried attempt overwrites rather than adds.
 //!
-//! A process runs at most `slots` nodes at once, and at most
-//! `tool_slots[tool]` nodes of a listed tool: a claim names the tools whose
-//! slots are full, so their tasks stay queued for this or another process.
+//! A process runs at most `slots` nodes at once, at most `tool_slots[tool]`
+//! nodes of a listed tool, and no more nodes of a tool routed to model servers
+//! than its usable endpoints have slots (none while they are all down): a
+//! claim names the tools that are full, so their tasks stay queued for this or
+//! another process, and a node waiting for a model server holds no worker slot.
+//! Work a model server lost (it restarted, refused the connection) goes back
+//! to the queue without counting an attempt; a node that waits longer than its
+//! engines' `wait_secs` for a usable endpoint fails with `EngineUnavailable`.
 
 mod completions;
 mod failpoint;
@@ -80,6 +85,9 @@ pub struct Engine {
     pub(crate) failpoints: failpoint::Failpoints,
     /// Completions of this process's nodes, written in groups.
     pub(crate) completions: completions::Completions,
+    /// Whether some tool is bounded here (`tool_slots`, or a model server's slots): claims
+    /// are then made by the dispatcher alone, which knows which tools are full.
+    pub(crate) bounded: bool,
 }
 
 impl Engine {
@@ -92,7 +100,9 @@ impl Engine {
     ) -> Self {
         let worker_id = format!("{}-{}", std::process::id(), &atelier_core::ids::generation_id()[4..12]);
         let completions = completions::Completions::new(&worker_id, config.lease);
+        let bounded = !config.tool_slots.is_empty() || !tools.bounded().is_empty();
         Self {
+            bounded,
             store,
             blob,
             tools,

@@ -1,7 +1,7 @@
 //! The dispatcher and the execution of one task.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,21 +23,30 @@ use crate::slots::ToolSlots;
 use crate::Engine;
 
 /// Claims tasks while slots are free; waits for a wake-up, a tool slot given
-/// back or the poll interval when nothing it may take is queued.
+/// back, an endpoint coming back or the poll interval when nothing it may take
+/// is queued.
 ///
-/// Two bounds hold at once: `slots` nodes in all, and `tool_slots` nodes of
-/// each listed tool. A claim names the tools whose slots are full, so the
+/// Two bounds hold at once: `slots` nodes in all, and for each bounded tool
+/// (`tool_slots`, or a model server's usable slots: none while its endpoints
+/// are all down) its limit. A claim names the tools that are full, so the
 /// store hands out only work this process can start now and leaves the rest
-/// to other workers. Without per-tool slots, one claim fills every free slot
-/// (`TaskQueue::claim_batch`), and a slot whose task ends claims its next task
-/// in the transaction that records the end (`crate::completions`); with them,
-/// a claim takes one task, so that the next claim knows which tools are full.
+/// queued: a node waiting for a model server holds no worker slot, and the
+/// nodes of other tools behind it run. While no bounded tool has room, one
+/// claim fills every free slot (`TaskQueue::claim_batch`; the tasks it can
+/// return are all of unbounded tools), and without bounded tools a slot whose
+/// task ends claims its next task in the transaction that records the end
+/// (`crate::completions`); otherwise a claim takes one task, so that the next
+/// claim knows which tools are full.
 pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
     let slots = Arc::new(Semaphore::new(engine.config.slots.max(1)));
-    let tool_slots = ToolSlots::new(engine.config.tool_slots.clone());
-    if !engine.config.tool_slots.is_empty() {
+    let bounded: BTreeMap<String, Arc<dyn atelier_tools::Executor>> =
+        engine.tools.bounded().into_iter().map(|(tool, e)| (tool.spec().name.to_string(), e)).collect();
+    let tool_slots = ToolSlots::new(engine.config.tool_slots.clone(), bounded);
+    if tool_slots.any() {
         info!(slots = engine.config.slots, tool_slots = ?engine.config.tool_slots, "per-tool slots");
     }
+    let capacity_changed = engine.tools.capacity_changed().clone();
+    let expirer = tokio::spawn(expire_waits(engine.clone(), tool_slots.clone(), shutdown.clone()));
     let mut running = tokio::task::JoinSet::new();
     loop {
         // `biased`: once shutdown is signalled, no branch that leads to a claim is taken.
@@ -46,14 +55,15 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
             _ = shutdown.cancelled() => break,
             permit = slots.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => break },
         };
+        let skip = tool_slots.full();
         let mut permits = vec![first];
-        if engine.config.tool_slots.is_empty() {
+        if !tool_slots.any() || tool_slots.all_in(&skip) {
             while let Ok(more) = slots.clone().try_acquire_owned() {
                 permits.push(more);
             }
         }
-        let skip = tool_slots.full();
-        match engine.store.claim_batch(&engine.worker_id, engine.config.lease, &skip, permits.len()).await {
+        let skip_names: Vec<&str> = skip.iter().map(String::as_str).collect();
+        match engine.store.claim_batch(&engine.worker_id, engine.config.lease, &skip_names, permits.len()).await {
             Ok(tasks) if shutdown.is_cancelled() => {
                 for task in &tasks {
                     give_back(&engine, task).await;
@@ -79,13 +89,15 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
             }
             Ok(_) => {
                 drop(permits);
-                // With tools skipped, a slot given back may make queued work claimable.
+                // With tools skipped, a slot given back or an endpoint that comes back may make
+                // queued work claimable.
                 let some_skipped = !skip.is_empty();
                 tokio::select! {
                     biased;
                     _ = shutdown.cancelled() => break,
                     _ = engine.store.task_ready() => {}
                     _ = tool_slots.freed(), if some_skipped => {}
+                    _ = capacity_changed.notified(), if some_skipped => {}
                     _ = tokio::time::sleep(engine.config.poll) => {}
                 }
             }
@@ -98,30 +110,89 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
         while running.try_join_next().is_some() {}
     }
     while running.join_next().await.is_some() {}
+    expirer.abort();
 }
+
+/// How often the nodes of tools without a usable endpoint are checked for having waited too
+/// long.
+const EXPIRE_EVERY: Duration = Duration::from_secs(1);
+
+/// Fails the queued nodes of a tool that has had no usable endpoint for its `wait_secs`, once
+/// they have waited that long themselves (`EngineUnavailable`, not charged). Every worker
+/// process with the tool routed does this for its own view of the endpoints; a node is
+/// failed once (`TaskQueue::fail_waiting` re-reads each under its run's lock).
+async fn expire_waits(engine: Engine, tool_slots: Arc<ToolSlots>, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(EXPIRE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        for down in tool_slots.down() {
+            if down.for_ < down.wait {
+                continue;
+            }
+            let since = atelier_core::time::now_micros()
+                .saturating_sub(i64::try_from(down.wait.as_micros()).unwrap_or(i64::MAX));
+            let error = NodeError::new(
+                NodeErrorName::EngineUnavailable,
+                format!("{} for {} s; the node waited as long as it may", down.why, down.wait.as_secs()),
+            );
+            // In pages, so that one transaction never holds a long queue's runs.
+            loop {
+                match engine.store.fail_waiting(&down.tool, since, &error, EXPIRE_PAGE).await {
+                    Ok(n) if n > 0 => {
+                        info!(tool = %down.tool, nodes = n, "failed nodes that waited too long for an engine");
+                        metrics::counter!("atelier_engine_wait_expired_total", "tool" => down.tool.clone())
+                            .increment(n as u64);
+                        if n < EXPIRE_PAGE {
+                            break;
+                        }
+                    }
+                    Ok(_) => break,
+                    Err(e) => {
+                        warn!(tool = %down.tool, error = %e, "failing nodes that waited too long failed");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+const EXPIRE_PAGE: usize = 100;
 
 /// Why an attempt ended without outputs.
 struct Failure {
     name: NodeErrorName,
     message: String,
     retryable: bool,
+    /// The engine lost the work before it answered (`ToolError::Lost`): not an attempt.
+    lost: bool,
+}
+
+impl Failure {
+    fn new(name: NodeErrorName, message: impl Into<String>, retryable: bool) -> Self {
+        Self { name, message: message.into(), retryable, lost: false }
+    }
 }
 
 impl From<InputError> for Failure {
     fn from(e: InputError) -> Self {
-        Self { name: NodeErrorName::InputFetchFailed, retryable: e.is_retryable(), message: e.to_string() }
+        Self::new(NodeErrorName::InputFetchFailed, e.to_string(), e.is_retryable())
     }
 }
 
 impl From<ToolError> for Failure {
     fn from(e: ToolError) -> Self {
-        Self { name: e.name(), retryable: e.is_retryable(), message: e.to_string() }
+        Self { lost: matches!(e, ToolError::Lost(_)), ..Self::new(e.name(), e.to_string(), e.is_retryable()) }
     }
 }
 
 impl From<atelier_blob::BlobError> for Failure {
     fn from(e: atelier_blob::BlobError) -> Self {
-        Self { name: NodeErrorName::ToolFailed, retryable: true, message: format!("storage: {e}") }
+        Self::new(NodeErrorName::ToolFailed, format!("storage: {e}"), true)
     }
 }
 
@@ -181,11 +252,11 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
                 result = &mut work => break Ended::Done(result),
                 _ = &mut out_of_time => {
                     cancel.cancel();
-                    break Ended::Done(Err(Failure {
-                        name: NodeErrorName::Timeout,
-                        message: format!("the node did not finish within {} s", engine.config.node_timeout.as_secs()),
-                        retryable: false,
-                    }));
+                    break Ended::Done(Err(Failure::new(
+                        NodeErrorName::Timeout,
+                        format!("the node did not finish within {} s", engine.config.node_timeout.as_secs()),
+                        false,
+                    )));
                 }
                 // A run was canceled somewhere: check this lease now rather than at the next beat.
                 changed = stops.changed() => {
@@ -231,6 +302,10 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
             engine.failpoints.after_publish(&task);
             Outcome::Succeeded(keys)
         }
+        Ended::Done(Err(f)) if f.lost && losses_in_a_row(engine, &task).await < MAX_LOSSES => {
+            return_lost(engine, &task, &f).await;
+            return None;
+        }
         Ended::Done(Err(f)) => {
             let backoff = backoff(engine.config.retry_backoff, task.attempt, task.task_id);
             Outcome::Failed { error: NodeError::new(f.name, f.message), retryable: f.retryable, backoff }
@@ -259,9 +334,9 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
     // The task goes to the completion writer; what the log lines name stays here.
     let (run, node, tool, attempt) =
         (task.run_id.clone(), node.clone(), task.node.tool.clone(), task.attempt);
-    // With per-tool slots, the next claim must name the tools that are full: the dispatcher
+    // With bounded tools, the next claim must name the tools that are full: the dispatcher
     // makes it.
-    let wants_next = engine.config.tool_slots.is_empty() && !shutdown.is_cancelled();
+    let wants_next = !engine.bounded && !shutdown.is_cancelled();
     let next = match engine.completions.complete(&engine.store, task, outcome, wants_next).await {
         Ok((true, next)) => {
             let elapsed = started.elapsed();
@@ -307,6 +382,45 @@ async fn lease_lost(engine: &Engine, task: &ClaimedTask, cancel: &CancellationTo
     Ended::LeaseLost
 }
 
+/// Work an engine lost, given back in a row, after which the next loss counts as a failed
+/// attempt: a node whose input takes its server down each time (a crash on that input) ends
+/// instead of taking the server down forever.
+const MAX_LOSSES: usize = 5;
+
+/// How many times in a row, since its last counted attempt, the node's work was lost.
+async fn losses_in_a_row(engine: &Engine, task: &ClaimedTask) -> usize {
+    match engine.store.task_errors(&task.run_id, &task.node.name).await {
+        Ok(errors) => errors.iter().rev().take_while(|e| e["counted"] == Value::Bool(false)).count(),
+        Err(e) => {
+            warn!(error = %e, "reading the node's attempts failed; counting the loss as an attempt");
+            MAX_LOSSES
+        }
+    }
+}
+
+/// The engine lost the work before it answered: the node goes back to the queue without
+/// counting an attempt, and is claimed again once its tool has room (a usable endpoint).
+async fn return_lost(engine: &Engine, task: &ClaimedTask, failure: &Failure) {
+    let error = NodeError::new(failure.name, failure.message.clone());
+    info!(run = %task.run_id, node = %task.node.name, error = %failure.message, "the engine lost the work; the node waits for it");
+    let span = tracing::Span::current();
+    span.record("atelier.outcome", "lost");
+    let engine_kind = task
+        .node
+        .tool
+        .parse::<tools::ToolId>()
+        .ok()
+        .and_then(|tool| engine.tools.get(tool))
+        .map_or("builtin", |executor| executor.engine());
+    let labels = [("tool", task.node.tool.clone()), ("engine", engine_kind.to_string()), ("outcome", "lost".to_string())];
+    metrics::counter!("atelier_node_attempts_total", &labels).increment(1);
+    match engine.store.return_lost(task, &error).await {
+        Ok(true) => {}
+        Ok(false) => info!(run = %task.run_id, node = %task.node.name, "giving back fenced off: the claim was lost"),
+        Err(e) => warn!(error = %e, "giving back a lost node failed; its lease will expire"),
+    }
+}
+
 /// Gives a task back at shutdown (unfinished after the grace period, or claimed while
 /// shutdown began), without counting an attempt.
 async fn give_back(engine: &Engine, task: &ClaimedTask) {
@@ -334,11 +448,7 @@ struct Attempt<'a> {
 async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> Result<Vec<String>, Failure> {
     engine.failpoints.before_tool(task);
     let node = &with_stored_inputs(engine, &task.node).await?;
-    let spec = tools::tool(&node.tool).map_err(|e| Failure {
-        name: NodeErrorName::ToolFailed,
-        message: e.to_string(),
-        retryable: false,
-    })?;
+    let spec = tools::tool(&node.tool).map_err(|e| Failure::new(NodeErrorName::ToolFailed, e.to_string(), false))?;
 
     // Every image parameter as a list: linked ones from upstream outputs, the
     // rest from the values the caller gave.
@@ -363,10 +473,8 @@ async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> 
         return publish(engine, task, artifacts).await;
     }
 
-    let executor = engine.tools.get(spec.id).ok_or(Failure {
-        name: NodeErrorName::EngineUnavailable,
-        message: format!("no engine is configured for tool {}", node.tool),
-        retryable: false,
+    let executor = engine.tools.get(spec.id).ok_or_else(|| {
+        Failure::new(NodeErrorName::EngineUnavailable, format!("no engine is configured for tool {}", node.tool), false)
     })?;
     let fanned = images.iter().find(|(_, list)| list.len() > 1).map(|(k, _)| k.clone());
     let runs = fanned.as_ref().map_or(1, |k| images[k].len());
@@ -419,13 +527,15 @@ async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> 
 /// the same attempt again, so a resumable executor re-attaches to the job it left on the model
 /// server instead of starting it twice.
 async fn resumable_attempt(engine: &Engine, task: &ClaimedTask) -> Result<usize, Failure> {
-    let errors = engine.store.task_errors(&task.run_id, &task.node.name).await.map_err(|e| Failure {
-        name: NodeErrorName::ToolFailed,
-        message: format!("reading the node's attempts: {e}"),
-        retryable: true,
+    let errors = engine.store.task_errors(&task.run_id, &task.node.name).await.map_err(|e| {
+        Failure::new(NodeErrorName::ToolFailed, format!("reading the node's attempts: {e}"), true)
     })?;
-    let lost = NodeErrorName::WorkerLost.as_str();
-    Ok(errors.iter().filter(|e| e["error"]["name"].as_str() != Some(lost)).count())
+    let worker_lost = NodeErrorName::WorkerLost.as_str();
+    // Work an engine lost (`counted: false`) is sent again under the same key too.
+    Ok(errors
+        .iter()
+        .filter(|e| e["error"]["name"].as_str() != Some(worker_lost) && e["counted"] != Value::Bool(false))
+        .count())
 }
 
 async fn publish(
@@ -458,10 +568,8 @@ async fn with_stored_inputs<'a>(
         let Value::String(text) = value else { continue };
         let Some(key) = stored_input_key(text) else { continue };
         let bytes = engine.blob.get(key).await?;
-        let sent = String::from_utf8(bytes.to_vec()).map_err(|_| Failure {
-            name: NodeErrorName::ToolFailed,
-            message: format!("storage: the stored input {key} is not text"),
-            retryable: false,
+        let sent = String::from_utf8(bytes.to_vec()).map_err(|_| {
+            Failure::new(NodeErrorName::ToolFailed, format!("storage: the stored input {key} is not text"), false)
         })?;
         *value = Value::String(sent);
     }

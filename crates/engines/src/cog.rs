@@ -14,7 +14,9 @@
 //!   progress is read (`progress = "tqdm"` by default).
 //!
 //! 409 (all slots busy, e.g. another client uses the server) is retried after a pause without
-//! failing the attempt; 422 (the model refused an input) is permanent and says which input and
+//! failing the attempt; a connection that fails or a 5xx (a server restarting) is `Lost`: the
+//! node waits for a usable endpoint and is sent again under the same prediction id, without
+//! counting an attempt; 422 (the model refused an input) is permanent and says which input and
 //! why. A cancel or a node timeout sends `POST /predictions/{id}/cancel` at once.
 
 use std::sync::Arc;
@@ -27,7 +29,7 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::endpoint::{Endpoint, Health, Pool};
+use crate::endpoint::{Endpoint, Pool};
 use crate::hooks::WebhookHub;
 use crate::mapping::{self, Mapped};
 use crate::settings::ToolSettings;
@@ -127,12 +129,7 @@ impl Cog {
                         validation_detail(&text)
                     )))
                 }
-                s if s >= 500 => {
-                    return Err(ToolError::Unavailable(format!(
-                        "the cog engine {} answered {status}",
-                        endpoint.name
-                    )))
-                }
+                s if s >= 500 => return Err(endpoint.server_error(status, "the prediction")),
                 _ => {
                     return Err(ToolError::Failed(format!(
                         "the cog engine {} answered {status}",
@@ -253,10 +250,12 @@ impl Executor for Cog {
             _ => {
                 let error = prediction["error"].as_str().unwrap_or("the prediction failed");
                 if server_fault(error) {
-                    // The server, not the model's answer to these inputs: try again.
-                    endpoint
-                        .set_health(Health::Unhealthy(format!("its worker stopped ({})", last_line(error))));
-                    return Err(ToolError::Unavailable(format!(
+                    // The server (its worker died, or it is shutting down), not the model's
+                    // answer to these inputs: the work was lost, and is sent again once the
+                    // server is healthy. (An input that crashes the worker every time ends
+                    // after a few such losses: the engine counts the next one.)
+                    endpoint.mark_down(&format!("its worker stopped ({})", last_line(error)));
+                    return Err(ToolError::Lost(format!(
                         "the cog engine {} lost its worker",
                         endpoint.name
                     )));
@@ -268,6 +267,10 @@ impl Executor for Cog {
 
     fn engine(&self) -> &'static str {
         "cog"
+    }
+
+    fn capacity(&self) -> atelier_tools::Capacity {
+        self.pool.capacity()
     }
 
     fn resumable(&self) -> bool {

@@ -136,9 +136,10 @@ impl Comfyui {
                     return Ok(self.outputs(endpoint, &entry).await?);
                 }
                 Found::Queued => {}
-                // A restart empties the server's queue and history.
+                // A restart empties the server's queue and history: the work was lost, not
+                // failed, and is sent again under the same prompt id.
                 Found::Unknown => {
-                    return Err(Ended::Error(ToolError::Unavailable(format!(
+                    return Err(Ended::Error(ToolError::Lost(format!(
                         "the comfyui engine {} lost the prompt (restarted?)",
                         endpoint.name
                     ))))
@@ -236,6 +237,10 @@ impl Executor for Comfyui {
 
     fn engine(&self) -> &'static str {
         "comfyui"
+    }
+
+    fn capacity(&self) -> atelier_tools::Capacity {
+        self.pool.capacity()
     }
 
     fn resumable(&self) -> bool {
@@ -419,6 +424,9 @@ async fn submit(
     let body: Value = response.json().await.unwrap_or(Value::Null);
     if status.as_u16() == 400 {
         return Err(ToolError::Failed(format!("the graph was refused: {}", prompt_errors(&body))));
+    }
+    if status.is_server_error() {
+        return Err(endpoint.server_error(status, "the prompt"));
     }
     Err(ToolError::Unavailable(format!("the comfyui engine {} answered {status}", endpoint.name)))
 }

@@ -4,16 +4,19 @@
 //! semaphore of `max_concurrency` slots (nodes beyond it wait here, not in the server's own
 //! queue, so that cancels and timeouts stay exact) and the health its last check found. A
 //! [`Pool`] is the endpoints of one tool: a node takes a slot on the healthy endpoint with the
-//! most free slots, or waits for the first slot to free up.
+//! most free slots, or waits for the first slot to free up. The pool's [`Capacity`] (the
+//! slots of its usable endpoints, or since when it has none) is what the dispatcher reads
+//! before it claims a node of the tool, so that nodes wait for a model server in the queue,
+//! not in a worker slot.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use atelier_core::engines::{EndpointHealth, EngineKind};
-use atelier_tools::ToolError;
+use atelier_tools::{Capacity, ToolError};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::settings::EndpointSettings;
 
@@ -35,9 +38,22 @@ pub struct Endpoint {
     pub(crate) settings: EndpointSettings,
     slots: Arc<Semaphore>,
     busy: AtomicUsize,
-    health: Mutex<Health>,
+    health: Mutex<HealthState>,
+    /// Wakes the health watch when a request found the endpoint unreachable, so that it
+    /// probes again within a second rather than at the next `health_interval_secs`.
+    pub(crate) recheck: Notify,
+    /// Notified when the endpoint becomes usable (the dispatchers of the registries it
+    /// serves wait on these to claim the nodes that waited for it).
+    listeners: Mutex<Vec<Arc<Notify>>>,
     /// A ComfyUI endpoint's websocket, opened on first use.
     pub(crate) comfy_events: std::sync::OnceLock<Arc<crate::comfyui::Events>>,
+}
+
+#[derive(Debug)]
+struct HealthState {
+    health: Health,
+    /// Since when the endpoint has been unusable (`None` while it is usable).
+    down_since: Option<Instant>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -71,7 +87,9 @@ impl Endpoint {
             settings: settings.clone(),
             slots: Arc::new(Semaphore::new(settings.max_concurrency.max(1))),
             busy: AtomicUsize::new(0),
-            health: Mutex::new(Health::Unknown),
+            health: Mutex::new(HealthState { health: Health::Unknown, down_since: None }),
+            recheck: Notify::new(),
+            listeners: Mutex::new(Vec::new()),
             comfy_events: std::sync::OnceLock::new(),
         }))
     }
@@ -86,20 +104,50 @@ impl Endpoint {
     }
 
     pub(crate) fn health(&self) -> Health {
-        self.health.lock().map(|h| h.clone()).unwrap_or(Health::Unknown)
+        self.health.lock().unwrap_or_else(PoisonError::into_inner).health.clone()
+    }
+
+    /// Since when the endpoint has been unusable; `None` while it is usable.
+    fn down_since(&self) -> Option<Instant> {
+        self.health.lock().unwrap_or_else(PoisonError::into_inner).down_since
     }
 
     pub(crate) fn set_health(&self, health: Health) {
-        if let Ok(mut h) = self.health.lock() {
-            if *h != health {
-                match &health {
-                    Health::Unhealthy(why) => {
-                        tracing::warn!(endpoint = %self.name, why, "engine endpoint unhealthy")
-                    }
-                    _ => tracing::info!(endpoint = %self.name, "engine endpoint healthy"),
-                }
+        let mut state = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.health != health {
+            match &health {
+                Health::Unhealthy(why) => tracing::warn!(endpoint = %self.name, why, "engine endpoint unhealthy"),
+                _ => tracing::info!(endpoint = %self.name, "engine endpoint healthy"),
             }
-            *h = health;
+        }
+        let usable = !matches!(health, Health::Unhealthy(_));
+        let came_back = usable && state.down_since.is_some();
+        state.down_since = match (usable, state.down_since) {
+            (true, _) => None,
+            (false, Some(since)) => Some(since),
+            (false, None) => Some(Instant::now()),
+        };
+        state.health = health;
+        drop(state);
+        if came_back {
+            for listener in self.listeners.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+                listener.notify_one();
+            }
+        }
+    }
+
+    /// Marks the endpoint unusable after a request failed to reach it, and has the health
+    /// watch probe it again at once.
+    pub(crate) fn mark_down(&self, why: &str) {
+        self.set_health(Health::Unhealthy(why.to_string()));
+        self.recheck.notify_one();
+    }
+
+    /// `notify` is notified whenever the endpoint becomes usable again.
+    pub(crate) fn notify_when_usable(&self, notify: Arc<Notify>) {
+        let mut listeners = self.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+        if !listeners.iter().any(|l| Arc::ptr_eq(l, &notify)) {
+            listeners.push(notify);
         }
     }
 
@@ -124,25 +172,41 @@ impl Endpoint {
     }
 
     /// A client-visible message for a failed request: the endpoint's name and what went
-    /// wrong, never its address (`reqwest` errors print the URL). An endpoint that refused the
-    /// connection is marked unhealthy at once, without waiting for its next check.
+    /// wrong, never its address (`reqwest` errors print the URL). The server never answered
+    /// how the job ended, so the error is `Lost`: the node waits for the next usable
+    /// endpoint without counting an attempt. An endpoint that refused the connection, or
+    /// dropped it mid-answer (a restart), is marked unhealthy at once and probed again
+    /// within a second.
     pub(crate) fn unreachable(&self, e: &reqwest::Error) -> ToolError {
         let what = if e.is_timeout() {
             "timed out"
         } else if e.is_connect() {
-            self.set_health(Health::Unhealthy("unreachable".into()));
+            self.mark_down("unreachable");
             "refused the connection or could not be reached"
-        } else if e.is_body() || e.is_decode() {
+        } else if e.is_decode() {
             "sent an unreadable answer"
+        } else if e.is_body() {
+            self.mark_down("the connection was lost");
+            "broke off its answer"
         } else {
+            // A connection closed or reset under a request: the server went away.
+            self.mark_down("the connection was lost");
             "failed"
         };
         tracing::warn!(endpoint = %self.name, error = %e, "engine request failed");
-        ToolError::Unavailable(format!("the {} engine {} {what}", self.kind.as_str(), self.name))
+        ToolError::Lost(format!("the {} engine {} {what}", self.kind.as_str(), self.name))
     }
 
-    /// Sends `request` with the per-call timeout; a transport error, or an answer other than
-    /// 2xx, is `Unavailable` and says what `doing` failed.
+    /// A 5xx: the server (or a proxy in front of it) failed, not the job. `Lost`, like a
+    /// connection that failed.
+    pub(crate) fn server_error(&self, status: reqwest::StatusCode, doing: &str) -> ToolError {
+        tracing::warn!(endpoint = %self.name, %status, doing, "engine answered with a server error");
+        self.recheck.notify_one();
+        ToolError::Lost(format!("the {} engine {} answered {status} to {doing}", self.kind.as_str(), self.name))
+    }
+
+    /// Sends `request` with the per-call timeout; a transport error or a 5xx is `Lost`, any
+    /// other answer but 2xx `Unavailable`, and says what `doing` failed.
     pub(crate) async fn send(
         &self,
         request: reqwest::RequestBuilder,
@@ -150,6 +214,9 @@ impl Endpoint {
     ) -> Result<reqwest::Response, ToolError> {
         let response =
             request.timeout(self.request_timeout()).send().await.map_err(|e| self.unreachable(&e))?;
+        if response.status().is_server_error() {
+            return Err(self.server_error(response.status(), doing));
+        }
         if !response.status().is_success() {
             return Err(ToolError::Unavailable(format!(
                 "the {} engine {} answered {} to {doing}",
@@ -182,24 +249,45 @@ pub struct Pool {
 }
 
 impl Pool {
+    /// What the tool can take now: the slots of its usable endpoints (and how many of them
+    /// are free: endpoints may serve several tools), or, when none is usable, since when (the
+    /// moment its last usable endpoint went down) and why.
+    pub fn capacity(&self) -> Capacity {
+        let usable = self.endpoints.iter().filter(|e| e.usable());
+        let (total, free) = usable.fold((0, 0), |(total, free), e| {
+            (total + e.settings.max_concurrency.max(1), free + e.slots.available_permits())
+        });
+        if total > 0 {
+            return Capacity::Slots { total, free };
+        }
+        let since = self.endpoints.iter().filter_map(|e| e.down_since()).max().unwrap_or_else(Instant::now);
+        Capacity::Down { since, wait: self.wait(), why: self.why_down() }
+    }
+
+    /// How long a node waits for a usable endpoint: the longest `wait_secs` of the pool's.
+    fn wait(&self) -> Duration {
+        Duration::from_secs(self.endpoints.iter().map(|e| e.settings.wait_secs).max().unwrap_or(0))
+    }
+
+    fn why_down(&self) -> String {
+        let why: Vec<String> = self
+            .endpoints
+            .iter()
+            .map(|e| match e.health() {
+                Health::Unhealthy(why) => format!("{}: {why}", e.name),
+                _ => e.name.clone(),
+            })
+            .collect();
+        format!("no healthy engine for {} ({})", self.tool, why.join("; "))
+    }
+
     /// A slot on the healthy endpoint with the most free slots (the first listed on a tie), or
-    /// the first to free up when all are busy. `Unavailable` when none is healthy.
+    /// the first to free up when all are busy. `Lost` when none is healthy: the node goes back
+    /// to the queue, where it waits without holding a worker slot.
     pub async fn acquire(&self) -> Result<Slot, ToolError> {
         let usable: Vec<&Arc<Endpoint>> = self.endpoints.iter().filter(|e| e.usable()).collect();
         if usable.is_empty() {
-            let why: Vec<String> = self
-                .endpoints
-                .iter()
-                .map(|e| match e.health() {
-                    Health::Unhealthy(why) => format!("{}: {why}", e.name),
-                    _ => e.name.clone(),
-                })
-                .collect();
-            return Err(ToolError::Unavailable(format!(
-                "no healthy engine for {} ({})",
-                self.tool,
-                why.join("; ")
-            )));
+            return Err(ToolError::Lost(self.why_down()));
         }
         let best = usable
             .iter()
@@ -257,7 +345,7 @@ mod tests {
         }
         b.set_health(Health::Unhealthy("starting".into()));
         match pool.acquire().await {
-            Err(ToolError::Unavailable(m)) => {
+            Err(ToolError::Lost(m)) => {
                 assert!(m.contains("no healthy engine for upscale") && m.contains("a: refused"), "{m}")
             }
             other => panic!("{:?}", other.map(|s| s.endpoint.name.clone())),

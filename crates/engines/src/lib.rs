@@ -39,6 +39,18 @@ use endpoint::{Endpoint, Pool};
 pub use hooks::{WebhookHub, WEBHOOK_PATH};
 pub use settings::{EndpointSettings, Routing, ToolSettings};
 
+/// The first re-check of an endpoint found down; later ones double up to
+/// `health_interval_secs`.
+const FIRST_RECHECK: Duration = Duration::from_secs(1);
+
+/// `pause` plus up to 20%, from the clock's nanoseconds (no two workers in step).
+fn jittered(pause: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    pause + pause.mul_f64(f64::from(nanos % 1000) / 5000.0)
+}
+
 /// The configured engines of a process.
 #[derive(Clone)]
 pub struct Engines {
@@ -83,6 +95,10 @@ impl Engines {
         public_url: Option<&str>,
     ) -> Result<(), String> {
         let webhooks = public_url.map(|base| Webhooks { hub: self.hub.clone(), base_url: base.to_string() });
+        // The registry's dispatcher learns when an endpoint comes back.
+        for endpoint in self.endpoints.values() {
+            endpoint.notify_when_usable(registry.capacity_changed().clone());
+        }
         for tool in ToolId::ALL {
             let Some((route, names)) = self.routing.route(tool) else { continue };
             let pool = Pool {
@@ -110,7 +126,10 @@ impl Engines {
     }
 
     /// Checks every remote endpoint's health now and then every `health_interval_secs`, until
-    /// `stop`.
+    /// `stop`. An endpoint that is down is probed again after about a second, then at doubling
+    /// intervals up to `health_interval_secs` (each with up to 20% jitter, so that workers do
+    /// not probe a restarting server in step), so that a server that comes back is used within
+    /// about a second. A request that finds an endpoint unreachable starts that at once.
     pub fn watch(&self, stop: CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
         self.endpoints
             .values()
@@ -120,12 +139,30 @@ impl Engines {
                 let stop = stop.clone();
                 tokio::spawn(async move {
                     let every = Duration::from_secs(endpoint.settings.health_interval_secs);
+                    let mut retry = FIRST_RECHECK;
                     loop {
                         let health = check::health(&endpoint).await;
+                        let down = matches!(health, endpoint::Health::Unhealthy(_));
                         endpoint.set_health(health);
+                        let pause = if down {
+                            let pause = jittered(retry.min(every));
+                            retry = (retry * 2).min(every);
+                            pause
+                        } else {
+                            retry = FIRST_RECHECK;
+                            every
+                        };
                         tokio::select! {
                             _ = stop.cancelled() => break,
-                            _ = tokio::time::sleep(every) => {}
+                            _ = tokio::time::sleep(pause) => {}
+                            // A request found it unreachable: probe again soon, from the start.
+                            _ = endpoint.recheck.notified(), if !down => {
+                                retry = FIRST_RECHECK;
+                                tokio::select! {
+                                    _ = stop.cancelled() => break,
+                                    _ = tokio::time::sleep(jittered(FIRST_RECHECK)) => {}
+                                }
+                            }
                         }
                     }
                 })

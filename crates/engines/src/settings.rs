@@ -41,6 +41,11 @@ pub struct EndpointSettings {
     /// passes.
     #[serde(default = "defaults::health_interval")]
     pub health_interval_secs: u64,
+    /// How long a node waits for a usable endpoint of its tool before it fails with
+    /// `EngineUnavailable` (not charged). A tool routed to several endpoints waits for the
+    /// longest of theirs.
+    #[serde(default = "defaults::wait")]
+    pub wait_secs: u64,
     /// `cog`: how progress is read from a prediction's logs: `tqdm` (`12/30`, the default),
     /// `percent` (`40%`), or `none`.
     #[serde(default)]
@@ -81,6 +86,9 @@ pub enum OnnxOutput {
     Image,
 }
 
+/// The longest `wait_secs`: a week.
+pub const MAX_WAIT_SECS: u64 = 7 * 24 * 3600;
+
 mod defaults {
     pub fn concurrency() -> usize {
         1
@@ -93,6 +101,9 @@ mod defaults {
     }
     pub fn health_interval() -> u64 {
         10
+    }
+    pub fn wait() -> u64 {
+        600
     }
 }
 
@@ -203,6 +214,9 @@ impl Routing {
                 return Err(format!(
                     "{key}: health_interval_secs, request_timeout_secs and connect_timeout_secs must be at least 1"
                 ));
+            }
+            if e.wait_secs > MAX_WAIT_SECS {
+                return Err(format!("{key}.wait_secs must be at most {MAX_WAIT_SECS} (a week)"));
             }
             match e.kind {
                 EngineKind::Comfyui | EngineKind::Cog => {

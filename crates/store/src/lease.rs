@@ -27,7 +27,7 @@ use crate::rules::attempt_error;
 use crate::sql::{args, json_col, parse_text, to_json, Conn};
 use crate::statements::*;
 use crate::telemetry::{self, Ended};
-use crate::{ClaimedTask, NextClaim, Outcome, Result, TaskQueue};
+use crate::{ClaimedTask, Micros, NextClaim, Outcome, Result, TaskQueue};
 
 #[async_trait]
 impl<B: Backend> TaskQueue for B {
@@ -140,6 +140,75 @@ impl<B: Backend> TaskQueue for B {
             self.changed([task.run_id.as_str()]);
         }
         Ok(released)
+    }
+
+    async fn return_lost(&self, task: &ClaimedTask, error: &NodeError) -> Result<bool> {
+        let now = now_micros();
+        let mut entry = attempt_error(task.attempt, error, now);
+        entry["counted"] = Value::Bool(false);
+        let entry = to_json(&entry);
+        let mut tx = self.begin().await?;
+        // The run's row first, as every write of a node does (a cancel takes it, then the tasks).
+        B::lock_run(&mut tx, &task.run_id).await?;
+        let returned =
+            tx.execute(&RETURN_LOST_TASK, args![now, entry.as_str(), task.task_id, task.epoch]).await? == 1;
+        if returned {
+            tx.execute(&REQUEUE_NODE, args![&task.run_id, &task.node.name]).await?;
+            B::announce(&mut tx).await?;
+        }
+        B::commit(tx).await?;
+        if returned {
+            self.wake();
+            self.changed([task.run_id.as_str()]);
+        }
+        Ok(returned)
+    }
+
+    async fn fail_waiting(
+        &self,
+        tool: &str,
+        waiting_since: Micros,
+        error: &NodeError,
+        limit: usize,
+    ) -> Result<usize> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // Candidates, read without locks; each is read again under its run's lock (a worker
+        // may claim it meanwhile, or another process fail it first), as the rescuer does.
+        let candidates: Vec<ExpiredTask> =
+            self.read().await?.fetch_all(&WAITING_TASKS, args![tool, waiting_since, limit]).await?;
+        if candidates.is_empty() {
+            return Ok(0);
+        }
+        let recheck = format!("{}{}", *WAITING_TASK, B::FOR_UPDATE);
+        let config = self.settings();
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let mut failed = Vec::new();
+        let mut ended = Vec::new();
+        for candidate in &candidates {
+            B::lock_run(&mut tx, &candidate.run_id).await?;
+            let Some(task): Option<ExpiredTask> =
+                tx.fetch_optional(&recheck, args![candidate.id, waiting_since]).await?
+            else {
+                continue;
+            };
+            let entry = to_json(&attempt_error(u32::try_from(task.attempt).unwrap_or(0), error, now));
+            tx.execute(&FAIL_WAITING, args![now, entry.as_str(), task.id]).await?;
+            let nodes = node_failed(&mut *tx, &task.run_id, &task.node, error, now).await?;
+            ended.extend(finish_if_done(&mut *tx, config, &task.run_id, &nodes, now).await?);
+            failed.push(candidate.run_id.as_str());
+        }
+        if !failed.is_empty() {
+            B::announce(&mut tx).await?;
+        }
+        B::commit(tx).await?;
+        telemetry::record(&ended);
+        let count = failed.len();
+        if count > 0 {
+            self.wake();
+            self.changed(failed);
+        }
+        Ok(count)
     }
 
     async fn rescue_expired(&self) -> Result<usize> {

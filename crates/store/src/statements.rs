@@ -231,6 +231,46 @@ pub(crate) static RELEASE_TASK: Sql = sql!(
     available = TaskState::Available,
     running = TaskState::Running
 );
+/// A claim whose engine lost the work, given back without counting its attempt: `$1` now,
+/// `$2` the loss's entry (`counted: false`), `$3` task, `$4` epoch.
+pub(crate) static RETURN_LOST_TASK: Sql = sql!(
+    "UPDATE tasks SET state = '{available}', attempt = attempt - 1, lease_epoch = lease_epoch + 1,
+         lease_owner = NULL, lease_expires_at = NULL, scheduled_at = $1, errors = {errors}
+     WHERE id = $3 AND lease_epoch = $4 AND state = '{running}'",
+    available = TaskState::Available,
+    running = TaskState::Running,
+    errors = append_error!(2)
+);
+/// The node of a task given back to the queue, queued again: `$1` run, `$2` node.
+pub(crate) static REQUEUE_NODE: Sql = sql!(
+    "UPDATE nodes SET status = '{queued}', progress_milli = NULL, started_at = NULL
+     WHERE run_id = $1 AND name = $2 AND status = '{running}'",
+    queued = NodeStatus::Queued,
+    running = NodeStatus::Running
+);
+/// Available tasks of tool `$1` waiting since `$2` or earlier, in the order their runs are
+/// locked.
+pub(crate) static WAITING_TASKS: Sql = sql!(
+    "SELECT t.id, t.run_id, t.node, t.attempt, t.max_attempts FROM tasks t
+     JOIN nodes n ON n.run_id = t.run_id AND n.name = t.node
+     WHERE t.state = '{available}' AND t.scheduled_at <= $2 AND n.tool = $1
+     ORDER BY t.run_id, t.id LIMIT $3",
+    available = TaskState::Available
+);
+/// Task `$1`, if it is still available since `$2` or earlier.
+pub(crate) static WAITING_TASK: Sql = sql!(
+    "SELECT id, run_id, node, attempt, max_attempts FROM tasks
+     WHERE id = $1 AND state = '{}' AND scheduled_at <= $2",
+    TaskState::Available
+);
+/// A waiting task failed: `$1` now, `$2` its entry, `$3` task.
+pub(crate) static FAIL_WAITING: Sql = sql!(
+    "UPDATE tasks SET state = '{failed}', lease_epoch = lease_epoch + 1, finalized_at = $1,
+         errors = {errors}
+     WHERE id = $3",
+    failed = TaskState::Failed,
+    errors = append_error!(2)
+);
 /// Running tasks whose lease ended before `$1`, in the order their runs are locked.
 pub(crate) static EXPIRED_LEASES: Sql = sql!(
     "SELECT id, run_id, node, attempt, max_attempts FROM tasks
@@ -270,14 +310,16 @@ pub(crate) static RECORD_PROGRESS: Sql = sql!(
     node_running = NodeStatus::Running,
     running = TaskState::Running
 );
-/// How many available tasks, of every account, come before run `$1`'s first available task
-/// in the queue's order; no row when the run has none waiting.
+/// How many available tasks of the same tool, of every account, come before run `$1`'s first
+/// available task in the queue's order; no row when the run has none waiting.
 pub(crate) static QUEUE_POSITION: Sql = sql!(
-    "SELECT (SELECT COUNT(*) FROM tasks t
-             WHERE t.state = '{available}'
+    "SELECT (SELECT COUNT(*) FROM tasks t JOIN nodes n ON n.run_id = t.run_id AND n.name = t.node
+             WHERE t.state = '{available}' AND n.tool = f.tool
                AND (t.scheduled_at < f.scheduled_at OR (t.scheduled_at = f.scheduled_at AND t.id < f.id)))
-     FROM (SELECT scheduled_at, id FROM tasks WHERE run_id = $1 AND state = '{available}'
-           ORDER BY scheduled_at, id LIMIT 1) f",
+     FROM (SELECT t.scheduled_at, t.id, n.tool FROM tasks t
+           JOIN nodes n ON n.run_id = t.run_id AND n.name = t.node
+           WHERE t.run_id = $1 AND t.state = '{available}'
+           ORDER BY t.scheduled_at, t.id LIMIT 1) f",
     available = TaskState::Available
 );
 

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use atelier_core::NodeError;
 use serde_json::Value;
 
 use crate::account::{
@@ -234,11 +235,28 @@ pub trait TaskQueue: Send + Sync {
     async fn task_state(&self, task_id: i64) -> Result<Option<atelier_core::status::TaskState>>;
     /// Gives a task back without counting the attempt (graceful shutdown).
     async fn release(&self, task: &ClaimedTask) -> Result<bool>;
+    /// Gives a task back without counting the attempt because its engine lost the work (it
+    /// could not be reached, or went away before it answered): the node is queued again (no
+    /// progress), and `error` is added to the attempt history with `"counted": false`.
+    /// `false` when the claim was fenced off.
+    async fn return_lost(&self, task: &ClaimedTask, error: &NodeError) -> Result<bool>;
+    /// Fails, with `error`, up to `limit` available tasks of `tool` that have waited since
+    /// `waiting_since` or earlier (their tool had no usable engine for that long): their
+    /// nodes fail (not charged) and their runs end when nothing else is left. How many
+    /// were failed.
+    async fn fail_waiting(
+        &self,
+        tool: &str,
+        waiting_since: Micros,
+        error: &NodeError,
+        limit: usize,
+    ) -> Result<usize>;
     /// Re-queues tasks whose lease expired (their worker died or hung), or
     /// fails them with `WorkerLost` when no attempt is left. Returns how many
     /// tasks were rescued or failed.
     async fn rescue_expired(&self) -> Result<usize>;
-    /// Attempt history of a node's task: `[{attempt, at, error}]`.
+    /// Attempt history of a node's task: `[{attempt, at, error}]`, and `counted: false` on the
+    /// entries of work an engine lost ([`TaskQueue::return_lost`]).
     async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>>;
 }
 

@@ -71,6 +71,8 @@ backend_tests! {
     permanent_failures_fail_at_once(StoreConfig::default());
     expired_leases_are_rescued_and_the_stale_worker_is_fenced(StoreConfig::default());
     released_tasks_do_not_count_an_attempt(StoreConfig::default());
+    work_an_engine_lost_is_queued_again_without_counting_an_attempt(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
+    nodes_that_waited_too_long_for_an_engine_fail_uncharged(StoreConfig::default());
     cancel_fences_running_work_and_releases_tokens(StoreConfig::default());
     a_running_node_records_progress_and_a_cancel_is_announced(StoreConfig::default());
     a_queued_run_knows_how_many_nodes_wait_ahead_of_it(StoreConfig::default());
@@ -208,6 +210,68 @@ async fn released_tasks_do_not_count_an_attempt(store: SharedStore) {
     let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert!(store.release(&t).await.unwrap());
     assert_eq!(store.claim("w", LEASE, &[]).await.unwrap().unwrap().attempt, 1);
+}
+
+async fn work_an_engine_lost_is_queued_again_without_counting_an_attempt(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 10).await.unwrap();
+    let run = submit(store.as_ref(), acct.id, &single()).await.unwrap();
+    let lost = NodeError::new(NodeErrorName::EngineUnavailable, "the cog engine idm failed");
+    let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    store.record_progress(&t, 0.4).await.unwrap();
+    let mut changes = store.changes().watch(&run);
+    assert!(store.return_lost(&t, &lost).await.unwrap());
+    assert!(!store.return_lost(&t, &lost).await.unwrap(), "a second give-back of the claim is fenced off");
+    assert!(!store.complete(&t, ok(&["late"])).await.unwrap(), "the claim is gone");
+    tokio::time::timeout(Duration::from_secs(5), changes.changed()).await.expect("the run's watchers hear of it");
+
+    // The node is queued again, without the progress of the lost work, and with one attempt
+    // allowed (max_attempts 1) it still has it.
+    let queued = store.get_run(acct.id, &run).await.unwrap();
+    assert_eq!(queued.nodes[0].status, NodeStatus::Queued);
+    assert_eq!(queued.nodes[0].progress, None);
+    assert_eq!(store.queue_position(&run).await.unwrap(), Some(0));
+    let history = store.task_errors(&run, &queued.nodes[0].name).await.unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0]["counted"], json!(false));
+    assert_eq!(history[0]["error"]["name"], "EngineUnavailable");
+
+    let again = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    assert_eq!(again.attempt, 1, "the lost work was not an attempt");
+    assert!(store.complete(&again, ok(&["k"])).await.unwrap());
+    let done = store.get_run(acct.id, &run).await.unwrap();
+    assert_eq!((done.status, done.charged), (RunStatus::Succeeded, 1), "charged once");
+}
+
+async fn nodes_that_waited_too_long_for_an_engine_fail_uncharged(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    let old = submit(store.as_ref(), acct.id, &one_of("background_removal")).await.unwrap();
+    let other_tool = submit(store.as_ref(), acct.id, &one_of("upscale")).await.unwrap();
+    let workflow = submit(store.as_ref(), acct.id, &diamond()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let cutoff = atelier_store::now_micros();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let young = submit(store.as_ref(), acct.id, &one_of("background_removal")).await.unwrap();
+    assert_eq!(store.queue_position(&young).await.unwrap(), Some(1), "one cut-out ahead, whatever else waits");
+
+    let error = NodeError::new(NodeErrorName::EngineUnavailable, "no healthy engine for background_removal");
+    assert_eq!(store.fail_waiting("background_removal", cutoff, &error, 10).await.unwrap(), 1);
+    let failed = store.get_run(acct.id, &old).await.unwrap();
+    assert_eq!(failed.status, RunStatus::Failed);
+    assert_eq!(failed.error.as_ref().map(|e| e.name), Some(NodeErrorName::EngineUnavailable));
+    assert_eq!((failed.charged, failed.nodes[0].status), (0, NodeStatus::Failed), "not charged");
+    assert_eq!(store.get_run(acct.id, &young).await.unwrap().status, RunStatus::Queued, "it has not waited as long");
+    assert_eq!(store.get_run(acct.id, &other_tool).await.unwrap().status, RunStatus::Queued);
+    assert_eq!(store.fail_waiting("background_removal", cutoff, &error, 10).await.unwrap(), 0, "failed once");
+
+    // A workflow whose first node waits that long fails with it, its other nodes skipped.
+    assert_eq!(store.fail_waiting("upscale", cutoff, &error, 1).await.unwrap(), 1, "a page of one");
+    assert_eq!(store.fail_waiting("upscale", cutoff, &error, 10).await.unwrap(), 1);
+    let wf = store.get_run(acct.id, &workflow).await.unwrap();
+    assert_eq!(wf.status, RunStatus::Failed);
+    assert!(wf.nodes.iter().all(|n| n.status != NodeStatus::Queued && n.status != NodeStatus::Running));
+    // Every failed run's reservation came back: only the young cut-out's is held.
+    let reserved_young = store.get_run(acct.id, &young).await.unwrap().reserved;
+    assert_eq!(store.balance(acct.id).await.unwrap(), 100 - reserved_young);
 }
 
 async fn cancel_fences_running_work_and_releases_tokens(store: SharedStore) {

@@ -107,6 +107,9 @@ pub struct CogServer {
     pub port: u16,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
+    /// How long the predictor's `setup` takes at the next (re)start (`tryon_echo.py`), as a
+    /// model loading its weights does; the server answers `STARTING` meanwhile.
+    pub setup_seconds: f64,
 }
 
 impl CogServer {
@@ -142,6 +145,7 @@ impl CogServer {
             predictor: predictor.to_string(),
             port,
             url: format!("http://127.0.0.1:{port}"),
+            setup_seconds: 0.0,
         };
         server.restart();
         Some(server)
@@ -167,6 +171,7 @@ impl CogServer {
                 .env("COG_PREDICT_TYPE_STUB", format!("{}:Runner", self.predictor))
                 .env("TMPDIR", self.dir.path())
                 .env("ATELIER_TEST_COUNT_FILE", self.count_file())
+                .env("ATELIER_TEST_SETUP_SECONDS", self.setup_seconds.to_string())
                 .stdout(Stdio::from(log.try_clone().unwrap()))
                 .stderr(Stdio::from(log)),
         )
@@ -175,12 +180,23 @@ impl CogServer {
         let started = Instant::now();
         while self.status().as_deref() != Some("READY") {
             assert!(
-                started.elapsed() < Duration::from_secs(60),
+                started.elapsed() < Duration::from_secs(60 + self.setup_seconds as u64),
                 "the Cog server did not start: {}",
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// [`CogServer::restart`] on the blocking pool, so that an async test's runtime (and the
+    /// service it runs) goes on meanwhile.
+    pub async fn restart_in_background(mut self) -> Self {
+        tokio::task::spawn_blocking(move || {
+            self.restart();
+            self
+        })
+        .await
+        .unwrap()
     }
 
     /// `/health-check`'s status: `READY`, `BUSY`, … (`None` when it does not answer).
@@ -328,6 +344,17 @@ impl ComfyServer {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.base.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// [`ComfyServer::restart`] on the blocking pool, so that an async test's runtime (and
+    /// the service it runs) goes on meanwhile.
+    pub async fn restart_in_background(mut self) -> Self {
+        tokio::task::spawn_blocking(move || {
+            self.restart();
+            self
+        })
+        .await
+        .unwrap()
     }
 
     /// How many times the test node ran.

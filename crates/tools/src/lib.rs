@@ -95,14 +95,22 @@ pub enum ToolError {
     /// The tool could not produce a result from these inputs. Permanent.
     #[error("{0}")]
     Failed(String),
-    /// The engine is unreachable or overloaded. Retryable.
+    /// The engine answered that the job could not be done now (it ran out of memory, lost its
+    /// worker, was interrupted by someone else). Retryable, and counts as an attempt.
     #[error("{0}")]
     Unavailable(String),
+    /// The engine could not be reached, or went away before it answered how the job ended (a
+    /// refused or reset connection, a 5xx, a server that restarted and forgot the job). The
+    /// work is not the job's fault: the node goes back to the queue without counting an
+    /// attempt and runs again, under the same attempt key, once its tool has a healthy
+    /// endpoint.
+    #[error("{0}")]
+    Lost(String),
 }
 
 impl ToolError {
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Unavailable(_))
+        matches!(self, Self::Unavailable(_) | Self::Lost(_))
     }
 
     /// The node error name the status endpoint shows.
@@ -110,7 +118,7 @@ impl ToolError {
         match self {
             Self::InvalidImage(_) => NodeErrorName::InvalidImage,
             Self::Failed(_) => NodeErrorName::ToolFailed,
-            Self::Unavailable(_) => NodeErrorName::EngineUnavailable,
+            Self::Unavailable(_) | Self::Lost(_) => NodeErrorName::EngineUnavailable,
         }
     }
 }
@@ -131,19 +139,70 @@ pub trait Executor: Send + Sync {
     fn engine(&self) -> &'static str {
         "builtin"
     }
+
+    /// How many of the tool's nodes this executor can run at once now. The dispatcher claims
+    /// a tool's nodes only while it has room, so that a node never holds a worker slot while
+    /// it waits for a model server.
+    fn capacity(&self) -> Capacity {
+        Capacity::Unbounded
+    }
+}
+
+/// What an executor can take now ([`Executor::capacity`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Capacity {
+    /// No bound of its own (in-process executors): the worker's slots bound it.
+    Unbounded,
+    /// At most `total` nodes at once (the slots of the endpoints that are usable now), of
+    /// which `free` are not taken now (endpoints shared with other tools count their nodes).
+    Slots { total: usize, free: usize },
+    /// No endpoint is usable: the tool's nodes wait in the queue.
+    Down {
+        /// Since when no endpoint has been usable.
+        since: std::time::Instant,
+        /// How long a node may wait for one before it fails with `EngineUnavailable`.
+        wait: Duration,
+        /// Why, per endpoint: `gpu1: unreachable; gpu2: answered 503`.
+        why: String,
+    },
+}
+
+impl Capacity {
+    /// Whether a node could start now (without counting the nodes claimed and not started).
+    pub fn has_room(&self) -> bool {
+        match self {
+            Self::Unbounded => true,
+            Self::Slots { free, .. } => *free > 0,
+            Self::Down { .. } => false,
+        }
+    }
+
+    /// The most nodes at once; `None` when unbounded.
+    pub fn limit(&self) -> Option<usize> {
+        match self {
+            Self::Unbounded => None,
+            Self::Slots { total, .. } => Some(*total),
+            Self::Down { .. } => Some(0),
+        }
+    }
 }
 
 /// Tool → executor.
 #[derive(Clone)]
 pub struct Registry {
     executors: HashMap<ToolId, Arc<dyn Executor>>,
+    /// Notified when an executor's [`Capacity`] may have grown (an endpoint became usable).
+    capacity_changed: Arc<tokio::sync::Notify>,
 }
 
 impl Registry {
     /// Every tool on the built-in CPU engine.
     pub fn builtin(options: BuiltinOptions) -> Self {
         let engine: Arc<dyn Executor> = Arc::new(Builtin::new(options));
-        Self { executors: ToolId::ALL.iter().map(|&t| (t, engine.clone())).collect() }
+        Self {
+            executors: ToolId::ALL.iter().map(|&t| (t, engine.clone())).collect(),
+            capacity_changed: Arc::new(tokio::sync::Notify::new()),
+        }
     }
 
     /// Routes one tool to another executor.
@@ -153,6 +212,24 @@ impl Registry {
 
     pub fn get(&self, tool: ToolId) -> Option<Arc<dyn Executor>> {
         self.executors.get(&tool).cloned()
+    }
+
+    /// The tools whose executors bound how many nodes run at once (model servers), with
+    /// their executors.
+    pub fn bounded(&self) -> Vec<(ToolId, Arc<dyn Executor>)> {
+        let mut bounded: Vec<_> = self
+            .executors
+            .iter()
+            .filter(|(_, e)| e.capacity() != Capacity::Unbounded)
+            .map(|(t, e)| (*t, e.clone()))
+            .collect();
+        bounded.sort_by_key(|(t, _)| t.spec().name);
+        bounded
+    }
+
+    /// What executors notify when their capacity may have grown; the dispatcher waits on it.
+    pub fn capacity_changed(&self) -> &Arc<tokio::sync::Notify> {
+        &self.capacity_changed
     }
 }
 

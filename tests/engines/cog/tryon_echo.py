@@ -1,6 +1,7 @@
 """A try-on stand-in: pastes the garment, scaled, onto the person's torso. Logs
 tqdm-style progress, honours cancel between steps, and counts its predictions in
-$ATELIER_TEST_COUNT_FILE (one line each) so that tests can tell how often it ran."""
+$ATELIER_TEST_COUNT_FILE (one line each) so that tests can tell how often it ran.
+$ATELIER_TEST_SETUP_SECONDS makes setup take that long, as loading weights does."""
 
 import os
 import sys
@@ -13,7 +14,7 @@ from cog import BaseRunner, Input, Path
 
 class Runner(BaseRunner):
     def setup(self) -> None:
-        pass
+        time.sleep(float(os.environ.get("ATELIER_TEST_SETUP_SECONDS", "0")))
 
     def run(
         self,

@@ -136,6 +136,7 @@ export interface NodeResult {
   error: { name: string; message: string } | null;
   model_name: string;
   progress?: number;
+  waiting_for?: 'engine';
 }
 
 export interface RunStatus {
@@ -154,6 +155,7 @@ export interface RunStatus {
   tokens: number;
   progress?: number;
   queue_position?: number;
+  waiting_for?: 'engine';
 }
 
 export interface RunDetail {

@@ -17,6 +17,11 @@ export function outputsOf(status: RunStatus): [string, string[]][] {
   return status.output && status.output.length ? [['output', status.output]] : [];
 }
 
+/** Whether the run, or one of its nodes, is queued waiting for a model server that is down. */
+export function waitingForEngine(status: RunStatus): boolean {
+  return status.waiting_for === 'engine' || Object.values(status.nodes ?? {}).some((n) => n.waiting_for === 'engine');
+}
+
 export function RunDetail({ id, ctx }: { id: string; ctx: SessionContext }) {
   const detail = useLoad(() => get<Detail>(`/runs/${encodeURIComponent(id)}`), [id]);
   const [error, setError] = useState<string | null>(null);
@@ -64,7 +69,7 @@ export function RunDetail({ id, ctx }: { id: string; ctx: SessionContext }) {
         <dt>{d.type === 'workflow' ? 'Workflow' : 'Tool'}</dt>
         <dd>{d.target}</dd>
         <dt>State</dt>
-        <dd><span className={`pill status-${status.overall_status}`} data-testid="run-status">{status.overall_status}</span>{status.queue_position !== undefined && ` (${status.queue_position} ahead in the queue)`}</dd>
+        <dd><span className={`pill status-${status.overall_status}`} data-testid="run-status">{status.overall_status}</span>{status.queue_position !== undefined && ` (${status.queue_position} ahead in the queue)`}{waitingForEngine(status) && <span data-testid="run-waiting"> waiting for its model server, which is down; it runs when the server is back</span>}</dd>
         <dt>Started</dt>
         <dd>{when(status.created_at)}</dd>
         <dt>Finished</dt>

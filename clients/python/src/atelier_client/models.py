@@ -161,6 +161,8 @@ class NodeResult:
     model_name: str
     #: 0..1 while the node runs, else ``None``.
     progress: Optional[float] = None
+    #: ``"engine"`` while queued and the tool's model servers are all down.
+    waiting_for: Optional[str] = None
     raw: Dict[str, Any] = _raw_field()
 
     @classmethod
@@ -172,6 +174,7 @@ class NodeResult:
             error=RunErrorInfo.from_raw(raw.get("error")),
             model_name=str(raw.get("model_name", "")),
             progress=_opt_float(raw.get("progress")),
+            waiting_for=_opt_str(raw.get("waiting_for")),
             raw=dict(raw),
         )
 
@@ -215,7 +218,7 @@ class WorkflowRunStatus(_RunState):
     expires_at: Optional[str] = None
     #: Tokens charged so far.
     tokens: Optional[int] = None
-    #: While queued: how many nodes wait ahead of the run's first queued node.
+    #: While queued: how many nodes of the same tool wait ahead of the run's first queued node.
     queue_position: Optional[int] = None
     raw: Dict[str, Any] = _raw_field()
 
@@ -260,6 +263,8 @@ class NodeRunStatus(_RunState):
     tokens: Optional[int] = None
     progress: Optional[float] = None
     queue_position: Optional[int] = None
+    #: ``"engine"`` while queued and the tool's model servers are all down.
+    waiting_for: Optional[str] = None
     workflow_run_id: Optional[str] = None
     raw: Dict[str, Any] = _raw_field()
 
@@ -283,6 +288,7 @@ class NodeRunStatus(_RunState):
             tokens=_opt_int(raw.get("tokens")),
             progress=_opt_float(raw.get("progress")),
             queue_position=_opt_int(raw.get("queue_position")),
+            waiting_for=_opt_str(raw.get("waiting_for")),
             workflow_run_id=_opt_str(raw.get("workflow_run_id")),
             raw=dict(raw),
         )

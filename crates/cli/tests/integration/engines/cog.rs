@@ -160,50 +160,203 @@ async fn a_node_timeout_cancels_the_prediction() {
     }
 }
 
-#[tokio::test]
-async fn a_server_that_is_down_at_start_is_waited_for() {
-    let port = atelier_testkit::servers::free_port();
-    let url = format!("http://127.0.0.1:{port}");
-    // Nothing listens yet: the start is not refused, the tool's node fails over to retries.
-    let app = app_with(&url, tryon_route(set(2, 0.0)), |c| {
-        c.engine.max_attempts = 10;
-        c.engine.retry_backoff_ms = 300;
-    })
-    .await;
+/// The attempt history of a single-node run; asserts that no entry counted as an attempt
+/// (each is work the engine lost, `counted: false`).
+async fn only_lost_work(app: &TestApp, id: &str) -> Vec<Value> {
+    let history = app.store().task_errors(id, "virtual_tryon").await.unwrap();
+    assert!(history.iter().all(|a| a["counted"] == json!(false)), "an attempt was counted: {history:?}");
+    assert!(history.iter().all(|a| a["error"]["name"] == "EngineUnavailable"), "{history:?}");
+    for entry in &history {
+        let message = entry["error"]["message"].as_str().unwrap();
+        assert!(message.contains("idm") && !message.contains("127.0.0.1"), "{message}");
+    }
+    history
+}
+
+/// Polls until the run's node waits for its engine (queued, `waiting_for: "engine"`).
+async fn waits_for_the_engine(app: &TestApp, id: &str) -> Value {
+    let seen = watch(app, id, |s| s["waiting_for"] == "engine").await;
+    let status = seen.last().unwrap().clone();
+    assert!(["queued", "running"].contains(&status["overall_status"].as_str().unwrap()), "{status}");
     let (_, ready) = app.get("/readyz").await;
-    assert_eq!(ready["status"], "ready");
-    let id = app.run(&tryon()).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let Some(server) = CogServer::start_on("tryon_echo.py", port) else { return };
-    let status = app.wait(&id).await;
-    assert_eq!(status["overall_status"], "succeeded", "{status}");
-    let attempts = app.store().task_errors(&id, "virtual_tryon").await.unwrap();
-    assert!(!attempts.is_empty(), "the first attempt met no server");
-    assert!(attempts.iter().all(|a| a["error"]["name"] == "EngineUnavailable"), "{attempts:?}");
-    let message = attempts[0]["error"]["message"].as_str().unwrap();
-    assert!(message.contains("idm") && !message.contains("127.0.0.1"), "{message}");
-    assert_eq!(server.predictions(), 1);
-    assert_eq!(status["tokens"], 1, "charged once");
+    assert_eq!(ready["status"], "ready", "an engine that is down does not make the service unready");
+    assert_eq!(ready["waiting_for_engine"], json!(["virtual_tryon"]), "{ready}");
+    status
 }
 
 #[tokio::test]
-async fn a_server_killed_mid_job_is_retried_and_the_run_completes() {
+async fn a_server_that_is_down_at_start_is_waited_for_without_spending_attempts() {
+    let port = atelier_testkit::servers::free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    // Nothing listens yet: the start is not refused, and the node waits in the queue.
+    let app = app_with(&url, tryon_route(set(2, 0.0)), |c| c.engine.max_attempts = 1).await;
+    let id = app.run(&tryon()).await;
+    let waiting = waits_for_the_engine(&app, &id).await;
+    // Longer than three attempts with backoff took when a missing engine failed them.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, still) = app.get(&format!("/api/v3/status/{id}")).await;
+    assert_eq!(still["waiting_for"], "engine", "{still} (first seen waiting: {waiting})");
+    let Some(server) = CogServer::start_on("tryon_echo.py", port) else { return };
+    let status = app.wait(&id).await;
+    assert_eq!(status["overall_status"], "succeeded", "{status}");
+    assert!(status.get("waiting_for").is_none());
+    only_lost_work(&app, &id).await;
+    assert_eq!(server.predictions(), 1);
+    assert_eq!(status["tokens"], 1, "charged once");
+    let (_, ready) = app.get("/readyz").await;
+    assert_eq!(ready["waiting_for_engine"], json!([]), "{ready}");
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_job_and_back_30_s_later_finishes_the_node_uncounted() {
     let Some(mut server) = CogServer::start("tryon_echo.py") else { return };
-    let app = app_with(&server.url, tryon_route(set(20, 0.1)), |c| {
-        c.engine.max_attempts = 10;
-        c.engine.retry_backoff_ms = 300;
-    })
-    .await;
+    // One attempt: the restart must not spend it.
+    let app = app_with(&server.url, tryon_route(set(20, 0.1)), |c| c.engine.max_attempts = 1).await;
+    let balance = app.balance().await;
     let id = app.run(&tryon()).await;
     watch(&app, &id, |s| s["progress"].as_f64().is_some_and(|p| p > 0.0)).await;
     server.kill();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    server.restart();
+    let killed = Instant::now();
+    waits_for_the_engine(&app, &id).await;
+    tokio::time::sleep(Duration::from_secs(30).saturating_sub(killed.elapsed())).await;
+    let (_, during) = app.get(&format!("/api/v3/status/{id}")).await;
+    assert_eq!((during["overall_status"].as_str(), during["waiting_for"].as_str()), (Some("running"), Some("engine")), "{during}");
+    let server = server.restart_in_background().await;
+    let back = Instant::now();
     let status = app.wait(&id).await;
     assert_eq!(status["overall_status"], "succeeded", "{status}");
+    eprintln!("finished {:.1} s after the server was back", back.elapsed().as_secs_f64());
+    let lost = only_lost_work(&app, &id).await;
+    assert_eq!(lost.len(), 1, "the work the kill cut off: {lost:?}");
+    assert_eq!(server.predictions(), 2, "the lost prediction and the one that finished");
     assert_eq!(status["tokens"], 1, "charged once");
-    let attempts = app.store().task_errors(&id, "virtual_tryon").await.unwrap();
-    assert!(attempts.iter().any(|a| a["error"]["name"] == "EngineUnavailable"), "{attempts:?}");
+    assert_eq!(app.balance().await, balance - 1);
+}
+
+#[tokio::test]
+async fn a_node_that_waits_longer_than_wait_secs_fails_and_is_not_charged() {
+    let url = format!("http://127.0.0.1:{}", atelier_testkit::servers::free_port());
+    let app = TestApp::start_with(
+        move |c| {
+            c.engines.insert(
+                "idm".into(),
+                endpoint(json!({"kind": "cog", "url": url, "health_interval_secs": 1, "wait_secs": 2})),
+            );
+            c.tools.insert("virtual_tryon".into(), tryon_route(set(1, 0.0)));
+        },
+        None,
+        100,
+    )
+    .await;
+    let balance = app.balance().await;
+    let started = Instant::now();
+    let id = app.run(&tryon()).await;
+    let status = app.wait(&id).await;
+    let waited = started.elapsed();
+    assert_eq!(status["overall_status"], "failed", "{status}");
+    assert_eq!(status["error"]["name"], "EngineUnavailable", "{status}");
+    let message = status["error"]["message"].as_str().unwrap();
+    assert!(message.contains("no healthy engine for virtual_tryon (idm: unreachable)"), "{message}");
+    assert!(!message.contains("127.0.0.1"), "{message}");
+    assert!(waited >= Duration::from_secs(2) && waited < Duration::from_secs(6), "{waited:?}");
+    assert_eq!(status["tokens"], 0);
+    assert_eq!(app.balance().await, balance, "nothing charged");
+    // The history: the engine lost nothing it had started (it never answered), and the last
+    // entry is the failure that ended the wait.
+    let history = app.store().task_errors(&id, "virtual_tryon").await.unwrap();
+    let (last, lost) = history.split_last().expect("the failure is recorded");
+    assert!(lost.iter().all(|a| a["counted"] == json!(false)), "{history:?}");
+    let expired = last["error"]["message"].as_str().unwrap();
+    assert!(message.ends_with(expired), "{expired} / {message}");
+}
+
+#[tokio::test]
+async fn a_server_slow_to_become_healthy_is_waited_for() {
+    let Some(mut server) = CogServer::start("tryon_echo.py") else { return };
+    server.kill();
+    let app = app_with(&server.url, tryon_route(set(2, 0.0)), |c| c.engine.max_attempts = 1).await;
+    let id = app.run(&tryon()).await;
+    waits_for_the_engine(&app, &id).await;
+    // The model takes 8 s to load; the health check says STARTING meanwhile.
+    server.setup_seconds = 8.0;
+    let restarted = Instant::now();
+    let server = server.restart_in_background().await;
+    let status = app.wait(&id).await;
+    assert_eq!(status["overall_status"], "succeeded", "{status}");
+    assert!(restarted.elapsed() >= Duration::from_secs(8));
+    only_lost_work(&app, &id).await;
+    assert_eq!(server.predictions(), 1);
+    assert_eq!(status["tokens"], 1);
+}
+
+#[tokio::test]
+async fn with_two_endpoints_and_one_down_every_node_runs_on_the_other() {
+    let Some(mut down) = CogServer::start("tryon_echo.py") else { return };
+    let Some(up) = CogServer::start("tryon_echo.py") else { return };
+    down.kill();
+    let (down_url, up_url) = (down.url.clone(), up.url.clone());
+    let app = TestApp::start_with(
+        move |c| {
+            for (name, url) in [("idm", down_url), ("idm2", up_url)] {
+                c.engines.insert(
+                    name.into(),
+                    endpoint(json!({"kind": "cog", "url": url, "health_interval_secs": 1, "max_concurrency": 2})),
+                );
+            }
+            c.tools.insert("virtual_tryon".into(), tryon_route(json!({"engine": ["idm", "idm2"], "set": {"steps": 2, "step_seconds": 0.0}})));
+            c.engine.max_attempts = 1;
+        },
+        None,
+        100,
+    )
+    .await;
+    let mut ids = Vec::new();
+    for seed in 0..4 {
+        let mut body = tryon();
+        body["input"]["seed"] = json!(seed);
+        ids.push(app.run(&body).await);
+    }
+    for id in &ids {
+        let status = app.wait(id).await;
+        assert_eq!(status["overall_status"], "succeeded", "{status}");
+        only_lost_work(&app, id).await;
+    }
+    assert_eq!(up.predictions(), 4);
+    let (_, ready) = app.get("/readyz").await;
+    let engines = ready["engines"].as_array().unwrap();
+    assert!(engines.iter().any(|e| e["name"] == "idm" && e["healthy"] == false), "{ready}");
+    assert_eq!(ready["waiting_for_engine"], json!([]), "one endpoint is enough: {ready}");
+}
+
+#[tokio::test]
+async fn nodes_waiting_for_a_busy_model_server_do_not_hold_up_built_in_nodes() {
+    let Some(server) = CogServer::start("tryon_echo.py") else { return };
+    // Six 2-second try-ons on one endpoint that runs one at a time, then an upscale on the
+    // built-in engine, with the default four worker slots.
+    let app = app_with(&server.url, tryon_route(set(20, 0.1)), |c| c.engine.workers = 4).await;
+    let started = Instant::now();
+    let mut tryons = Vec::new();
+    for seed in 0..6 {
+        let mut body = tryon();
+        body["input"]["seed"] = json!(seed);
+        tryons.push(app.run(&body).await);
+    }
+    let upscale_sent = Instant::now();
+    let upscale = app.run(&node_run("upscale", json!({"image": person(), "scale": 2}))).await;
+    let status = app.wait(&upscale).await;
+    let upscale_took = upscale_sent.elapsed();
+    assert_eq!(status["overall_status"], "succeeded", "{status}");
+    for id in &tryons {
+        assert_eq!(app.wait(id).await["overall_status"], "succeeded");
+    }
+    let tryons_took = started.elapsed();
+    eprintln!(
+        "upscale finished {:.2} s after it was sent; the six try-ons took {:.1} s",
+        upscale_took.as_secs_f64(),
+        tryons_took.as_secs_f64()
+    );
+    assert!(tryons_took >= Duration::from_secs(11), "the try-ons ran one at a time: {tryons_took:?}");
+    assert!(upscale_took < Duration::from_secs(2), "the upscale waited for the try-ons: {upscale_took:?}");
 }
 
 #[tokio::test]

@@ -499,6 +499,8 @@ async fn rerun(
         input,
         slices: Default::default(),
         webhook: None,
+        // Again in the lane it ran in.
+        priority: Some(run.priority),
     };
     let accepted = ops::submit(&state, &session.account, Submission::new(request, None, None), None).await?;
     Ok(Json(accepted.handle()).into_response())

@@ -141,8 +141,11 @@ async fn observe_now(state: &AppState) {
                 gauge!("atelier_queue_oldest_age_seconds", "tool" => tool.as_str()).set(age);
                 // Queued nodes of a tool whose model servers are all down wait for them.
                 let waiting = state.config.engines.0.waiting_for_engine(tool);
-                gauge!("atelier_queue_waiting_for_engine", "tool" => tool.as_str())
-                    .set(if waiting { depth as f64 } else { 0.0 });
+                gauge!("atelier_queue_waiting_for_engine", "tool" => tool.as_str()).set(if waiting {
+                    depth as f64
+                } else {
+                    0.0
+                });
             }
         }
         Err(e) => tracing::warn!(error = %e, "reading the queue for /metrics failed"),

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use atelier_core::params::Params;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
+use atelier_core::status::Priority;
 use atelier_core::tools;
 use atelier_core::workflow::WorkflowDef;
 use atelier_core::{ids, RequestError};
@@ -28,6 +29,23 @@ pub struct RunRequest {
     pub slices: BodySlices,
     /// Where the run's events are sent (`webhook_url`, `webhook_events`).
     pub webhook: Option<WebhookRequest>,
+    /// The lane the body asked for (`priority`); `None`: the key's default.
+    pub priority: Option<Priority>,
+}
+
+/// Takes the optional `priority` of a run body (an extension of the v3 and v2 bodies):
+/// `interactive`, `normal` or `bulk`.
+pub fn take_priority(body: &mut Map<String, Value>) -> Result<Option<Priority>, RequestError> {
+    match body.remove("priority").filter(|v| !v.is_null()) {
+        None => Ok(None),
+        Some(Value::String(lane)) => lane
+            .parse()
+            .map(Some)
+            .map_err(|_| RequestError::invalid("priority", "must be 'interactive', 'normal' or 'bulk'")),
+        Some(_) => {
+            Err(RequestError::invalid("priority", "must be a string: 'interactive', 'normal' or 'bulk'"))
+        }
+    }
 }
 
 impl RunRequest {
@@ -59,6 +77,7 @@ impl RunRequest {
             None => return Err(RequestError::InvalidRequest("input is required".into())),
         }
         let webhook = WebhookRequest::take(&mut body)?;
+        let priority = take_priority(&mut body)?;
         for key in body.keys() {
             if !["type", "target", "input"].contains(&key.as_str()) {
                 return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")));
@@ -72,7 +91,7 @@ impl RunRequest {
             RunKind::Workflow => workflow_name("target", &target)?,
             RunKind::Node => target,
         };
-        Ok(Self { kind, target, input, slices: BodySlices::default(), webhook })
+        Ok(Self { kind, target, input, slices: BodySlices::default(), webhook, priority })
     }
 }
 
@@ -246,6 +265,7 @@ pub async fn submit(
             webhook: request.webhook.as_ref().map(|w| RunWebhook { url: w.url.as_str(), events: w.events }),
             // The request's span: the run's nodes and deliveries continue its trace.
             trace_parent: atelier_traces::traceparent(&tracing::Span::current()),
+            priority: request.priority.unwrap_or(account.priority),
         })
         .await?;
     Ok(accepted)

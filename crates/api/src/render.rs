@@ -131,6 +131,7 @@ fn v3_shape(blob: &BlobStore, run: &RunRecord) -> Value {
                 "finished_at": time(run.finished_at),
                 "expires_at": time(run.expires_at),
                 "tokens": tokens(run),
+                "priority": run.priority.as_str(),
             })
         }
         RunKind::Node => {
@@ -146,6 +147,7 @@ fn v3_shape(blob: &BlobStore, run: &RunRecord) -> Value {
                 "finished_at": time(run.finished_at),
                 "expires_at": time(run.expires_at),
                 "tokens": tokens(run),
+                "priority": run.priority.as_str(),
             });
             if let Some(node) = node {
                 add_progress(&mut shape, node);

@@ -78,6 +78,7 @@ async fn run(
     let keyed = idempotency::Keyed::of(idempotency::key(&headers)?, &endpoint, &body);
     let echo = redact(&body, family);
     let webhook = WebhookRequest::take(&mut body)?;
+    let priority = crate::ops::take_priority(&mut body)?;
     let (tool, input) = family.into_v3(body)?;
     let request = RunRequest {
         kind: RunKind::Node,
@@ -85,6 +86,7 @@ async fn run(
         input,
         slices: Default::default(),
         webhook,
+        priority,
     };
     let submission = Submission::new(request, Some(family.as_str()), Some(echo));
     Ok(idempotency::submit_once(&state, &account, keyed, submission).await?.into_response())

@@ -93,7 +93,9 @@ async fn status(
             let node =
                 run.nodes.iter().find(|n| n.gen_id == id).ok_or_else(|| ApiError::RunNotFound(id.clone()))?;
             let mut shape = render::v3_node_status(&state.blob, &run, node);
-            if node.status == atelier_core::status::NodeStatus::Queued && waiting_for_engine(&state, &node.tool) {
+            if node.status == atelier_core::status::NodeStatus::Queued
+                && waiting_for_engine(&state, &node.tool)
+            {
                 shape["waiting_for"] = serde_json::json!("engine");
             }
             Ok(Json(shape).into_response())
@@ -165,6 +167,7 @@ async fn list_runs(
                 "target": r.target,
                 "overall_status": r.status.as_str(),
                 "created_at": format_time(r.created_at),
+                "priority": r.priority.as_str(),
             })
         })
         .collect();

@@ -145,6 +145,9 @@ pub struct Engine {
     pub max_attempts: u32,
     pub retry_backoff_ms: u64,
     pub shutdown_grace_secs: u64,
+    /// Priority lanes: the share (0 to 1) of running nodes kept for lower lanes while they
+    /// have work waiting, rounded up to whole slots (at least one); 0 = strict priority.
+    pub lower_lane_share: f64,
     /// Added to every built-in tool run, to mimic GPU timing in client tests.
     pub simulated_latency_ms: u64,
     /// Benchmarking only: every built-in tool returns a 1x1 PNG at once instead of doing
@@ -328,6 +331,7 @@ impl Default for Engine {
             max_attempts: 3,
             retry_backoff_ms: 2000,
             shutdown_grace_secs: 30,
+            lower_lane_share: 0.1,
             simulated_latency_ms: 0,
             noop_tools: false,
             subject_model: SUBJECT_MODEL_BUILTIN.to_string(),
@@ -412,6 +416,11 @@ impl Config {
         }
         if e.max_attempts == 0 {
             return Err("engine.max_attempts must be at least 1 (ATELIER__ENGINE__MAX_ATTEMPTS)".into());
+        }
+        if !(0.0..=1.0).contains(&e.lower_lane_share) {
+            return Err(
+                "engine.lower_lane_share must be between 0 and 1 (ATELIER__ENGINE__LOWER_LANE_SHARE)".into(),
+            );
         }
         let l = &self.limits;
         if !l.requests_per_second.is_finite() || l.requests_per_second < 0.0 {

@@ -135,7 +135,16 @@ enum AccountCmd {
 #[derive(Subcommand)]
 enum KeyCmd {
     /// Create another API key for an account.
-    Create { account: String },
+    Create {
+        account: String,
+        /// The lane of the runs made with this key that name none: interactive, normal
+        /// (the default) or bulk.
+        #[arg(long)]
+        priority: Option<atelier_core::status::Priority>,
+    },
+    /// Set the lane of the runs made with a key (given in full or by its prefix) that name
+    /// none: interactive, normal or bulk.
+    Priority { key: String, priority: atelier_core::status::Priority },
     /// Revoke a key, given in full or by its prefix (atl_xxxx).
     Revoke { key: String },
 }
@@ -423,9 +432,19 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
                 );
             }
         }
-        StoreAdmin::Key(KeyCmd::Create { account }) => {
+        StoreAdmin::Key(KeyCmd::Create { account, priority }) => {
             let key = store.create_key(&account).await.with_context(|| format!("account '{account}'"))?;
+            if priority.is_some() {
+                store.set_key_priority(&key, priority).await.context("setting the key's priority")?;
+            }
             println!("{key}");
+        }
+        StoreAdmin::Key(KeyCmd::Priority { key, priority }) => {
+            let info = store.set_key_priority(&key, Some(priority)).await.context("no active key matches")?;
+            println!(
+                "Runs made with key {}… of account '{}' now queue as {priority}.",
+                info.prefix, info.account
+            );
         }
         StoreAdmin::Key(KeyCmd::Revoke { key }) => {
             let info = store.revoke_key(&key).await.context("no active key matches")?;

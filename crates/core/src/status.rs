@@ -36,6 +36,32 @@ pub enum RunKind {
     Workflow,
 }
 
+/// The lane a run's nodes queue in (a documented extension of the run bodies): claims take
+/// higher lanes first, while a share of the slots keeps going to the oldest work of lower
+/// lanes so that none starves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub enum Priority {
+    /// Someone waits on a screen for the result (a shopper's try-on).
+    Interactive,
+    #[default]
+    Normal,
+    /// Work nobody watches (a catalogue of thousands of items).
+    Bulk,
+}
+
+impl Priority {
+    pub const ALL: [Self; 3] = [Self::Interactive, Self::Normal, Self::Bulk];
+
+    /// The lane's rank in the queue, stored with each task: 0 is claimed first.
+    pub fn lane(self) -> i64 {
+        match self {
+            Self::Interactive => 0,
+            Self::Normal => 1,
+            Self::Bulk => 2,
+        }
+    }
+}
+
 /// State of the queued task that runs one node: claimed by a worker under a lease, given
 /// back or retried, and finally completed, failed or canceled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -104,6 +130,12 @@ string_enum!(NodeStatus {
 string_enum!(RunKind {
     Node => "node",
     Workflow => "workflow",
+});
+
+string_enum!(Priority {
+    Interactive => "interactive",
+    Normal => "normal",
+    Bulk => "bulk",
 });
 
 string_enum!(TaskState {

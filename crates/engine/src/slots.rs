@@ -38,7 +38,10 @@ pub(crate) struct Down {
 }
 
 impl ToolSlots {
-    pub(crate) fn new(limits: BTreeMap<String, usize>, engines: BTreeMap<String, Arc<dyn Executor>>) -> Arc<Self> {
+    pub(crate) fn new(
+        limits: BTreeMap<String, usize>,
+        engines: BTreeMap<String, Arc<dyn Executor>>,
+    ) -> Arc<Self> {
         Arc::new(Self { limits, engines, running: Mutex::new(HashMap::new()), freed: Notify::new() })
     }
 
@@ -145,8 +148,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_tool_is_full_at_its_limit_until_a_permit_is_dropped() {
-        let slots =
-            ToolSlots::new(BTreeMap::from([("video".to_string(), 1), ("sketch".to_string(), 0)]), BTreeMap::new());
+        let slots = ToolSlots::new(
+            BTreeMap::from([("video".to_string(), 1), ("sketch".to_string(), 0)]),
+            BTreeMap::new(),
+        );
         assert_eq!(slots.full(), ["sketch"], "a limit of 0 is always full");
         let unlimited = slots.take("upscale");
         let video = slots.take("video");
@@ -196,7 +201,8 @@ mod tests {
         assert!(slots.full().is_empty() && slots.down().is_empty());
 
         let since = Instant::now() - Duration::from_secs(5);
-        *remote.0.lock().unwrap() = Capacity::Down { since, wait: Duration::from_secs(60), why: "gpu1: unreachable".into() };
+        *remote.0.lock().unwrap() =
+            Capacity::Down { since, wait: Duration::from_secs(60), why: "gpu1: unreachable".into() };
         assert_eq!(slots.full(), ["virtual_tryon"], "no usable endpoint: nothing is claimed");
         let down = slots.down();
         assert_eq!(down.len(), 1);

@@ -63,7 +63,11 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
             }
         }
         let skip_names: Vec<&str> = skip.iter().map(String::as_str).collect();
-        match engine.store.claim_batch(&engine.worker_id, engine.config.lease, &skip_names, permits.len()).await {
+        match engine
+            .store
+            .claim_batch(&engine.worker_id, engine.config.lease, &skip_names, permits.len())
+            .await
+        {
             Ok(tasks) if shutdown.is_cancelled() => {
                 for task in &tasks {
                     give_back(&engine, task).await;
@@ -412,11 +416,17 @@ async fn return_lost(engine: &Engine, task: &ClaimedTask, failure: &Failure) {
         .ok()
         .and_then(|tool| engine.tools.get(tool))
         .map_or("builtin", |executor| executor.engine());
-    let labels = [("tool", task.node.tool.clone()), ("engine", engine_kind.to_string()), ("outcome", "lost".to_string())];
+    let labels = [
+        ("tool", task.node.tool.clone()),
+        ("engine", engine_kind.to_string()),
+        ("outcome", "lost".to_string()),
+    ];
     metrics::counter!("atelier_node_attempts_total", &labels).increment(1);
     match engine.store.return_lost(task, &error).await {
         Ok(true) => {}
-        Ok(false) => info!(run = %task.run_id, node = %task.node.name, "giving back fenced off: the claim was lost"),
+        Ok(false) => {
+            info!(run = %task.run_id, node = %task.node.name, "giving back fenced off: the claim was lost")
+        }
         Err(e) => warn!(error = %e, "giving back a lost node failed; its lease will expire"),
     }
 }
@@ -448,7 +458,8 @@ struct Attempt<'a> {
 async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> Result<Vec<String>, Failure> {
     engine.failpoints.before_tool(task);
     let node = &with_stored_inputs(engine, &task.node).await?;
-    let spec = tools::tool(&node.tool).map_err(|e| Failure::new(NodeErrorName::ToolFailed, e.to_string(), false))?;
+    let spec =
+        tools::tool(&node.tool).map_err(|e| Failure::new(NodeErrorName::ToolFailed, e.to_string(), false))?;
 
     // Every image parameter as a list: linked ones from upstream outputs, the
     // rest from the values the caller gave.
@@ -474,7 +485,11 @@ async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> 
     }
 
     let executor = engine.tools.get(spec.id).ok_or_else(|| {
-        Failure::new(NodeErrorName::EngineUnavailable, format!("no engine is configured for tool {}", node.tool), false)
+        Failure::new(
+            NodeErrorName::EngineUnavailable,
+            format!("no engine is configured for tool {}", node.tool),
+            false,
+        )
     })?;
     let fanned = images.iter().find(|(_, list)| list.len() > 1).map(|(k, _)| k.clone());
     let runs = fanned.as_ref().map_or(1, |k| images[k].len());
@@ -569,7 +584,11 @@ async fn with_stored_inputs<'a>(
         let Some(key) = stored_input_key(text) else { continue };
         let bytes = engine.blob.get(key).await?;
         let sent = String::from_utf8(bytes.to_vec()).map_err(|_| {
-            Failure::new(NodeErrorName::ToolFailed, format!("storage: the stored input {key} is not text"), false)
+            Failure::new(
+                NodeErrorName::ToolFailed,
+                format!("storage: the stored input {key} is not text"),
+                false,
+            )
         })?;
         *value = Value::String(sent);
     }

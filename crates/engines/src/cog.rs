@@ -255,10 +255,7 @@ impl Executor for Cog {
                     // server is healthy. (An input that crashes the worker every time ends
                     // after a few such losses: the engine counts the next one.)
                     endpoint.mark_down(&format!("its worker stopped ({})", last_line(error)));
-                    return Err(ToolError::Lost(format!(
-                        "the cog engine {} lost its worker",
-                        endpoint.name
-                    )));
+                    return Err(ToolError::Lost(format!("the cog engine {} lost its worker", endpoint.name)));
                 }
                 Err(ToolError::Failed(format!("the model failed: {}", last_line(error))))
             }

@@ -116,7 +116,9 @@ impl Endpoint {
         let mut state = self.health.lock().unwrap_or_else(PoisonError::into_inner);
         if state.health != health {
             match &health {
-                Health::Unhealthy(why) => tracing::warn!(endpoint = %self.name, why, "engine endpoint unhealthy"),
+                Health::Unhealthy(why) => {
+                    tracing::warn!(endpoint = %self.name, why, "engine endpoint unhealthy")
+                }
                 _ => tracing::info!(endpoint = %self.name, "engine endpoint healthy"),
             }
         }
@@ -202,7 +204,11 @@ impl Endpoint {
     pub(crate) fn server_error(&self, status: reqwest::StatusCode, doing: &str) -> ToolError {
         tracing::warn!(endpoint = %self.name, %status, doing, "engine answered with a server error");
         self.recheck.notify_one();
-        ToolError::Lost(format!("the {} engine {} answered {status} to {doing}", self.kind.as_str(), self.name))
+        ToolError::Lost(format!(
+            "the {} engine {} answered {status} to {doing}",
+            self.kind.as_str(),
+            self.name
+        ))
     }
 
     /// Sends `request` with the per-call timeout; a transport error or a 5xx is `Lost`, any

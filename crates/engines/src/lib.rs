@@ -45,9 +45,8 @@ const FIRST_RECHECK: Duration = Duration::from_secs(1);
 
 /// `pause` plus up to 20%, from the clock's nanoseconds (no two workers in step).
 fn jittered(pause: Duration) -> Duration {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     pause + pause.mul_f64(f64::from(nanos % 1000) / 5000.0)
 }
 

@@ -1,11 +1,16 @@
 //! Accounts, API keys, the ledger and console sessions as callers see them.
 
+use atelier_core::status::Priority;
+
 use crate::Micros;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Account {
     pub id: i64,
     pub name: String,
+    /// The lane of the key the caller authenticated with (its default for runs that name
+    /// none); normal when the key sets none, or when the account was found by name.
+    pub priority: Priority,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -62,6 +62,7 @@ mod feed;
 mod flows;
 mod idempotency;
 mod input;
+mod lanes;
 mod lease;
 mod migrations;
 mod postgres;
@@ -164,6 +165,10 @@ pub struct StoreConfig {
     /// account has this many running, claims pass over its tasks (they stay queued), which
     /// keeps slots free for other accounts. 0 = no cap.
     pub max_running_nodes: u32,
+    /// Priority lanes: claims take the highest lane with work first, but this share (per
+    /// mille) of each process's claims, spread evenly, take the oldest lower-lane task first
+    /// (`lanes.rs`). 0 = strict priority (a busy higher lane can starve the lower ones).
+    pub lower_lane_share_permille: u32,
 }
 
 impl Default for StoreConfig {
@@ -173,6 +178,7 @@ impl Default for StoreConfig {
             max_attempts: 3,
             max_unfinished_runs: 0,
             max_running_nodes: 0,
+            lower_lane_share_permille: 100,
         }
     }
 }

@@ -12,6 +12,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0007_console.sql"),
     include_str!("../migrations/sqlite/0008_webhooks.sql"),
     include_str!("../migrations/sqlite/0009_traces.sql"),
+    include_str!("../migrations/sqlite/0010_priority.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -24,4 +25,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0007_console.sql"),
     include_str!("../migrations/postgres/0008_webhooks.sql"),
     include_str!("../migrations/postgres/0009_traces.sql"),
+    include_str!("../migrations/postgres/0010_priority.sql"),
 ];

@@ -1,6 +1,8 @@
 //! Rows decoded into records, the same on both backends: both schemas keep JSON in text
 //! columns, integers in 64-bit columns and flags as booleans (SQLite's 0/1 read as such).
 
+use atelier_core::status::Priority;
+
 use crate::account::{KeyHolder, KeyRecord, LedgerEntry, Session};
 use crate::run::NodeState;
 use crate::sql::{json_col, parse_text, FromRow, RowRead};
@@ -68,6 +70,7 @@ impl FromRow for RunRecord {
             created_at: row.int("created_at")?,
             finished_at: row.opt_int("finished_at")?,
             expires_at: row.opt_int("expires_at")?,
+            priority: parse_text(row.text("priority")?)?,
             nodes: Vec::new(),
         })
     }
@@ -81,6 +84,7 @@ impl FromRow for RunSummary {
             target: row.text("target")?.to_owned(),
             status: parse_text(row.text("status")?)?,
             created_at: row.int("created_at")?,
+            priority: parse_text(row.text("priority")?)?,
         })
     }
 }
@@ -119,9 +123,14 @@ impl FromRow for IdempotencyRecord {
     }
 }
 
+/// A key's default lane (`api_keys.priority`, read as `key_priority`): normal when unset.
+fn key_priority(row: &dyn RowRead) -> Result<Priority> {
+    row.opt_text("key_priority")?.map(parse_text).transpose().map(Option::unwrap_or_default)
+}
+
 impl FromRow for Account {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
-        Ok(Account { id: row.int("id")?, name: row.text("name")?.to_owned() })
+        Ok(Account { id: row.int("id")?, name: row.text("name")?.to_owned(), priority: Priority::default() })
     }
 }
 
@@ -134,7 +143,10 @@ pub(crate) struct KeyUse {
 impl FromRow for KeyUse {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
         Ok(KeyUse {
-            holder: KeyHolder { account: Account::from_row(row)?, key_id: row.int("key_id")? },
+            holder: KeyHolder {
+                account: Account { priority: key_priority(row)?, ..Account::from_row(row)? },
+                key_id: row.int("key_id")?,
+            },
             last_used: row.opt_int("last_used")?,
         })
     }
@@ -193,7 +205,11 @@ impl FromRow for SessionRow {
         Ok(SessionRow {
             session: Session {
                 id: row.int("id")?,
-                account: Account { id: row.int("account_id")?, name: row.text("name")?.to_owned() },
+                account: Account {
+                    id: row.int("account_id")?,
+                    name: row.text("name")?.to_owned(),
+                    priority: key_priority(row)?,
+                },
                 key_id: row.int("key_id")?,
                 csrf_token: row.text("csrf_token")?.to_owned(),
                 created_at: row.int("created_at")?,

@@ -2,7 +2,7 @@
 
 use atelier_core::dag;
 use atelier_core::plan::Plan;
-use atelier_core::status::{NodeStatus, RunKind, RunStatus};
+use atelier_core::status::{NodeStatus, Priority, RunKind, RunStatus};
 use atelier_core::time::Micros;
 use atelier_core::NodeError;
 use indexmap::IndexMap;
@@ -34,6 +34,8 @@ pub struct NewRun<'a> {
     /// The W3C `traceparent` of the request that made the run, when traces are exported:
     /// its nodes and webhook deliveries are spans of that trace, in whichever process runs them.
     pub trace_parent: Option<String>,
+    /// The lane its nodes queue in.
+    pub priority: Priority,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -73,6 +75,7 @@ pub struct RunRecord {
     pub created_at: Micros,
     pub finished_at: Option<Micros>,
     pub expires_at: Option<Micros>,
+    pub priority: Priority,
     pub nodes: Vec<NodeRecord>,
 }
 
@@ -84,6 +87,7 @@ pub struct RunSummary {
     pub target: String,
     pub status: RunStatus,
     pub created_at: Micros,
+    pub priority: Priority,
 }
 
 /// Which runs of an account a listing shows, newest first.

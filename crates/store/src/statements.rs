@@ -8,6 +8,19 @@ use std::sync::LazyLock;
 
 use atelier_core::status::{sql_set, NodeStatus, RunStatus, TaskState};
 
+/// The lane (`Priority::lane`) of the run whose id is the parameter `$run`, as an SQL
+/// expression.
+macro_rules! lane_of_run {
+    ($run:literal) => {
+        concat!(
+            "(SELECT CASE priority WHEN 'interactive' THEN 0 WHEN 'bulk' THEN 2 ELSE 1 END FROM runs WHERE id = ",
+            $run,
+            ")"
+        )
+    };
+}
+pub(crate) use lane_of_run;
+
 /// A statement whose text is rendered once, on first use.
 pub(crate) type Sql = LazyLock<String>;
 
@@ -32,9 +45,12 @@ pub(crate) const ACTIVE_KEYS_MATCHING: &str =
     "SELECT k.id, k.prefix, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.revoked_at IS NULL AND (k.digest = $1 OR k.prefix = $2)";
 pub(crate) const REVOKE_KEY: &str = "UPDATE api_keys SET revoked_at = $1 WHERE id = $2";
+/// `$1` lane (or NULL: normal), `$2` key.
+pub(crate) const SET_KEY_PRIORITY: &str = "UPDATE api_keys SET priority = $1 WHERE id = $2";
 /// `$1` digest → the account (`id`, `name`), the key (`key_id`) and when it was last used.
 pub(crate) const AUTHENTICATE: &str =
-    "SELECT a.id, a.name, k.id AS key_id, k.last_used FROM api_keys k JOIN accounts a ON a.id = k.account_id
+    "SELECT a.id, a.name, k.id AS key_id, k.last_used, k.priority AS key_priority
+     FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.digest = $1 AND k.revoked_at IS NULL";
 /// `$1` now, `$2` key, `$3` the oldest `last_used` left as it is (it is kept to the minute).
 pub(crate) const TOUCH_KEY: &str =
@@ -77,7 +93,8 @@ pub(crate) const DELETE_ENDED_SESSIONS: &str =
     "DELETE FROM sessions WHERE account_id = $1 AND (expires_at <= $2 OR last_seen <= $3)";
 /// `$1` digest, `$2` now, `$3` idle cutoff: a live session whose key is not revoked.
 pub(crate) const SESSION_BY_DIGEST: &str =
-    "SELECT s.id, s.account_id, a.name, s.key_id, s.csrf_token, s.created_at, s.last_seen, s.expires_at
+    "SELECT s.id, s.account_id, a.name, s.key_id, s.csrf_token, s.created_at, s.last_seen, s.expires_at,
+            k.priority AS key_priority
      FROM sessions s JOIN accounts a ON a.id = s.account_id JOIN api_keys k ON k.id = s.key_id
      WHERE s.digest = $1 AND k.revoked_at IS NULL AND s.expires_at > $2 AND s.last_seen > $3";
 pub(crate) const TOUCH_SESSION: &str = "UPDATE sessions SET last_seen = $1 WHERE id = $2";
@@ -104,7 +121,7 @@ pub(crate) const RUN_OF_GENERATION: &str =
     "SELECT n.run_id FROM nodes n JOIN runs r ON r.id = n.run_id WHERE n.gen_id = $1 AND r.account_id = $2";
 /// `$1` account, `$2` created before, `$3` limit, `$4` status or NULL, `$5` target or NULL.
 pub(crate) const LIST_RUNS: &str =
-    "SELECT id, kind, target, status, created_at FROM runs WHERE account_id = $1 AND created_at < $2
+    "SELECT id, kind, target, status, created_at, priority FROM runs WHERE account_id = $1 AND created_at < $2
      AND ($4 IS NULL OR status = $4) AND ($5 IS NULL OR target = $5)
      ORDER BY created_at DESC LIMIT $3";
 pub(crate) const RUN_STATUS: &str = "SELECT status FROM runs WHERE id = $1 AND account_id = $2";
@@ -178,11 +195,13 @@ pub(crate) static QUEUE_NODE: Sql = sql!(
     queued = NodeStatus::Queued,
     pending = NodeStatus::Pending
 );
-/// An available task: `$1` run, `$2` node, `$3` account, `$4` max attempts, `$5` now.
+/// An available task: `$1` run, `$2` node, `$3` account, `$4` max attempts, `$5` now; in
+/// its run's lane.
 pub(crate) static INSERT_TASK: Sql = sql!(
-    "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
-     VALUES ($1, $2, $3, '{}', $4, $5, $5)",
-    TaskState::Available
+    "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane)
+     VALUES ($1, $2, $3, '{}', $4, $5, $5, {lane})",
+    TaskState::Available,
+    lane = lane_of_run!("$1")
 );
 
 // The lease queue. A task's `errors` is a JSON array kept as compact text; an attempt's entry

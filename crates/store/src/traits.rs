@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use atelier_core::status::Priority;
 use atelier_core::NodeError;
 use serde_json::Value;
 
@@ -94,6 +95,9 @@ pub trait Accounts: Send + Sync {
     /// Revokes a key given in full or by its shown prefix (`atl_abcd`).
     /// A prefix must match exactly one active key.
     async fn revoke_key(&self, key_or_prefix: &str) -> Result<KeyInfo>;
+    /// Sets the default lane of an active key, given in full or by its prefix (`None`:
+    /// normal). Runs whose body names no `priority` queue in it.
+    async fn set_key_priority(&self, key_or_prefix: &str, priority: Option<Priority>) -> Result<KeyInfo>;
     /// The account a key belongs to, if the key exists and is not revoked.
     async fn authenticate(&self, key: &str) -> Result<Option<Account>>;
     /// [`Accounts::authenticate`], with the key's id. Records when the key was last used, to

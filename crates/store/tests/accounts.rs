@@ -14,10 +14,33 @@ use serde_json::json;
 backend_tests! {
     accounts_keys_and_grants(StoreConfig::default());
     keys_are_revoked_by_prefix_when_it_is_unambiguous(StoreConfig::default());
+    a_keys_lane_comes_with_the_account_it_authenticates(StoreConfig::default());
     concurrent_account_creation_conflicts(StoreConfig::default());
     account_workflows_shadow_templates(StoreConfig::default());
     workflow_names_in_any_script_are_kept_exactly_and_sorted_by_code_point(StoreConfig::default());
     migrations_are_applied_once(StoreConfig::default());
+}
+
+async fn a_keys_lane_comes_with_the_account_it_authenticates(store: SharedStore) {
+    use atelier_core::status::Priority;
+    let (acct, key) = store.create_account("acme", 10).await.unwrap();
+    assert_eq!(acct.priority, Priority::Normal);
+    let other = store.create_key("acme").await.unwrap();
+    let info = store.set_key_priority(&ids::key_prefix(&key), Some(Priority::Bulk)).await.unwrap();
+    assert_eq!((info.account.as_str(), info.revoked), ("acme", false));
+    assert_eq!(store.authenticate(&key).await.unwrap().unwrap().priority, Priority::Bulk);
+    assert_eq!(store.authenticate(&other).await.unwrap().unwrap().priority, Priority::Normal, "per key");
+    store.set_key_priority(&key, None).await.unwrap();
+    assert_eq!(store.authenticate(&key).await.unwrap().unwrap().priority, Priority::Normal);
+    assert!(matches!(
+        store.set_key_priority("atl_nope", Some(Priority::Bulk)).await,
+        Err(StoreError::NotFound)
+    ));
+    store.revoke_key(&other).await.unwrap();
+    assert!(
+        matches!(store.set_key_priority(&other, Some(Priority::Bulk)).await, Err(StoreError::NotFound)),
+        "a revoked key is not changed"
+    );
 }
 
 async fn accounts_keys_and_grants(store: SharedStore) {
@@ -162,7 +185,7 @@ async fn postgres_stores_starting_together_migrate_once() {
             .fetch_all(&mut admin)
             .await
             .unwrap();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     assert_eq!(a.migrate().await.unwrap(), 0);
 
     // A URL can select the schema too.

@@ -83,6 +83,7 @@ async fn submit(
         inputs,
         webhook,
         trace_parent: Some(TRACE_PARENT.to_owned()),
+        priority: Default::default(),
     };
     store.create_run(&run).await.unwrap();
     id

@@ -66,6 +66,7 @@ async fn create(
             inputs: &[],
             webhook: None,
             trace_parent: None,
+            priority: Default::default(),
         })
         .await
 }

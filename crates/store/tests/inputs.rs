@@ -42,6 +42,7 @@ async fn submit_with(
         inputs,
         webhook: None,
         trace_parent: None,
+        priority: Default::default(),
     };
     store.create_run(&run).await.map(|_| id)
 }

@@ -82,6 +82,8 @@ backend_tests! {
     concurrent_workflows_of_several_accounts_are_each_written_whole(StoreConfig::default());
     a_run_that_cannot_be_written_fails_alone_among_concurrent_submissions(StoreConfig::default());
     claims_are_fair_across_accounts(StoreConfig::default());
+    claims_take_higher_lanes_first_and_stay_fair_within_a_lane(StoreConfig { lower_lane_share_permille: 0, ..StoreConfig::default() });
+    a_share_of_claims_goes_to_the_oldest_lower_lane_work(StoreConfig::default());
     a_batch_claim_takes_turns_across_accounts_and_reads_each_node_whole(StoreConfig::default());
     a_batch_of_completions_records_each_as_alone(StoreConfig { max_attempts: 2, ..StoreConfig::default() });
     a_completion_claims_the_next_tasks_in_its_transaction(StoreConfig::default());
@@ -222,7 +224,9 @@ async fn work_an_engine_lost_is_queued_again_without_counting_an_attempt(store: 
     assert!(store.return_lost(&t, &lost).await.unwrap());
     assert!(!store.return_lost(&t, &lost).await.unwrap(), "a second give-back of the claim is fenced off");
     assert!(!store.complete(&t, ok(&["late"])).await.unwrap(), "the claim is gone");
-    tokio::time::timeout(Duration::from_secs(5), changes.changed()).await.expect("the run's watchers hear of it");
+    tokio::time::timeout(Duration::from_secs(5), changes.changed())
+        .await
+        .expect("the run's watchers hear of it");
 
     // The node is queued again, without the progress of the lost work, and with one attempt
     // allowed (max_attempts 1) it still has it.
@@ -251,7 +255,11 @@ async fn nodes_that_waited_too_long_for_an_engine_fail_uncharged(store: SharedSt
     let cutoff = atelier_store::now_micros();
     tokio::time::sleep(Duration::from_millis(5)).await;
     let young = submit(store.as_ref(), acct.id, &one_of("background_removal")).await.unwrap();
-    assert_eq!(store.queue_position(&young).await.unwrap(), Some(1), "one cut-out ahead, whatever else waits");
+    assert_eq!(
+        store.queue_position(&young).await.unwrap(),
+        Some(1),
+        "one cut-out ahead, whatever else waits"
+    );
 
     let error = NodeError::new(NodeErrorName::EngineUnavailable, "no healthy engine for background_removal");
     assert_eq!(store.fail_waiting("background_removal", cutoff, &error, 10).await.unwrap(), 1);
@@ -259,7 +267,11 @@ async fn nodes_that_waited_too_long_for_an_engine_fail_uncharged(store: SharedSt
     assert_eq!(failed.status, RunStatus::Failed);
     assert_eq!(failed.error.as_ref().map(|e| e.name), Some(NodeErrorName::EngineUnavailable));
     assert_eq!((failed.charged, failed.nodes[0].status), (0, NodeStatus::Failed), "not charged");
-    assert_eq!(store.get_run(acct.id, &young).await.unwrap().status, RunStatus::Queued, "it has not waited as long");
+    assert_eq!(
+        store.get_run(acct.id, &young).await.unwrap().status,
+        RunStatus::Queued,
+        "it has not waited as long"
+    );
     assert_eq!(store.get_run(acct.id, &other_tool).await.unwrap().status, RunStatus::Queued);
     assert_eq!(store.fail_waiting("background_removal", cutoff, &error, 10).await.unwrap(), 0, "failed once");
 
@@ -491,6 +503,65 @@ async fn a_run_read_leaves_out_long_strings_and_a_claim_reads_them_whole(store: 
     let task = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
     assert_eq!(task.run_id, id);
     assert_eq!(task.node.params, sent, "the worker gets every parameter");
+}
+
+async fn claims_take_higher_lanes_first_and_stay_fair_within_a_lane(store: SharedStore) {
+    use atelier_core::status::Priority::{Bulk, Interactive, Normal};
+    let (a, _) = store.create_account("a", 100).await.unwrap();
+    let (b, _) = store.create_account("b", 100).await.unwrap();
+    let (c, _) = store.create_account("c", 100).await.unwrap();
+    let mut runs = Vec::new();
+    for (account, lane) in
+        [(a.id, Bulk), (a.id, Bulk), (a.id, Normal), (b.id, Interactive), (b.id, Normal), (c.id, Interactive)]
+    {
+        let id = atelier_core::ids::generation_id();
+        runs.push((common::submit_in(store.as_ref(), account, &single(), id, lane).await.unwrap(), lane));
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let run = store.get_run(a.id, &runs[0].0).await.unwrap();
+    assert_eq!(run.priority, Bulk, "the run keeps its lane");
+    let listed =
+        store.list_runs(a.id, &atelier_store::RunQuery { limit: 10, ..Default::default() }).await.unwrap();
+    assert_eq!(listed.iter().map(|r| r.priority).collect::<Vec<_>>(), [Normal, Bulk, Bulk]);
+
+    let mut order = Vec::new();
+    while let Some(t) = store.claim("w", LEASE, &[]).await.unwrap() {
+        order.push(runs.iter().position(|(id, _)| *id == t.run_id).unwrap());
+    }
+    // Interactive first (b's and c's, oldest first: neither runs anything), then normal: a's
+    // before b's, since b already runs its interactive node; bulk last.
+    assert_eq!(order, [3, 5, 2, 4, 0, 1]);
+}
+
+async fn a_share_of_claims_goes_to_the_oldest_lower_lane_work(store: SharedStore) {
+    use atelier_core::status::Priority::{Bulk, Interactive, Normal};
+    let (catalogue, _) = store.create_account("catalogue", 1000).await.unwrap();
+    let (shop, _) = store.create_account("shop", 1000).await.unwrap();
+    let mut lower = Vec::new();
+    for lane in [Bulk, Normal, Bulk] {
+        let id = atelier_core::ids::generation_id();
+        lower.push(common::submit_in(store.as_ref(), catalogue.id, &single(), id, lane).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    for _ in 0..40 {
+        let id = atelier_core::ids::generation_id();
+        common::submit_in(store.as_ref(), shop.id, &single(), id, Interactive).await.unwrap();
+    }
+    // One claim in ten (the default share) takes the oldest lower-lane task, whatever its lane.
+    let mut taken = Vec::new();
+    for n in 1..=20 {
+        let t = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+        if t.account_id == catalogue.id {
+            taken.push((n, t.run_id));
+        }
+    }
+    assert_eq!(taken, [(10, lower[0].clone()), (20, lower[1].clone())], "claims 10 and 20, oldest first");
+    // A batch owes its share too: ten claims at once take one lower-lane task.
+    let batch = store.claim_batch("w", LEASE, &[], 10).await.unwrap();
+    assert_eq!(batch.len(), 10);
+    let of_catalogue: Vec<_> =
+        batch.iter().filter(|t| t.account_id == catalogue.id).map(|t| t.run_id.clone()).collect();
+    assert_eq!(of_catalogue, [lower[2].clone()]);
 }
 
 async fn claims_are_fair_across_accounts(store: SharedStore) {

@@ -57,6 +57,7 @@ async fn submit(store: &SharedStore, account: i64, events: Option<WebhookEvents>
         inputs: &[],
         webhook: events.map(|events| RunWebhook { url: URL, events }),
         trace_parent: Some(TRACE_PARENT.to_owned()),
+        priority: Default::default(),
     };
     store.create_run(&run).await.unwrap();
     id

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use atelier_core::ids;
-use atelier_core::status::LedgerKind;
+use atelier_core::status::{LedgerKind, Priority};
 use atelier_core::time::{now_micros, Micros};
 
 use crate::account::{KeyHolder, KeyRecord, LedgerEntry, LedgerQuery, Usage};
@@ -32,7 +32,7 @@ impl<B: Backend> Accounts for B {
         }
         let (key, _) = insert_key(&mut *tx, id, now).await?;
         B::commit(tx).await?;
-        Ok((Account { id, name: name.to_string() }, key))
+        Ok((Account { id, name: name.to_string(), priority: Priority::default() }, key))
     }
 
     async fn account(&self, name: &str) -> Result<Account> {
@@ -68,6 +68,24 @@ impl<B: Backend> Accounts for B {
         tx.execute(DELETE_KEY_SESSIONS, args![row.id]).await?;
         B::commit(tx).await?;
         Ok(KeyInfo { prefix: row.prefix.clone(), account: row.account.clone(), revoked: true })
+    }
+
+    async fn set_key_priority(&self, key_or_prefix: &str, priority: Option<Priority>) -> Result<KeyInfo> {
+        let digest = ids::key_digest(key_or_prefix);
+        let mut tx = self.begin().await?;
+        let rows: Vec<KeyRow> = tx.fetch_all(ACTIVE_KEYS_MATCHING, args![&digest[..], key_or_prefix]).await?;
+        let row = match rows.as_slice() {
+            [] => return Err(StoreError::NotFound),
+            [one] => one,
+            _ => {
+                return Err(StoreError::Conflict(
+                    "that prefix matches several keys; give the whole key".into(),
+                ))
+            }
+        };
+        tx.execute(SET_KEY_PRIORITY, args![priority.map(Priority::as_str), row.id]).await?;
+        B::commit(tx).await?;
+        Ok(KeyInfo { prefix: row.prefix.clone(), account: row.account.clone(), revoked: false })
     }
 
     async fn authenticate(&self, key: &str) -> Result<Option<Account>> {

@@ -23,7 +23,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use atelier_core::status::NodeStatus;
+use atelier_core::status::{NodeStatus, Priority};
 use sqlx::postgres::PgConnection;
 use tokio::sync::oneshot;
 
@@ -32,7 +32,7 @@ use crate::sql::to_json;
 use crate::{NewRun, Result, StoreError};
 
 /// Reserves `$2` tokens on account `$1` and, only when its balance covers them, writes each
-/// run (arrays `$6..$13` and `$29`, one element per run), its ledger entry, its nodes (arrays
+/// run (arrays `$6..$13` and `$29..$31`, one element per run), its ledger entry, its nodes (arrays
 /// `$14..$24`, one element per node, with its run's id) and the tasks of its ready nodes
 /// (`$25`, `$26`) and the stored inputs it uses (`$27`, `$28`), and wakes the workers. One row when written, none when the balance is
 /// short. Foreign keys are checked at the end of the statement, when the runs' rows exist.
@@ -42,16 +42,16 @@ WITH reserve AS (
 ), run AS (
     SELECT r.* FROM reserve,
         unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::bigint[],
-               $29::text[])
-            AS r(id, kind, family, target, outputs, echo, warnings, price, trace_parent)
+               $29::text[], $30::text[], $31::smallint[])
+            AS r(id, kind, family, target, outputs, echo, warnings, price, trace_parent, priority, lane)
 ), ledger_entry AS (
     INSERT INTO ledger (account_id, run_id, kind, amount, created_at)
     SELECT $1, run.id, 'reserve', run.price, $3 FROM run
 ), run_row AS (
     INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at,
-                      trace_parent)
+                      trace_parent, priority)
     SELECT run.id, $1, run.kind, run.family, run.target, run.outputs, run.echo, run.warnings, 'queued', run.price, $3,
-           run.trace_parent
+           run.trace_parent, run.priority
     FROM run
 ), node_row AS (
     INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
@@ -60,8 +60,9 @@ WITH reserve AS (
                $21::boolean[], $22::bigint[], $23::bigint[], $24::text[])
             AS n(run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
 ), task_row AS (
-    INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
-    SELECT t.run_id, t.node, $1, 'available', $4, $3, $3 FROM reserve, unnest($25::text[], $26::text[]) AS t(run_id, node)
+    INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane)
+    SELECT t.run_id, t.node, $1, 'available', $4, $3, $3, run.lane
+    FROM unnest($25::text[], $26::text[]) AS t(run_id, node) JOIN run ON run.id = t.run_id
 ), input_row AS (
     INSERT INTO run_inputs (run_id, input_id)
     SELECT i.run_id, i.input_id FROM reserve, unnest($27::text[], $28::bigint[]) AS i(run_id, input_id)
@@ -83,6 +84,7 @@ pub(crate) struct Accepted {
     echo: Option<String>,
     warnings: Option<String>,
     trace_parent: Option<String>,
+    priority: Priority,
     nodes: Vec<NodeRow>,
     inputs: Vec<i64>,
 }
@@ -113,6 +115,7 @@ impl Accepted {
             echo: run.echo.as_ref().map(to_json),
             warnings: (!run.plan.warnings.is_empty()).then(|| to_json(&run.plan.warnings)),
             trace_parent: run.trace_parent.clone(),
+            priority: run.priority,
             nodes: run
                 .plan
                 .nodes
@@ -277,6 +280,8 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u
         .bind(runs.iter().flat_map(|r| r.inputs.iter().map(|_| r.id.as_str())).collect::<Vec<_>>())
         .bind(runs.iter().flat_map(|r| r.inputs.iter().copied()).collect::<Vec<_>>())
         .bind(runs.iter().map(|r| r.trace_parent.as_deref()).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.priority.as_str()).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.priority.lane() as i16).collect::<Vec<_>>())
         .fetch_optional(&mut *conn)
         .await?;
     Ok(written.is_some())

@@ -90,6 +90,8 @@ pub struct PgStore {
     leader: Arc<tokio::sync::Mutex<Option<(PgConnection, bool)>>>,
     /// Submissions waiting for their account's row (`accept`).
     turns: Arc<accept::Turns>,
+    /// Which claims take lower-lane work first.
+    lanes: Arc<crate::lanes::LaneCredit>,
 }
 
 struct ListenerTask(tokio::task::JoinHandle<()>);
@@ -143,6 +145,7 @@ impl PgStore {
         let stops = Arc::new(tokio::sync::watch::Sender::new(0));
         let feed: Arc<crate::ChangeFeed> = Arc::default();
         let task = tokio::spawn(forward_notifications(listener, ready.clone(), stops.clone(), feed.clone()));
+        let lanes = Arc::new(crate::lanes::LaneCredit::new(config.lower_lane_share_permille));
         let store = Self {
             pool,
             config,
@@ -152,6 +155,7 @@ impl PgStore {
             _listener: Arc::new(ListenerTask(task)),
             leader: Arc::new(tokio::sync::Mutex::new(None)),
             turns: Arc::new(accept::Turns::new()),
+            lanes,
         };
         store.migrate().await?;
         Ok(store)
@@ -431,15 +435,17 @@ impl Backend for PgStore {
         now: Micros,
         limit: usize,
     ) -> Result<Vec<ClaimedTask>> {
-        // Fairness as on SQLite, for a batch in one statement: the accounts with available
-        // tasks (`queued`, a skip scan of the `tasks_available_by_account` index: one probe
-        // per account, however deep the queue), each account's oldest eligible tasks (a range
-        // of that index), and among them, the turn of each: its account's running tasks plus
-        // its place in the account's line. The lowest turns first, then the oldest, which is
-        // the order of as many single claims one after another (each claim adds one to its
-        // account's running count). Tasks whose node's tool is skipped are passed over; with
-        // the soft cap ($5 > 0), turns at or past the cap are. A claim's cost grows with the
-        // number of accounts waiting, not with the depth of the queue.
+        // Lanes and fairness as on SQLite, for a batch in one statement: the accounts with
+        // available tasks (`queued`, a skip scan of the `tasks_available_by_lane` index: one
+        // probe per account, however deep the queue), each account's oldest eligible tasks of
+        // each lane (a range of that index), and among them, the turn of each: its account's
+        // running tasks plus its place in the account's line (lane by lane). The highest lane
+        // first, within it the lowest turns, then the oldest, which is the order of as many
+        // single claims one after another (each claim adds one to its account's running
+        // count). The batch's share owed to lower lanes ($8, `crate::lanes`) goes first to
+        // the oldest lower-lane tasks (`owed`). Tasks whose node's tool is skipped are passed over; with the soft
+        // cap ($5 > 0), turns at or past the cap are. A claim's cost grows with the number of
+        // accounts waiting, not with the depth of the queue.
         //
         // Rows another claimer holds are skipped, not waited for (each account offers the
         // batch's size and a margin, so that a batch still fills while other claims hold
@@ -468,14 +474,17 @@ impl Backend for PgStore {
                       FROM queued q WHERE q.account_id IS NOT NULL),
                   busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
                            WHERE state = 'running' GROUP BY account_id),
-                  line AS (SELECT c.id, c.scheduled_at, COALESCE(b.running, 0) + c.place AS turn
+                  line AS (SELECT c.id, c.lane, c.scheduled_at,
+                                  COALESCE(b.running, 0)
+                                      + row_number() OVER (PARTITION BY q.account_id
+                                                           ORDER BY c.lane, c.scheduled_at, c.id) - 1 AS turn
                            FROM queued q
                            LEFT JOIN busy b ON b.account_id = q.account_id
+                           CROSS JOIN (VALUES (0), (1), (2)) AS l(lane)
                            CROSS JOIN LATERAL (
-                               SELECT t.id, t.scheduled_at,
-                                      row_number() OVER (ORDER BY t.scheduled_at, t.id) - 1 AS place
+                               SELECT t.id, t.lane, t.scheduled_at
                                FROM tasks t
-                               WHERE t.account_id = q.account_id AND t.state = 'available'
+                               WHERE t.account_id = q.account_id AND t.lane = l.lane AND t.state = 'available'
                                  AND t.scheduled_at <= $3
                                  AND (cardinality($4::text[]) = 0
                                       OR NOT EXISTS (SELECT 1 FROM nodes n
@@ -484,9 +493,17 @@ impl Backend for PgStore {
                                ORDER BY t.scheduled_at, t.id
                                LIMIT $7) c
                            WHERE q.account_id IS NOT NULL),
-                  next AS (SELECT t.id FROM tasks t JOIN line ON line.id = t.id
-                           WHERE t.state = 'available' AND ($5 = 0 OR line.turn < $5)
-                           ORDER BY line.turn, line.scheduled_at, line.id
+                  eligible AS (SELECT * FROM line WHERE $5 = 0 OR turn < $5),
+                  top AS (SELECT MIN(lane) AS lane FROM eligible),
+                  ranked AS (SELECT e.*,
+                                    CASE WHEN e.lane > top.lane
+                                         AND row_number() OVER (PARTITION BY e.lane > top.lane
+                                                                ORDER BY e.scheduled_at, e.id) <= $8
+                                         THEN 0 ELSE 1 END AS owed
+                             FROM eligible e, top),
+                  next AS (SELECT t.id FROM tasks t JOIN ranked r ON r.id = t.id
+                           WHERE t.state = 'available'
+                           ORDER BY r.owed, r.owed * r.lane, r.owed * r.turn, r.scheduled_at, r.id
                            LIMIT $6
                            FOR UPDATE OF t SKIP LOCKED),
                   claimed AS (UPDATE tasks SET state = 'running', attempt = tasks.attempt + 1,
@@ -510,9 +527,9 @@ impl Backend for PgStore {
                        AND u.name IN (SELECT value FROM jsonb_each_text(CAST(n.links AS jsonb)))) AS sources,
                     (SELECT r.trace_parent FROM runs r WHERE r.id = c.run_id) AS trace_parent
              FROM claimed c
-             JOIN line ON line.id = c.id
+             JOIN ranked r ON r.id = c.id
              JOIN nodes n ON n.run_id = c.run_id AND n.name = c.node
-             ORDER BY line.turn, line.scheduled_at, line.id",
+             ORDER BY r.owed, r.owed * r.lane, r.owed * r.turn, r.scheduled_at, r.id",
         )
         .bind(worker)
         .bind(time::after(now, lease))
@@ -521,6 +538,7 @@ impl Backend for PgStore {
         .bind(i64::from(self.config.max_running_nodes))
         .bind(limit)
         .bind(limit.saturating_mul(2).saturating_add(CLAIM_MARGIN))
+        .bind(i64::try_from(self.lanes.take(usize::try_from(limit).unwrap_or(0))).unwrap_or(0))
         .fetch_all(&mut *conn)
         .await?;
         rows.iter().map(claimed_task).collect()

@@ -62,6 +62,8 @@ pub struct SqliteStore {
     feed: Arc<crate::ChangeFeed>,
     /// Stops the checkpointer when the last clone of the store is dropped.
     _checkpointer: Arc<Checkpointer>,
+    /// Which claims take lower-lane work first.
+    lanes: Arc<crate::lanes::LaneCredit>,
 }
 
 impl SqliteStore {
@@ -79,6 +81,7 @@ impl SqliteStore {
         let write = Arc::new(AsyncMutex::new(writer));
         let read = Arc::new(Readers::open(&options.clone().read_only(true), READERS).await?);
         let checkpointer = Arc::new(Checkpointer::start(&options, written).await?);
+        let lanes = Arc::new(crate::lanes::LaneCredit::new(config.lower_lane_share_permille));
         let store = Self {
             write,
             read,
@@ -87,6 +90,7 @@ impl SqliteStore {
             stops: Arc::new(tokio::sync::watch::Sender::new(0)),
             feed: Arc::default(),
             _checkpointer: checkpointer,
+            lanes,
         };
         store.migrate().await?;
         Ok(store)
@@ -158,25 +162,37 @@ impl SqliteStore {
         lease: Duration,
         skip_tools: &[&str],
         now: Micros,
+        lower_first: bool,
     ) -> Result<Option<ClaimRow>> {
         // The tool is the node's (nodes are keyed by run and name); the tools to skip arrive
         // as one JSON array. With the soft cap ($5 > 0), tasks of an account that already
         // runs that many nodes are passed over and stay queued. The running counts are taken
         // once per claim (`busy`) and joined, not counted per queued task.
+        //
+        // Lanes: the highest lane among the claimable tasks (`top`) goes first, within it the
+        // account with the fewest running tasks, then the oldest task; a claim that owes lower
+        // lanes their share ($6, `crate::lanes`) takes the oldest lower-lane task first.
         let claimed: Option<ClaimRow> = conn
             .fetch_optional(
                 "WITH busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
-                               WHERE state = 'running' GROUP BY account_id)
+                               WHERE state = 'running' GROUP BY account_id),
+                      claimable AS (
+                          SELECT t.id, t.lane, t.scheduled_at, COALESCE(b.running, 0) AS running
+                          FROM tasks t LEFT JOIN busy b ON b.account_id = t.account_id
+                          WHERE t.state = 'available' AND t.scheduled_at <= $3
+                              AND ($4 = '[]'
+                                   OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.run_id = t.run_id AND n.name = t.node
+                                                  AND n.tool IN (SELECT value FROM json_each($4))))
+                              AND ($5 = 0 OR COALESCE(b.running, 0) < $5)),
+                      top AS (SELECT MIN(lane) AS lane FROM claimable)
                  UPDATE tasks SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
                      lease_owner = $1, lease_expires_at = $2
                  WHERE id = (
-                     SELECT t.id FROM tasks t LEFT JOIN busy b ON b.account_id = t.account_id
-                     WHERE t.state = 'available' AND t.scheduled_at <= $3
-                         AND ($4 = '[]'
-                              OR NOT EXISTS (SELECT 1 FROM nodes n WHERE n.run_id = t.run_id AND n.name = t.node
-                                             AND n.tool IN (SELECT value FROM json_each($4))))
-                         AND ($5 = 0 OR COALESCE(b.running, 0) < $5)
-                     ORDER BY COALESCE(b.running, 0), t.scheduled_at, t.id
+                     SELECT c.id FROM claimable c, top
+                     ORDER BY CASE WHEN $6 AND c.lane > top.lane THEN 0 ELSE 1 END,
+                              CASE WHEN $6 AND c.lane > top.lane THEN 0 ELSE c.lane END,
+                              CASE WHEN $6 AND c.lane > top.lane THEN 0 ELSE c.running END,
+                              c.scheduled_at, c.id
                      LIMIT 1)
                  RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch,
                      (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent",
@@ -185,7 +201,8 @@ impl SqliteStore {
                     time::after(now, lease),
                     now,
                     to_json(&skip_tools).as_str(),
-                    i64::from(self.config.max_running_nodes)
+                    i64::from(self.config.max_running_nodes),
+                    lower_first
                 ],
             )
             .await?;
@@ -211,12 +228,17 @@ impl SqliteStore {
 const CLAIMED_NODES: &str = "SELECT * FROM nodes WHERE run_id = $1 AND (name = $2 OR name IN
      (SELECT value FROM json_each((SELECT links FROM nodes WHERE run_id = $1 AND name = $2))))";
 
-/// Inserts a task: run id, node, account id, state, max attempts, scheduled at, created at.
+/// Inserts a task: run id, node, account id, state, max attempts, scheduled at, created at,
+/// and the run id again (for its lane).
 /// (`?`, not `?n`: in a batch, `?n` counts from the batch's first parameter.)
 macro_rules! insert_task_sql {
     () => {
-        "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)"
+        concat!(
+            "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ",
+            crate::statements::lane_of_run!("?"),
+            ")"
+        )
     };
 }
 
@@ -298,8 +320,10 @@ impl Backend for SqliteStore {
         // One claim after another: each sees the ones before it (the one writer makes each a
         // turn of the same thread, not a round trip over a socket).
         let mut claimed = Vec::new();
+        let lower_first = self.lanes.take(limit);
         while claimed.len() < limit {
-            match self.claim_one(conn, worker, lease, skip_tools, now).await? {
+            let lower = claimed.len() < lower_first;
+            match self.claim_one(conn, worker, lease, skip_tools, now, lower).await? {
                 Some(row) => claimed.push(row),
                 None => break,
             }
@@ -322,8 +346,8 @@ impl Backend for SqliteStore {
         sqlx::query(
             "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES (?, ?, ?, ?, ?);
              INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at,
-                               trace_parent)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               trace_parent, priority)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(run.account_id)
         .bind(&run.id)
@@ -342,6 +366,7 @@ impl Backend for SqliteStore {
         .bind(price)
         .bind(now)
         .bind(run.trace_parent.as_deref())
+        .bind(run.priority.as_str())
         .execute(&mut *conn)
         .await?;
         for (position, (node, gen_id)) in run.plan.nodes.iter().zip(&run.node_ids).enumerate() {
@@ -372,6 +397,7 @@ impl Backend for SqliteStore {
                     .bind(i64::from(self.config.max_attempts))
                     .bind(now)
                     .bind(now)
+                    .bind(&run.id)
             } else {
                 insert
             };
@@ -459,6 +485,7 @@ impl Backend for SqliteStore {
         .bind(i64::from(max_attempts))
         .bind(now)
         .bind(now)
+        .bind(run_id)
         .execute(&mut *conn)
         .await?;
         Ok(())

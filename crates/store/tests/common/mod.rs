@@ -116,6 +116,17 @@ pub async fn submit_as(
     plan: &atelier_core::plan::Plan,
     id: String,
 ) -> Result<String, atelier_store::StoreError> {
+    submit_in(store, account, plan, id, Default::default()).await
+}
+
+/// As [`submit_as`], in the lane `priority`.
+pub async fn submit_in(
+    store: &dyn atelier_store::Store,
+    account: i64,
+    plan: &atelier_core::plan::Plan,
+    id: String,
+    priority: atelier_core::status::Priority,
+) -> Result<String, atelier_store::StoreError> {
     use atelier_core::ids;
     use atelier_store::{NewRun, RunKind};
     let run = NewRun {
@@ -131,6 +142,7 @@ pub async fn submit_as(
         inputs: &[],
         webhook: None,
         trace_parent: None,
+        priority,
     };
     store.create_run(&run).await.map(|_| id)
 }

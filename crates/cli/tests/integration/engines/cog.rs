@@ -220,7 +220,11 @@ async fn a_server_killed_mid_job_and_back_30_s_later_finishes_the_node_uncounted
     waits_for_the_engine(&app, &id).await;
     tokio::time::sleep(Duration::from_secs(30).saturating_sub(killed.elapsed())).await;
     let (_, during) = app.get(&format!("/api/v3/status/{id}")).await;
-    assert_eq!((during["overall_status"].as_str(), during["waiting_for"].as_str()), (Some("running"), Some("engine")), "{during}");
+    assert_eq!(
+        (during["overall_status"].as_str(), during["waiting_for"].as_str()),
+        (Some("running"), Some("engine")),
+        "{during}"
+    );
     let server = server.restart_in_background().await;
     let back = Instant::now();
     let status = app.wait(&id).await;
@@ -300,10 +304,15 @@ async fn with_two_endpoints_and_one_down_every_node_runs_on_the_other() {
             for (name, url) in [("idm", down_url), ("idm2", up_url)] {
                 c.engines.insert(
                     name.into(),
-                    endpoint(json!({"kind": "cog", "url": url, "health_interval_secs": 1, "max_concurrency": 2})),
+                    endpoint(
+                        json!({"kind": "cog", "url": url, "health_interval_secs": 1, "max_concurrency": 2}),
+                    ),
                 );
             }
-            c.tools.insert("virtual_tryon".into(), tryon_route(json!({"engine": ["idm", "idm2"], "set": {"steps": 2, "step_seconds": 0.0}})));
+            c.tools.insert(
+                "virtual_tryon".into(),
+                tryon_route(json!({"engine": ["idm", "idm2"], "set": {"steps": 2, "step_seconds": 0.0}})),
+            );
             c.engine.max_attempts = 1;
         },
         None,

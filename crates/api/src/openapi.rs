@@ -481,13 +481,16 @@ pub fn document() -> Value {
         "retry_after": {"type": "integer", "description": "Seconds to wait (429)"},
         "limit": {"type": "integer", "description": "The account's cap on unfinished runs (ConcurrencyLimited)"}}}));
     schemas.insert("ErrorResponse".into(), json!({"type": "object", "properties": {"id": {"type": "null"}, "error": {"$ref": "#/components/schemas/Error"}}}));
+    let priority = json!({"type": "string", "enum": ["interactive", "normal", "bulk"],
+        "description": "Extension: the lane the run's nodes queue in: interactive (someone waits for it) before normal before bulk, a share of the claims kept for lower lanes; the default is the API key's lane, normal unless set"});
     schemas.insert("RunRequest".into(), json!({"type": "object", "required": ["type", "target", "input"], "properties": {
         "type": {"type": "string", "enum": ["node", "workflow"]},
         "target": {"type": "string", "description": "A tool name (type node) or a workflow name (type workflow; see the name of /api/v3/workflow/{name})"},
         "input": {"type": "object"},
         "webhook_url": {"type": "string", "maxLength": crate::webhooks::MAX_URL_BYTES, "description": "Extension: an http(s) URL that receives a signed POST (Standard Webhooks) when the run finishes; the same address policy as image URLs"},
         "webhook_events": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": ["completed", "node"]},
-            "description": "Extension: what is sent to webhook_url: `completed` (the final status; the default) and `node` (each node's state change)"}}}));
+            "description": "Extension: what is sent to webhook_url: `completed` (the final status; the default) and `node` (each node's state change)"},
+        "priority": priority.clone()}}));
     schemas.insert("RunHandle".into(), json!({"type": "object", "required": ["id", "error"], "properties": {
         "id": {"type": "string"}, "error": nullable_error, "warnings": {"type": "array", "items": {"type": "string"}},
         "status": {"$ref": "#/components/schemas/RunStatus", "description": "Extension: the final status, when `Prefer: wait` was asked for and the run finished in time"}}}));
@@ -526,12 +529,17 @@ pub fn document() -> Value {
         "expires_at": {"type": ["string", "null"]}, "tokens": {"type": "integer"},
         "progress": progress.clone(),
         "queue_position": {"type": "integer", "minimum": 0, "description": "Extension: while the run is queued, how many nodes of the same tool, of all accounts, wait ahead of its first queued node"},
-        "waiting_for": waiting_for.clone()}}));
+        "waiting_for": waiting_for.clone(),
+        "priority": {"type": "string", "enum": ["interactive", "normal", "bulk"], "description": "Extension: the lane the run queues in"}}}));
     schemas.insert("NodeResult".into(), json!({"type": "object", "required": ["id", "status", "output", "error", "model_name"], "properties": {
         "id": {"type": "string"}, "status": {"type": "string", "enum": ["pending", "queued", "running", "succeeded", "failed", "skipped", "canceled"]},
         "output": {"type": "array", "items": {"type": "string"}}, "error": nullable_run_error, "model_name": {"type": "string"},
         "progress": progress, "waiting_for": waiting_for}}));
-    schemas.insert("RunList".into(), json!({"type": "object", "properties": {"runs": {"type": "array"}, "next_before": {"type": ["integer", "null"]}}}));
+    schemas.insert("RunList".into(), json!({"type": "object", "properties": {"runs": {"type": "array", "items": {"type": "object", "properties": {
+        "id": {"type": "string"}, "type": {"type": "string", "enum": ["node", "workflow"]}, "target": {"type": "string"},
+        "overall_status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "canceled"]},
+        "created_at": {"type": "string"}, "priority": {"type": "string", "enum": ["interactive", "normal", "bulk"]}}}},
+        "next_before": {"type": ["integer", "null"]}}}));
     schemas.insert(
         "Workflow".into(),
         json!({"type": "object", "required": ["nodes"], "properties": {
@@ -566,7 +574,7 @@ pub fn document() -> Value {
         body.insert("type".into(), json!("object"));
         body.insert(
             "description".into(),
-            json!(format!("Mapped onto the v3 tool(s) of /api/v2/{}; v3 spellings accepted. Extension: webhook_url and webhook_events as in RunRequest (a completed delivery's body is the v2 status)", family.path())),
+            json!(format!("Mapped onto the v3 tool(s) of /api/v2/{}; v3 spellings accepted. Extension: webhook_url, webhook_events and priority as in RunRequest (a completed delivery's body is the v2 status)", family.path())),
         );
         schemas.insert(format!("V2Run_{}", family.as_str()), Value::Object(body));
     }

@@ -13,8 +13,8 @@ use url::Url;
 
 use crate::error::Error;
 use crate::models::{
-    Deleted, Estimate, RunHandle, RunKind, RunList, RunState, RunStatus, TokenBalance, Tool, V2Status,
-    WebhookDelivery, WebhookDeliveryList, WebhookEventKind, WebhookSecret, WorkflowDefinition,
+    Deleted, Estimate, Priority, RunHandle, RunKind, RunList, RunState, RunStatus, TokenBalance, Tool,
+    V2Status, WebhookDelivery, WebhookDeliveryList, WebhookEventKind, WebhookSecret, WorkflowDefinition,
     WorkflowDescription, WorkflowSummary, WorkflowValidation,
 };
 
@@ -129,6 +129,8 @@ pub struct RunOptions {
     pub webhook_url: Option<String>,
     /// Which notifications (`webhook_events`; the server's default is `completed`).
     pub webhook_events: Option<Vec<WebhookEventKind>>,
+    /// The lane (`priority`; the server's default is the API key's, normal unless set).
+    pub priority: Option<Priority>,
     /// Sent as `Idempotency-Key`: the same key and body within 24 h get the first answer
     /// again and start nothing.
     pub idempotency_key: Option<String>,
@@ -699,5 +701,8 @@ fn add_webhook(body: &mut Map<String, Value>, options: &RunOptions) {
     }
     if let Some(events) = &options.webhook_events {
         body.insert("webhook_events".into(), serde_json::to_value(events).unwrap_or(Value::Null));
+    }
+    if let Some(priority) = options.priority {
+        body.insert("priority".into(), serde_json::to_value(priority).unwrap_or(Value::Null));
     }
 }

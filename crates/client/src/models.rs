@@ -11,6 +11,21 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// The lane a run's nodes queue in (the `priority` extension of run bodies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    /// Someone waits on a screen for it: claimed before the other lanes.
+    Interactive,
+    /// The default.
+    Normal,
+    /// Work nobody watches: claimed after the others, with a share of the claims kept for it.
+    Bulk,
+    /// A lane this client version does not know.
+    #[serde(other)]
+    Unknown,
+}
+
 /// The state of a run (`overall_status`), in the order a run moves through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -270,6 +285,9 @@ pub struct RunRequest {
     /// Which notifications (the server's default: `completed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook_events: Option<Vec<WebhookEventKind>>,
+    /// The lane (the server's default: the API key's, normal unless set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<Priority>,
 }
 
 /// The answer of every run request, v3 and v2 (the OpenAPI `RunHandle`).
@@ -375,6 +393,9 @@ pub struct RunStatus {
     /// Node runs: `"engine"` while queued and its tool's model servers are all down.
     #[serde(default)]
     pub waiting_for: Option<String>,
+    /// The lane it queues in.
+    #[serde(default)]
+    pub priority: Option<Priority>,
     /// The answer as it came.
     #[serde(skip)]
     pub raw: Value,
@@ -720,6 +741,9 @@ pub struct RunSummary {
     /// When it was accepted.
     #[serde(default)]
     pub created_at: String,
+    /// The lane it queues in.
+    #[serde(default)]
+    pub priority: Option<Priority>,
 }
 
 /// A page of `GET /api/v3/runs`, newest first (the OpenAPI `RunList`).
@@ -948,10 +972,14 @@ mod tests {
             input: json!({"image": "<image>"}).as_object().cloned().unwrap_or_default(),
             webhook_url: None,
             webhook_events: Some(vec![WebhookEventKind::Completed, WebhookEventKind::Node]),
+            priority: Some(Priority::Interactive),
         };
         assert_eq!(
             serde_json::to_value(&request).unwrap(),
-            json!({"type": "node", "target": "upscale", "input": {"image": "<image>"}, "webhook_events": ["completed", "node"]})
+            json!({"type": "node", "target": "upscale", "input": {"image": "<image>"}, "webhook_events": ["completed", "node"],
+                   "priority": "interactive"})
         );
+        let unknown: Priority = serde_json::from_value(json!("urgent")).unwrap();
+        assert_eq!(unknown, Priority::Unknown, "a lane this version does not know");
     }
 }

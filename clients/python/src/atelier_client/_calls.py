@@ -155,14 +155,24 @@ def _webhook_fields(
     return body
 
 
+def _with_priority(body: Dict[str, Any], priority: Optional[str]) -> Dict[str, Any]:
+    # The lane: ``interactive``, ``normal`` or ``bulk`` (the server checks it: 422
+    # InvalidInput otherwise); unset, the server uses the API key's lane.
+    if priority is not None:
+        body["priority"] = priority
+    return body
+
+
 def _run_body(
     kind: str,
     target: str,
     input: Mapping[str, Any],
     webhook_url: Optional[str],
     webhook_events: Optional[Iterable[str]],
+    priority: Optional[str] = None,
 ) -> Dict[str, Any]:
-    return _webhook_fields({"type": kind, "target": target, "input": dict(input)}, webhook_url, webhook_events)
+    body = _webhook_fields({"type": kind, "target": target, "input": dict(input)}, webhook_url, webhook_events)
+    return _with_priority(body, priority)
 
 
 def _run_headers(idempotency_key: Optional[str], wait: Optional[int]) -> Dict[str, str]:
@@ -185,13 +195,14 @@ def run(
     webhook_events: Optional[Iterable[str]] = None,
     idempotency_key: Optional[str] = None,
     wait: Optional[int] = None,
+    priority: Optional[str] = None,
 ) -> Call[RunHandle]:
     """``POST /api/v3/run``."""
     return Call(
         "POST",
         "/api/v3/run",
         lambda r: RunHandle.from_raw(_obj(r)),
-        json=_run_body(kind, target, input, webhook_url, webhook_events),
+        json=_run_body(kind, target, input, webhook_url, webhook_events, priority),
         headers=_run_headers(idempotency_key, wait),
         extra_timeout=float(wait or 0),
     )
@@ -299,13 +310,14 @@ def v2_run(
     webhook_url: Optional[str] = None,
     webhook_events: Optional[Iterable[str]] = None,
     idempotency_key: Optional[str] = None,
+    priority: Optional[str] = None,
 ) -> Call[RunHandle]:
-    """``POST /api/v2/{family}/run``: the family's fields, plus the webhook fields."""
+    """``POST /api/v2/{family}/run``: the family's fields, plus the webhook fields and the lane."""
     return Call(
         "POST",
         f"/api/v2/{_family(family)}/run",
         lambda r: RunHandle.from_raw(_obj(r)),
-        json=_webhook_fields(dict(input), webhook_url, webhook_events),
+        json=_with_priority(_webhook_fields(dict(input), webhook_url, webhook_events), priority),
         headers=_run_headers(idempotency_key, None),
     )
 

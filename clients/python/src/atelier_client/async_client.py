@@ -231,6 +231,7 @@ class AsyncClient:
         webhook_events: Optional[Iterable[str]] = None,
         idempotency_key: Optional[str] = None,
         wait: Optional[int] = None,
+        priority: Optional[str] = None,
     ) -> AsyncRun:
         """Starts a single-tool run; see :meth:`Client.run`."""
         handle = await self._call(
@@ -242,6 +243,7 @@ class AsyncClient:
                 webhook_events=webhook_events,
                 idempotency_key=idempotency_key,
                 wait=wait,
+                priority=priority,
             )
         )
         return self._run(handle)
@@ -255,6 +257,7 @@ class AsyncClient:
         webhook_events: Optional[Iterable[str]] = None,
         idempotency_key: Optional[str] = None,
         wait: Optional[int] = None,
+        priority: Optional[str] = None,
     ) -> AsyncRun:
         """Starts a saved workflow; see :meth:`Client.run_workflow`."""
         handle = await self._call(
@@ -266,6 +269,7 @@ class AsyncClient:
                 webhook_events=webhook_events,
                 idempotency_key=idempotency_key,
                 wait=wait,
+                priority=priority,
             )
         )
         return self._run(handle)
@@ -400,11 +404,12 @@ class AsyncClient:
         webhook_url: Optional[str] = None,
         webhook_events: Optional[Iterable[str]] = None,
         idempotency_key: Optional[str] = None,
+        priority: Optional[str] = None,
     ) -> AsyncV2Run:
         """``POST /api/v2/{family}/run``; see :meth:`Client.v2_run`."""
         handle = await self._call(
             calls.v2_run(
-                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
+                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key, priority=priority
             )
         )
         return AsyncV2Run(self, handle, family)

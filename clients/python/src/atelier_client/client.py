@@ -233,6 +233,7 @@ class Client:
         webhook_events: Optional[Iterable[str]] = None,
         idempotency_key: Optional[str] = None,
         wait: Optional[int] = None,
+        priority: Optional[str] = None,
     ) -> Run:
         """Starts a single-tool run (``POST /api/v3/run`` with ``type: node``).
 
@@ -246,6 +247,8 @@ class Client:
             wait: 1..60: ask the server to hold the answer until the run ends, at most that
                 many seconds (``Prefer: wait=N``); when it does, the returned run carries
                 ``final_status`` and :meth:`Run.wait` returns at once.
+            priority: The lane: ``"interactive"`` (someone waits for it), ``"normal"`` or
+                ``"bulk"``; unset, the API key's lane (normal unless set).
 
         Returns:
             The :class:`Run` (``.id``, ``.warnings``, ``.wait()``, ``.cancel()``).
@@ -259,6 +262,7 @@ class Client:
                 webhook_events=webhook_events,
                 idempotency_key=idempotency_key,
                 wait=wait,
+                priority=priority,
             )
         )
         return self._run(handle)
@@ -272,6 +276,7 @@ class Client:
         webhook_events: Optional[Iterable[str]] = None,
         idempotency_key: Optional[str] = None,
         wait: Optional[int] = None,
+        priority: Optional[str] = None,
     ) -> Run:
         """Starts a saved workflow (``POST /api/v3/run`` with ``type: workflow``).
 
@@ -287,6 +292,7 @@ class Client:
                 webhook_events=webhook_events,
                 idempotency_key=idempotency_key,
                 wait=wait,
+                priority=priority,
             )
         )
         return self._run(handle)
@@ -467,6 +473,7 @@ class Client:
         webhook_url: Optional[str] = None,
         webhook_events: Optional[Iterable[str]] = None,
         idempotency_key: Optional[str] = None,
+        priority: Optional[str] = None,
     ) -> V2Run:
         """``POST /api/v2/{family}/run``; ``family`` is one of ``tryon``, ``tryon_pro``,
         ``virtual_model``, ``fabric``, ``sketch_to_dress`` (or its path, ``tryon/pro``...).
@@ -475,7 +482,7 @@ class Client:
         v2 run carries the family's v2 status."""
         handle = self._call(
             calls.v2_run(
-                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
+                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key, priority=priority
             )
         )
         return V2Run(self, handle, family)

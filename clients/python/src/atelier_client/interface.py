@@ -172,7 +172,7 @@ SCHEMAS: Dict[str, Tuple[type, ...]] = {
 #: Schemas whose fields the client knows without a model class: the run body it writes, and
 #: the error object (attributes of :class:`AtelierError`).
 KNOWN_FIELDS: Dict[str, FrozenSet[str]] = {
-    "RunRequest": frozenset({"type", "target", "input", "webhook_url", "webhook_events"}),
+    "RunRequest": frozenset({"type", "target", "input", "webhook_url", "webhook_events", "priority"}),
     "Error": frozenset(ERROR_FIELDS),
     "ErrorResponse": frozenset({"id", "error"}),
 }

@@ -220,6 +220,8 @@ class WorkflowRunStatus(_RunState):
     tokens: Optional[int] = None
     #: While queued: how many nodes of the same tool wait ahead of the run's first queued node.
     queue_position: Optional[int] = None
+    #: The lane it queues in: ``interactive``, ``normal`` or ``bulk``.
+    priority: Optional[str] = None
     raw: Dict[str, Any] = _raw_field()
 
     @property
@@ -241,6 +243,7 @@ class WorkflowRunStatus(_RunState):
             expires_at=_opt_str(raw.get("expires_at")),
             tokens=_opt_int(raw.get("tokens")),
             queue_position=_opt_int(raw.get("queue_position")),
+            priority=_opt_str(raw.get("priority")),
             raw=dict(raw),
         )
 
@@ -265,6 +268,8 @@ class NodeRunStatus(_RunState):
     queue_position: Optional[int] = None
     #: ``"engine"`` while queued and the tool's model servers are all down.
     waiting_for: Optional[str] = None
+    #: The lane it queues in: ``interactive``, ``normal`` or ``bulk``.
+    priority: Optional[str] = None
     workflow_run_id: Optional[str] = None
     raw: Dict[str, Any] = _raw_field()
 
@@ -289,6 +294,7 @@ class NodeRunStatus(_RunState):
             progress=_opt_float(raw.get("progress")),
             queue_position=_opt_int(raw.get("queue_position")),
             waiting_for=_opt_str(raw.get("waiting_for")),
+            priority=_opt_str(raw.get("priority")),
             workflow_run_id=_opt_str(raw.get("workflow_run_id")),
             raw=dict(raw),
         )
@@ -596,6 +602,8 @@ class RunSummary:
     target: str
     overall_status: str
     created_at: str
+    #: The lane it queues in: ``interactive``, ``normal`` or ``bulk``.
+    priority: Optional[str] = None
     raw: Dict[str, Any] = _raw_field()
 
     @classmethod
@@ -606,6 +614,7 @@ class RunSummary:
             target=str(raw.get("target", "")),
             overall_status=str(raw.get("overall_status", "")),
             created_at=str(raw.get("created_at", "")),
+            priority=_opt_str(raw.get("priority")),
             raw=dict(raw),
         )
 

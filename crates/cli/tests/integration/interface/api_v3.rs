@@ -403,3 +403,61 @@ async fn a_queued_run_shows_its_place_in_the_queue_and_a_running_one_does_not() 
     let (_, status) = app.get(&format!("/api/v3/status/{second}")).await;
     assert_eq!(status["queue_position"], 0, "the canceled run left the queue");
 }
+
+#[tokio::test]
+async fn a_run_queues_in_the_lane_its_body_or_its_key_names() {
+    use atelier_core::status::Priority;
+    // API only: runs stay queued where the test can read them.
+    let app = TestApp::start_with(|c| c.engine.workers = 0, None, 100).await;
+    let body = |priority: Option<&str>| {
+        let mut body = upscale(2);
+        if let Some(p) = priority {
+            body["priority"] = json!(p);
+        }
+        body
+    };
+    let normal = app.run(&body(None)).await;
+    let bulk = app.run(&body(Some("bulk"))).await;
+    for (id, lane) in [(&normal, "normal"), (&bulk, "bulk")] {
+        let (_, status) = app.get(&format!("/api/v3/status/{id}")).await;
+        assert_eq!(status["priority"], lane, "{status}");
+    }
+    let interactive = app.run(&body(Some("interactive"))).await;
+    let (_, status) = app.get(&format!("/api/v3/status/{interactive}")).await;
+    assert_eq!(status["priority"], "interactive");
+
+    // A key's lane is the default of its runs; the body still decides.
+    app.store().set_key_priority(&app.key, Some(Priority::Bulk)).await.unwrap();
+    let by_key = app.run(&body(None)).await;
+    let overridden = app.run(&body(Some("interactive"))).await;
+    let (_, listed) = app.get("/api/v3/runs?limit=10").await;
+    let lane_of = |id: &str| {
+        listed["runs"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap()["priority"].clone()
+    };
+    assert_eq!(lane_of(&by_key), "bulk");
+    assert_eq!(lane_of(&overridden), "interactive");
+    assert_eq!(lane_of(&normal), "normal");
+
+    // v2 bodies take it too.
+    let v2 = json!({"category": "top", "model_image": png_base64(8, 8), "garment_image": png_base64(8, 8),
+        "priority": "interactive"});
+    let (code, handle) = app.post("/api/v2/tryon/run", &v2).await;
+    assert_eq!(code, 200, "{handle}");
+    let (_, status) = app.get(&format!("/api/v3/status/{}", handle["id"].as_str().unwrap())).await;
+    assert_eq!(status["priority"], "interactive");
+
+    // Anything else is refused before a run exists.
+    let before = app.balance().await;
+    for wrong in [json!("urgent"), json!(1), json!(["bulk"]), json!("BULK")] {
+        let mut refused = body(None);
+        refused["priority"] = wrong.clone();
+        let (code, resp) = app.post("/api/v3/run", &refused).await;
+        assert_eq!((code, resp["error"]["name"].as_str()), (422, Some("InvalidInput")), "{wrong}: {resp}");
+        assert_eq!(resp["error"]["field"], "priority");
+        let mut refused = v2.clone();
+        refused["priority"] = wrong;
+        let (code, resp) = app.post("/api/v2/tryon/run", &refused).await;
+        assert_eq!(code, 422, "{resp}");
+    }
+    assert_eq!(app.balance().await, before, "nothing reserved");
+}

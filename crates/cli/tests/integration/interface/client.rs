@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use atelier_client::interface::serde_fields;
 use atelier_client::{
-    Client, Error, NodeState, ParamKind, RunEvent, RunKind, RunOptions, RunQuery, RunState, RunSummary,
-    V2State, WaitOptions, WorkflowDefinition,
+    Client, Error, NodeState, ParamKind, Priority, RunEvent, RunKind, RunOptions, RunQuery, RunState,
+    RunSummary, V2State, WaitOptions, WorkflowDefinition,
 };
 use atelier_core::tools::ToolId;
 use atelier_tools::{Artifact, Execution, Executor, Registry, ToolError};
@@ -36,8 +36,8 @@ async fn a_node_run_is_followed_by_its_events_downloaded_listed_and_canceled_onc
     assert_eq!((estimate.tokens, estimate.balance), (1, Some(1000)));
     assert_eq!(estimate.nodes.values().copied().collect::<Vec<_>>(), [1]);
 
-    let handle =
-        client.run("upscale", json!({"image": png_base64(16, 12)}), RunOptions::default()).await.unwrap();
+    let bulk = RunOptions { priority: Some(Priority::Bulk), ..RunOptions::default() };
+    let handle = client.run("upscale", json!({"image": png_base64(16, 12)}), bulk).await.unwrap();
     assert!(handle.id.starts_with("gen_") && handle.error.is_none() && !handle.replayed);
     let events = all_events(&client, &handle.id, None).await;
     let (last, nodes) = events.split_last().unwrap();
@@ -60,8 +60,8 @@ async fn a_node_run_is_followed_by_its_events_downloaded_listed_and_canceled_onc
         client.wait(&handle.id, WaitOptions { use_events: false, ..WaitOptions::default() }).await.unwrap();
     assert_eq!(polled.raw, status.raw);
     assert_eq!(
-        (status.run_id(), status.model_name.as_deref(), status.tokens),
-        (handle.id.as_str(), Some("upscale"), Some(1))
+        (status.run_id(), status.model_name.as_deref(), status.tokens, status.priority),
+        (handle.id.as_str(), Some("upscale"), Some(1), Some(Priority::Bulk))
     );
 
     // The output, downloaded: the upscale doubles.
@@ -82,8 +82,8 @@ async fn a_node_run_is_followed_by_its_events_downloaded_listed_and_canceled_onc
         client.runs(&RunQuery { target: Some("upscale".into()), ..RunQuery::default() }).await.unwrap();
     assert_eq!(list.runs.len(), 1);
     assert_eq!(
-        (list.runs[0].id.as_str(), list.runs[0].kind, list.runs[0].overall_status),
-        (handle.id.as_str(), RunKind::Node, RunState::Succeeded)
+        (list.runs[0].id.as_str(), list.runs[0].kind, list.runs[0].overall_status, list.runs[0].priority),
+        (handle.id.as_str(), RunKind::Node, RunState::Succeeded, Some(Priority::Bulk))
     );
     let live = app.get("/api/v3/runs").await.1;
     let keys: Vec<&str> = live["runs"][0].as_object().unwrap().keys().map(String::as_str).collect();

@@ -33,3 +33,24 @@ command -v kubectl >/dev/null || { echo "deploy/check.sh: kubectl is needed to r
 kubectl kustomize k8s >"$work/rendered.yaml"
 kubernetes-validate --strict --quiet -k 1.31.0 "$work/rendered.yaml" k8s/secret.example.yaml
 echo "k8s: $(grep -c '^kind:' "$work/rendered.yaml") rendered resources and the example secret valid against Kubernetes 1.31"
+
+# The optional KEDA ScaledObject: against the fields KEDA documents (a strict, hand-written
+# subset; KEDA's CRD is not packaged where this script can install it), and its Prometheus
+# queries name series that /metrics serves (docs/OPERATIONS.md lists every one).
+python3 - <<'PY'
+import json, re, sys, yaml, jsonschema
+doc = yaml.safe_load(open("k8s/autoscaling/keda-workers.yaml"))
+schema = json.load(open("k8s/autoscaling/scaledobject.schema.json"))
+errors = list(jsonschema.Draft7Validator(schema).iter_errors(doc))
+for e in errors:
+    print(f"keda-workers.yaml: {'/'.join(map(str, e.path))}: {e.message}")
+documented = set(re.findall(r"`(atelier_[a-z_]+)`", open("../docs/OPERATIONS.md").read()))
+for trigger in doc["spec"]["triggers"]:
+    for series in re.findall(r"atelier_[a-z_]+", trigger["metadata"]["query"]):
+        if series not in documented:
+            errors.append(series)
+            print(f"keda-workers.yaml: {series} is not a series docs/OPERATIONS.md documents")
+if errors:
+    sys.exit(1)
+print("k8s/autoscaling/keda-workers.yaml: valid against the ScaledObject fields KEDA documents; its series exist")
+PY

@@ -133,10 +133,18 @@ async fn observe_now(state: &AppState) {
     match state.store.queue_stats().await {
         Ok(stats) => {
             let now = atelier_core::time::now_micros();
+            let age_of = |oldest: Option<i64>| oldest.map_or(0.0, |at| (now - at).max(0) as f64 / 1e6);
+            for lane in atelier_core::status::Priority::ALL {
+                let of_lane = stats.iter().filter(|s| s.lane == lane.lane());
+                let depth: i64 = of_lane.clone().map(|s| s.depth).sum();
+                let age = age_of(of_lane.filter_map(|s| s.oldest).min());
+                gauge!("atelier_queue_lane_depth", "lane" => lane.as_str()).set(depth as f64);
+                gauge!("atelier_queue_lane_oldest_age_seconds", "lane" => lane.as_str()).set(age);
+            }
             for tool in atelier_core::tools::ToolId::ALL {
-                let stat = stats.iter().find(|s| s.tool == tool.as_str());
-                let depth = stat.map_or(0, |s| s.depth);
-                let age = stat.and_then(|s| s.oldest).map_or(0.0, |at| (now - at).max(0) as f64 / 1e6);
+                let of_tool = stats.iter().filter(|s| s.tool == tool.as_str());
+                let depth: i64 = of_tool.clone().map(|s| s.depth).sum();
+                let age = age_of(of_tool.filter_map(|s| s.oldest).min());
                 gauge!("atelier_queue_depth", "tool" => tool.as_str()).set(depth as f64);
                 gauge!("atelier_queue_oldest_age_seconds", "tool" => tool.as_str()).set(age);
                 // Queued nodes of a tool whose model servers are all down wait for them.

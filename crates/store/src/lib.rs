@@ -145,6 +145,8 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueStat {
     pub tool: String,
+    /// The lane (`Priority::lane`: 0 interactive, 1 normal, 2 bulk).
+    pub lane: i64,
     pub depth: i64,
     /// Since when the oldest has been available (a retry's time may be ahead).
     pub oldest: Option<Micros>,

@@ -287,6 +287,7 @@ impl FromRow for crate::QueueStat {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
         Ok(crate::QueueStat {
             tool: row.text("tool")?.to_owned(),
+            lane: row.int("lane")?,
             depth: row.int("depth")?,
             oldest: row.opt_int("oldest")?,
         })

@@ -152,9 +152,9 @@ pub(crate) const NODE_COUNTS: &str =
     "SELECT tool, status, COUNT(*) AS n FROM nodes WHERE run_id = $1 GROUP BY tool, status";
 /// Available tasks by tool: how many, and since when the oldest was available.
 pub(crate) static QUEUE_STATS: Sql = sql!(
-    "SELECT n.tool, COUNT(*) AS depth, MIN(t.scheduled_at) AS oldest
+    "SELECT n.tool, t.lane, COUNT(*) AS depth, MIN(t.scheduled_at) AS oldest
      FROM tasks t JOIN nodes n ON n.run_id = t.run_id AND n.name = t.node
-     WHERE t.state = '{}' GROUP BY n.tool",
+     WHERE t.state = '{}' GROUP BY n.tool, t.lane",
     TaskState::Available
 );
 /// What the succeeded nodes of run `$1` cost.

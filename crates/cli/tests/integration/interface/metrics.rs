@@ -65,6 +65,9 @@ async fn metrics_cover_requests_runs_nodes_queue_and_store_and_each_is_documente
         "atelier_node_attempt_duration_seconds",
         "atelier_queue_depth",
         "atelier_queue_oldest_age_seconds",
+        "atelier_queue_waiting_for_engine",
+        "atelier_queue_lane_depth",
+        "atelier_queue_lane_oldest_age_seconds",
         "atelier_store_up",
         "atelier_store_roundtrip_seconds",
         "atelier_build_info",
@@ -88,6 +91,8 @@ async fn metrics_cover_requests_runs_nodes_queue_and_store_and_each_is_documente
     );
     assert!(sample(&text, "atelier_tokens_charged_total").unwrap_or(0.0) >= 1.0);
     assert!(sample(&text, r#"atelier_queue_depth{tool="upscale"}"#).is_some());
+    assert_eq!(sample(&text, r#"atelier_queue_lane_depth{lane="bulk"}"#), Some(0.0));
+    assert_eq!(sample(&text, r#"atelier_queue_waiting_for_engine{tool="upscale"}"#), Some(0.0));
     assert_eq!(sample(&text, "atelier_store_up"), Some(1.0));
 }
 

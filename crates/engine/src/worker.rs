@@ -321,13 +321,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
         Outcome::Failed { retryable: true, .. } if task.attempt < task.max_attempts => "retried",
         Outcome::Failed { .. } => "failed",
     };
-    let engine_kind = task
-        .node
-        .tool
-        .parse::<tools::ToolId>()
-        .ok()
-        .and_then(|tool| engine.tools.get(tool))
-        .map_or("builtin", |executor| executor.engine());
+    let engine_kind = engine_kind(engine, &task);
     let span = tracing::Span::current();
     span.record("atelier.engine", engine_kind);
     span.record("atelier.outcome", kind);
@@ -371,6 +365,16 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
     }
 }
 
+/// The kind of engine that runs the task's tool, as metrics and spans label it.
+fn engine_kind(engine: &Engine, task: &ClaimedTask) -> &'static str {
+    task.node
+        .tool
+        .parse::<tools::ToolId>()
+        .ok()
+        .and_then(|tool| engine.tools.get(tool))
+        .map_or("builtin", |executor| executor.engine())
+}
+
 /// How often, at most, a running node's progress is written.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
@@ -407,18 +411,10 @@ async fn losses_in_a_row(engine: &Engine, task: &ClaimedTask) -> usize {
 async fn return_lost(engine: &Engine, task: &ClaimedTask, failure: &Failure) {
     let error = NodeError::new(failure.name, failure.message.clone());
     info!(run = %task.run_id, node = %task.node.name, error = %failure.message, "the engine lost the work; the node waits for it");
-    let span = tracing::Span::current();
-    span.record("atelier.outcome", "lost");
-    let engine_kind = task
-        .node
-        .tool
-        .parse::<tools::ToolId>()
-        .ok()
-        .and_then(|tool| engine.tools.get(tool))
-        .map_or("builtin", |executor| executor.engine());
+    tracing::Span::current().record("atelier.outcome", "lost");
     let labels = [
         ("tool", task.node.tool.clone()),
-        ("engine", engine_kind.to_string()),
+        ("engine", engine_kind(engine, task).to_string()),
         ("outcome", "lost".to_string()),
     ];
     metrics::counter!("atelier_node_attempts_total", &labels).increment(1);

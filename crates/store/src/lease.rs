@@ -154,6 +154,7 @@ impl<B: Backend> TaskQueue for B {
             tx.execute(&RETURN_LOST_TASK, args![now, entry.as_str(), task.task_id, task.epoch]).await? == 1;
         if returned {
             tx.execute(&REQUEUE_NODE, args![&task.run_id, &task.node.name]).await?;
+            tx.execute(&REQUEUE_RUN, args![&task.run_id]).await?;
             B::announce(&mut tx).await?;
         }
         B::commit(tx).await?;

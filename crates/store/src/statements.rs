@@ -267,6 +267,17 @@ pub(crate) static REQUEUE_NODE: Sql = sql!(
     queued = NodeStatus::Queued,
     running = NodeStatus::Running
 );
+/// Run `$1` queued again when none of its nodes has started or ended (its only started node
+/// went back to the queue).
+pub(crate) static REQUEUE_RUN: Sql = sql!(
+    "UPDATE runs SET status = '{queued}'
+     WHERE id = $1 AND status = '{running}'
+       AND NOT EXISTS (SELECT 1 FROM nodes WHERE run_id = $1 AND status NOT IN ('{pending}', '{node_queued}'))",
+    queued = RunStatus::Queued,
+    running = RunStatus::Running,
+    pending = NodeStatus::Pending,
+    node_queued = NodeStatus::Queued
+);
 /// Available tasks of tool `$1` waiting since `$2` or earlier, in the order their runs are
 /// locked.
 pub(crate) static WAITING_TASKS: Sql = sql!(

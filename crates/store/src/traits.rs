@@ -241,7 +241,8 @@ pub trait TaskQueue: Send + Sync {
     async fn release(&self, task: &ClaimedTask) -> Result<bool>;
     /// Gives a task back without counting the attempt because its engine lost the work (it
     /// could not be reached, or went away before it answered): the node is queued again (no
-    /// progress), and `error` is added to the attempt history with `"counted": false`.
+    /// progress; its run too when no other node has started), and `error` is added to the
+    /// attempt history with `"counted": false`.
     /// `false` when the claim was fenced off.
     async fn return_lost(&self, task: &ClaimedTask, error: &NodeError) -> Result<bool>;
     /// Fails, with `error`, up to `limit` available tasks of `tool` that have waited since

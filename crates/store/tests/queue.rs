@@ -231,6 +231,7 @@ async fn work_an_engine_lost_is_queued_again_without_counting_an_attempt(store: 
     // The node is queued again, without the progress of the lost work, and with one attempt
     // allowed (max_attempts 1) it still has it.
     let queued = store.get_run(acct.id, &run).await.unwrap();
+    assert_eq!(queued.status, RunStatus::Queued, "nothing of it runs");
     assert_eq!(queued.nodes[0].status, NodeStatus::Queued);
     assert_eq!(queued.nodes[0].progress, None);
     assert_eq!(store.queue_position(&run).await.unwrap(), Some(0));

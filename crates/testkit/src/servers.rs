@@ -190,13 +190,8 @@ impl CogServer {
 
     /// [`CogServer::restart`] on the blocking pool, so that an async test's runtime (and the
     /// service it runs) goes on meanwhile.
-    pub async fn restart_in_background(mut self) -> Self {
-        tokio::task::spawn_blocking(move || {
-            self.restart();
-            self
-        })
-        .await
-        .unwrap()
+    pub async fn restart_in_background(self) -> Self {
+        in_background(self, Self::restart).await
     }
 
     /// `/health-check`'s status: `READY`, `BUSY`, … (`None` when it does not answer).
@@ -218,6 +213,16 @@ impl CogServer {
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
     }
+}
+
+/// `restart(server)` on the blocking pool; the server back once it is ready.
+async fn in_background<S: Send + 'static>(mut server: S, restart: fn(&mut S)) -> S {
+    tokio::task::spawn_blocking(move || {
+        restart(&mut server);
+        server
+    })
+    .await
+    .unwrap()
 }
 
 /// `PATH` with the virtual environment's `bin` first (coglet starts its worker as `python`).
@@ -346,15 +351,10 @@ impl ComfyServer {
         std::fs::read_to_string(self.base.path().join("server.log")).unwrap_or_default()
     }
 
-    /// [`ComfyServer::restart`] on the blocking pool, so that an async test's runtime (and
-    /// the service it runs) goes on meanwhile.
-    pub async fn restart_in_background(mut self) -> Self {
-        tokio::task::spawn_blocking(move || {
-            self.restart();
-            self
-        })
-        .await
-        .unwrap()
+    /// [`ComfyServer::restart`] on the blocking pool, so that an async test's runtime (and the
+    /// service it runs) goes on meanwhile.
+    pub async fn restart_in_background(self) -> Self {
+        in_background(self, Self::restart).await
     }
 
     /// How many times the test node ran.

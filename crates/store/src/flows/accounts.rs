@@ -53,17 +53,7 @@ impl<B: Backend> Accounts for B {
 
     async fn revoke_key(&self, key_or_prefix: &str) -> Result<KeyInfo> {
         let mut tx = self.begin().await?;
-        let digest = ids::key_digest(key_or_prefix);
-        let rows: Vec<KeyRow> = tx.fetch_all(ACTIVE_KEYS_MATCHING, args![&digest[..], key_or_prefix]).await?;
-        let row = match rows.as_slice() {
-            [] => return Err(StoreError::NotFound),
-            [one] => one,
-            _ => {
-                return Err(StoreError::Conflict(
-                    "that prefix matches several keys; give the whole key".into(),
-                ))
-            }
-        };
+        let row = active_key(&mut *tx, key_or_prefix).await?;
         tx.execute(REVOKE_KEY, args![now_micros(), row.id]).await?;
         tx.execute(DELETE_KEY_SESSIONS, args![row.id]).await?;
         B::commit(tx).await?;
@@ -71,18 +61,8 @@ impl<B: Backend> Accounts for B {
     }
 
     async fn set_key_priority(&self, key_or_prefix: &str, priority: Option<Priority>) -> Result<KeyInfo> {
-        let digest = ids::key_digest(key_or_prefix);
         let mut tx = self.begin().await?;
-        let rows: Vec<KeyRow> = tx.fetch_all(ACTIVE_KEYS_MATCHING, args![&digest[..], key_or_prefix]).await?;
-        let row = match rows.as_slice() {
-            [] => return Err(StoreError::NotFound),
-            [one] => one,
-            _ => {
-                return Err(StoreError::Conflict(
-                    "that prefix matches several keys; give the whole key".into(),
-                ))
-            }
-        };
+        let row = active_key(&mut *tx, key_or_prefix).await?;
         tx.execute(SET_KEY_PRIORITY, args![priority.map(Priority::as_str), row.id]).await?;
         B::commit(tx).await?;
         Ok(KeyInfo { prefix: row.prefix.clone(), account: row.account.clone(), revoked: false })
@@ -183,6 +163,20 @@ impl<B: Backend> Accounts for B {
 const KEY_USE_RESOLUTION_MICROS: i64 = 60_000_000;
 
 /// A new key of `account_id`: the key, shown once, and its row's id.
+/// The active key given in full or by its prefix; `Conflict` when a prefix matches several.
+async fn active_key(conn: &mut impl Conn, key_or_prefix: &str) -> Result<KeyRow> {
+    let digest = ids::key_digest(key_or_prefix);
+    let rows: Vec<KeyRow> = conn.fetch_all(ACTIVE_KEYS_MATCHING, args![&digest[..], key_or_prefix]).await?;
+    let mut rows = rows.into_iter();
+    match (rows.next(), rows.next()) {
+        (Some(one), None) => Ok(one),
+        (None, _) => Err(StoreError::NotFound),
+        (Some(_), Some(_)) => {
+            Err(StoreError::Conflict("that prefix matches several keys; give the whole key".into()))
+        }
+    }
+}
+
 async fn insert_key(conn: &mut impl Conn, account_id: i64, now: i64) -> Result<(String, i64)> {
     let key = ids::api_key();
     let digest = ids::key_digest(&key);

@@ -222,9 +222,10 @@ async fn a_server_killed_mid_job_and_back_30_s_later_finishes_the_node_uncounted
     let (_, during) = app.get(&format!("/api/v3/status/{id}")).await;
     assert_eq!(
         (during["overall_status"].as_str(), during["waiting_for"].as_str()),
-        (Some("running"), Some("engine")),
-        "{during}"
+        (Some("queued"), Some("engine")),
+        "nothing of the run runs: {during}"
     );
+    assert!(during["queue_position"].is_number(), "{during}");
     let server = server.restart_in_background().await;
     let back = Instant::now();
     let status = app.wait(&id).await;

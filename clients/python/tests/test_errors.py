@@ -17,6 +17,7 @@ from atelier_client import (
     AtelierError,
     Client,
     ConcurrencyLimited,
+    QueueFull,
     InsufficientTokens,
     InvalidInput,
     MissingInputs,
@@ -83,6 +84,11 @@ def test_retry_after_from_body_or_header() -> None:
         with pytest.raises(ConcurrencyLimited) as busy:
             c.run("upscale", {})
     assert (busy.value.retry_after, busy.value.limit) == (5, 2)
+    body = {"id": None, "error": {"name": "QueueFull", "message": "full", "limit": 50, "retry_after": 10}}
+    with client_answering(429, body) as c:
+        with pytest.raises(QueueFull) as full:
+            c.run("upscale", {})
+    assert (full.value.retry_after, full.value.limit, full.value.status_code) == (10, 50, 429)
 
 
 def test_unknown_names_and_non_json_bodies_still_raise_atelier_error() -> None:

@@ -50,6 +50,8 @@ pub enum ApiError {
     RateLimited { retry_after: u64 },
     #[error("the account has {limit} unfinished runs, its limit: retry once one has finished")]
     ConcurrencyLimited { limit: i64 },
+    #[error("the account has {limit} runs waiting to start, its limit: retry once they start")]
+    QueueFull { limit: i64 },
     /// Detail is logged, never shown.
     #[error("internal error")]
     Internal(String),
@@ -62,6 +64,7 @@ impl From<StoreError> for ApiError {
                 Self::InsufficientTokens { required, balance }
             }
             StoreError::ConcurrencyLimited { limit } => Self::ConcurrencyLimited { limit },
+            StoreError::QueueFull { limit } => Self::QueueFull { limit },
             StoreError::IdempotencyConflict => Self::IdempotencyConflict,
             other => Self::Internal(other.to_string()),
         }
@@ -71,6 +74,10 @@ impl From<StoreError> for ApiError {
 /// `Retry-After` of 429 `ConcurrencyLimited`. When one of the account's runs will finish is
 /// unknown; this is the upper end of the polling interval the interface recommends.
 pub const CONCURRENCY_RETRY_AFTER_SECS: u64 = 5;
+
+/// `Retry-After` of 429 `QueueFull`: when a queued run will start is unknown; a queue full
+/// enough to refuse takes longer to move than one poll interval.
+pub const QUEUE_RETRY_AFTER_SECS: u64 = 10;
 
 impl ApiError {
     /// Maps a store error from looking up run `id`: `NotFound` is the
@@ -101,7 +108,9 @@ impl ApiError {
             Self::OutputExpired => StatusCode::GONE,
             Self::ReadOnlyTemplate(_) | Self::IdempotencyConflict => StatusCode::CONFLICT,
             Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::RateLimited { .. } | Self::ConcurrencyLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::RateLimited { .. } | Self::ConcurrencyLimited { .. } | Self::QueueFull { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -126,6 +135,7 @@ impl ApiError {
             Self::IdempotencyKeyReused => "IdempotencyKeyReused",
             Self::RateLimited { .. } => "RateLimited",
             Self::ConcurrencyLimited { .. } => "ConcurrencyLimited",
+            Self::QueueFull { .. } => "QueueFull",
             Self::Internal(_) => "InternalError",
         }
     }
@@ -161,6 +171,10 @@ impl ApiError {
                 obj.insert("limit".into(), json!(limit));
                 obj.insert("retry_after".into(), json!(CONCURRENCY_RETRY_AFTER_SECS));
             }
+            Self::QueueFull { limit } => {
+                obj.insert("limit".into(), json!(limit));
+                obj.insert("retry_after".into(), json!(QUEUE_RETRY_AFTER_SECS));
+            }
             Self::Request(_)
             | Self::Unauthorized
             | Self::SessionRequired
@@ -184,6 +198,7 @@ impl ApiError {
         match self {
             Self::RateLimited { retry_after } | Self::SignInLimited { retry_after } => Some(*retry_after),
             Self::ConcurrencyLimited { .. } => Some(CONCURRENCY_RETRY_AFTER_SECS),
+            Self::QueueFull { .. } => Some(QUEUE_RETRY_AFTER_SECS),
             Self::Request(_)
             | Self::Unauthorized
             | Self::SessionRequired

@@ -25,6 +25,7 @@ const ERROR_NAMES: &[&str] = &[
     "IdempotencyKeyReused",
     "RateLimited",
     "ConcurrencyLimited",
+    "QueueFull",
     "FileNotFound",
     "OutputExpired",
     "SessionRequired",
@@ -56,7 +57,7 @@ fn op(summary: &str, body: Option<&str>, ok: &str, errors: &[u16]) -> Value {
             let mut headers = rate_limit_headers();
             headers.insert("Retry-After".into(), json!({"$ref": "#/components/headers/Retry-After"}));
             response["description"] = json!(if ok == "RunHandle" {
-                "Too many requests with this key (RateLimited), or too many unfinished runs (ConcurrencyLimited)"
+                "Too many requests with this key (RateLimited), too many unfinished runs (ConcurrencyLimited), or too many runs waiting to start (QueueFull)"
             } else {
                 "Too many requests with this key (RateLimited)"
             });
@@ -479,7 +480,7 @@ pub fn document() -> Value {
         "missing": {"type": "array", "items": {"type": "string"}}, "field": {"type": "string"}, "reason": {"type": "string"},
         "allowed": {"type": "array"}, "required": {"type": "integer"}, "balance": {"type": "integer"},
         "retry_after": {"type": "integer", "description": "Seconds to wait (429)"},
-        "limit": {"type": "integer", "description": "The account's cap on unfinished runs (ConcurrencyLimited)"}}}));
+        "limit": {"type": "integer", "description": "The account's cap on unfinished runs (ConcurrencyLimited) or on runs waiting to start (QueueFull)"}}}));
     schemas.insert("ErrorResponse".into(), json!({"type": "object", "properties": {"id": {"type": "null"}, "error": {"$ref": "#/components/schemas/Error"}}}));
     let priority = json!({"type": "string", "enum": ["interactive", "normal", "bulk"],
         "description": "Extension: the lane the run's nodes queue in: interactive (someone waits for it) before normal before bulk, a share of the claims kept for lower lanes; the default is the API key's lane, normal unless set"});

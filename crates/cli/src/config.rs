@@ -201,6 +201,9 @@ pub struct Limits {
     /// Hard cap: unfinished (queued or running) runs of one account; a new run beyond it
     /// gets 429 `ConcurrencyLimited`. 0 = no cap.
     pub unfinished_runs_per_account: u32,
+    /// The queue's cap: runs of one account waiting to start (no node started yet); a new
+    /// run beyond it gets 429 `QueueFull`. 0 = no cap.
+    pub queued_runs_per_account: u32,
 }
 
 /// `[metrics]`: Prometheus metrics at `/metrics` (docs/OPERATIONS.md).
@@ -369,6 +372,7 @@ impl Default for Limits {
             burst: 1000,
             running_nodes_per_account: 0,
             unfinished_runs_per_account: 0,
+            queued_runs_per_account: 0,
         }
     }
 }

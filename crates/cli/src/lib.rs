@@ -32,6 +32,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<SharedStore> {
         retention: config.retention(),
         max_attempts: config.engine.max_attempts,
         max_unfinished_runs: config.limits.unfinished_runs_per_account,
+        max_queued_runs: config.limits.queued_runs_per_account,
         max_running_nodes: config.limits.running_nodes_per_account,
         lower_lane_share_permille: (config.engine.lower_lane_share * 1000.0).round() as u32,
     };

@@ -33,6 +33,7 @@ pub const ERROR_NAMES: &[&str] = &[
     "IdempotencyKeyReused",
     "RateLimited",
     "ConcurrencyLimited",
+    "QueueFull",
     "SessionRequired",
     "Forbidden",
     "KeyNotFound",
@@ -146,6 +147,16 @@ pub enum Error {
         /// The server's message.
         message: String,
         /// Seconds to wait (the body's `retry_after`, else the `Retry-After` header).
+        retry_after: Option<u64>,
+    },
+    /// 429: the account has as many runs waiting to start as it may.
+    #[error("QueueFull: {message}")]
+    QueueFull {
+        /// The server's message.
+        message: String,
+        /// The account's cap on runs waiting to start.
+        limit: Option<i64>,
+        /// Seconds to wait.
         retry_after: Option<u64>,
     },
     /// 429: the account has as many unfinished runs as it may.
@@ -328,6 +339,7 @@ impl Error {
             "IdempotencyKeyReused" => Self::IdempotencyKeyReused { message },
             "RateLimited" => Self::RateLimited { message, retry_after },
             "ConcurrencyLimited" => Self::ConcurrencyLimited { message, limit, retry_after },
+            "QueueFull" => Self::QueueFull { message, limit, retry_after },
             "SessionRequired" => Self::SessionRequired { message },
             "Forbidden" => Self::Forbidden { message },
             "KeyNotFound" => Self::KeyNotFound { message },
@@ -357,6 +369,7 @@ impl Error {
             Self::IdempotencyKeyReused { .. } => "IdempotencyKeyReused",
             Self::RateLimited { .. } => "RateLimited",
             Self::ConcurrencyLimited { .. } => "ConcurrencyLimited",
+            Self::QueueFull { .. } => "QueueFull",
             Self::SessionRequired { .. } => "SessionRequired",
             Self::Forbidden { .. } => "Forbidden",
             Self::KeyNotFound { .. } => "KeyNotFound",
@@ -395,6 +408,7 @@ impl Error {
             | Self::IdempotencyKeyReused { message }
             | Self::RateLimited { message, .. }
             | Self::ConcurrencyLimited { message, .. }
+            | Self::QueueFull { message, .. }
             | Self::SessionRequired { message }
             | Self::Forbidden { message }
             | Self::KeyNotFound { message }
@@ -432,7 +446,7 @@ impl Error {
             Self::OutputExpired { .. } => 410,
             Self::PayloadTooLarge { .. } => 413,
             Self::InvalidInput { .. } | Self::InvalidImage { .. } | Self::IdempotencyKeyReused { .. } => 422,
-            Self::RateLimited { .. } | Self::ConcurrencyLimited { .. } => 429,
+            Self::RateLimited { .. } | Self::ConcurrencyLimited { .. } | Self::QueueFull { .. } => 429,
             Self::InternalError { .. } => 500,
             Self::Other { status, .. } | Self::UnexpectedStatus { status, .. } => *status,
             Self::Transport(e) => return e.status().map(|s| s.as_u16()),
@@ -449,9 +463,9 @@ impl Error {
     /// Seconds to wait before trying again (429 answers).
     pub fn retry_after(&self) -> Option<u64> {
         match self {
-            Self::RateLimited { retry_after, .. } | Self::ConcurrencyLimited { retry_after, .. } => {
-                *retry_after
-            }
+            Self::RateLimited { retry_after, .. }
+            | Self::ConcurrencyLimited { retry_after, .. }
+            | Self::QueueFull { retry_after, .. } => *retry_after,
             _ => None,
         }
     }
@@ -529,6 +543,10 @@ mod tests {
         let body = json!({"id": null, "error": {"name": "ConcurrencyLimited", "message": "m", "limit": 3}});
         let e = Error::from_response(429, &headers, body.to_string().as_bytes());
         assert!(matches!(e, Error::ConcurrencyLimited { limit: Some(3), retry_after: Some(5), .. }), "{e:?}");
+        let body = json!({"id": null, "error": {"name": "QueueFull", "message": "m", "limit": 50, "retry_after": 10}});
+        let e = Error::from_response(429, &HeaderMap::new(), body.to_string().as_bytes());
+        assert!(matches!(e, Error::QueueFull { limit: Some(50), retry_after: Some(10), .. }), "{e:?}");
+        assert_eq!((e.name(), e.status(), e.retry_after()), (Some("QueueFull"), Some(429), Some(10)));
     }
 
     #[test]

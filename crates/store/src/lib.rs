@@ -125,6 +125,9 @@ pub enum StoreError {
     /// The account already has `limit` unfinished runs (`StoreConfig::max_unfinished_runs`).
     #[error("too many unfinished runs: the limit is {limit}")]
     ConcurrencyLimited { limit: i64 },
+    /// The account already has `limit` runs waiting to start (`StoreConfig::max_queued_runs`).
+    #[error("too many queued runs: the limit is {limit}")]
+    QueueFull { limit: i64 },
     #[error("not found")]
     NotFound,
     #[error("{0}")]
@@ -163,6 +166,10 @@ pub struct StoreConfig {
     /// it is refused with [`StoreError::ConcurrencyLimited`], checked in the transaction that
     /// accepts it. 0 = no cap.
     pub max_unfinished_runs: u32,
+    /// The queue's cap: runs of one account that wait to start (`queued`: no node started);
+    /// a run beyond it is refused with [`StoreError::QueueFull`], checked like the hard cap.
+    /// 0 = no cap.
+    pub max_queued_runs: u32,
     /// The soft cap: nodes of one account running at once, over every worker. While an
     /// account has this many running, claims pass over its tasks (they stay queued), which
     /// keeps slots free for other accounts. 0 = no cap.
@@ -179,6 +186,7 @@ impl Default for StoreConfig {
             retention: Duration::from_secs(3 * 24 * 3600),
             max_attempts: 3,
             max_unfinished_runs: 0,
+            max_queued_runs: 0,
             max_running_nodes: 0,
             lower_lane_share_permille: 100,
         }

@@ -116,6 +116,9 @@ pub(crate) static COUNT_UNFINISHED_RUNS: Sql = sql!(
     "SELECT COUNT(*) FROM runs WHERE account_id = $1 AND status IN ({})",
     sql_set(&RunStatus::UNFINISHED)
 );
+/// Runs of account `$1` that wait to start.
+pub(crate) static COUNT_QUEUED_RUNS: Sql =
+    sql!("SELECT COUNT(*) FROM runs WHERE account_id = $1 AND status = '{}'", RunStatus::Queued);
 /// The run holding generation `$1`, if it is account `$2`'s.
 pub(crate) const RUN_OF_GENERATION: &str =
     "SELECT n.run_id FROM nodes n JOIN runs r ON r.id = n.run_id WHERE n.gen_id = $1 AND r.account_id = $2";

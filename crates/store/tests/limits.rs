@@ -60,6 +60,25 @@ backend_tests! {
     the_soft_cap_counts_running_nodes_over_all_claimers(soft_cap(1));
     a_flood_of_queued_runs_does_not_hold_back_another_accounts_run(StoreConfig::default());
     no_caps_by_default(StoreConfig::default());
+    the_queue_cap_counts_runs_waiting_to_start(StoreConfig { max_queued_runs: 2, ..StoreConfig::default() });
+}
+
+async fn the_queue_cap_counts_runs_waiting_to_start(store: SharedStore) {
+    let (a, _) = store.create_account("a", 100).await.unwrap();
+    let (b, _) = store.create_account("b", 100).await.unwrap();
+    submit(store.as_ref(), a.id, &single()).await.unwrap();
+    submit(store.as_ref(), a.id, &single()).await.unwrap();
+    match submit(store.as_ref(), a.id, &single()).await {
+        Err(StoreError::QueueFull { limit: 2 }) => {}
+        other => panic!("expected QueueFull, got {other:?}"),
+    }
+    assert_eq!(store.balance(a.id).await.unwrap(), 98, "a refused run reserves nothing");
+    submit(store.as_ref(), b.id, &single()).await.expect("another account has its own queue");
+    // A run that started no longer waits: a place frees up, and running runs do not count.
+    let claimed = store.claim("w", std::time::Duration::from_secs(30), &[]).await.unwrap().unwrap();
+    assert_eq!(claimed.account_id, a.id);
+    submit(store.as_ref(), a.id, &single()).await.expect("one of a's runs started");
+    assert!(matches!(submit(store.as_ref(), a.id, &single()).await, Err(StoreError::QueueFull { .. })));
 }
 
 async fn the_hard_cap_counts_unfinished_runs_and_refuses_beyond_it(store: SharedStore) {

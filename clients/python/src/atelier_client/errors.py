@@ -30,6 +30,7 @@ __all__ = [
     "IdempotencyKeyReused",
     "RateLimited",
     "ConcurrencyLimited",
+    "QueueFull",
     "SessionRequired",
     "Forbidden",
     "KeyNotFound",
@@ -76,9 +77,10 @@ class AtelierError(Exception):
         field, reason, allowed: ``InvalidInput`` / ``InvalidImage``: which value, why, and
             the allowed values of a select.
         required, balance: ``InsufficientTokens``: the run's price and the balance.
-        retry_after: ``RateLimited`` / ``ConcurrencyLimited``: seconds to wait (from the
-            body, else the ``Retry-After`` header).
-        limit: ``ConcurrencyLimited``: the account's cap on unfinished runs.
+        retry_after: ``RateLimited`` / ``ConcurrencyLimited`` / ``QueueFull``: seconds to wait
+            (from the body, else the ``Retry-After`` header).
+        limit: ``ConcurrencyLimited``: the account's cap on unfinished runs; ``QueueFull``:
+            its cap on runs waiting to start.
         headers: The response headers.
     """
 
@@ -219,6 +221,12 @@ class ConcurrencyLimited(AtelierError):
     error_name = "ConcurrencyLimited"
 
 
+class QueueFull(AtelierError):
+    """429: the account has ``.limit`` runs waiting to start; retry once some have started."""
+
+    error_name = "QueueFull"
+
+
 class SessionRequired(AtelierError):
     """401 (console routes): no live console session."""
 
@@ -281,6 +289,7 @@ ERROR_CLASSES: Dict[str, Type[AtelierError]] = {
         IdempotencyKeyReused,
         RateLimited,
         ConcurrencyLimited,
+        QueueFull,
         SessionRequired,
         Forbidden,
         KeyNotFound,

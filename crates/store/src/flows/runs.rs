@@ -20,20 +20,29 @@ use crate::{NewRun, Result, RunQuery, RunRecord, RunSummary, Runs, StoreConfig, 
 impl<B: Backend> Runs for B {
     async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
         let cap = self.settings().max_unfinished_runs;
-        if cap == 0 && run.idempotency.is_none() && run.webhook.is_none() {
+        let queue_cap = self.settings().max_queued_runs;
+        if cap == 0 && queue_cap == 0 && run.idempotency.is_none() && run.webhook.is_none() {
             if let Some(accepted) = self.accept(run).await {
                 return accepted;
             }
         }
         let mut tx = self.begin().await?;
-        if cap > 0 {
+        if cap > 0 || queue_cap > 0 {
             // The account's row first (the lock the reservation takes anyway): submits of one
             // account take turns, and each count is read after the previous submit committed,
-            // so concurrent submits cannot pass the cap together.
+            // so concurrent submits cannot pass a cap together.
             B::lock_account(&mut tx, run.account_id).await?;
+        }
+        if cap > 0 {
             let unfinished: i64 = tx.fetch_one(&COUNT_UNFINISHED_RUNS, args![run.account_id]).await?;
             if unfinished >= i64::from(cap) {
                 return Err(StoreError::ConcurrencyLimited { limit: i64::from(cap) });
+            }
+        }
+        if queue_cap > 0 {
+            let queued: i64 = tx.fetch_one(&COUNT_QUEUED_RUNS, args![run.account_id]).await?;
+            if queued >= i64::from(queue_cap) {
+                return Err(StoreError::QueueFull { limit: i64::from(queue_cap) });
             }
         }
         // A key taken over since it was claimed rolls everything back (`idempotency`).

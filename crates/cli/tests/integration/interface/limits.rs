@@ -288,3 +288,38 @@ async fn a_flood_of_queued_runs_does_not_hold_back_another_account() {
     assert_eq!(next.run_id, handle["id"].as_str().unwrap(), "ahead of 199 queued runs");
     assert_eq!(store.claim("w", LEASE, &[]).await.unwrap().unwrap().account_id, busy.account_id);
 }
+
+#[tokio::test]
+async fn a_full_queue_refuses_runs_with_429_queue_full_and_reserves_nothing() {
+    // API only: runs stay queued.
+    let app = TestApp::start_with(
+        |c| {
+            c.engine.workers = 0;
+            c.limits.queued_runs_per_account = 2;
+        },
+        None,
+        100,
+    )
+    .await;
+    let key = app.key.clone();
+    for _ in 0..2 {
+        app.run(&upscale()).await;
+    }
+    let (code, headers, body) = send(&app, "POST", "/api/v3/run", Some(&key), Some(&upscale())).await;
+    assert_eq!(
+        (code, &body["id"], &body["error"]["name"]),
+        (429, &Value::Null, &json!("QueueFull")),
+        "{body}"
+    );
+    assert_eq!((body["error"]["limit"].as_i64(), body["error"]["retry_after"].as_i64()), (Some(2), Some(10)));
+    assert_eq!(header(&headers, "retry-after"), Some(10));
+    let tryon =
+        json!({"category": "top", "model_image": png_base64(8, 8), "garment_image": png_base64(8, 8)});
+    let (code, _, refused) = send(&app, "POST", "/api/v2/tryon/run", Some(&key), Some(&tryon)).await;
+    assert_eq!((code, &refused["error"]["name"]), (429, &json!("QueueFull")));
+    assert_eq!(app.balance().await, 98, "refused runs reserve nothing");
+    // Another account has a queue of its own.
+    let other = app.other_key(10).await;
+    let (code, _, _) = send(&app, "POST", "/api/v3/run", Some(&other), Some(&upscale())).await;
+    assert_eq!(code, 200);
+}

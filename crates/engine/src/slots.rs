@@ -51,11 +51,15 @@ impl ToolSlots {
         !self.limits.is_empty() || !self.engines.is_empty()
     }
 
-    fn limit(&self, tool: &str) -> Option<usize> {
-        let engine = self.engines.get(tool).and_then(|e| e.capacity().limit());
-        match (self.limits.get(tool).copied(), engine) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+    /// Whether `tool` can take another node now, `running` of its nodes running here.
+    fn has_room(&self, tool: &str, running: usize) -> bool {
+        if self.limits.get(tool).is_some_and(|&limit| running >= limit) {
+            return false;
+        }
+        match self.engines.get(tool).map(|e| e.capacity()) {
+            // An endpoint shared with other tools may be taken by their nodes: `has_room`.
+            Some(capacity) => capacity.has_room() && capacity.limit().is_none_or(|limit| running < limit),
+            None => true,
         }
     }
 
@@ -65,21 +69,13 @@ impl ToolSlots {
     /// second then waits for it in its worker slot.)
     pub(crate) fn full(&self) -> Vec<String> {
         let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut full: Vec<String> = self
-            .limits
-            .keys()
-            .chain(self.engines.keys())
-            .filter(|tool| {
-                let limit = self.limit(tool).unwrap_or(usize::MAX);
-                // An endpoint shared with other tools may be taken by their nodes.
-                let taken = self.engines.get(tool.as_str()).is_some_and(|e| !e.capacity().has_room());
-                taken || running.get(tool.as_str()).copied().unwrap_or(0) >= limit
-            })
+        let bounded: std::collections::BTreeSet<&String> =
+            self.limits.keys().chain(self.engines.keys()).collect();
+        bounded
+            .into_iter()
+            .filter(|tool| !self.has_room(tool, running.get(tool.as_str()).copied().unwrap_or(0)))
             .cloned()
-            .collect();
-        full.sort_unstable();
-        full.dedup();
-        full
+            .collect()
     }
 
     /// Whether every bounded tool is in `full` (a claim that skips them can only return

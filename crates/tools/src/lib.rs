@@ -95,8 +95,8 @@ pub enum ToolError {
     /// The tool could not produce a result from these inputs. Permanent.
     #[error("{0}")]
     Failed(String),
-    /// The engine answered that the job could not be done now (it ran out of memory, lost its
-    /// worker, was interrupted by someone else). Retryable, and counts as an attempt.
+    /// The engine answered that the job could not be done now (it ran out of memory twice,
+    /// was interrupted by someone else). Retryable, and counts as an attempt.
     #[error("{0}")]
     Unavailable(String),
     /// The engine could not be reached, or went away before it answered how the job ended (a

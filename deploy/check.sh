@@ -54,3 +54,19 @@ if errors:
     sys.exit(1)
 print("k8s/autoscaling/keda-workers.yaml: valid against the ScaledObject fields KEDA documents; its series exist")
 PY
+
+# The optional model-server example (Deployment, headless Service, HPA): against the
+# Kubernetes schemas, and its External metric is a series /metrics serves.
+kubernetes-validate --strict --quiet -k 1.31.0 k8s/autoscaling/model-server.yaml
+python3 - <<'PY'
+import re, sys, yaml
+documented = set(re.findall(r"`(atelier_[a-z_]+)`", open("../docs/OPERATIONS.md").read()))
+for doc in yaml.safe_load_all(open("k8s/autoscaling/model-server.yaml")):
+    if doc["kind"] != "HorizontalPodAutoscaler":
+        continue
+    for metric in doc["spec"]["metrics"]:
+        name = metric["external"]["metric"]["name"]
+        if name not in documented:
+            sys.exit(f"model-server.yaml: {name} is not a series docs/OPERATIONS.md documents")
+print("k8s/autoscaling/model-server.yaml: valid against Kubernetes 1.31; its metric exists")
+PY

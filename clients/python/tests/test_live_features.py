@@ -294,6 +294,15 @@ def test_a_run_queues_in_the_lane_it_names(client: Client, png: str) -> None:
     assert info.value.field == "priority"
 
 
+def test_a_run_may_say_how_soon_it_must_start(client: Client, png: str) -> None:
+    final = client.run("upscale", {"image": png}, start_within_secs=60).wait(**WAIT)
+    assert final.succeeded, "started well within its minute"
+    for late in (0, 86401):
+        with pytest.raises(InvalidInput) as info:
+            client.run("upscale", {"image": png}, start_within_secs=late)
+        assert info.value.field == "start_within_secs"
+
+
 def test_failed_deliveries_are_recorded_and_retried(client: Client, png: str) -> None:
     with FakeServer() as receiver:
         receiver.routes[("POST", "/hook")] = Reply(500, b"down")

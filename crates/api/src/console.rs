@@ -501,6 +501,8 @@ async fn rerun(
         webhook: None,
         // Again in the lane it ran in.
         priority: Some(run.priority),
+        // Someone waits on the console's page: no deadline to start.
+        start_within: None,
     };
     let accepted = ops::submit(&state, &session.account, Submission::new(request, None, None), None).await?;
     Ok(Json(accepted.handle()).into_response())

@@ -50,8 +50,8 @@ pub enum ApiError {
     RateLimited { retry_after: u64 },
     #[error("the account has {limit} unfinished runs, its limit: retry once one has finished")]
     ConcurrencyLimited { limit: i64 },
-    #[error("the account has {limit} runs waiting to start, its limit: retry once they start")]
-    QueueFull { limit: i64 },
+    #[error("the {} has {limit} runs waiting to start, its limit: retry once they start", if *per_key { "API key" } else { "account" })]
+    QueueFull { limit: i64, per_key: bool },
     /// Detail is logged, never shown.
     #[error("internal error")]
     Internal(String),
@@ -64,7 +64,7 @@ impl From<StoreError> for ApiError {
                 Self::InsufficientTokens { required, balance }
             }
             StoreError::ConcurrencyLimited { limit } => Self::ConcurrencyLimited { limit },
-            StoreError::QueueFull { limit } => Self::QueueFull { limit },
+            StoreError::QueueFull { limit, per_key } => Self::QueueFull { limit, per_key },
             StoreError::IdempotencyConflict => Self::IdempotencyConflict,
             other => Self::Internal(other.to_string()),
         }
@@ -171,7 +171,7 @@ impl ApiError {
                 obj.insert("limit".into(), json!(limit));
                 obj.insert("retry_after".into(), json!(CONCURRENCY_RETRY_AFTER_SECS));
             }
-            Self::QueueFull { limit } => {
+            Self::QueueFull { limit, .. } => {
                 obj.insert("limit".into(), json!(limit));
                 obj.insert("retry_after".into(), json!(QUEUE_RETRY_AFTER_SECS));
             }

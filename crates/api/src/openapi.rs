@@ -480,7 +480,7 @@ pub fn document() -> Value {
         "missing": {"type": "array", "items": {"type": "string"}}, "field": {"type": "string"}, "reason": {"type": "string"},
         "allowed": {"type": "array"}, "required": {"type": "integer"}, "balance": {"type": "integer"},
         "retry_after": {"type": "integer", "description": "Seconds to wait (429)"},
-        "limit": {"type": "integer", "description": "The account's cap on unfinished runs (ConcurrencyLimited) or on runs waiting to start (QueueFull)"}}}));
+        "limit": {"type": "integer", "description": "The account's cap on unfinished runs (ConcurrencyLimited), or the account's or the API key's cap on runs waiting to start (QueueFull)"}}}));
     schemas.insert("ErrorResponse".into(), json!({"type": "object", "properties": {"id": {"type": "null"}, "error": {"$ref": "#/components/schemas/Error"}}}));
     let priority = json!({"type": "string", "enum": ["interactive", "normal", "bulk"],
         "description": "Extension: the lane the run's nodes queue in: interactive (someone waits for it) before normal before bulk, a share of the claims kept for lower lanes; the default is the API key's lane, normal unless set"});
@@ -491,7 +491,9 @@ pub fn document() -> Value {
         "webhook_url": {"type": "string", "maxLength": crate::webhooks::MAX_URL_BYTES, "description": "Extension: an http(s) URL that receives a signed POST (Standard Webhooks) when the run finishes; the same address policy as image URLs"},
         "webhook_events": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": ["completed", "node"]},
             "description": "Extension: what is sent to webhook_url: `completed` (the final status; the default) and `node` (each node's state change)"},
-        "priority": priority.clone()}}));
+        "priority": priority.clone(),
+        "start_within_secs": {"type": "integer", "minimum": 1, "maximum": crate::ops::MAX_START_WITHIN_SECS,
+            "description": "Extension: each node must be started by a worker within this many seconds of being queued; one that is not fails NotStarted (not charged). No limit when absent"}}}));
     schemas.insert("RunHandle".into(), json!({"type": "object", "required": ["id", "error"], "properties": {
         "id": {"type": "string"}, "error": nullable_error, "warnings": {"type": "array", "items": {"type": "string"}},
         "status": {"$ref": "#/components/schemas/RunStatus", "description": "Extension: the final status, when `Prefer: wait` was asked for and the run finished in time"}}}));
@@ -575,7 +577,7 @@ pub fn document() -> Value {
         body.insert("type".into(), json!("object"));
         body.insert(
             "description".into(),
-            json!(format!("Mapped onto the v3 tool(s) of /api/v2/{}; v3 spellings accepted. Extension: webhook_url, webhook_events and priority as in RunRequest (a completed delivery's body is the v2 status)", family.path())),
+            json!(format!("Mapped onto the v3 tool(s) of /api/v2/{}; v3 spellings accepted. Extension: webhook_url, webhook_events, priority and start_within_secs as in RunRequest (a completed delivery's body is the v2 status)", family.path())),
         );
         schemas.insert(format!("V2Run_{}", family.as_str()), Value::Object(body));
     }

@@ -1,6 +1,7 @@
 //! Transport-free operations behind the endpoints.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use atelier_core::params::Params;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
@@ -31,6 +32,26 @@ pub struct RunRequest {
     pub webhook: Option<WebhookRequest>,
     /// The lane the body asked for (`priority`); `None`: the key's default.
     pub priority: Option<Priority>,
+    /// How soon each node must start once queued (`start_within_secs`); `None`: no limit.
+    pub start_within: Option<Duration>,
+}
+
+/// The longest `start_within_secs`: a day.
+pub const MAX_START_WITHIN_SECS: u64 = 24 * 3600;
+
+/// Takes the optional `start_within_secs` of a run body (an extension of the v3 and v2
+/// bodies): a whole number of seconds, 1 to [`MAX_START_WITHIN_SECS`].
+pub fn take_start_within(body: &mut Map<String, Value>) -> Result<Option<Duration>, RequestError> {
+    match body.remove("start_within_secs").filter(|v| !v.is_null()) {
+        None => Ok(None),
+        Some(value) => match value.as_u64() {
+            Some(secs @ 1..=MAX_START_WITHIN_SECS) => Ok(Some(Duration::from_secs(secs))),
+            _ => Err(RequestError::invalid(
+                "start_within_secs",
+                format!("must be a whole number of seconds from 1 to {MAX_START_WITHIN_SECS}"),
+            )),
+        },
+    }
 }
 
 /// Takes the optional `priority` of a run body (an extension of the v3 and v2 bodies):
@@ -78,6 +99,7 @@ impl RunRequest {
         }
         let webhook = WebhookRequest::take(&mut body)?;
         let priority = take_priority(&mut body)?;
+        let start_within = take_start_within(&mut body)?;
         for key in body.keys() {
             if !["type", "target", "input"].contains(&key.as_str()) {
                 return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")));
@@ -91,7 +113,7 @@ impl RunRequest {
             RunKind::Workflow => workflow_name("target", &target)?,
             RunKind::Node => target,
         };
-        Ok(Self { kind, target, input, slices: BodySlices::default(), webhook, priority })
+        Ok(Self { kind, target, input, slices: BodySlices::default(), webhook, priority, start_within })
     }
 }
 
@@ -266,6 +288,8 @@ pub async fn submit(
             // The request's span: the run's nodes and deliveries continue its trace.
             trace_parent: atelier_traces::traceparent(&tracing::Span::current()),
             priority: request.priority.unwrap_or(account.priority),
+            key_id: account.key_id,
+            start_within: request.start_within,
         })
         .await?;
     Ok(accepted)

@@ -79,6 +79,7 @@ async fn run(
     let echo = redact(&body, family);
     let webhook = WebhookRequest::take(&mut body)?;
     let priority = crate::ops::take_priority(&mut body)?;
+    let start_within = crate::ops::take_start_within(&mut body)?;
     let (tool, input) = family.into_v3(body)?;
     let request = RunRequest {
         kind: RunKind::Node,
@@ -87,6 +88,7 @@ async fn run(
         slices: Default::default(),
         webhook,
         priority,
+        start_within,
     };
     let submission = Submission::new(request, Some(family.as_str()), Some(echo));
     Ok(idempotency::submit_once(&state, &account, keyed, submission).await?.into_response())

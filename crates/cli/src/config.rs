@@ -204,6 +204,9 @@ pub struct Limits {
     /// The queue's cap: runs of one account waiting to start (no node started yet); a new
     /// run beyond it gets 429 `QueueFull`. 0 = no cap.
     pub queued_runs_per_account: u32,
+    /// The same cap per API key: runs submitted with one key (or a console session signed in
+    /// with it) waiting to start. 0 = no cap.
+    pub queued_runs_per_key: u32,
 }
 
 /// `[metrics]`: Prometheus metrics at `/metrics` (docs/OPERATIONS.md).
@@ -373,6 +376,7 @@ impl Default for Limits {
             running_nodes_per_account: 0,
             unfinished_runs_per_account: 0,
             queued_runs_per_account: 0,
+            queued_runs_per_key: 0,
         }
     }
 }

@@ -33,6 +33,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<SharedStore> {
         max_attempts: config.engine.max_attempts,
         max_unfinished_runs: config.limits.unfinished_runs_per_account,
         max_queued_runs: config.limits.queued_runs_per_account,
+        max_queued_runs_per_key: config.limits.queued_runs_per_key,
         max_running_nodes: config.limits.running_nodes_per_account,
         lower_lane_share_permille: (config.engine.lower_lane_share * 1000.0).round() as u32,
     };

@@ -131,6 +131,9 @@ pub struct RunOptions {
     pub webhook_events: Option<Vec<WebhookEventKind>>,
     /// The lane (`priority`; the server's default is the API key's, normal unless set).
     pub priority: Option<Priority>,
+    /// `start_within_secs` (1 to 86400): a node no worker started within this many seconds
+    /// of its queueing fails `NotStarted`, not charged.
+    pub start_within_secs: Option<u64>,
     /// Sent as `Idempotency-Key`: the same key and body within 24 h get the first answer
     /// again and start nothing.
     pub idempotency_key: Option<String>,
@@ -704,5 +707,8 @@ fn add_webhook(body: &mut Map<String, Value>, options: &RunOptions) {
     }
     if let Some(priority) = options.priority {
         body.insert("priority".into(), serde_json::to_value(priority).unwrap_or(Value::Null));
+    }
+    if let Some(secs) = options.start_within_secs {
+        body.insert("start_within_secs".into(), Value::from(secs));
     }
 }

@@ -149,12 +149,12 @@ pub enum Error {
         /// Seconds to wait (the body's `retry_after`, else the `Retry-After` header).
         retry_after: Option<u64>,
     },
-    /// 429: the account has as many runs waiting to start as it may.
+    /// 429: the account, or the API key, has as many runs waiting to start as it may.
     #[error("QueueFull: {message}")]
     QueueFull {
-        /// The server's message.
+        /// The server's message (it says whether the account's or the key's cap was hit).
         message: String,
-        /// The account's cap on runs waiting to start.
+        /// The account's or the key's cap on runs waiting to start.
         limit: Option<i64>,
         /// Seconds to wait.
         retry_after: Option<u64>,

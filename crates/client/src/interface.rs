@@ -244,7 +244,7 @@ mod tests {
     fn fields_come_from_serde_with_renames_and_without_skipped_fields() {
         assert_eq!(
             serde_fields::<RunRequest>(),
-            ["type", "target", "input", "webhook_url", "webhook_events", "priority"]
+            ["type", "target", "input", "webhook_url", "webhook_events", "priority", "start_within_secs"]
         );
         let status = serde_fields::<RunStatus>();
         assert!(status.contains(&"overall_status") && !status.contains(&"raw"), "{status:?}");

@@ -175,6 +175,7 @@ pub const NODE_ERROR_NAMES: &[&str] = &[
     "Timeout",
     "UpstreamFailed",
     "WorkerLost",
+    "NotStarted",
 ];
 
 /// Why a run or node failed, or that it was canceled: the `error` value inside statuses and
@@ -288,6 +289,10 @@ pub struct RunRequest {
     /// The lane (the server's default: the API key's, normal unless set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Priority>,
+    /// Seconds within which each node must be started once queued (1 to 86400); one that is
+    /// not fails `NotStarted`, not charged. No limit when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_within_secs: Option<u64>,
 }
 
 /// The answer of every run request, v3 and v2 (the OpenAPI `RunHandle`).
@@ -973,11 +978,12 @@ mod tests {
             webhook_url: None,
             webhook_events: Some(vec![WebhookEventKind::Completed, WebhookEventKind::Node]),
             priority: Some(Priority::Interactive),
+            start_within_secs: Some(30),
         };
         assert_eq!(
             serde_json::to_value(&request).unwrap(),
             json!({"type": "node", "target": "upscale", "input": {"image": "<image>"}, "webhook_events": ["completed", "node"],
-                   "priority": "interactive"})
+                   "priority": "interactive", "start_within_secs": 30})
         );
         let unknown: Priority = serde_json::from_value(json!("urgent")).unwrap();
         assert_eq!(unknown, Priority::Unknown, "a lane this version does not know");

@@ -86,10 +86,12 @@ pub enum NodeErrorName {
     UpstreamFailed,
     /// The worker running the node stopped responding (its lease expired).
     WorkerLost,
+    /// The node was not started within its run's `start_within_secs` (not charged).
+    NotStarted,
 }
 
 impl NodeErrorName {
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Canceled,
         Self::ToolFailed,
         Self::InvalidImage,
@@ -98,6 +100,7 @@ impl NodeErrorName {
         Self::Timeout,
         Self::UpstreamFailed,
         Self::WorkerLost,
+        Self::NotStarted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -110,6 +113,7 @@ impl NodeErrorName {
             Self::Timeout => "Timeout",
             Self::UpstreamFailed => "UpstreamFailed",
             Self::WorkerLost => "WorkerLost",
+            Self::NotStarted => "NotStarted",
         }
     }
 }

@@ -3,6 +3,8 @@
 //! lock, taken over by another process within one interval when the leader stops).
 //!
 //! - rescuer: re-queues tasks whose lease expired (every `lease / 2`);
+//! - starter's deadline: fails `NotStarted` the nodes no worker claimed within their run's
+//!   `start_within_secs` (every [`DEADLINE_INTERVAL`]);
 //! - sweeper: deletes the objects of runs whose retention ended (every
 //!   `sweep_interval`); their URLs answer 410 from expiry on, swept or not; then the inline
 //!   images no unswept run uses and none has used for [`INPUT_GRACE`];
@@ -33,6 +35,13 @@ pub const JANITOR_INTERVAL: Duration = Duration::from_secs(600);
 /// registering its images and writing the run that uses them.
 pub const INPUT_GRACE: Duration = Duration::from_secs(3600);
 
+/// How often nodes past their deadline to start are failed: a node fails within about this
+/// much of its deadline.
+pub const DEADLINE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Nodes failed per transaction by the deadline loop.
+const DEADLINE_PAGE: usize = 100;
+
 /// Idempotency keys the janitor deletes per statement.
 const JANITOR_BATCH: i64 = 1000;
 
@@ -41,6 +50,8 @@ impl Maintenance {
         let mut rescue = tokio::time::interval(self.rescue_interval);
         let mut sweep = tokio::time::interval(self.sweep_interval);
         let mut janitor = tokio::time::interval(self.janitor_interval);
+        let mut deadline = tokio::time::interval(DEADLINE_INTERVAL);
+        deadline.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -49,6 +60,13 @@ impl Maintenance {
                         Ok(0) => {}
                         Ok(n) => info!(tasks = n, "rescued tasks with expired leases"),
                         Err(e) => warn!(error = %e, "rescuer failed"),
+                    }
+                },
+                _ = deadline.tick() => if self.leads().await {
+                    match fail_unstarted(self.store.as_ref()).await {
+                        Ok(0) => {}
+                        Ok(n) => info!(nodes = n, "failed nodes not started within their run's start_within_secs"),
+                        Err(e) => warn!(error = %e, "failing nodes past their deadline to start failed"),
                     }
                 },
                 _ = sweep.tick() => if self.leads().await {
@@ -121,6 +139,22 @@ pub async fn sweep_unused_inputs(store: &dyn Store, blob: &BlobStore, before: i6
                 info!(images = deleted, "swept unused inline images");
             }
             return Ok(deleted);
+        }
+    }
+}
+
+/// Fails `NotStarted` every node past its deadline to start, a page per transaction (one
+/// never holds a long queue's runs); returns how many were failed.
+pub async fn fail_unstarted(store: &dyn Store) -> Result<usize, String> {
+    let mut failed = 0;
+    loop {
+        let page = store.fail_unstarted(now_micros(), DEADLINE_PAGE).await.map_err(|e| e.to_string())?;
+        failed += page;
+        if page < DEADLINE_PAGE {
+            if failed > 0 {
+                metrics::counter!("atelier_nodes_not_started_total").increment(failed as u64);
+            }
+            return Ok(failed);
         }
     }
 }

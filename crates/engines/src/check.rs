@@ -62,36 +62,50 @@ pub enum Outcome {
     Invalid(Vec<String>),
 }
 
-/// Checks every routed tool on every endpoint that serves it; also updates each endpoint's
-/// health.
+/// Checks every routed tool on every endpoint that serves it (a `discover = "dns"` entry's
+/// name is resolved first, and each address checked); also updates each endpoint's health.
 pub async fn check(engines: &Engines) -> Vec<Finding> {
     let mut findings = Vec::new();
+    for group in engines.groups.values() {
+        group.refresh().await;
+    }
     for tool in ToolId::ALL {
         let Some((route, names)) = engines.routing.route(tool) else { continue };
         for (name, _) in names {
-            let Some(endpoint) = engines.endpoints.get(name) else { continue };
-            let outcome = match endpoint.kind {
-                EngineKind::Onnx => Outcome::Valid,
-                _ => {
-                    let health = health(endpoint).await;
-                    endpoint.set_health(health.clone());
-                    match health {
-                        Health::Unhealthy(why) => Outcome::Unreachable(why),
-                        _ => match endpoint.kind {
-                            EngineKind::Comfyui => check_comfyui(endpoint, route).await,
-                            _ => check_cog(endpoint, tool, route).await,
-                        },
-                    }
-                }
-            };
-            findings.push(Finding {
-                tool: tool.spec().name.to_string(),
-                endpoint: name.to_string(),
-                outcome,
-            });
+            let Some(group) = engines.groups.get(name) else { continue };
+            if let Some(why) = group.why_empty() {
+                findings.push(Finding {
+                    tool: tool.spec().name.to_string(),
+                    endpoint: name.to_string(),
+                    outcome: Outcome::Unreachable(why),
+                });
+            }
+            for endpoint in group.endpoints() {
+                let outcome = check_endpoint(&endpoint, tool, route).await;
+                findings.push(Finding {
+                    tool: tool.spec().name.to_string(),
+                    endpoint: endpoint.name.clone(),
+                    outcome,
+                });
+            }
         }
     }
     findings
+}
+
+async fn check_endpoint(endpoint: &Endpoint, tool: ToolId, route: &ToolSettings) -> Outcome {
+    if endpoint.kind == EngineKind::Onnx {
+        return Outcome::Valid;
+    }
+    let health = health(endpoint).await;
+    endpoint.set_health(health.clone());
+    match health {
+        Health::Unhealthy(why) => Outcome::Unreachable(why),
+        _ => match endpoint.kind {
+            EngineKind::Comfyui => check_comfyui(endpoint, route).await,
+            _ => check_cog(endpoint, tool, route).await,
+        },
+    }
 }
 
 async fn fetch(endpoint: &Endpoint, path: &str) -> Result<Value, Outcome> {

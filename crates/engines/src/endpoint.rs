@@ -18,6 +18,7 @@ use atelier_tools::{Capacity, ToolError};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
+use crate::discovery::Group;
 use crate::settings::EndpointSettings;
 
 /// What the last health check found.
@@ -63,6 +64,16 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
+    /// An endpoint found by discovery: not used until a health check passes.
+    pub(crate) fn discovered(name: &str, settings: &EndpointSettings) -> Result<Arc<Self>, String> {
+        let endpoint = Self::new(name, settings)?;
+        *endpoint.health.lock().unwrap_or_else(PoisonError::into_inner) = HealthState {
+            health: Health::Unhealthy("not checked yet".into()),
+            down_since: Some(Instant::now()),
+        };
+        Ok(endpoint)
+    }
+
     pub fn new(name: &str, settings: &EndpointSettings) -> Result<Arc<Self>, String> {
         let mut headers = HeaderMap::new();
         for (key, value) in &settings.headers {
@@ -108,7 +119,7 @@ impl Endpoint {
     }
 
     /// Since when the endpoint has been unusable; `None` while it is usable.
-    fn down_since(&self) -> Option<Instant> {
+    pub(crate) fn down_since(&self) -> Option<Instant> {
         self.health.lock().unwrap_or_else(PoisonError::into_inner).down_since
     }
 
@@ -247,42 +258,62 @@ impl Drop for Slot {
     }
 }
 
-/// The endpoints of one tool.
+/// The endpoints of one tool: those of the `[engines.*]` entries it is routed to, as they
+/// are now (an entry with `discover = "dns"` gains and loses endpoints).
 #[derive(Debug, Clone)]
 pub struct Pool {
     pub(crate) tool: &'static str,
-    pub(crate) endpoints: Vec<Arc<Endpoint>>,
+    groups: Vec<Arc<Group>>,
 }
 
 impl Pool {
+    pub(crate) fn new(tool: &'static str, groups: Vec<Arc<Group>>) -> Self {
+        Self { tool, groups }
+    }
+
+    /// The kind of the tool's engines (one kind per tool, checked by the configuration).
+    pub(crate) fn kind(&self) -> EngineKind {
+        self.groups.first().map_or(EngineKind::Builtin, |g| g.settings.kind)
+    }
+
+    fn endpoints(&self) -> Vec<Arc<Endpoint>> {
+        self.groups.iter().flat_map(|g| g.endpoints()).collect()
+    }
+
     /// What the tool can take now: the slots of its usable endpoints (and how many of them
     /// are free: endpoints may serve several tools), or, when none is usable, since when (the
-    /// moment its last usable endpoint went down) and why.
+    /// moment its last usable endpoint went down or left) and why.
     pub fn capacity(&self) -> Capacity {
-        let usable = self.endpoints.iter().filter(|e| e.usable());
+        let endpoints = self.endpoints();
+        let usable = endpoints.iter().filter(|e| e.usable());
         let (total, free) = usable.fold((0, 0), |(total, free), e| {
             (total + e.settings.max_concurrency.max(1), free + e.slots.available_permits())
         });
         if total > 0 {
             return Capacity::Slots { total, free };
         }
-        let since = self.endpoints.iter().filter_map(|e| e.down_since()).max().unwrap_or_else(Instant::now);
-        Capacity::Down { since, wait: self.wait(), why: self.why_down() }
+        let since = endpoints
+            .iter()
+            .filter_map(|e| e.down_since())
+            .chain(self.groups.iter().filter_map(|g| g.empty_since()))
+            .max()
+            .unwrap_or_else(Instant::now);
+        Capacity::Down { since, wait: self.wait(), why: self.why_down(&endpoints) }
     }
 
     /// How long a node waits for a usable endpoint: the longest `wait_secs` of the pool's.
     fn wait(&self) -> Duration {
-        Duration::from_secs(self.endpoints.iter().map(|e| e.settings.wait_secs).max().unwrap_or(0))
+        Duration::from_secs(self.groups.iter().map(|g| g.settings.wait_secs).max().unwrap_or(0))
     }
 
-    fn why_down(&self) -> String {
-        let why: Vec<String> = self
-            .endpoints
+    fn why_down(&self, endpoints: &[Arc<Endpoint>]) -> String {
+        let why: Vec<String> = endpoints
             .iter()
             .map(|e| match e.health() {
                 Health::Unhealthy(why) => format!("{}: {why}", e.name),
                 _ => e.name.clone(),
             })
+            .chain(self.groups.iter().filter_map(|g| g.why_empty()))
             .collect();
         format!("no healthy engine for {} ({})", self.tool, why.join("; "))
     }
@@ -291,9 +322,10 @@ impl Pool {
     /// the first to free up when all are busy. `Lost` when none is healthy: the node goes back
     /// to the queue, where it waits without holding a worker slot.
     pub async fn acquire(&self) -> Result<Slot, ToolError> {
-        let usable: Vec<&Arc<Endpoint>> = self.endpoints.iter().filter(|e| e.usable()).collect();
+        let endpoints = self.endpoints();
+        let usable: Vec<&Arc<Endpoint>> = endpoints.iter().filter(|e| e.usable()).collect();
         if usable.is_empty() {
-            return Err(ToolError::Lost(self.why_down()));
+            return Err(ToolError::Lost(self.why_down(&endpoints)));
         }
         let best = usable
             .iter()
@@ -326,18 +358,21 @@ impl Pool {
 mod tests {
     use super::*;
 
-    fn endpoint(name: &str, slots: usize) -> Arc<Endpoint> {
+    /// A fixed entry's group and its one endpoint.
+    fn endpoint(name: &str, slots: usize) -> (Arc<Group>, Arc<Endpoint>) {
         let settings: EndpointSettings = serde_json::from_value(serde_json::json!({
             "kind": "cog", "url": "http://127.0.0.1:9", "max_concurrency": slots
         }))
         .unwrap_or_else(|e| panic!("{e}"));
-        Endpoint::new(name, &settings).unwrap_or_else(|e| panic!("{e}"))
+        let group = Group::new(name, &settings).unwrap_or_else(|e| panic!("{e}"));
+        let endpoint = group.endpoints().remove(0);
+        (group, endpoint)
     }
 
     #[tokio::test]
     async fn nodes_go_to_the_least_busy_healthy_endpoint() {
-        let (a, b) = (endpoint("a", 2), endpoint("b", 2));
-        let pool = Pool { tool: "upscale", endpoints: vec![a.clone(), b.clone()] };
+        let ((group_a, a), (group_b, b)) = (endpoint("a", 2), endpoint("b", 2));
+        let pool = Pool::new("upscale", vec![group_a, group_b]);
         let first = pool.acquire().await.unwrap_or_else(|e| panic!("{e}"));
         let second = pool.acquire().await.unwrap_or_else(|e| panic!("{e}"));
         assert_ne!(first.endpoint.name, second.endpoint.name, "the second node goes to the idle endpoint");
@@ -363,8 +398,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_pool_waits_for_the_first_free_slot() {
-        let a = endpoint("a", 1);
-        let pool = Pool { tool: "upscale", endpoints: vec![a.clone()] };
+        let (group, _) = endpoint("a", 1);
+        let pool = Pool::new("upscale", vec![group]);
         let held = pool.acquire().await.unwrap_or_else(|e| panic!("{e}"));
         let waiting = tokio::spawn({
             let pool = pool.clone();

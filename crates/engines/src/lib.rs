@@ -18,6 +18,7 @@
 pub mod check;
 pub mod cog;
 pub mod comfyui;
+pub mod discovery;
 pub mod endpoint;
 pub mod hooks;
 mod mapping;
@@ -35,6 +36,7 @@ use atelier_tools::Registry;
 use tokio_util::sync::CancellationToken;
 
 pub use cog::Webhooks;
+use discovery::Group;
 use endpoint::{Endpoint, Pool};
 pub use hooks::{WebhookHub, WEBHOOK_PATH};
 pub use settings::{EndpointSettings, Routing, ToolSettings};
@@ -54,13 +56,14 @@ fn jittered(pause: Duration) -> Duration {
 #[derive(Clone)]
 pub struct Engines {
     routing: Routing,
-    endpoints: BTreeMap<String, Arc<Endpoint>>,
+    /// Each `[engines.NAME]`: its endpoints now.
+    groups: BTreeMap<String, Arc<Group>>,
     hub: Arc<WebhookHub>,
 }
 
 impl std::fmt::Debug for Engines {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engines").field("endpoints", &self.endpoints.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("Engines").field("engines", &self.groups.keys().collect::<Vec<_>>()).finish()
     }
 }
 
@@ -69,11 +72,11 @@ impl Engines {
     /// models are loaded here, so a missing or unusable file stops the start.
     pub fn new(routing: Routing) -> Result<Self, String> {
         routing.validate()?;
-        let mut endpoints = BTreeMap::new();
+        let mut groups = BTreeMap::new();
         for (name, settings) in &routing.engines {
-            endpoints.insert(name.clone(), Endpoint::new(name, settings)?);
+            groups.insert(name.clone(), Group::new(name, settings)?);
         }
-        Ok(Self { routing, endpoints, hub: Arc::new(WebhookHub::default()) })
+        Ok(Self { routing, groups, hub: Arc::new(WebhookHub::default()) })
     }
 
     pub fn routing(&self) -> &Routing {
@@ -94,17 +97,17 @@ impl Engines {
         public_url: Option<&str>,
     ) -> Result<(), String> {
         let webhooks = public_url.map(|base| Webhooks { hub: self.hub.clone(), base_url: base.to_string() });
-        // The registry's dispatcher learns when an endpoint comes back.
-        for endpoint in self.endpoints.values() {
-            endpoint.notify_when_usable(registry.capacity_changed().clone());
+        // The registry's dispatcher learns when an endpoint comes back, or is discovered.
+        for group in self.groups.values() {
+            group.notify_when_usable(registry.capacity_changed().clone());
         }
         for tool in ToolId::ALL {
             let Some((route, names)) = self.routing.route(tool) else { continue };
-            let pool = Pool {
-                tool: tool.spec().name,
-                endpoints: names.iter().filter_map(|(n, _)| self.endpoints.get(*n).cloned()).collect(),
-            };
-            let kind = pool.endpoints.first().map_or(EngineKind::Builtin, |e| e.kind);
+            let pool = Pool::new(
+                tool.spec().name,
+                names.iter().filter_map(|(n, _)| self.groups.get(*n).cloned()).collect(),
+            );
+            let kind = pool.kind();
             let executor: Arc<dyn atelier_tools::Executor> = match kind {
                 EngineKind::Cog => {
                     Arc::new(cog::Cog::new(pool, route.clone(), fetcher.clone(), webhooks.clone()))
@@ -125,53 +128,90 @@ impl Engines {
     }
 
     /// Checks every remote endpoint's health now and then every `health_interval_secs`, until
-    /// `stop`. An endpoint that is down is probed again after about a second, then at doubling
-    /// intervals up to `health_interval_secs` (each with up to 20% jitter, so that workers do
-    /// not probe a restarting server in step), so that a server that comes back is used within
-    /// about a second. A request that finds an endpoint unreachable starts that at once.
+    /// `stop` ([`watch_health`]), and resolves every `discover = "dns"` entry's name every
+    /// `discover_interval_secs`: a new address's health is checked at once (it takes nodes
+    /// once that passes), a gone address's watch ends (its running nodes finish).
     pub fn watch(&self, stop: CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
-        self.endpoints
-            .values()
-            .filter(|e| e.kind != EngineKind::Onnx)
-            .map(|endpoint| {
-                let endpoint = endpoint.clone();
-                let stop = stop.clone();
-                tokio::spawn(async move {
-                    let every = Duration::from_secs(endpoint.settings.health_interval_secs);
-                    let mut retry = FIRST_RECHECK;
-                    loop {
-                        let health = check::health(&endpoint).await;
-                        let down = matches!(health, endpoint::Health::Unhealthy(_));
-                        endpoint.set_health(health);
-                        let pause = if down {
-                            let pause = jittered(retry.min(every));
-                            retry = (retry * 2).min(every);
-                            pause
-                        } else {
-                            retry = FIRST_RECHECK;
-                            every
-                        };
-                        tokio::select! {
-                            _ = stop.cancelled() => break,
-                            _ = tokio::time::sleep(pause) => {}
-                            // A request found it unreachable: probe again soon, from the start.
-                            _ = endpoint.recheck.notified(), if !down => {
-                                retry = FIRST_RECHECK;
-                                tokio::select! {
-                                    _ = stop.cancelled() => break,
-                                    _ = tokio::time::sleep(jittered(FIRST_RECHECK)) => {}
-                                }
-                            }
-                        }
-                    }
-                })
-            })
-            .collect()
+        let remote = self.groups.values().filter(|g| g.settings.kind != EngineKind::Onnx);
+        let mut watches = Vec::new();
+        for group in remote {
+            if group.discovers() {
+                watches.push(tokio::spawn(discover(group.clone(), stop.clone())));
+            } else {
+                watches.extend(
+                    group.endpoints().into_iter().map(|e| tokio::spawn(watch_health(e, stop.clone()))),
+                );
+            }
+        }
+        watches
     }
 
     /// The view the API takes of the engines.
     pub fn directory(&self) -> Arc<dyn EngineDirectory> {
         Arc::new(self.clone())
+    }
+}
+
+/// Keeps `endpoint`'s health current until `stop`: checked now and every
+/// `health_interval_secs`; one that is down is probed again after about a second, then at
+/// doubling intervals up to `health_interval_secs` (each with up to 20% jitter, so that
+/// workers do not probe a restarting server in step), so that a server that comes back is
+/// used within about a second. A request that finds the endpoint unreachable starts that at
+/// once.
+async fn watch_health(endpoint: Arc<Endpoint>, stop: CancellationToken) {
+    let every = Duration::from_secs(endpoint.settings.health_interval_secs);
+    let mut retry = FIRST_RECHECK;
+    loop {
+        let health = tokio::select! {
+            _ = stop.cancelled() => break,
+            health = check::health(&endpoint) => health,
+        };
+        let down = matches!(health, endpoint::Health::Unhealthy(_));
+        endpoint.set_health(health);
+        let pause = if down {
+            let pause = jittered(retry.min(every));
+            retry = (retry * 2).min(every);
+            pause
+        } else {
+            retry = FIRST_RECHECK;
+            every
+        };
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = tokio::time::sleep(pause) => {}
+            // A request found it unreachable: probe again soon, from the start.
+            _ = endpoint.recheck.notified(), if !down => {
+                retry = FIRST_RECHECK;
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = tokio::time::sleep(jittered(FIRST_RECHECK)) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Follows a `discover = "dns"` entry until `stop`: resolves its name every
+/// `discover_interval_secs` and watches the health of each endpoint while it is in the group.
+async fn discover(group: Arc<Group>, stop: CancellationToken) {
+    let every = Duration::from_secs(group.settings.discover_interval_secs);
+    let mut watched: BTreeMap<String, CancellationToken> = BTreeMap::new();
+    loop {
+        let change = group.refresh().await;
+        for gone in change.removed {
+            if let Some(watch) = watched.remove(&gone.name) {
+                watch.cancel();
+            }
+        }
+        for endpoint in change.added {
+            let watch = stop.child_token();
+            watched.insert(endpoint.name.clone(), watch.clone());
+            tokio::spawn(watch_health(endpoint, watch));
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(jittered(every)) => {}
+        }
     }
 }
 
@@ -188,13 +228,26 @@ impl EngineDirectory for Engines {
     }
 
     fn health(&self) -> Vec<EndpointHealth> {
-        self.endpoints
-            .values()
-            .map(|e| match e.kind {
+        let mut health = Vec::new();
+        for group in self.groups.values() {
+            let endpoints = group.endpoints();
+            if endpoints.is_empty() {
+                // A discovered entry with no address yet.
+                health.push(EndpointHealth {
+                    name: group.name.clone(),
+                    kind: group.settings.kind,
+                    healthy: false,
+                    detail: group.why_empty(),
+                    busy: 0,
+                    capacity: 0,
+                });
+            }
+            health.extend(endpoints.iter().map(|e| match e.kind {
                 EngineKind::Onnx => EndpointHealth { healthy: true, detail: None, ..e.report() },
                 _ => e.report(),
-            })
-            .collect()
+            }));
+        }
+        health
     }
 
     fn webhook(&self, id: &str, token: &str, body: serde_json::Value) -> bool {

@@ -46,6 +46,16 @@ pub struct EndpointSettings {
     /// longest of theirs.
     #[serde(default = "defaults::wait")]
     pub wait_secs: u64,
+    /// `dns`: `url`'s host name is resolved every `discover_interval_secs`, and each address
+    /// it gives is an endpoint of its own (named `NAME@ADDRESS`, each with `max_concurrency`
+    /// slots): a Kubernetes headless Service, or any name with one record per server. A new
+    /// address is used once a health check passes; one that is gone takes no new nodes and
+    /// finishes those it runs. `none` (the default): `url` is one endpoint.
+    #[serde(default)]
+    pub discover: Discover,
+    /// How often a `discover = "dns"` name is resolved again.
+    #[serde(default = "defaults::discover_interval")]
+    pub discover_interval_secs: u64,
     /// `cog`: how progress is read from a prediction's logs: `tqdm` (`12/30`, the default),
     /// `percent` (`40%`), or `none`.
     #[serde(default)]
@@ -67,6 +77,17 @@ pub struct EndpointSettings {
     /// upscaler's result).
     #[serde(default)]
     pub output: OnnxOutput,
+}
+
+/// How an `[engines.NAME]` entry finds its servers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Discover {
+    /// `url` is the one server.
+    #[default]
+    None,
+    /// Every address `url`'s host name resolves to is a server.
+    Dns,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +125,9 @@ mod defaults {
     }
     pub fn wait() -> u64 {
         600
+    }
+    pub fn discover_interval() -> u64 {
+        5
     }
 }
 
@@ -210,9 +234,14 @@ impl Routing {
             if e.max_concurrency == 0 {
                 return Err(format!("{key}.max_concurrency must be at least 1"));
             }
-            if e.health_interval_secs == 0 || e.request_timeout_secs == 0 || e.connect_timeout_secs == 0 {
+            if e.health_interval_secs == 0
+                || e.request_timeout_secs == 0
+                || e.connect_timeout_secs == 0
+                || e.discover_interval_secs == 0
+            {
                 return Err(format!(
-                    "{key}: health_interval_secs, request_timeout_secs and connect_timeout_secs must be at least 1"
+                    "{key}: health_interval_secs, request_timeout_secs, connect_timeout_secs and \
+                     discover_interval_secs must be at least 1"
                 ));
             }
             if e.wait_secs > MAX_WAIT_SECS {
@@ -224,8 +253,14 @@ impl Routing {
                     if !matches!(parsed.scheme(), "http" | "https") {
                         return Err(format!("{key}.url must start with http:// or https://"));
                     }
+                    if e.discover == Discover::Dns && parsed.host_str().is_none_or(str::is_empty) {
+                        return Err(format!("{key}.url: discover = \"dns\" needs a host name to resolve"));
+                    }
                 }
                 EngineKind::Onnx => {
+                    if e.discover != Discover::None {
+                        return Err(format!("{key}.discover: an onnx model runs in this process; remove it"));
+                    }
                     if e.model.as_os_str().is_empty() {
                         return Err(format!("{key}.model: the path of the ONNX model file is required"));
                     }
@@ -450,6 +485,16 @@ mod tests {
                 "engines.builtin",
             ),
             (serde_json::json!({"m": {"kind": "onnx"}}), serde_json::json!({}), "engines.m.model"),
+            (
+                serde_json::json!({"m": {"kind": "onnx", "model": "m.onnx", "input_size": [8, 8], "discover": "dns"}}),
+                serde_json::json!({}),
+                "engines.m.discover",
+            ),
+            (
+                serde_json::json!({"idm": {"kind": "cog", "url": "http://x", "discover": "dns", "discover_interval_secs": 0}}),
+                serde_json::json!({}),
+                "discover_interval_secs must be at least 1",
+            ),
             (
                 serde_json::json!({"m": {"kind": "onnx", "model": "m.onnx"}}),
                 serde_json::json!({}),

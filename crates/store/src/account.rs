@@ -11,6 +11,9 @@ pub struct Account {
     /// The lane of the key the caller authenticated with (its default for runs that name
     /// none); normal when the key sets none, or when the account was found by name.
     pub priority: Priority,
+    /// The key the caller authenticated with (directly or through a console session);
+    /// `None` when the account was found by name.
+    pub key_id: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -17,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use atelier_core::status::TaskState;
 use atelier_core::time::{self, now_micros};
-use atelier_core::NodeError;
+use atelier_core::{NodeError, NodeErrorName};
 use serde_json::Value;
 
 use crate::backend::Backend;
@@ -173,43 +173,20 @@ impl<B: Backend> TaskQueue for B {
         limit: usize,
     ) -> Result<usize> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        // Candidates, read without locks; each is read again under its run's lock (a worker
-        // may claim it meanwhile, or another process fail it first), as the rescuer does.
         let candidates: Vec<ExpiredTask> =
             self.read().await?.fetch_all(&WAITING_TASKS, args![tool, waiting_since, limit]).await?;
-        if candidates.is_empty() {
-            return Ok(0);
-        }
-        let recheck = format!("{}{}", *WAITING_TASK, B::FOR_UPDATE);
-        let config = self.settings();
-        let now = now_micros();
-        let mut tx = self.begin().await?;
-        let mut failed = Vec::new();
-        let mut ended = Vec::new();
-        for candidate in &candidates {
-            B::lock_run(&mut tx, &candidate.run_id).await?;
-            let Some(task): Option<ExpiredTask> =
-                tx.fetch_optional(&recheck, args![candidate.id, waiting_since]).await?
-            else {
-                continue;
-            };
-            let entry = to_json(&attempt_error(u32::try_from(task.attempt).unwrap_or(0), error, now));
-            tx.execute(&FAIL_WAITING, args![now, entry.as_str(), task.id]).await?;
-            let nodes = node_failed(&mut *tx, &task.run_id, &task.node, error, now).await?;
-            ended.extend(finish_if_done(&mut *tx, config, &task.run_id, &nodes, now).await?);
-            failed.push(candidate.run_id.as_str());
-        }
-        if !failed.is_empty() {
-            B::announce(&mut tx).await?;
-        }
-        B::commit(tx).await?;
-        telemetry::record(&ended);
-        let count = failed.len();
-        if count > 0 {
-            self.wake();
-            self.changed(failed);
-        }
-        Ok(count)
+        fail_available(self, &candidates, &WAITING_TASK, waiting_since, error).await
+    }
+
+    async fn fail_unstarted(&self, now: Micros, limit: usize) -> Result<usize> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let candidates: Vec<ExpiredTask> =
+            self.read().await?.fetch_all(&UNSTARTED_TASKS, args![now, limit]).await?;
+        let error = NodeError::new(
+            NodeErrorName::NotStarted,
+            "no worker started the node within the run's start_within_secs of its queueing",
+        );
+        fail_available(self, &candidates, &UNSTARTED_TASK, now, &error).await
     }
 
     async fn rescue_expired(&self) -> Result<usize> {
@@ -316,4 +293,51 @@ async fn end_attempt<B: Backend>(
     };
     let ended = finish_if_done(tx, config, run_id, &nodes, now).await?;
     Ok(Some((queued, ended)))
+}
+
+/// Fails `candidates`, available tasks that waited too long (read without locks), with
+/// `error`: each is read again under its run's lock with `recheck` (`$1` task, `$2` `cutoff`;
+/// a worker may claim it meanwhile, or another process fail it first), as the rescuer does.
+/// How many were failed. Shared by [`TaskQueue::fail_waiting`] and
+/// [`TaskQueue::fail_unstarted`].
+async fn fail_available<B: Backend>(
+    store: &B,
+    candidates: &[ExpiredTask],
+    recheck: &str,
+    cutoff: Micros,
+    error: &NodeError,
+) -> Result<usize> {
+    if candidates.is_empty() {
+        return Ok(0);
+    }
+    let recheck = format!("{recheck}{}", B::FOR_UPDATE);
+    let config = store.settings();
+    let now = now_micros();
+    let mut tx = store.begin().await?;
+    let mut failed = Vec::new();
+    let mut ended = Vec::new();
+    for candidate in candidates {
+        B::lock_run(&mut tx, &candidate.run_id).await?;
+        let Some(task): Option<ExpiredTask> =
+            tx.fetch_optional(&recheck, args![candidate.id, cutoff]).await?
+        else {
+            continue;
+        };
+        let entry = to_json(&attempt_error(u32::try_from(task.attempt).unwrap_or(0), error, now));
+        tx.execute(&FAIL_WAITING, args![now, entry.as_str(), task.id]).await?;
+        let nodes = node_failed(&mut *tx, &task.run_id, &task.node, error, now).await?;
+        ended.extend(finish_if_done(&mut *tx, config, &task.run_id, &nodes, now).await?);
+        failed.push(candidate.run_id.as_str());
+    }
+    if !failed.is_empty() {
+        B::announce(&mut tx).await?;
+    }
+    B::commit(tx).await?;
+    telemetry::record(&ended);
+    let count = failed.len();
+    if count > 0 {
+        store.wake();
+        store.changed(failed);
+    }
+    Ok(count)
 }

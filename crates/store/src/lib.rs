@@ -125,9 +125,10 @@ pub enum StoreError {
     /// The account already has `limit` unfinished runs (`StoreConfig::max_unfinished_runs`).
     #[error("too many unfinished runs: the limit is {limit}")]
     ConcurrencyLimited { limit: i64 },
-    /// The account already has `limit` runs waiting to start (`StoreConfig::max_queued_runs`).
+    /// The account (or, with `per_key`, the key) already has `limit` runs waiting to start
+    /// (`StoreConfig::max_queued_runs`, `max_queued_runs_per_key`).
     #[error("too many queued runs: the limit is {limit}")]
-    QueueFull { limit: i64 },
+    QueueFull { limit: i64, per_key: bool },
     #[error("not found")]
     NotFound,
     #[error("{0}")]
@@ -170,6 +171,9 @@ pub struct StoreConfig {
     /// a run beyond it is refused with [`StoreError::QueueFull`], checked like the hard cap.
     /// 0 = no cap.
     pub max_queued_runs: u32,
+    /// The same cap for the runs one key submitted (runs made without a key, by account
+    /// name, are not counted). 0 = no cap.
+    pub max_queued_runs_per_key: u32,
     /// The soft cap: nodes of one account running at once, over every worker. While an
     /// account has this many running, claims pass over its tasks (they stay queued), which
     /// keeps slots free for other accounts. 0 = no cap.
@@ -187,6 +191,7 @@ impl Default for StoreConfig {
             max_attempts: 3,
             max_unfinished_runs: 0,
             max_queued_runs: 0,
+            max_queued_runs_per_key: 0,
             max_running_nodes: 0,
             lower_lane_share_permille: 100,
         }

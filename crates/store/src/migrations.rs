@@ -13,6 +13,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0008_webhooks.sql"),
     include_str!("../migrations/sqlite/0009_traces.sql"),
     include_str!("../migrations/sqlite/0010_priority.sql"),
+    include_str!("../migrations/sqlite/0011_queue_limits.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -26,4 +27,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0008_webhooks.sql"),
     include_str!("../migrations/postgres/0009_traces.sql"),
     include_str!("../migrations/postgres/0010_priority.sql"),
+    include_str!("../migrations/postgres/0011_queue_limits.sql"),
 ];

@@ -130,7 +130,12 @@ fn key_priority(row: &dyn RowRead) -> Result<Priority> {
 
 impl FromRow for Account {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
-        Ok(Account { id: row.int("id")?, name: row.text("name")?.to_owned(), priority: Priority::default() })
+        Ok(Account {
+            id: row.int("id")?,
+            name: row.text("name")?.to_owned(),
+            priority: Priority::default(),
+            key_id: None,
+        })
     }
 }
 
@@ -144,7 +149,11 @@ impl FromRow for KeyUse {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
         Ok(KeyUse {
             holder: KeyHolder {
-                account: Account { priority: key_priority(row)?, ..Account::from_row(row)? },
+                account: Account {
+                    priority: key_priority(row)?,
+                    key_id: Some(row.int("key_id")?),
+                    ..Account::from_row(row)?
+                },
                 key_id: row.int("key_id")?,
             },
             last_used: row.opt_int("last_used")?,
@@ -209,6 +218,7 @@ impl FromRow for SessionRow {
                     id: row.int("account_id")?,
                     name: row.text("name")?.to_owned(),
                     priority: key_priority(row)?,
+                    key_id: Some(row.int("key_id")?),
                 },
                 key_id: row.int("key_id")?,
                 csrf_token: row.text("csrf_token")?.to_owned(),

@@ -36,6 +36,16 @@ pub struct NewRun<'a> {
     pub trace_parent: Option<String>,
     /// The lane its nodes queue in.
     pub priority: Priority,
+    /// The key it was submitted with (the per-key queue cap counts its runs).
+    pub key_id: Option<i64>,
+    /// How soon each node must be claimed once it is queued; one that is not fails
+    /// `NotStarted` (`TaskQueue::fail_unstarted`). `None`: no limit.
+    pub start_within: Option<std::time::Duration>,
+}
+
+/// A duration in whole milliseconds, as `runs.start_within_ms` keeps it.
+pub(crate) fn millis(duration: std::time::Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -21,6 +21,15 @@ macro_rules! lane_of_run {
 }
 pub(crate) use lane_of_run;
 
+/// A task's deadline to be claimed: `$now` plus its run's `start_within_ms` (NULL when the
+/// run sets none).
+macro_rules! start_by_of_run {
+    ($now:literal, $run:literal) => {
+        concat!("(SELECT ", $now, " + start_within_ms * 1000 FROM runs WHERE id = ", $run, ")")
+    };
+}
+pub(crate) use start_by_of_run;
+
 /// A statement whose text is rendered once, on first use.
 pub(crate) type Sql = LazyLock<String>;
 
@@ -119,6 +128,9 @@ pub(crate) static COUNT_UNFINISHED_RUNS: Sql = sql!(
 /// Runs of account `$1` that wait to start.
 pub(crate) static COUNT_QUEUED_RUNS: Sql =
     sql!("SELECT COUNT(*) FROM runs WHERE account_id = $1 AND status = '{}'", RunStatus::Queued);
+/// Runs of key `$1` waiting to start.
+pub(crate) static COUNT_QUEUED_RUNS_OF_KEY: Sql =
+    sql!("SELECT COUNT(*) FROM runs WHERE key_id = $1 AND status = '{}'", RunStatus::Queued);
 /// The run holding generation `$1`, if it is account `$2`'s.
 pub(crate) const RUN_OF_GENERATION: &str =
     "SELECT n.run_id FROM nodes n JOIN runs r ON r.id = n.run_id WHERE n.gen_id = $1 AND r.account_id = $2";
@@ -199,12 +211,13 @@ pub(crate) static QUEUE_NODE: Sql = sql!(
     pending = NodeStatus::Pending
 );
 /// An available task: `$1` run, `$2` node, `$3` account, `$4` max attempts, `$5` now; in
-/// its run's lane.
+/// its run's lane, with its run's deadline to start.
 pub(crate) static INSERT_TASK: Sql = sql!(
-    "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane)
-     VALUES ($1, $2, $3, '{}', $4, $5, $5, {lane})",
+    "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane, start_by)
+     VALUES ($1, $2, $3, '{}', $4, $5, $5, {lane}, {start_by})",
     TaskState::Available,
-    lane = lane_of_run!("$1")
+    lane = lane_of_run!("$1"),
+    start_by = start_by_of_run!("$5", "$1")
 );
 
 // The lease queue. A task's `errors` is a JSON array kept as compact text; an attempt's entry
@@ -294,6 +307,20 @@ pub(crate) static WAITING_TASKS: Sql = sql!(
 pub(crate) static WAITING_TASK: Sql = sql!(
     "SELECT id, run_id, node, attempt, max_attempts FROM tasks
      WHERE id = $1 AND state = '{}' AND scheduled_at <= $2",
+    TaskState::Available
+);
+/// Available tasks whose deadline to start (`start_by`) passed before `$1`, in the order their
+/// runs are locked.
+pub(crate) static UNSTARTED_TASKS: Sql = sql!(
+    "SELECT id, run_id, node, attempt, max_attempts FROM tasks
+     WHERE state = '{}' AND start_by IS NOT NULL AND start_by < $1
+     ORDER BY run_id, id LIMIT $2",
+    TaskState::Available
+);
+/// Task `$1`, if it is still available and its deadline to start passed before `$2`.
+pub(crate) static UNSTARTED_TASK: Sql = sql!(
+    "SELECT id, run_id, node, attempt, max_attempts FROM tasks
+     WHERE id = $1 AND state = '{}' AND start_by < $2",
     TaskState::Available
 );
 /// A waiting task failed: `$1` now, `$2` its entry, `$3` task.

@@ -256,6 +256,10 @@ pub trait TaskQueue: Send + Sync {
         error: &NodeError,
         limit: usize,
     ) -> Result<usize>;
+    /// Fails, with `NotStarted`, up to `limit` available tasks whose deadline to be claimed
+    /// (their run's `start_within`, from their queueing) passed before `now`: their nodes
+    /// fail (not charged) and their runs end when nothing else is left. How many were failed.
+    async fn fail_unstarted(&self, now: Micros, limit: usize) -> Result<usize>;
     /// Re-queues tasks whose lease expired (their worker died or hung), or
     /// fails them with `WorkerLost` when no attempt is left. Returns how many
     /// tasks were rescued or failed.

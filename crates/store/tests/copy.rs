@@ -84,6 +84,8 @@ async fn submit(
         webhook,
         trace_parent: Some(TRACE_PARENT.to_owned()),
         priority: Default::default(),
+        key_id: None,
+        start_within: None,
     };
     store.create_run(&run).await.unwrap();
     id

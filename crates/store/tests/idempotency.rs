@@ -67,6 +67,8 @@ async fn create(
             webhook: None,
             trace_parent: None,
             priority: Default::default(),
+            key_id: None,
+            start_within: None,
         })
         .await
 }

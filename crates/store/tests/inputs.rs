@@ -43,6 +43,8 @@ async fn submit_with(
         webhook: None,
         trace_parent: None,
         priority: Default::default(),
+        key_id: None,
+        start_within: None,
     };
     store.create_run(&run).await.map(|_| id)
 }

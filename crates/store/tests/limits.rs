@@ -10,12 +10,13 @@ mod common;
 
 use std::time::Duration;
 
+use atelier_core::ids;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::RunStatus;
 use atelier_core::tools::Prices;
 use atelier_core::workflow::WorkflowDef;
 use atelier_store::{Outcome, SharedStore, StoreConfig, StoreError};
-use common::submit;
+use common::{submit, submit_queued, Queueing};
 use serde_json::json;
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -61,6 +62,31 @@ backend_tests! {
     a_flood_of_queued_runs_does_not_hold_back_another_accounts_run(StoreConfig::default());
     no_caps_by_default(StoreConfig::default());
     the_queue_cap_counts_runs_waiting_to_start(StoreConfig { max_queued_runs: 2, ..StoreConfig::default() });
+    the_key_queue_cap_counts_the_runs_of_one_key(StoreConfig { max_queued_runs_per_key: 2, ..StoreConfig::default() });
+}
+
+async fn the_key_queue_cap_counts_the_runs_of_one_key(store: SharedStore) {
+    let (a, first_key) = store.create_account("a", 100).await.unwrap();
+    let first = store.authenticate_key(&first_key).await.unwrap().unwrap().key_id;
+    let (second, _) = store.add_key(a.id).await.unwrap();
+    let by = |key_id| Queueing { key_id, ..Queueing::default() };
+    let submit_by = |key_id| {
+        let store = store.clone();
+        async move { submit_queued(store.as_ref(), a.id, &single(), ids::generation_id(), by(key_id)).await }
+    };
+    submit_by(Some(first)).await.unwrap();
+    submit_by(Some(first)).await.unwrap();
+    match submit_by(Some(first)).await {
+        Err(StoreError::QueueFull { limit: 2, per_key: true }) => {}
+        other => panic!("expected QueueFull for the key, got {other:?}"),
+    }
+    assert_eq!(store.balance(a.id).await.unwrap(), 98, "a refused run reserves nothing");
+    submit_by(Some(second.id)).await.expect("another key of the account has its own cap");
+    submit_by(None).await.expect("a run made without a key is not counted against one");
+    // A run that started no longer waits: its key may queue another.
+    let claimed = store.claim("w", Duration::from_secs(30), &[]).await.unwrap().unwrap();
+    assert_eq!(claimed.account_id, a.id);
+    submit_by(Some(first)).await.expect("one of the first key's runs started");
 }
 
 async fn the_queue_cap_counts_runs_waiting_to_start(store: SharedStore) {
@@ -69,7 +95,7 @@ async fn the_queue_cap_counts_runs_waiting_to_start(store: SharedStore) {
     submit(store.as_ref(), a.id, &single()).await.unwrap();
     submit(store.as_ref(), a.id, &single()).await.unwrap();
     match submit(store.as_ref(), a.id, &single()).await {
-        Err(StoreError::QueueFull { limit: 2 }) => {}
+        Err(StoreError::QueueFull { limit: 2, per_key: false }) => {}
         other => panic!("expected QueueFull, got {other:?}"),
     }
     assert_eq!(store.balance(a.id).await.unwrap(), 98, "a refused run reserves nothing");

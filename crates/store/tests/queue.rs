@@ -11,11 +11,11 @@ use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::{NodeStatus, RunStatus};
 use atelier_core::tools::Prices;
 use atelier_core::workflow::WorkflowDef;
-use atelier_core::{NodeError, NodeErrorName};
+use atelier_core::{ids, NodeError, NodeErrorName};
 use atelier_store::{
     NextClaim, Outcome, RunKind, SharedStore, StoreConfig, StoreError, STATUS_PARAM_MAX_BYTES,
 };
-use common::{submit, submit_as};
+use common::{submit, submit_as, submit_queued, Queueing};
 use serde_json::{json, Value};
 
 fn diamond() -> Plan {
@@ -73,6 +73,7 @@ backend_tests! {
     released_tasks_do_not_count_an_attempt(StoreConfig::default());
     work_an_engine_lost_is_queued_again_without_counting_an_attempt(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
     nodes_that_waited_too_long_for_an_engine_fail_uncharged(StoreConfig::default());
+    nodes_not_started_within_their_runs_deadline_fail_uncharged(StoreConfig::default());
     cancel_fences_running_work_and_releases_tokens(StoreConfig::default());
     a_running_node_records_progress_and_a_cancel_is_announced(StoreConfig::default());
     a_queued_run_knows_how_many_nodes_wait_ahead_of_it(StoreConfig::default());
@@ -285,6 +286,60 @@ async fn nodes_that_waited_too_long_for_an_engine_fail_uncharged(store: SharedSt
     // Every failed run's reservation came back: only the young cut-out's is held.
     let reserved_young = store.get_run(acct.id, &young).await.unwrap().reserved;
     assert_eq!(store.balance(acct.id).await.unwrap(), 100 - reserved_young);
+}
+
+async fn nodes_not_started_within_their_runs_deadline_fail_uncharged(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    let within = |ms| Queueing { start_within: Some(Duration::from_millis(ms)), ..Queueing::default() };
+    let submit_within = |plan: Plan, ms| {
+        let store = store.clone();
+        async move {
+            submit_queued(store.as_ref(), acct.id, &plan, ids::generation_id(), within(ms)).await.unwrap()
+        }
+    };
+    let started = submit_within(single(), 50).await;
+    let claimed = store.claim("w", LEASE, &[]).await.unwrap().unwrap();
+    assert_eq!(claimed.run_id, started);
+    let late = submit_within(single(), 50).await;
+    let patient = submit(store.as_ref(), acct.id, &one_of("background_removal")).await.unwrap();
+    assert_eq!(store.fail_unstarted(atelier_store::now_micros(), 10).await.unwrap(), 0, "not yet");
+    tokio::time::sleep(Duration::from_millis(80)).await;
+
+    assert_eq!(store.fail_unstarted(atelier_store::now_micros(), 10).await.unwrap(), 1);
+    let failed = store.get_run(acct.id, &late).await.unwrap();
+    assert_eq!(failed.status, RunStatus::Failed);
+    assert_eq!(failed.error.as_ref().map(|e| e.name), Some(NodeErrorName::NotStarted));
+    assert_eq!((failed.charged, failed.nodes[0].status), (0, NodeStatus::Failed), "not charged");
+    assert_eq!(store.get_run(acct.id, &patient).await.unwrap().status, RunStatus::Queued, "no deadline");
+    assert!(store.complete(&claimed, ok(&["k"])).await.unwrap(), "a started node is not failed late");
+    assert_eq!(store.get_run(acct.id, &started).await.unwrap().status, RunStatus::Succeeded);
+    assert_eq!(store.fail_unstarted(atelier_store::now_micros(), 10).await.unwrap(), 0, "failed once");
+
+    // A workflow's later nodes get their deadline when they are queued.
+    let workflow = submit_within(diamond(), 10_000).await;
+    let a = store.claim("w", LEASE, &["background_removal"]).await.unwrap().unwrap();
+    assert_eq!((a.run_id.as_str(), a.node.name.as_str()), (workflow.as_str(), "A"));
+    assert!(store.complete(&a, ok(&["a"])).await.unwrap());
+    let now = atelier_store::now_micros();
+    assert_eq!(store.fail_unstarted(now + 5_000_000, 10).await.unwrap(), 0, "B and C have 10 s from now");
+    assert_eq!(store.fail_unstarted(now + 11_000_000, 10).await.unwrap(), 2);
+    let wf = store.get_run(acct.id, &workflow).await.unwrap();
+    assert_eq!(wf.status, RunStatus::Failed);
+    assert_eq!(wf.error.as_ref().map(|e| e.name), Some(NodeErrorName::NotStarted));
+    let status_of = |name: &str| wf.nodes.iter().find(|n| n.name == name).map(|n| n.status);
+    assert_eq!(
+        (status_of("A"), status_of("B"), status_of("C"), status_of("D")),
+        (
+            Some(NodeStatus::Succeeded),
+            Some(NodeStatus::Failed),
+            Some(NodeStatus::Failed),
+            Some(NodeStatus::Skipped)
+        )
+    );
+    // Only the patient run's reservation is held; the charges are the two nodes that ran.
+    let held = store.get_run(acct.id, &patient).await.unwrap().reserved;
+    let charged = store.get_run(acct.id, &started).await.unwrap().charged + wf.charged;
+    assert_eq!(store.balance(acct.id).await.unwrap(), 100 - held - charged);
 }
 
 async fn cancel_fences_running_work_and_releases_tokens(store: SharedStore) {

@@ -58,6 +58,8 @@ async fn submit(store: &SharedStore, account: i64, events: Option<WebhookEvents>
         webhook: events.map(|events| RunWebhook { url: URL, events }),
         trace_parent: Some(TRACE_PARENT.to_owned()),
         priority: Default::default(),
+        key_id: None,
+        start_within: None,
     };
     store.create_run(&run).await.unwrap();
     id

@@ -155,11 +155,16 @@ def _webhook_fields(
     return body
 
 
-def _with_priority(body: Dict[str, Any], priority: Optional[str]) -> Dict[str, Any]:
+def _with_queueing(
+    body: Dict[str, Any], priority: Optional[str], start_within_secs: Optional[int]
+) -> Dict[str, Any]:
     # The lane: ``interactive``, ``normal`` or ``bulk`` (the server checks it: 422
-    # InvalidInput otherwise); unset, the server uses the API key's lane.
+    # InvalidInput otherwise); unset, the server uses the API key's lane. And how soon
+    # each node must start (1..86400 s, checked by the server too); unset, no limit.
     if priority is not None:
         body["priority"] = priority
+    if start_within_secs is not None:
+        body["start_within_secs"] = start_within_secs
     return body
 
 
@@ -170,9 +175,10 @@ def _run_body(
     webhook_url: Optional[str],
     webhook_events: Optional[Iterable[str]],
     priority: Optional[str] = None,
+    start_within_secs: Optional[int] = None,
 ) -> Dict[str, Any]:
     body = _webhook_fields({"type": kind, "target": target, "input": dict(input)}, webhook_url, webhook_events)
-    return _with_priority(body, priority)
+    return _with_queueing(body, priority, start_within_secs)
 
 
 def _run_headers(idempotency_key: Optional[str], wait: Optional[int]) -> Dict[str, str]:
@@ -196,13 +202,14 @@ def run(
     idempotency_key: Optional[str] = None,
     wait: Optional[int] = None,
     priority: Optional[str] = None,
+    start_within_secs: Optional[int] = None,
 ) -> Call[RunHandle]:
     """``POST /api/v3/run``."""
     return Call(
         "POST",
         "/api/v3/run",
         lambda r: RunHandle.from_raw(_obj(r)),
-        json=_run_body(kind, target, input, webhook_url, webhook_events, priority),
+        json=_run_body(kind, target, input, webhook_url, webhook_events, priority, start_within_secs),
         headers=_run_headers(idempotency_key, wait),
         extra_timeout=float(wait or 0),
     )
@@ -311,13 +318,14 @@ def v2_run(
     webhook_events: Optional[Iterable[str]] = None,
     idempotency_key: Optional[str] = None,
     priority: Optional[str] = None,
+    start_within_secs: Optional[int] = None,
 ) -> Call[RunHandle]:
-    """``POST /api/v2/{family}/run``: the family's fields, plus the webhook fields and the lane."""
+    """``POST /api/v2/{family}/run``: the family's fields, plus the webhook and queueing fields."""
     return Call(
         "POST",
         f"/api/v2/{_family(family)}/run",
         lambda r: RunHandle.from_raw(_obj(r)),
-        json=_with_priority(_webhook_fields(dict(input), webhook_url, webhook_events), priority),
+        json=_with_queueing(_webhook_fields(dict(input), webhook_url, webhook_events), priority, start_within_secs),
         headers=_run_headers(idempotency_key, None),
     )
 

@@ -232,6 +232,7 @@ class AsyncClient:
         idempotency_key: Optional[str] = None,
         wait: Optional[int] = None,
         priority: Optional[str] = None,
+        start_within_secs: Optional[int] = None,
     ) -> AsyncRun:
         """Starts a single-tool run; see :meth:`Client.run`."""
         handle = await self._call(
@@ -244,6 +245,7 @@ class AsyncClient:
                 idempotency_key=idempotency_key,
                 wait=wait,
                 priority=priority,
+                start_within_secs=start_within_secs,
             )
         )
         return self._run(handle)
@@ -258,6 +260,7 @@ class AsyncClient:
         idempotency_key: Optional[str] = None,
         wait: Optional[int] = None,
         priority: Optional[str] = None,
+        start_within_secs: Optional[int] = None,
     ) -> AsyncRun:
         """Starts a saved workflow; see :meth:`Client.run_workflow`."""
         handle = await self._call(
@@ -270,6 +273,7 @@ class AsyncClient:
                 idempotency_key=idempotency_key,
                 wait=wait,
                 priority=priority,
+                start_within_secs=start_within_secs,
             )
         )
         return self._run(handle)
@@ -405,11 +409,13 @@ class AsyncClient:
         webhook_events: Optional[Iterable[str]] = None,
         idempotency_key: Optional[str] = None,
         priority: Optional[str] = None,
+        start_within_secs: Optional[int] = None,
     ) -> AsyncV2Run:
         """``POST /api/v2/{family}/run``; see :meth:`Client.v2_run`."""
         handle = await self._call(
             calls.v2_run(
-                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key, priority=priority
+                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key, priority=priority,
+                start_within_secs=start_within_secs,
             )
         )
         return AsyncV2Run(self, handle, family)

@@ -234,6 +234,7 @@ class Client:
         idempotency_key: Optional[str] = None,
         wait: Optional[int] = None,
         priority: Optional[str] = None,
+        start_within_secs: Optional[int] = None,
     ) -> Run:
         """Starts a single-tool run (``POST /api/v3/run`` with ``type: node``).
 
@@ -249,6 +250,8 @@ class Client:
                 ``final_status`` and :meth:`Run.wait` returns at once.
             priority: The lane: ``"interactive"`` (someone waits for it), ``"normal"`` or
                 ``"bulk"``; unset, the API key's lane (normal unless set).
+            start_within_secs: 1..86400: a node no worker started within this many seconds
+                of its queueing fails ``NotStarted``, not charged; unset, no limit.
 
         Returns:
             The :class:`Run` (``.id``, ``.warnings``, ``.wait()``, ``.cancel()``).
@@ -263,6 +266,7 @@ class Client:
                 idempotency_key=idempotency_key,
                 wait=wait,
                 priority=priority,
+                start_within_secs=start_within_secs,
             )
         )
         return self._run(handle)
@@ -277,6 +281,7 @@ class Client:
         idempotency_key: Optional[str] = None,
         wait: Optional[int] = None,
         priority: Optional[str] = None,
+        start_within_secs: Optional[int] = None,
     ) -> Run:
         """Starts a saved workflow (``POST /api/v3/run`` with ``type: workflow``).
 
@@ -293,6 +298,7 @@ class Client:
                 idempotency_key=idempotency_key,
                 wait=wait,
                 priority=priority,
+                start_within_secs=start_within_secs,
             )
         )
         return self._run(handle)
@@ -474,6 +480,7 @@ class Client:
         webhook_events: Optional[Iterable[str]] = None,
         idempotency_key: Optional[str] = None,
         priority: Optional[str] = None,
+        start_within_secs: Optional[int] = None,
     ) -> V2Run:
         """``POST /api/v2/{family}/run``; ``family`` is one of ``tryon``, ``tryon_pro``,
         ``virtual_model``, ``fabric``, ``sketch_to_dress`` (or its path, ``tryon/pro``...).
@@ -482,7 +489,8 @@ class Client:
         v2 run carries the family's v2 status."""
         handle = self._call(
             calls.v2_run(
-                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key, priority=priority
+                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key, priority=priority,
+                start_within_secs=start_within_secs,
             )
         )
         return V2Run(self, handle, family)

@@ -172,7 +172,9 @@ SCHEMAS: Dict[str, Tuple[type, ...]] = {
 #: Schemas whose fields the client knows without a model class: the run body it writes, and
 #: the error object (attributes of :class:`AtelierError`).
 KNOWN_FIELDS: Dict[str, FrozenSet[str]] = {
-    "RunRequest": frozenset({"type", "target", "input", "webhook_url", "webhook_events", "priority"}),
+    "RunRequest": frozenset(
+        {"type", "target", "input", "webhook_url", "webhook_events", "priority", "start_within_secs"}
+    ),
     "Error": frozenset(ERROR_FIELDS),
     "ErrorResponse": frozenset({"id", "error"}),
 }

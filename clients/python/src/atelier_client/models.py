@@ -75,6 +75,7 @@ NODE_ERROR_NAMES = (
     "Timeout",
     "UpstreamFailed",
     "WorkerLost",
+    "NotStarted",
 )
 
 # A field whose metadata has ``json=None`` is the client's own (not a JSON field).

@@ -32,7 +32,7 @@ impl<B: Backend> Accounts for B {
         }
         let (key, _) = insert_key(&mut *tx, id, now).await?;
         B::commit(tx).await?;
-        Ok((Account { id, name: name.to_string(), priority: Priority::default() }, key))
+        Ok((Account { id, name: name.to_string(), priority: Priority::default(), key_id: None }, key))
     }
 
     async fn account(&self, name: &str) -> Result<Account> {

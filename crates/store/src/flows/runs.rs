@@ -21,13 +21,15 @@ impl<B: Backend> Runs for B {
     async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
         let cap = self.settings().max_unfinished_runs;
         let queue_cap = self.settings().max_queued_runs;
-        if cap == 0 && queue_cap == 0 && run.idempotency.is_none() && run.webhook.is_none() {
+        let key_queue_cap = run.key_id.map_or(0, |_| self.settings().max_queued_runs_per_key);
+        let capped = cap > 0 || queue_cap > 0 || key_queue_cap > 0;
+        if !capped && run.idempotency.is_none() && run.webhook.is_none() {
             if let Some(accepted) = self.accept(run).await {
                 return accepted;
             }
         }
         let mut tx = self.begin().await?;
-        if cap > 0 || queue_cap > 0 {
+        if capped {
             // The account's row first (the lock the reservation takes anyway): submits of one
             // account take turns, and each count is read after the previous submit committed,
             // so concurrent submits cannot pass a cap together.
@@ -42,7 +44,13 @@ impl<B: Backend> Runs for B {
         if queue_cap > 0 {
             let queued: i64 = tx.fetch_one(&COUNT_QUEUED_RUNS, args![run.account_id]).await?;
             if queued >= i64::from(queue_cap) {
-                return Err(StoreError::QueueFull { limit: i64::from(queue_cap) });
+                return Err(StoreError::QueueFull { limit: i64::from(queue_cap), per_key: false });
+            }
+        }
+        if let (Some(key_id), true) = (run.key_id, key_queue_cap > 0) {
+            let queued: i64 = tx.fetch_one(&COUNT_QUEUED_RUNS_OF_KEY, args![key_id]).await?;
+            if queued >= i64::from(key_queue_cap) {
+                return Err(StoreError::QueueFull { limit: i64::from(key_queue_cap), per_key: true });
             }
         }
         // A key taken over since it was claimed rolls everything back (`idempotency`).

@@ -32,7 +32,7 @@ use crate::sql::to_json;
 use crate::{NewRun, Result, StoreError};
 
 /// Reserves `$2` tokens on account `$1` and, only when its balance covers them, writes each
-/// run (arrays `$6..$13` and `$29..$31`, one element per run), its ledger entry, its nodes (arrays
+/// run (arrays `$6..$13` and `$29..$33`, one element per run), its ledger entry, its nodes (arrays
 /// `$14..$24`, one element per node, with its run's id) and the tasks of its ready nodes
 /// (`$25`, `$26`) and the stored inputs it uses (`$27`, `$28`), and wakes the workers. One row when written, none when the balance is
 /// short. Foreign keys are checked at the end of the statement, when the runs' rows exist.
@@ -42,16 +42,17 @@ WITH reserve AS (
 ), run AS (
     SELECT r.* FROM reserve,
         unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::bigint[],
-               $29::text[], $30::text[], $31::smallint[])
-            AS r(id, kind, family, target, outputs, echo, warnings, price, trace_parent, priority, lane)
+               $29::text[], $30::text[], $31::smallint[], $32::bigint[], $33::bigint[])
+            AS r(id, kind, family, target, outputs, echo, warnings, price, trace_parent, priority, lane, key_id,
+                 start_within_ms)
 ), ledger_entry AS (
     INSERT INTO ledger (account_id, run_id, kind, amount, created_at)
     SELECT $1, run.id, 'reserve', run.price, $3 FROM run
 ), run_row AS (
     INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at,
-                      trace_parent, priority)
+                      trace_parent, priority, key_id, start_within_ms)
     SELECT run.id, $1, run.kind, run.family, run.target, run.outputs, run.echo, run.warnings, 'queued', run.price, $3,
-           run.trace_parent, run.priority
+           run.trace_parent, run.priority, run.key_id, run.start_within_ms
     FROM run
 ), node_row AS (
     INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
@@ -60,8 +61,8 @@ WITH reserve AS (
                $21::boolean[], $22::bigint[], $23::bigint[], $24::text[])
             AS n(run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
 ), task_row AS (
-    INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane)
-    SELECT t.run_id, t.node, $1, 'available', $4, $3, $3, run.lane
+    INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane, start_by)
+    SELECT t.run_id, t.node, $1, 'available', $4, $3, $3, run.lane, $3 + run.start_within_ms * 1000
     FROM unnest($25::text[], $26::text[]) AS t(run_id, node) JOIN run ON run.id = t.run_id
 ), input_row AS (
     INSERT INTO run_inputs (run_id, input_id)
@@ -85,6 +86,8 @@ pub(crate) struct Accepted {
     warnings: Option<String>,
     trace_parent: Option<String>,
     priority: Priority,
+    key_id: Option<i64>,
+    start_within_ms: Option<i64>,
     nodes: Vec<NodeRow>,
     inputs: Vec<i64>,
 }
@@ -116,6 +119,8 @@ impl Accepted {
             warnings: (!run.plan.warnings.is_empty()).then(|| to_json(&run.plan.warnings)),
             trace_parent: run.trace_parent.clone(),
             priority: run.priority,
+            key_id: run.key_id,
+            start_within_ms: run.start_within.map(crate::run::millis),
             nodes: run
                 .plan
                 .nodes
@@ -282,6 +287,8 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u
         .bind(runs.iter().map(|r| r.trace_parent.as_deref()).collect::<Vec<_>>())
         .bind(runs.iter().map(|r| r.priority.as_str()).collect::<Vec<_>>())
         .bind(runs.iter().map(|r| r.priority.lane() as i16).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.key_id).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.start_within_ms).collect::<Vec<_>>())
         .fetch_optional(&mut *conn)
         .await?;
     Ok(written.is_some())

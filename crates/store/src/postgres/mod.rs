@@ -507,7 +507,8 @@ impl Backend for PgStore {
                            LIMIT $6
                            FOR UPDATE OF t SKIP LOCKED),
                   claimed AS (UPDATE tasks SET state = 'running', attempt = tasks.attempt + 1,
-                                  lease_epoch = tasks.lease_epoch + 1, lease_owner = $1, lease_expires_at = $2
+                                  lease_epoch = tasks.lease_epoch + 1, lease_owner = $1, lease_expires_at = $2,
+                                  start_by = NULL
                               FROM next
                               WHERE tasks.id = next.id
                               RETURNING tasks.id, tasks.run_id, tasks.node, tasks.account_id, tasks.attempt,

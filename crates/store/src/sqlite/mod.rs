@@ -186,7 +186,7 @@ impl SqliteStore {
                               AND ($5 = 0 OR COALESCE(b.running, 0) < $5)),
                       top AS (SELECT MIN(lane) AS lane FROM claimable)
                  UPDATE tasks SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
-                     lease_owner = $1, lease_expires_at = $2
+                     lease_owner = $1, lease_expires_at = $2, start_by = NULL
                  WHERE id = (
                      SELECT c.id FROM claimable c, top
                      ORDER BY CASE WHEN $6 AND c.lane > top.lane THEN 0 ELSE 1 END,
@@ -229,14 +229,17 @@ const CLAIMED_NODES: &str = "SELECT * FROM nodes WHERE run_id = $1 AND (name = $
      (SELECT value FROM json_each((SELECT links FROM nodes WHERE run_id = $1 AND name = $2))))";
 
 /// Inserts a task: run id, node, account id, state, max attempts, scheduled at, created at,
-/// and the run id again (for its lane).
+/// the run id again (for its lane), and now and the run id (for its deadline to start).
 /// (`?`, not `?n`: in a batch, `?n` counts from the batch's first parameter.)
 macro_rules! insert_task_sql {
     () => {
         concat!(
-            "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane)
+            "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane,
+                                start_by)
              VALUES (?, ?, ?, ?, ?, ?, ?, ",
             crate::statements::lane_of_run!("?"),
+            ", ",
+            crate::statements::start_by_of_run!("?", "?"),
             ")"
         )
     };
@@ -346,8 +349,8 @@ impl Backend for SqliteStore {
         sqlx::query(
             "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES (?, ?, ?, ?, ?);
              INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at,
-                               trace_parent, priority)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               trace_parent, priority, key_id, start_within_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(run.account_id)
         .bind(&run.id)
@@ -367,6 +370,8 @@ impl Backend for SqliteStore {
         .bind(now)
         .bind(run.trace_parent.as_deref())
         .bind(run.priority.as_str())
+        .bind(run.key_id)
+        .bind(run.start_within.map(crate::run::millis))
         .execute(&mut *conn)
         .await?;
         for (position, (node, gen_id)) in run.plan.nodes.iter().zip(&run.node_ids).enumerate() {
@@ -396,6 +401,8 @@ impl Backend for SqliteStore {
                     .bind(TaskState::Available.as_str())
                     .bind(i64::from(self.config.max_attempts))
                     .bind(now)
+                    .bind(now)
+                    .bind(&run.id)
                     .bind(now)
                     .bind(&run.id)
             } else {
@@ -484,6 +491,8 @@ impl Backend for SqliteStore {
         .bind(TaskState::Available.as_str())
         .bind(i64::from(max_attempts))
         .bind(now)
+        .bind(now)
+        .bind(run_id)
         .bind(now)
         .bind(run_id)
         .execute(&mut *conn)

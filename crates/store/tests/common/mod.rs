@@ -127,6 +127,26 @@ pub async fn submit_in(
     id: String,
     priority: atelier_core::status::Priority,
 ) -> Result<String, atelier_store::StoreError> {
+    submit_queued(store, account, plan, id, Queueing { priority, ..Queueing::default() }).await
+}
+
+/// How a test run queues, beyond its plan.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Queueing {
+    pub priority: atelier_core::status::Priority,
+    /// The key it is submitted with.
+    pub key_id: Option<i64>,
+    pub start_within: Option<std::time::Duration>,
+}
+
+/// As [`submit_as`], queued as `queueing` says.
+pub async fn submit_queued(
+    store: &dyn atelier_store::Store,
+    account: i64,
+    plan: &atelier_core::plan::Plan,
+    id: String,
+    queueing: Queueing,
+) -> Result<String, atelier_store::StoreError> {
     use atelier_core::ids;
     use atelier_store::{NewRun, RunKind};
     let run = NewRun {
@@ -142,7 +162,9 @@ pub async fn submit_in(
         inputs: &[],
         webhook: None,
         trace_parent: None,
-        priority,
+        priority: queueing.priority,
+        key_id: queueing.key_id,
+        start_within: queueing.start_within,
     };
     store.create_run(&run).await.map(|_| id)
 }

@@ -339,6 +339,49 @@ async fn with_two_endpoints_and_one_down_every_node_runs_on_the_other() {
 }
 
 #[tokio::test]
+async fn servers_found_by_dns_run_the_nodes_and_a_name_without_servers_is_waited_for() {
+    let Some(server) = CogServer::start("tryon_echo.py") else { return };
+    let by_name = format!("http://localhost:{}", server.port);
+    let discovered = json!({"kind": "cog", "url": by_name, "discover": "dns", "discover_interval_secs": 1,
+                            "health_interval_secs": 1, "max_concurrency": 2});
+    let app = app_with(&server.url, tryon_route(set(2, 0.0)), move |c| {
+        c.engines.insert("idm".into(), endpoint(discovered));
+    })
+    .await;
+    let mut ids = Vec::new();
+    for seed in 0..2 {
+        let mut body = tryon();
+        body["input"]["seed"] = json!(seed);
+        ids.push(app.run(&body).await);
+    }
+    for id in &ids {
+        let status = app.wait(id).await;
+        assert_eq!(status["overall_status"], "succeeded", "{status}");
+        only_lost_work(&app, id).await;
+    }
+    assert_eq!(server.predictions(), 2);
+    let (_, ready) = app.get("/readyz").await;
+    let member = format!("idm@127.0.0.1:{}", server.port);
+    let engines = ready["engines"].as_array().unwrap();
+    assert!(engines.iter().any(|e| e["name"] == member.as_str() && e["healthy"] == true), "{ready}");
+
+    // A name that resolves to nothing: its nodes wait, and /readyz says why.
+    let nowhere = json!({"kind": "cog", "url": "http://no-such-host.invalid:5000", "discover": "dns",
+                         "discover_interval_secs": 1});
+    let app = app_with(&server.url, tryon_route(set(2, 0.0)), move |c| {
+        c.engines.insert("idm".into(), endpoint(nowhere));
+    })
+    .await;
+    let id = app.run(&tryon()).await;
+    waits_for_the_engine(&app, &id).await;
+    let (_, ready) = app.get("/readyz").await;
+    let entry = ready["engines"].as_array().unwrap().iter().find(|e| e["name"] == "idm").cloned();
+    let detail = entry.as_ref().and_then(|e| e["detail"].as_str()).unwrap_or_default().to_string();
+    assert!(detail.contains("no-such-host.invalid"), "{ready}");
+    assert_eq!(entry.map(|e| e["healthy"].clone()), Some(json!(false)));
+}
+
+#[tokio::test]
 async fn nodes_waiting_for_a_busy_model_server_do_not_hold_up_built_in_nodes() {
     let Some(server) = CogServer::start("tryon_echo.py") else { return };
     // Six 2-second try-ons on one endpoint that runs one at a time, then an upscale on the

@@ -1,6 +1,7 @@
 //! Limits over HTTP: request rates per API key (429 `RateLimited` with `Retry-After` and
 //! the `RateLimit-*` headers), the hard cap on an account's unfinished runs (429
-//! `ConcurrencyLimited`), and the soft cap and fair order of claims.
+//! `ConcurrencyLimited`), the queue caps per account and per key (429 `QueueFull`), a run's
+//! deadline to start (`NotStarted`), and the soft cap and fair order of claims.
 
 use std::time::{Duration, Instant};
 
@@ -322,4 +323,74 @@ async fn a_full_queue_refuses_runs_with_429_queue_full_and_reserves_nothing() {
     let other = app.other_key(10).await;
     let (code, _, _) = send(&app, "POST", "/api/v3/run", Some(&other), Some(&upscale())).await;
     assert_eq!(code, 200);
+}
+
+#[tokio::test]
+async fn a_keys_full_queue_refuses_its_runs_and_not_another_keys() {
+    let app = TestApp::start_with(
+        |c| {
+            c.engine.workers = 0;
+            c.limits.queued_runs_per_key = 1;
+        },
+        None,
+        100,
+    )
+    .await;
+    app.run(&upscale()).await;
+    let (code, headers, body) = send(&app, "POST", "/api/v3/run", Some(&app.key), Some(&upscale())).await;
+    assert_eq!((code, &body["error"]["name"]), (429, &json!("QueueFull")), "{body}");
+    assert_eq!(body["error"]["limit"].as_i64(), Some(1));
+    assert!(body["error"]["message"].as_str().unwrap_or("").contains("API key"), "{body}");
+    assert_eq!(header(&headers, "retry-after"), Some(10));
+    assert_eq!(app.balance().await, 99, "the refused run reserved nothing");
+    // Another key of the same account queues on its own cap.
+    let account = app.store().authenticate(&app.key).await.unwrap().unwrap();
+    let (_, second) = app.store().add_key(account.id).await.unwrap();
+    let (code, _, handle) = send(&app, "POST", "/api/v3/run", Some(&second), Some(&upscale())).await;
+    assert_eq!(code, 200, "{handle}");
+}
+
+#[tokio::test]
+async fn a_node_no_worker_starts_within_start_within_secs_fails_not_started_uncharged() {
+    // API only: nothing claims the runs.
+    let app = TestApp::start_with(|c| c.engine.workers = 0, None, 100).await;
+    let mut body = upscale();
+    body["start_within_secs"] = json!(1);
+    let id = app.run(&body).await;
+    let mut patient = upscale();
+    patient["start_within_secs"] = json!(3600);
+    let waiting = app.run(&patient).await;
+    let asked = Instant::now();
+    let status = app.wait(&id).await;
+    let waited = asked.elapsed();
+    assert_eq!(status["overall_status"], "failed", "{status}");
+    assert_eq!(status["error"]["name"], "NotStarted", "{status}");
+    assert!(waited < Duration::from_secs(4), "failed within about a second of its deadline: {waited:?}");
+    assert_eq!(status["tokens"], json!(0), "{status}");
+    let (_, other) = app.get(&format!("/api/v3/status/{waiting}")).await;
+    assert_eq!(other["overall_status"], "queued", "its deadline is an hour away: {other}");
+    assert_eq!(app.balance().await, 99, "only the queued run's reservation is held");
+    // v2 bodies take it too; a value out of range is refused before anything is reserved.
+    let tryon = |secs: Value| {
+        json!({"category": "top", "model_image": png_base64(8, 8), "garment_image": png_base64(8, 8),
+               "start_within_secs": secs})
+    };
+    let (code, v2) = app.post("/api/v2/tryon/run", &tryon(json!(60))).await;
+    assert_eq!(code, 200, "{v2}");
+    for bad in [json!(0), json!(86401), json!(1.5), json!("10")] {
+        let mut body = upscale();
+        body["start_within_secs"] = bad.clone();
+        let (code, refused) = app.post("/api/v3/run", &body).await;
+        assert_eq!(
+            (code, &refused["error"]["field"]),
+            (422, &json!("start_within_secs")),
+            "{bad}: {refused}"
+        );
+        let (code, refused) = app.post("/api/v2/tryon/run", &tryon(bad.clone())).await;
+        assert_eq!(
+            (code, &refused["error"]["field"]),
+            (422, &json!("start_within_secs")),
+            "{bad}: {refused}"
+        );
+    }
 }

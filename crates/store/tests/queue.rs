@@ -399,6 +399,39 @@ async fn canceling_a_finished_run_announces_nothing() {
     assert_eq!(*stops.borrow(), seen);
 }
 
+/// PostgreSQL, two processes (two stores on one schema) claiming at once: each gives its
+/// share of claims to the oldest lower-lane work, so the share holds over the fleet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lower_lane_share_holds_across_processes() {
+    use atelier_core::status::Priority::{Bulk, Interactive};
+    use atelier_store::prelude::*;
+    if common::admin().await.is_none() {
+        return;
+    }
+    let schema = common::schema();
+    let connect = || atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default());
+    let (first, second) = tokio::join!(connect(), connect());
+    let (first, second) = (first.unwrap(), second.unwrap());
+    let (catalogue, _) = first.create_account("catalogue", 1000).await.unwrap();
+    let (shop, _) = first.create_account("shop", 1000).await.unwrap();
+    for _ in 0..20 {
+        common::submit_in(&first, catalogue.id, &single(), ids::generation_id(), Bulk).await.unwrap();
+    }
+    for _ in 0..60 {
+        common::submit_in(&first, shop.id, &single(), ids::generation_id(), Interactive).await.unwrap();
+    }
+    let claims = |store: atelier_store::PgStore, worker: &'static str| async move {
+        let mut bulk = 0;
+        for _ in 0..20 {
+            let task = store.claim(worker, LEASE, &[]).await.unwrap().unwrap();
+            bulk += usize::from(task.account_id == catalogue.id);
+        }
+        bulk
+    };
+    let (a, b) = tokio::join!(claims(first, "w1"), claims(second, "w2"));
+    assert_eq!((a, b), (2, 2), "one claim in ten of each process, while interactive work waits");
+}
+
 async fn a_queued_run_knows_how_many_nodes_wait_ahead_of_it(store: SharedStore) {
     let (a, _) = store.create_account("a", 100).await.unwrap();
     let (b, _) = store.create_account("b", 100).await.unwrap();

@@ -107,6 +107,31 @@ enum StoreAdmin {
     Tokens(TokensCmd),
     #[command(subcommand)]
     Workflow(WorkflowCmd),
+    /// Tokens of pull workers (`atelier worker --server URL --token T`).
+    #[command(subcommand)]
+    WorkerToken(WorkerTokenCmd),
+}
+
+#[derive(Subcommand)]
+enum WorkerTokenCmd {
+    /// Create a token that may lease the tasks of the tools named, and nothing else; the
+    /// token is printed once.
+    Create {
+        /// Tool names, comma-separated (virtual_tryon,upscale).
+        #[arg(long, value_delimiter = ',', required = true)]
+        tools: Vec<String>,
+        /// Print {"token": T, "prefix": P, "tools": [...]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every worker token (prefix, tools, last use, revoked).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a worker token, given in full or by its prefix (atw_xxxx); its workers'
+    /// next requests are refused.
+    Revoke { token: String },
 }
 
 #[derive(Args)]
@@ -415,6 +440,60 @@ async fn shutdown_signal() {
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
 }
 
+async fn worker_tokens(store: &dyn atelier_store::Store, command: WorkerTokenCmd) -> anyhow::Result<()> {
+    let view = |t: &atelier_store::WorkerTokenRecord| {
+        json!({"prefix": t.prefix, "tools": t.tools, "created_at": atelier_store::format_time(t.created_at),
+               "last_used": t.last_used.map(atelier_store::format_time),
+               "revoked_at": t.revoked_at.map(atelier_store::format_time)})
+    };
+    match command {
+        WorkerTokenCmd::Create { tools, json } => {
+            let mut names = Vec::new();
+            for tool in tools.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
+                let id: atelier_core::tools::ToolId = tool.parse().map_err(|_| {
+                    let known: Vec<&str> = atelier_core::tools::TOOLS.iter().map(|t| t.name).collect();
+                    anyhow::anyhow!("unknown tool '{tool}'; the tools are {}", known.join(", "))
+                })?;
+                if !names.contains(&id.spec().name.to_string()) {
+                    names.push(id.spec().name.to_string());
+                }
+            }
+            if names.is_empty() {
+                bail!("name at least one tool: --tools virtual_tryon,upscale");
+            }
+            let (record, token) = store.create_worker_token(&names).await?;
+            if json {
+                println!("{}", json!({"token": token, "prefix": record.prefix, "tools": record.tools}));
+            } else {
+                println!("Worker token for {} (shown once): {token}", record.tools.join(", "));
+            }
+        }
+        WorkerTokenCmd::List { json } => {
+            let tokens = store.list_worker_tokens().await?;
+            if json {
+                println!("{}", serde_json::Value::Array(tokens.iter().map(view).collect()));
+            } else {
+                for t in &tokens {
+                    let state = match t.revoked_at {
+                        Some(at) => format!("revoked {}", atelier_store::format_time(at)),
+                        None => format!(
+                            "last used {}",
+                            t.last_used.map_or("never".into(), atelier_store::format_time)
+                        ),
+                    };
+                    println!("{}…  {}  ({state})", t.prefix, t.tools.join(","));
+                }
+            }
+        }
+        WorkerTokenCmd::Revoke { token } => {
+            let revoked =
+                store.revoke_worker_token(&token).await.context("no active worker token matches")?;
+            println!("Revoked worker token {}… ({}).", revoked.prefix, revoked.tools.join(", "));
+        }
+    }
+    Ok(())
+}
+
 async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
     let store = open_store(&config).await?;
     match admin {
@@ -450,6 +529,7 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
             let info = store.revoke_key(&key).await.context("no active key matches")?;
             println!("Revoked key {}… of account '{}'.", info.prefix, info.account);
         }
+        StoreAdmin::WorkerToken(command) => worker_tokens(store.as_ref(), command).await?,
         StoreAdmin::Tokens(TokensCmd::Grant { account, tokens }) => {
             let balance =
                 store.grant(&account, tokens).await.with_context(|| format!("account '{account}'"))?;

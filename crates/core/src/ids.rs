@@ -36,6 +36,12 @@ pub fn api_key() -> String {
     format!("atl_{}", Alphanumeric.sample_string(&mut OsRng, 40))
 }
 
+/// A pull worker's token: `atw_` and 40 base62 characters, shown once, stored only as its
+/// [`key_digest`].
+pub fn worker_token() -> String {
+    format!("atw_{}", Alphanumeric.sample_string(&mut OsRng, 40))
+}
+
 /// A console session's token: 43 base62 characters (over 256 bits), for the cookie. Stored
 /// only as its [`key_digest`].
 pub fn session_token() -> String {

@@ -113,3 +113,17 @@ impl Default for SessionLimits {
         }
     }
 }
+
+/// A pull worker's token as listings show it: never the token, only its prefix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerTokenRecord {
+    pub id: i64,
+    /// The first 8 characters (`atw_abcd`).
+    pub prefix: String,
+    /// The tools whose tasks it may lease.
+    pub tools: Vec<String>,
+    pub created_at: Micros,
+    /// When a worker last authenticated with it, to the minute (`None`: never).
+    pub last_used: Option<Micros>,
+    pub revoked_at: Option<Micros>,
+}

@@ -82,7 +82,7 @@ use std::time::Duration;
 
 pub use account::{
     Account, KeyHolder, KeyInfo, KeyRecord, LedgerEntry, LedgerQuery, NewSession, Session, SessionLimits,
-    Usage,
+    Usage, WorkerTokenRecord,
 };
 pub use atelier_core::status::RunKind;
 pub use atelier_core::time::{format_time, now_micros, Micros};
@@ -102,7 +102,7 @@ pub use task::{ClaimedTask, NextClaim, Outcome};
 pub use telemetry::enable_metrics;
 pub use traits::{
     Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Sessions, SharedStore, Store, TaskQueue,
-    Webhooks, Workflows,
+    Webhooks, WorkerTokens, Workflows,
 };
 pub use webhook::{
     AttemptEnd, Delivery, DeliveryAttempt, DeliveryEvent, DeliveryRecord, DeliveryState, RunWebhook,
@@ -114,7 +114,7 @@ pub use workflow::WorkflowRow;
 pub mod prelude {
     pub use crate::{
         Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Sessions, Store, TaskQueue, Webhooks,
-        Workflows,
+        WorkerTokens, Workflows,
     };
 }
 

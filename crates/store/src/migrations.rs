@@ -14,6 +14,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0009_traces.sql"),
     include_str!("../migrations/sqlite/0010_priority.sql"),
     include_str!("../migrations/sqlite/0011_queue_limits.sql"),
+    include_str!("../migrations/sqlite/0012_worker_tokens.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -28,4 +29,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0009_traces.sql"),
     include_str!("../migrations/postgres/0010_priority.sql"),
     include_str!("../migrations/postgres/0011_queue_limits.sql"),
+    include_str!("../migrations/postgres/0012_worker_tokens.sql"),
 ];

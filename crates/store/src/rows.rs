@@ -161,6 +161,19 @@ impl FromRow for KeyUse {
     }
 }
 
+impl FromRow for crate::WorkerTokenRecord {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(crate::WorkerTokenRecord {
+            id: row.int("id")?,
+            prefix: row.text("prefix")?.to_owned(),
+            tools: crate::sql::json_col(row.text("tools")?, "worker_tokens.tools")?,
+            created_at: row.int("created_at")?,
+            last_used: row.opt_int("last_used")?,
+            revoked_at: row.opt_int("revoked_at")?,
+        })
+    }
+}
+
 impl FromRow for KeyRecord {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
         Ok(KeyRecord {

@@ -49,6 +49,27 @@ pub(crate) const COUNT_ACCOUNTS: &str = "SELECT COUNT(*) FROM accounts";
 /// `$1` account, `$2` digest, `$3` prefix, `$4` now.
 pub(crate) const INSERT_KEY: &str =
     "INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES ($1, $2, $3, $4) RETURNING id";
+// Pull workers' tokens.
+
+pub(crate) const INSERT_WORKER_TOKEN: &str =
+    "INSERT INTO worker_tokens (digest, prefix, tools, created_at) VALUES ($1, $2, $3, $4) RETURNING id";
+const WORKER_TOKEN_COLUMNS: &str = "id, prefix, tools, created_at, last_used, revoked_at";
+/// The active token whose digest is `$1`.
+pub(crate) static ACTIVE_WORKER_TOKEN: Sql =
+    sql!("SELECT {WORKER_TOKEN_COLUMNS} FROM worker_tokens WHERE digest = $1 AND revoked_at IS NULL");
+/// Active tokens whose digest is `$1` or whose prefix is `$2`.
+pub(crate) static ACTIVE_WORKER_TOKENS_MATCHING: Sql = sql!(
+    "SELECT {WORKER_TOKEN_COLUMNS} FROM worker_tokens WHERE revoked_at IS NULL AND (digest = $1 OR prefix = $2)"
+);
+pub(crate) static WORKER_TOKEN_BY_ID: Sql =
+    sql!("SELECT {WORKER_TOKEN_COLUMNS} FROM worker_tokens WHERE id = $1");
+pub(crate) static LIST_WORKER_TOKENS: Sql =
+    sql!("SELECT {WORKER_TOKEN_COLUMNS} FROM worker_tokens ORDER BY id DESC");
+pub(crate) const REVOKE_WORKER_TOKEN: &str = "UPDATE worker_tokens SET revoked_at = $1 WHERE id = $2";
+/// `$1` now, `$2` token, `$3` the oldest `last_used` left as it is (kept to the minute).
+pub(crate) const TOUCH_WORKER_TOKEN: &str =
+    "UPDATE worker_tokens SET last_used = $1 WHERE id = $2 AND (last_used IS NULL OR last_used < $3)";
+
 /// Active keys whose digest is `$1` or whose prefix is `$2`.
 pub(crate) const ACTIVE_KEYS_MATCHING: &str =
     "SELECT k.id, k.prefix, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id

@@ -32,7 +32,16 @@ pub type SharedStore = Arc<dyn Store>;
 /// and the leased task queue. The invariants listed in the crate documentation hold for every
 /// implementation.
 pub trait Store:
-    Lifecycle + Accounts + Sessions + Runs + TaskQueue + IdempotencyKeys + Workflows + InputFiles + Webhooks
+    Lifecycle
+    + Accounts
+    + Sessions
+    + Runs
+    + TaskQueue
+    + IdempotencyKeys
+    + Workflows
+    + InputFiles
+    + Webhooks
+    + WorkerTokens
 {
 }
 
@@ -45,9 +54,26 @@ impl<
             + IdempotencyKeys
             + Workflows
             + InputFiles
-            + Webhooks,
+            + Webhooks
+            + WorkerTokens,
     > Store for T
 {
+}
+
+/// Tokens of pull workers (`atelier worker --server`): each may lease the tasks of its tools
+/// over the API and do nothing else.
+#[async_trait]
+pub trait WorkerTokens: Send + Sync {
+    /// A new token for the tasks of `tools` (names the caller checked), shown once here: its
+    /// record and the token.
+    async fn create_worker_token(&self, tools: &[String]) -> Result<(crate::WorkerTokenRecord, String)>;
+    /// The active token `token`; its use is recorded to the minute.
+    async fn authenticate_worker(&self, token: &str) -> Result<Option<crate::WorkerTokenRecord>>;
+    /// Revokes the active token given in full or by its prefix (`NotFound`; `Conflict` when a
+    /// prefix matches several).
+    async fn revoke_worker_token(&self, token_or_prefix: &str) -> Result<crate::WorkerTokenRecord>;
+    /// Every token, newest first, revoked ones too.
+    async fn list_worker_tokens(&self) -> Result<Vec<crate::WorkerTokenRecord>>;
 }
 
 /// The database itself.

@@ -19,6 +19,29 @@ backend_tests! {
     account_workflows_shadow_templates(StoreConfig::default());
     workflow_names_in_any_script_are_kept_exactly_and_sorted_by_code_point(StoreConfig::default());
     migrations_are_applied_once(StoreConfig::default());
+    worker_tokens_are_kept_as_digests_and_revoked_by_prefix(StoreConfig::default());
+}
+
+async fn worker_tokens_are_kept_as_digests_and_revoked_by_prefix(store: SharedStore) {
+    let tools = vec!["virtual_tryon".to_string(), "upscale".to_string()];
+    let (record, token) = store.create_worker_token(&tools).await.unwrap();
+    assert!(token.starts_with("atw_") && token.len() == 44, "{token}");
+    assert_eq!((record.prefix.as_str(), &record.tools), (&token[..8], &tools));
+    assert_eq!((record.last_used, record.revoked_at), (None, None));
+    let found = store.authenticate_worker(&token).await.unwrap().expect("active");
+    assert_eq!((found.id, &found.tools), (record.id, &tools));
+    assert_eq!(store.authenticate_worker("atw_wrong").await.unwrap(), None);
+    let (other, _) = store.create_worker_token(&tools[..1]).await.unwrap();
+    let listed = store.list_worker_tokens().await.unwrap();
+    assert_eq!(listed.iter().map(|t| t.id).collect::<Vec<_>>(), [other.id, record.id], "newest first");
+    assert!(listed[1].last_used.is_some(), "its use was recorded");
+
+    let revoked = store.revoke_worker_token(&record.prefix).await.unwrap();
+    assert_eq!(revoked.id, record.id);
+    assert!(revoked.revoked_at.is_some());
+    assert_eq!(store.authenticate_worker(&token).await.unwrap(), None, "revoked");
+    assert!(matches!(store.revoke_worker_token(&token).await, Err(StoreError::NotFound)));
+    assert!(matches!(store.revoke_worker_token("atw_nope").await, Err(StoreError::NotFound)));
 }
 
 async fn a_keys_lane_comes_with_the_account_it_authenticates(store: SharedStore) {
@@ -187,7 +210,7 @@ async fn postgres_stores_starting_together_migrate_once() {
             .fetch_all(&mut admin)
             .await
             .unwrap();
-    assert_eq!(versions, (1..=11).collect::<Vec<i32>>());
+    assert_eq!(versions, (1..=12).collect::<Vec<i32>>());
     assert_eq!(a.migrate().await.unwrap(), 0);
 
     // A URL can select the schema too.

@@ -8,6 +8,7 @@ mod inputs;
 mod runs;
 mod sessions;
 mod webhooks;
+mod worker_tokens;
 mod workflows;
 
 pub(crate) use runs::{finish_if_done, node_failed, node_succeeded};

@@ -106,6 +106,26 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
     let (ok, _, _) = atelier(dir.path(), &["admin", "key", "revoke", key]);
     assert!(!ok, "a revoked key cannot be revoked again");
 
+    let worker_token =
+        ["admin", "worker-token", "create", "--tools", "virtual_tryon,upscale,upscale", "--json"];
+    let (ok, out, err) = atelier(dir.path(), &worker_token);
+    assert!(ok, "{err}");
+    let made: Value = serde_json::from_str(&out).unwrap();
+    let token = made["token"].as_str().unwrap();
+    assert!(token.starts_with("atw_") && token.len() == 44);
+    assert_eq!(made["tools"], json!(["virtual_tryon", "upscale"]), "each tool once");
+    let (ok, _, err) = atelier(dir.path(), &["admin", "worker-token", "create", "--tools", "nope"]);
+    assert!(!ok && err.contains("unknown tool 'nope'"), "{err}");
+    let (ok, out, _) = atelier(dir.path(), &["admin", "worker-token", "list", "--json"]);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert!(ok && listed[0]["prefix"] == made["prefix"] && listed[0]["revoked_at"].is_null(), "{listed}");
+    assert!(!out.contains(token), "the token is never listed");
+    let (ok, out, _) =
+        atelier(dir.path(), &["admin", "worker-token", "revoke", made["prefix"].as_str().unwrap()]);
+    assert!(ok && out.contains("virtual_tryon, upscale"), "{out}");
+    let (ok, _, _) = atelier(dir.path(), &["admin", "worker-token", "revoke", token]);
+    assert!(!ok, "a revoked token cannot be revoked again");
+
     let file = dir.path().join("my-flow.json");
     std::fs::write(
         &file,

@@ -18,6 +18,7 @@ mod limits;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
+mod pull;
 pub mod render;
 mod v2;
 mod v3;
@@ -129,6 +130,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(readyz))
         .route("/internal/engines/webhook/{id}/{token}", axum::routing::post(engine_webhook))
+        .merge(pull::routes())
         .route("/openapi.json", get(|| async { Json(openapi::document()) }));
     if metrics_on {
         router =

@@ -351,6 +351,46 @@ struct Wiring<'a> {
 /// Spawns the engine (when `engine.workers > 0`), the maintenance services (lease rescuer,
 /// output sweeper, idempotency-key janitor) and the webhook deliverer onto `tasks`, stopping
 /// with `shutdown`.
+/// The engine's settings from `[engine]`.
+fn engine_config(config: &Config) -> EngineConfig {
+    EngineConfig {
+        slots: config.engine.workers,
+        tool_slots: config.engine.tool_slots.clone(),
+        lease: Duration::from_secs(config.engine.lease_secs),
+        heartbeat: Duration::from_secs(config.engine.heartbeat_secs),
+        poll: Duration::from_millis(config.engine.poll_ms.max(10)),
+        node_timeout: Duration::from_secs(config.engine.node_timeout_secs),
+        retry_backoff: Duration::from_millis(config.engine.retry_backoff_ms),
+        shutdown_grace: Duration::from_secs(config.engine.shutdown_grace_secs),
+    }
+}
+
+/// Starts a pull worker: workers that lease the tasks of `token`'s tools from the API at
+/// `server` (`/worker/v1`, [`atelier_engine::remote`]) and run them on this process's tools
+/// (`[engines]` and `[tools]` route them to the model servers beside it). No database or
+/// storage is opened, and no maintenance or webhook delivery runs here.
+pub async fn start_pull_worker(
+    config: &Config,
+    server: &str,
+    token: &str,
+    tools: Option<Registry>,
+) -> anyhow::Result<WorkerProcess> {
+    let queue = atelier_engine::remote::Remote::new(server, token).map_err(anyhow::Error::msg)?;
+    let engines = engines(config).await?;
+    let shutdown = CancellationToken::new();
+    let mut tasks = engines.watch(shutdown.clone());
+    let fetcher =
+        Arc::new(Fetcher::new(input_policy(config)).map_err(|e| anyhow::anyhow!("input fetcher: {e}"))?);
+    let mut tools = match tools {
+        Some(tools) => tools,
+        None => builtin_tools(config)?,
+    };
+    engines.install(&mut tools, fetcher.clone(), None).map_err(anyhow::Error::msg)?;
+    let engine = Engine::with_queue(Arc::new(queue), tools, fetcher, engine_config(config));
+    tasks.push(tokio::spawn(engine.run(shutdown.clone())));
+    Ok(WorkerProcess { metrics_addr: None, shutdown, tasks })
+}
+
 fn spawn_workers(
     config: &Config,
     store: &SharedStore,
@@ -360,16 +400,7 @@ fn spawn_workers(
     shutdown: &CancellationToken,
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> anyhow::Result<()> {
-    let engine_config = EngineConfig {
-        slots: config.engine.workers,
-        tool_slots: config.engine.tool_slots.clone(),
-        lease: Duration::from_secs(config.engine.lease_secs),
-        heartbeat: Duration::from_secs(config.engine.heartbeat_secs),
-        poll: Duration::from_millis(config.engine.poll_ms.max(10)),
-        node_timeout: Duration::from_secs(config.engine.node_timeout_secs),
-        retry_backoff: Duration::from_millis(config.engine.retry_backoff_ms),
-        shutdown_grace: Duration::from_secs(config.engine.shutdown_grace_secs),
-    };
+    let engine_config = engine_config(config);
     if config.engine.workers > 0 {
         let fetcher =
             Arc::new(Fetcher::new(input_policy(config)).map_err(|e| anyhow::anyhow!("input fetcher: {e}"))?);

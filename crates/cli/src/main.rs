@@ -78,6 +78,13 @@ struct WorkerArgs {
     /// Nodes run at once (default: engine.workers).
     #[arg(long)]
     workers: Option<usize>,
+    /// A pull worker: lease tasks from the API at this URL (https://atelier.example) instead
+    /// of the database, with --token; no database or storage settings are needed.
+    #[arg(long, requires = "token", value_name = "URL")]
+    server: Option<String>,
+    /// The worker token (atw_…, `atelier admin worker-token create`); also ATELIER_WORKER_TOKEN.
+    #[arg(long, env = "ATELIER_WORKER_TOKEN", requires = "server", hide_env_values = true)]
+    token: Option<String>,
     /// Accept image URLs on loopback and private addresses (for tests).
     #[arg(long)]
     allow_private_urls: bool,
@@ -362,9 +369,22 @@ async fn worker(mut config: Config, args: WorkerArgs) -> anyhow::Result<()> {
         bail!("a worker needs at least one slot (--workers N, engine.workers)");
     }
     let tools = atelier_cli::builtin_tools(&config)?;
-    let store = open_store(&config).await?;
-    let running = atelier_cli::start_worker(&config, store, Some(tools)).await?;
-    println!("Atelier worker running with {} slots", config.engine.workers);
+    let running = match (&args.server, &args.token) {
+        (Some(server), Some(token)) => {
+            let running = atelier_cli::start_pull_worker(&config, server, token, Some(tools)).await?;
+            println!(
+                "Atelier pull worker running with {} slots, leasing from {server}",
+                config.engine.workers
+            );
+            running
+        }
+        _ => {
+            let store = open_store(&config).await?;
+            let running = atelier_cli::start_worker(&config, store, Some(tools)).await?;
+            println!("Atelier worker running with {} slots", config.engine.workers);
+            running
+        }
+    };
     if let Some(addr) = running.metrics_addr {
         println!("Metrics on http://{addr}/metrics");
     }

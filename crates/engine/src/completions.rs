@@ -7,7 +7,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use atelier_store::{ClaimedTask, NextClaim, Outcome, Result, SharedStore};
+use atelier_store::{ClaimedTask, NextClaim, Outcome, Result};
+
+use crate::queue::WorkQueue;
+
+/// The queue completions are written to.
+type Queue = std::sync::Arc<dyn WorkQueue>;
 use tokio::sync::oneshot;
 use tracing::warn;
 
@@ -47,7 +52,7 @@ impl Completions {
     /// stopped).
     pub(crate) async fn complete(
         &self,
-        store: &SharedStore,
+        store: &Queue,
         task: ClaimedTask,
         outcome: Outcome,
         wants_next: bool,
@@ -69,7 +74,7 @@ impl Completions {
         }
     }
 
-    async fn write_groups(self, store: SharedStore) {
+    async fn write_groups(self, store: Queue) {
         loop {
             let group = {
                 let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -85,7 +90,7 @@ impl Completions {
 
     /// One transaction for the group; when it fails, each completion on its own (and no next
     /// task claimed), so that one that cannot be written does not take the others with it.
-    async fn write(&self, store: &SharedStore, group: Vec<Waiting>) {
+    async fn write(&self, store: &Queue, group: Vec<Waiting>) {
         let pairs: Vec<(&ClaimedTask, &Outcome)> = group.iter().map(|w| (&w.task, &w.outcome)).collect();
         let limit = group.iter().filter(|w| w.wants_next).count();
         let next = (limit > 0).then(|| NextClaim { worker: &self.worker, lease: self.lease, limit });

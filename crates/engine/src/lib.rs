@@ -21,6 +21,8 @@
 mod completions;
 mod failpoint;
 mod maintenance;
+mod queue;
+pub mod remote;
 mod slots;
 mod worker;
 
@@ -38,6 +40,7 @@ pub use maintenance::{
     delete_expired_idempotency_keys, sweep_expired, sweep_unused_inputs, Maintenance, INPUT_GRACE,
     JANITOR_INTERVAL,
 };
+pub use queue::{Direct, WorkQueue};
 
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -75,8 +78,8 @@ impl Default for EngineConfig {
 /// What workers need, shared.
 #[derive(Clone)]
 pub struct Engine {
-    pub(crate) store: SharedStore,
-    pub(crate) blob: BlobStore,
+    /// Where tasks come from and outputs go: the database and object storage, or the API.
+    pub(crate) queue: Arc<dyn WorkQueue>,
     pub(crate) tools: Registry,
     pub(crate) fetcher: Arc<Fetcher>,
     pub(crate) config: EngineConfig,
@@ -91,9 +94,20 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// A database worker's engine: claims from `store`, files in `blob`.
     pub fn new(
         store: SharedStore,
         blob: BlobStore,
+        tools: Registry,
+        fetcher: Arc<Fetcher>,
+        config: EngineConfig,
+    ) -> Self {
+        Self::with_queue(Arc::new(Direct { store, blob }), tools, fetcher, config)
+    }
+
+    /// An engine whose tasks and files go through `queue` (a pull worker's: the API).
+    pub fn with_queue(
+        queue: Arc<dyn WorkQueue>,
         tools: Registry,
         fetcher: Arc<Fetcher>,
         config: EngineConfig,
@@ -103,8 +117,7 @@ impl Engine {
         let bounded = !config.tool_slots.is_empty() || !tools.bounded().is_empty();
         Self {
             bounded,
-            store,
-            blob,
+            queue,
             tools,
             fetcher,
             config,

@@ -64,7 +64,7 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
         }
         let skip_names: Vec<&str> = skip.iter().map(String::as_str).collect();
         match engine
-            .store
+            .queue
             .claim_batch(&engine.worker_id, engine.config.lease, &skip_names, permits.len())
             .await
         {
@@ -99,7 +99,7 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
                 tokio::select! {
                     biased;
                     _ = shutdown.cancelled() => break,
-                    _ = engine.store.task_ready() => {}
+                    _ = engine.queue.task_ready() => {}
                     _ = tool_slots.freed(), if some_skipped => {}
                     _ = capacity_changed.notified(), if some_skipped => {}
                     _ = tokio::time::sleep(engine.config.poll) => {}
@@ -145,7 +145,7 @@ async fn expire_waits(engine: Engine, tool_slots: Arc<ToolSlots>, shutdown: Canc
             );
             // In pages, so that one transaction never holds a long queue's runs.
             loop {
-                match engine.store.fail_waiting(&down.tool, since, &error, EXPIRE_PAGE).await {
+                match engine.queue.fail_waiting(&down.tool, since, &error, EXPIRE_PAGE).await {
                     Ok(n) if n > 0 => {
                         info!(tool = %down.tool, nodes = n, "failed nodes that waited too long for an engine");
                         metrics::counter!("atelier_engine_wait_expired_total", "tool" => down.tool.clone())
@@ -241,7 +241,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
         tokio::pin!(out_of_time);
         let mut beat = tokio::time::interval(engine.config.heartbeat);
         beat.tick().await;
-        let mut stops = engine.store.stops();
+        let mut stops = engine.queue.stops();
         // Progress is written at most every PROGRESS_EVERY; the latest value waits meanwhile.
         let mut unwritten: Option<f32> = None;
         let write_progress = tokio::time::sleep(Duration::ZERO);
@@ -266,13 +266,13 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
                 changed = stops.changed() => {
                     if changed.is_err() {
                         // The store is gone; heartbeats will say so.
-                        stops = engine.store.stops();
+                        stops = engine.queue.stops();
                     }
-                    if let Ok(false) = engine.store.heartbeat(&task, engine.config.lease).await {
+                    if let Ok(false) = engine.queue.heartbeat(&task, engine.config.lease).await {
                         break lease_lost(engine, &task, &cancel).await;
                     }
                 }
-                _ = beat.tick() => match engine.store.heartbeat(&task, engine.config.lease).await {
+                _ = beat.tick() => match engine.queue.heartbeat(&task, engine.config.lease).await {
                     Ok(true) => {}
                     Ok(false) => break lease_lost(engine, &task, &cancel).await,
                     Err(e) => warn!(error = %e, "heartbeat failed"),
@@ -282,7 +282,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
                 }
                 _ = &mut write_progress, if unwritten.is_some() => {
                     if let Some(value) = unwritten.take() {
-                        if let Err(e) = engine.store.record_progress(&task, value).await {
+                        if let Err(e) = engine.queue.record_progress(&task, value).await {
                             warn!(error = %e, "recording progress failed");
                         }
                     }
@@ -335,7 +335,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
     // With bounded tools, the next claim must name the tools that are full: the dispatcher
     // makes it.
     let wants_next = !engine.bounded && !shutdown.is_cancelled();
-    let next = match engine.completions.complete(&engine.store, task, outcome, wants_next).await {
+    let next = match engine.completions.complete(&engine.queue, task, outcome, wants_next).await {
         Ok((true, next)) => {
             let elapsed = started.elapsed();
             info!(%run, node, %tool, attempt, succeeded, ms = elapsed.as_millis() as u64, "node finished");
@@ -382,7 +382,7 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 /// after a rescue (this worker stalled) another worker resumes the attempt, so it is left
 /// running.
 async fn lease_lost(engine: &Engine, task: &ClaimedTask, cancel: &CancellationToken) -> Ended {
-    match engine.store.task_state(task.task_id).await {
+    match engine.queue.task_state(task.task_id).await {
         Ok(Some(TaskState::Canceled)) | Ok(None) => cancel.cancel(),
         Ok(_) => {}
         Err(e) => warn!(error = %e, "reading why a lease was lost failed; leaving remote work running"),
@@ -397,7 +397,7 @@ const MAX_LOSSES: usize = 5;
 
 /// How many times in a row, since its last counted attempt, the node's work was lost.
 async fn losses_in_a_row(engine: &Engine, task: &ClaimedTask) -> usize {
-    match engine.store.task_errors(&task.run_id, &task.node.name).await {
+    match engine.queue.task_errors(task).await {
         Ok(errors) => errors.iter().rev().take_while(|e| e["counted"] == Value::Bool(false)).count(),
         Err(e) => {
             warn!(error = %e, "reading the node's attempts failed; counting the loss as an attempt");
@@ -418,7 +418,7 @@ async fn return_lost(engine: &Engine, task: &ClaimedTask, failure: &Failure) {
         ("outcome", "lost".to_string()),
     ];
     metrics::counter!("atelier_node_attempts_total", &labels).increment(1);
-    match engine.store.return_lost(task, &error).await {
+    match engine.queue.return_lost(task, &error).await {
         Ok(true) => {}
         Ok(false) => {
             info!(run = %task.run_id, node = %task.node.name, "giving back fenced off: the claim was lost")
@@ -430,7 +430,7 @@ async fn return_lost(engine: &Engine, task: &ClaimedTask, failure: &Failure) {
 /// Gives a task back at shutdown (unfinished after the grace period, or claimed while
 /// shutdown began), without counting an attempt.
 async fn give_back(engine: &Engine, task: &ClaimedTask) {
-    if let Err(e) = engine.store.release(task).await {
+    if let Err(e) = engine.queue.release(task).await {
         warn!(error = %e, "releasing a task at shutdown failed; its lease will expire");
     }
 }
@@ -453,7 +453,7 @@ struct Attempt<'a> {
 /// writes the outputs. Returns the blob keys.
 async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> Result<Vec<String>, Failure> {
     engine.failpoints.before_tool(task);
-    let node = &with_stored_inputs(engine, &task.node).await?;
+    let node = &with_stored_inputs(engine, task).await?;
     let spec =
         tools::tool(&node.tool).map_err(|e| Failure::new(NodeErrorName::ToolFailed, e.to_string(), false))?;
 
@@ -464,7 +464,7 @@ async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> 
         if let Some(keys) = task.upstream.get(param.name) {
             let mut list = Vec::with_capacity(keys.len());
             for key in keys {
-                list.push(engine.blob.get(key).await?);
+                list.push(engine.queue.get_blob(task, key).await?);
             }
             images.insert(param.name.to_string(), list);
         } else if let Some(Value::String(value)) = node.params.get(param.name) {
@@ -538,7 +538,7 @@ async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> 
 /// the same attempt again, so a resumable executor re-attaches to the job it left on the model
 /// server instead of starting it twice.
 async fn resumable_attempt(engine: &Engine, task: &ClaimedTask) -> Result<usize, Failure> {
-    let errors = engine.store.task_errors(&task.run_id, &task.node.name).await.map_err(|e| {
+    let errors = engine.queue.task_errors(task).await.map_err(|e| {
         Failure::new(NodeErrorName::ToolFailed, format!("reading the node's attempts: {e}"), true)
     })?;
     let worker_lost = NodeErrorName::WorkerLost.as_str();
@@ -557,7 +557,7 @@ async fn publish(
     let mut keys = Vec::with_capacity(artifacts.len());
     for (i, artifact) in artifacts.into_iter().enumerate() {
         let key = output_key(&task.run_id, &task.node.name, i, artifact.ext);
-        engine.blob.put(&key, artifact.bytes).await?;
+        engine.queue.put_blob(task, &key, artifact.bytes).await?;
         keys.push(key);
     }
     Ok(keys)
@@ -568,8 +568,9 @@ async fn publish(
 /// its parameters as sent.
 async fn with_stored_inputs<'a>(
     engine: &Engine,
-    node: &'a NodeRecord,
+    task: &'a ClaimedTask,
 ) -> Result<Cow<'a, NodeRecord>, Failure> {
+    let node = &task.node;
     let stored = |v: &Value| v.as_str().and_then(stored_input_key).is_some();
     if !node.params.values().any(stored) {
         return Ok(Cow::Borrowed(node));
@@ -578,7 +579,7 @@ async fn with_stored_inputs<'a>(
     for value in node.params.values_mut() {
         let Value::String(text) = value else { continue };
         let Some(key) = stored_input_key(text) else { continue };
-        let bytes = engine.blob.get(key).await?;
+        let bytes = engine.queue.get_blob(task, key).await?;
         let sent = String::from_utf8(bytes.to_vec()).map_err(|_| {
             Failure::new(
                 NodeErrorName::ToolFailed,

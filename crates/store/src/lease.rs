@@ -26,8 +26,9 @@ use crate::rows::ExpiredTask;
 use crate::rules::attempt_error;
 use crate::sql::{args, json_col, parse_text, to_json, Conn};
 use crate::statements::*;
+use crate::task::ClaimRow;
 use crate::telemetry::{self, Ended};
-use crate::{ClaimedTask, Micros, NextClaim, Outcome, Result, TaskQueue};
+use crate::{ClaimedTask, Micros, NextClaim, NodeRecord, Outcome, Result, TaskQueue};
 
 #[async_trait]
 impl<B: Backend> TaskQueue for B {
@@ -256,6 +257,14 @@ impl<B: Backend> TaskQueue for B {
     async fn task_state(&self, task_id: i64) -> Result<Option<TaskState>> {
         let state: Option<String> = self.read().await?.fetch_optional(TASK_STATE, args![task_id]).await?;
         state.map(|s| parse_text(&s)).transpose()
+    }
+
+    async fn running_task(&self, task_id: i64, epoch: i64) -> Result<Option<ClaimedTask>> {
+        let mut conn = self.read().await?;
+        let claim: Option<ClaimRow> = conn.fetch_optional(&RUNNING_TASK, args![task_id, epoch]).await?;
+        let Some(claim) = claim else { return Ok(None) };
+        let nodes: Vec<NodeRecord> = conn.fetch_all(NODES_OF_RUN, args![&claim.run_id]).await?;
+        claim.into_task(&nodes).map(Some)
     }
 
     async fn task_errors(&self, run_id: &str, node: &str) -> Result<Vec<Value>> {

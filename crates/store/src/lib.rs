@@ -141,6 +141,10 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The queue is out of reach: a pull worker could not reach the API that holds it, or
+    /// the API refused its token.
+    #[error("the queue is unavailable: {0}")]
+    Unavailable(String),
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -382,6 +382,18 @@ pub(crate) static FAIL_EXPIRED: Sql = sql!(
 );
 pub(crate) const TASK_ERRORS: &str = "SELECT errors FROM tasks WHERE run_id = $1 AND node = $2";
 pub(crate) const TASK_STATE: &str = "SELECT state FROM tasks WHERE id = $1";
+/// Task `$1` while it runs under lease epoch `$2`, as a claim returns it.
+pub(crate) static RUNNING_TASK: Sql = sql!(
+    "SELECT id, lease_epoch, attempt, max_attempts, run_id, account_id, node,
+            (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent
+     FROM tasks WHERE id = $1 AND lease_epoch = $2 AND state = '{}'",
+    TaskState::Running
+);
+/// The nodes of run `$1`, as a claimed task carries them.
+pub(crate) const NODES_OF_RUN: &str =
+    "SELECT name, gen_id, tool, params, links, bypassed, fanout, price, status,
+            outputs, error, progress_milli
+     FROM nodes WHERE run_id = $1 ORDER BY position";
 /// A running node's progress: `$1` thousandths, `$2` run, `$3` node, `$4` task, `$5` epoch;
 /// changes nothing once the claim is fenced off.
 pub(crate) static RECORD_PROGRESS: Sql = sql!(

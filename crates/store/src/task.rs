@@ -7,8 +7,8 @@ use atelier_core::NodeError;
 
 use crate::{NodeRecord, Result, StoreError};
 
-/// A task a worker holds.
-#[derive(Debug, Clone)]
+/// A task a worker holds (serialized as the pull workers' protocol sends it).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ClaimedTask {
     pub task_id: i64,
     /// The lease epoch this claim owns; every later write names it.
@@ -35,7 +35,8 @@ pub struct NextClaim<'a> {
 }
 
 /// How an attempt ended.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Outputs were written to these blob keys.
     Succeeded(Vec<String>),

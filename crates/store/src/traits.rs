@@ -263,6 +263,9 @@ pub trait TaskQueue: Send + Sync {
     /// The state of a task now (`None` if it no longer exists): what a worker that lost its
     /// lease reads to tell a cancel from a rescue.
     async fn task_state(&self, task_id: i64) -> Result<Option<atelier_core::status::TaskState>>;
+    /// Task `task_id` as its worker holds it, while it runs under lease `epoch` (a pull
+    /// worker names its task by these; the rest is read here, never taken from the worker).
+    async fn running_task(&self, task_id: i64, epoch: i64) -> Result<Option<ClaimedTask>>;
     /// Gives a task back without counting the attempt (graceful shutdown).
     async fn release(&self, task: &ClaimedTask) -> Result<bool>;
     /// Gives a task back without counting the attempt because its engine lost the work (it

@@ -206,6 +206,56 @@ impl Cluster {
         self.spawn(name, &["worker", "--workers", &slots], env, "Atelier worker running").0
     }
 
+    /// Starts `atelier worker --server API --token TOKEN --workers SLOTS`: a pull worker, with
+    /// no database or storage settings (it reaches both through the API at `api`).
+    fn start_pull_worker(
+        &mut self,
+        name: &str,
+        slots: usize,
+        api: ProcId,
+        token: &str,
+        env: &[(&str, &str)],
+    ) -> ProcId {
+        let name = format!("{name}-{}", self.procs.len());
+        let log = self.dir.path().join(format!("{name}.log"));
+        let file = File::create(&log).unwrap();
+        let server = self.procs[api.0].addr.clone().unwrap();
+        let slots = slots.to_string();
+        let own = self.env.iter().filter(|(k, _)| !k.starts_with("ATELIER__STORAGE__"));
+        let child = Command::new(BIN)
+            .arg("--data-dir")
+            .arg(self.dir.path().join(&name))
+            .args(["worker", "--workers", &slots, "--server", &server, "--token", token])
+            .envs(own.map(|(k, v)| (k, v)))
+            .envs(env.iter().copied())
+            .stderr(file.try_clone().unwrap())
+            .stdout(file)
+            .spawn()
+            .unwrap();
+        let id = ProcId(self.procs.len());
+        self.procs.push(Proc { name: name.clone(), child, log: log.clone(), addr: None, exited: None });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !std::fs::read_to_string(&log).unwrap_or_default().contains("Atelier pull worker running") {
+            if !self.procs[id.0].alive() || Instant::now() > deadline {
+                self.fail(&format!("{name} did not start"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        id
+    }
+
+    /// A worker token for `tools` (comma-separated).
+    fn worker_token(&self, tools: &str) -> String {
+        let out = self
+            .command("admin")
+            .args(["admin", "worker-token", "create", "--tools", tools, "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let made: Value = serde_json::from_slice(&out.stdout).unwrap();
+        made["token"].as_str().unwrap().to_string()
+    }
+
     /// Sets an environment variable of every process started from now on.
     fn set_env(&mut self, key: &str, value: &str) {
         self.env.retain(|(k, _)| k != key);
@@ -686,6 +736,56 @@ fn kill_9_of_a_worker_mid_load_loses_no_run_and_charges_each_node_once() {
         "{leader}"
     );
     eprintln!("kill -9 ({} tasks in flight): {:?}", in_flight.len(), started.elapsed());
+}
+
+/// (e) Pull workers: an API pair, one database worker and two pull workers (no database or
+/// bucket settings; they lease over HTTP with a worker token) share 80 runs. One pull worker
+/// is killed (-9) while it holds tasks: its leases expire, the rescuer re-queues them, the
+/// others run them again (a new epoch; `WorkerLost` recorded), and the books balance exactly,
+/// outputs and all.
+#[test]
+fn kill_9_of_a_pull_worker_mid_load_loses_no_run_and_charges_each_node_once() {
+    let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
+    let started = Instant::now();
+    c.start_apis_leading_maintenance();
+    let token = c.worker_token("upscale,background_removal,reframe,virtual_tryon");
+    let slow = [("ATELIER__ENGINE__SIMULATED_LATENCY_MS", "150")];
+    let (first_api, second_api) = (c.apis[0], c.apis[1]);
+    c.start_worker("db", 2, &slow);
+    let victim = c.start_pull_worker("pull", 2, first_api, &token, &slow);
+    let survivor = c.start_pull_worker("pull", 2, second_api, &token, &slow);
+    let runs = load(80, 8);
+    c.submit(&runs);
+
+    let owner = format!("atw_%/{}-%", c.pid(victim));
+    let held = format!("SELECT count(*) FROM tasks WHERE state = 'running' AND lease_owner LIKE '{owner}'");
+    c.wait_until("some runs are done and the pull worker holds a task", Duration::from_secs(60), || {
+        c.finished_runs() >= 10 && c.number(&held) > 0
+    });
+    c.signal(victim, "STOP");
+    std::thread::sleep(Duration::from_millis(100));
+    let in_flight = c.sql(&format!(
+        "SELECT run_id, node, lease_epoch FROM tasks WHERE state = 'running' AND lease_owner LIKE '{owner}'"
+    ));
+    c.kill(victim);
+    assert!(!in_flight.is_empty(), "the pull worker held no task when killed");
+
+    c.wait_all_finished(Duration::from_secs(90));
+    c.assert_books(80, runs.iter().map(|r| r.price).sum(), 2);
+    for row in &in_flight {
+        let (run, node, epoch) = (&row[0], &row[1], row[2].parse::<i64>().unwrap());
+        let t = task(&c, run, node);
+        assert_eq!(t[0], "completed", "{run}/{node}: {t:?}");
+        assert!(t[2].parse::<i64>().unwrap() > epoch, "{run}/{node} was claimed again: {t:?}");
+        assert!(t[4].contains("WorkerLost"), "{run}/{node}: the lost attempt is recorded: {t:?}");
+    }
+    let by_survivor = c.finished_lines(&[survivor]).len();
+    assert!(by_survivor > 0, "the surviving pull worker ran nodes too");
+    eprintln!(
+        "pull worker kill -9 ({} tasks in flight; the other pull worker finished {by_survivor} nodes): {:?}",
+        in_flight.len(),
+        started.elapsed()
+    );
 }
 
 /// Everything the database and the bucket say about one run.

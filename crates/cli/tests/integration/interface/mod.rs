@@ -9,6 +9,7 @@ mod files;
 mod idempotency;
 mod limits;
 mod metrics;
+mod pull;
 mod security;
 mod tools;
 mod v2;

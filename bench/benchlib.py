@@ -220,6 +220,20 @@ class Atelier:
         self.procs.append(proc)
         return proc
 
+    def add_pull_worker(self, tools, slots=None):
+        """Starts one pull worker (`atelier worker --server BASE --token T`) with a new worker
+        token for `tools`: no database or storage settings, everything through the API."""
+        out = subprocess.run([BIN, *self.flags, "admin", "worker-token", "create", "--tools", ",".join(tools),
+                              "--json"], env=self.env, check=True, capture_output=True, text=True).stdout
+        token = json.loads(out)["token"]
+        env = {k: v for k, v in self.env.items() if not k.startswith("ATELIER__STORAGE__")}
+        data = tempfile.mkdtemp(dir=self.data)
+        proc = subprocess.Popen([BIN, "--data-dir", data, "worker", "--workers", str(slots or self.workers),
+                                 "--server", self.base, "--token", token],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(proc)
+        return proc
+
     def sql(self, query):
         """A query on the store (sqlite3 or psql), rows as lists of strings."""
         if self.backend == "postgres":

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use atelier_core::tools::{ToolId, TOOLS};
 use atelier_core::{NodeError, NodeErrorName};
-use atelier_store::{ClaimedTask, NextClaim, Outcome, WorkerTokenRecord};
+use atelier_store::{ClaimedTask, Outcome, WorkerTokenRecord};
 use axum::body::Bytes;
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
@@ -226,15 +226,13 @@ async fn complete(State(state): State<AppState>, worker: Worker, Json(body): Jso
     let (written, _) = state.store.complete_and_claim(&pairs, None).await?;
     let mut written = written.into_iter();
     let recorded: Vec<bool> = slots.iter().map(|held| *held && written.next().unwrap_or(false)).collect();
+    // The slots' next tasks: a claim of its own, since it must skip the tools the token
+    // does not serve (`complete_and_claim` claims any tool).
     let mut tasks = Vec::new();
-    if let Some(next) = body.next {
-        let limit = next.limit.min(MAX_CLAIM);
-        if limit > 0 {
-            let skip = worker.other_tools();
-            let claim =
-                NextClaim { worker: &worker.owner(&next.worker), lease: lease(next.lease_ms)?, limit };
-            tasks = state.store.claim_batch(claim.worker, claim.lease, &skip, claim.limit).await?;
-        }
+    if let Some(next) = body.next.filter(|n| n.limit > 0) {
+        let (owner, lease) = (worker.owner(&next.worker), lease(next.lease_ms)?);
+        tasks =
+            state.store.claim_batch(&owner, lease, &worker.other_tools(), next.limit.min(MAX_CLAIM)).await?;
     }
     Ok(Json(json!({"recorded": recorded, "tasks": tasks})))
 }

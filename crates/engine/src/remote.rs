@@ -22,8 +22,9 @@ use tokio::sync::watch;
 
 use crate::queue::WorkQueue;
 
-/// How long the API holds a claim that finds nothing.
-pub const CLAIM_WAIT: Duration = Duration::from_secs(20);
+/// How long the API holds a claim that finds nothing. A pull worker asked to stop waits for
+/// its claim in flight (tasks leased meanwhile are given back), so this bounds its stop too.
+pub const CLAIM_WAIT: Duration = Duration::from_secs(10);
 /// How long the API holds a request for cancellations that finds none.
 const STOPS_WAIT: Duration = Duration::from_secs(25);
 /// Each request's own limit, beyond the time the API may hold it.

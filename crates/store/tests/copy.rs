@@ -116,6 +116,8 @@ async fn source() -> Source {
     let holder = store.authenticate_key(&key).await.unwrap().unwrap();
     store.create_session(&holder, Default::default()).await.unwrap();
     store.grant("acme", 7).await.unwrap();
+    // A pull worker's token: the GPU boxes keep working after the move.
+    store.create_worker_token(&["virtual_tryon".to_string()]).await.unwrap();
     let (other, _) = store.create_account("other", 3).await.unwrap();
     store.put_workflow(Some(acme.id), "mine", &json!({"v": "acme"})).await.unwrap();
     store.put_workflow(None, "custom-template", &json!({"v": "system"})).await.unwrap();
@@ -225,6 +227,7 @@ async fn everything_is_copied_with_its_ids_and_verified() {
             ("webhook_secrets", 1),
             ("webhook_deliveries", 1),
             ("webhook_attempts", 1),
+            ("worker_tokens", 1),
         ]
     );
     assert_eq!((report.requeued_tasks, report.replaced_templates), (1, 1));

@@ -159,16 +159,16 @@ impl Cluster {
     /// waiting for it to be ready.
     fn launch(&mut self, name: &str, args: &[&str], env: &[(&str, &str)]) -> ProcId {
         let name = format!("{name}-{}", self.procs.len());
+        let mut command = self.command(&name);
+        command.args(args).envs(env.iter().copied());
+        self.run_logged(name, command)
+    }
+
+    /// Spawns `command` as process `name`, its stdout and stderr in one file of the temp dir.
+    fn run_logged(&mut self, name: String, mut command: Command) -> ProcId {
         let log = self.dir.path().join(format!("{name}.log"));
         let file = File::create(&log).unwrap();
-        let child = self
-            .command(&name)
-            .args(args)
-            .envs(env.iter().copied())
-            .stderr(file.try_clone().unwrap())
-            .stdout(file)
-            .spawn()
-            .unwrap();
+        let child = command.stderr(file.try_clone().unwrap()).stdout(file).spawn().unwrap();
         let id = ProcId(self.procs.len());
         self.procs.push(Proc { name, child, log, addr: None, exited: None });
         id
@@ -177,12 +177,17 @@ impl Cluster {
     /// [`Cluster::launch`], then waits for the line that starts with `ready` (returned).
     fn spawn(&mut self, name: &str, args: &[&str], env: &[(&str, &str)], ready: &str) -> (ProcId, String) {
         let id = self.launch(name, args, env);
+        (id, self.wait_ready(id, ready))
+    }
+
+    /// Waits for process `id`'s first log line that starts with `ready`, and returns it.
+    fn wait_ready(&mut self, id: ProcId, ready: &str) -> String {
         let (name, log) = (self.procs[id.0].name.clone(), self.procs[id.0].log.clone());
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             if let Some(line) = text.lines().find(|l| l.starts_with(ready)) {
-                return (id, line.to_string());
+                return line.to_string();
             }
             if !self.procs[id.0].alive() || Instant::now() > deadline {
                 self.fail(&format!("{name} did not start ({ready:?} never printed)"));
@@ -217,30 +222,18 @@ impl Cluster {
         env: &[(&str, &str)],
     ) -> ProcId {
         let name = format!("{name}-{}", self.procs.len());
-        let log = self.dir.path().join(format!("{name}.log"));
-        let file = File::create(&log).unwrap();
         let server = self.procs[api.0].addr.clone().unwrap();
         let slots = slots.to_string();
         let own = self.env.iter().filter(|(k, _)| !k.starts_with("ATELIER__STORAGE__"));
-        let child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
             .arg("--data-dir")
             .arg(self.dir.path().join(&name))
             .args(["worker", "--workers", &slots, "--server", &server, "--token", token])
             .envs(own.map(|(k, v)| (k, v)))
-            .envs(env.iter().copied())
-            .stderr(file.try_clone().unwrap())
-            .stdout(file)
-            .spawn()
-            .unwrap();
-        let id = ProcId(self.procs.len());
-        self.procs.push(Proc { name: name.clone(), child, log: log.clone(), addr: None, exited: None });
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !std::fs::read_to_string(&log).unwrap_or_default().contains("Atelier pull worker running") {
-            if !self.procs[id.0].alive() || Instant::now() > deadline {
-                self.fail(&format!("{name} did not start"));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            .envs(env.iter().copied());
+        let id = self.run_logged(name, command);
+        self.wait_ready(id, "Atelier pull worker running");
         id
     }
 

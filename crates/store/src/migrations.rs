@@ -15,6 +15,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0010_priority.sql"),
     include_str!("../migrations/sqlite/0011_queue_limits.sql"),
     include_str!("../migrations/sqlite/0012_worker_tokens.sql"),
+    include_str!("../migrations/sqlite/0013_claim_by_lane.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -30,4 +31,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0010_priority.sql"),
     include_str!("../migrations/postgres/0011_queue_limits.sql"),
     include_str!("../migrations/postgres/0012_worker_tokens.sql"),
+    include_str!("../migrations/postgres/0013_claim_by_lane.sql"),
 ];

@@ -90,6 +90,8 @@ backend_tests! {
     a_completion_claims_the_next_tasks_in_its_transaction(StoreConfig::default());
     claims_skip_the_tools_they_are_told_to_and_take_the_rest(StoreConfig::default());
     skipped_tools_neither_block_nor_break_fairness(StoreConfig::default());
+    claims_follow_the_documented_order_on_generated_queues(StoreConfig { lower_lane_share_permille: 0, ..StoreConfig::default() });
+    claims_under_a_cap_follow_the_documented_order_on_generated_queues(StoreConfig { lower_lane_share_permille: 0, max_running_nodes: 2, ..StoreConfig::default() });
     concurrent_claimers_never_share_a_task(StoreConfig::default());
     a_completion_with_a_stale_epoch_is_rejected(StoreConfig::default());
     siblings_completing_together_finish_the_run(StoreConfig::default());
@@ -751,6 +753,102 @@ async fn claims_skip_the_tools_they_are_told_to_and_take_the_rest(store: SharedS
     assert!(claim(&[]).await.is_none());
     for (_, run) in &runs {
         assert_eq!(store.get_run(acct.id, run).await.unwrap().status, RunStatus::Running, "{run}");
+    }
+}
+
+/// A small deterministic generator (xorshift64*), so that a failing seed can be replayed.
+struct Gen(u64);
+
+impl Gen {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+    }
+}
+
+async fn claims_follow_the_documented_order_on_generated_queues(store: SharedStore) {
+    generated_claims(store, 0).await;
+}
+
+async fn claims_under_a_cap_follow_the_documented_order_on_generated_queues(store: SharedStore) {
+    generated_claims(store, 2).await;
+}
+
+/// Queues of several accounts, lanes and tools, generated from many seeds, with claims that
+/// skip random tools and completions in between: each claim takes the task the documented
+/// order names (`docs/ARCHITECTURE.md`, step 7): tools skipped and, under the soft cap
+/// `cap`, accounts at the cap left out; then the highest lane, the account with the fewest
+/// running tasks, the oldest task. The claim reads only the heads of the queue (each
+/// account's oldest tasks per lane); this is checked against a model that ranks them all.
+async fn generated_claims(store: SharedStore, cap: usize) {
+    use atelier_core::status::Priority;
+    const TOOLS: [&str; 3] = ["upscale", "video", "background_removal"];
+    struct Queued {
+        run: String,
+        account: usize,
+        lane: usize,
+        tool: usize,
+    }
+    for seed in 1..=12u64 {
+        let mut gen = Gen(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut accounts = Vec::new();
+        for a in 0..2 + gen.below(3) {
+            accounts.push(store.create_account(&format!("s{seed}a{a}"), 1000).await.unwrap().0.id);
+        }
+        let mut queued: Vec<Queued> = Vec::new();
+        for _ in 0..16 + gen.below(16) {
+            let (account, lane, tool) = (gen.below(accounts.len()), gen.below(3), gen.below(TOOLS.len()));
+            let id = ids::generation_id();
+            let run = common::submit_in(
+                store.as_ref(),
+                accounts[account],
+                &one_of(TOOLS[tool]),
+                id,
+                Priority::ALL[lane],
+            )
+            .await
+            .unwrap();
+            queued.push(Queued { run, account, lane, tool });
+        }
+        let mut running: Vec<(usize, atelier_store::ClaimedTask)> = Vec::new();
+        while !queued.is_empty() {
+            if !running.is_empty() && gen.below(3) == 0 {
+                let (_, task) = running.swap_remove(gen.below(running.len()));
+                assert!(store.complete(&task, ok(&["out"])).await.unwrap());
+                continue;
+            }
+            let skip: Vec<&str> = TOOLS.iter().copied().filter(|_| gen.below(4) == 0).collect();
+            let busy = |account: usize| running.iter().filter(|(a, _)| *a == account).count();
+            // The model: every queued task, ranked whole. `queued` is in the order of queueing.
+            let expected = queued
+                .iter()
+                .enumerate()
+                .filter(|(_, q)| !skip.contains(&TOOLS[q.tool]) && (cap == 0 || busy(q.account) < cap))
+                .min_by_key(|(i, q)| (q.lane, busy(q.account), *i))
+                .map(|(i, _)| i);
+            let claimed = store.claim("w", LEASE, &skip).await.unwrap();
+            let context = format!("seed {seed}, skipping {skip:?}, running {}", running.len());
+            match (expected, claimed) {
+                (None, None) => {
+                    // Nothing claimable (every tool left skipped, or every account at the
+                    // cap): end a running task, if any, and draw other tools to skip.
+                    if let Some((_, task)) = running.pop() {
+                        assert!(store.complete(&task, ok(&["out"])).await.unwrap());
+                    }
+                }
+                (Some(i), Some(task)) => {
+                    assert_eq!(task.run_id, queued[i].run, "{context}");
+                    running.push((queued.remove(i).account, task));
+                }
+                (expected, claimed) => panic!(
+                    "expected {:?}, claimed {:?}; {context}",
+                    expected.map(|i| &queued[i].run),
+                    claimed.map(|t| t.run_id)
+                ),
+            }
+        }
     }
 }
 

@@ -24,9 +24,15 @@ Measured, from the database after each phase (server clocks):
                   slots' capacity (`slots / service time`).
 
 Targets (the lanes mode): interactive p95 time to start within 50 ms of one service time;
-bulk throughput at least 90% of the capacity the interactive runs leave.
+bulk throughput at least 90% of the slots' nominal capacity (`slots / service-ms`), which
+the interactive runs share: at the defaults they take 2 of its 40 nodes/s.
 
-    bench/lanes.py [--slots 4] [--service-ms 100] [--bulk 5000] [--rate 2] [--seconds 60]
+The defaults (20 slots of 500 ms: 40 nodes/s) stand for a GPU model's time; each node also
+costs a few milliseconds of its own (the claim, the output's write, the completion), about
+1% of 500 ms. `--slots 4 --service-ms 100` keeps the same capacity with nodes five times
+shorter, where that cost is about 5% of each node (BENCHMARKS.md reports both).
+
+    bench/lanes.py [--slots 20] [--service-ms 500] [--bulk 5000] [--rate 2] [--seconds 60]
 
 Prints a Markdown report.
 """
@@ -112,8 +118,8 @@ def measure(mode, one_account, args, image):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--slots", type=int, default=4, help="engine.workers of the server")
-    parser.add_argument("--service-ms", type=int, default=100, help="each no-op node's simulated model time")
+    parser.add_argument("--slots", type=int, default=20, help="engine.workers of the server")
+    parser.add_argument("--service-ms", type=int, default=500, help="each no-op node's simulated model time")
     parser.add_argument("--bulk", type=int, default=5000, help="bulk runs queued at once")
     parser.add_argument("--rate", type=float, default=2.0, help="interactive runs per second")
     parser.add_argument("--seconds", type=float, default=60.0, help="how long interactive runs arrive")
@@ -141,21 +147,22 @@ def main():
           f"once, then interactive ones at {args.rate:g}/s for {args.seconds:g} s; each node takes "
           f"{args.service_ms} ms. Capacity {capacity:.0f} nodes/s, {left_for_bulk:.0f}/s of it left for bulk "
           f"once the interactive runs take theirs. Targets (lanes): interactive p95 time to start <= one "
-          f"service time + 50 ms; bulk >= 90% of what is left for it.\n")
+          f"service time + 50 ms; bulk >= 90% of the capacity.\n")
     print("| scenario | lanes | interactive time to start: median (ms) | p95 (ms) | max (ms) | not started "
           f"{args.grace:g} s after the last arrived | service time, median (ms) | p95 - service time (ms) | bulk "
-          "nodes/s | of capacity left for bulk | bulk still queued | targets met |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "nodes/s | of capacity | of capacity left for bulk | bulk still queued | targets met |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     ms = lambda s: "—" if s == float("inf") else f"{s * 1000:.0f}"  # noqa: E731
     for one_account, mode, r in results:
         p95 = benchlib.percentile(r["to_start"], 95)
         over = (p95 - r["service"]) * 1000
         share = r["bulk_rate"] / left_for_bulk
-        met = over <= 50 and share >= 0.9
+        met = over <= 50 and r["bulk_rate"] / capacity >= 0.9
         print(f"| {'one account' if one_account else 'two accounts'} | {mode} | "
               f"{ms(statistics.median(r['to_start']))} | {ms(p95)} | {ms(max(r['to_start']))} | {r['unstarted']} | "
               f"{r['service'] * 1000:.0f} | {'—' if over == float('inf') else f'{over:.0f}'} | "
-              f"{r['bulk_rate']:.1f} | {share:.0%} | {r['queued']} | {'yes' if met else '**no**'} |")
+              f"{r['bulk_rate']:.1f} | {r['bulk_rate'] / capacity:.0%} | {share:.0%} | {r['queued']} | "
+              f"{'yes' if met else '**no**'} |")
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ CAUSES = {
         "PostgreSQL's processes, wrk, the service and moto's S3 server (a Python process) share the two cores. "
         "Every accepted run subtracts its price from its account's row, and all submissions here are one "
         "account's; concurrent ones are written together, several runs to a statement and a commit "
-        "(docs/DECISIONS.md, \"On PostgreSQL, concurrent submissions of one account are written together\")."
+        "(docs/decisions/storage-and-accounts.md, \"On PostgreSQL, concurrent submissions of one account are written together\")."
     ),
 }
 NAMES = {"embedded": "embedded default (SQLite + local disk)", "postgres": "PostgreSQL + S3 (moto)"}

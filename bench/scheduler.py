@@ -4,7 +4,7 @@
     bench/scheduler.py [--quick] [--no-build] [--json PATH] [--slots 4] [--redis-db 13]
 
 Every Atelier here runs with `engine.noop_tools = true` (a benchmarking setting: each
-built-in tool returns a 1x1 PNG at once instead of doing its work; see docs/DECISIONS.md),
+built-in tool returns a 1x1 PNG at once instead of doing its work; see docs/decisions/processes-and-operations.md),
 so what is measured is the engine around the tools: claim, input download, output upload,
 completion and the DAG's advance. Saved workflows are built of `upscale` nodes fed a 1x1
 PNG. Sections, on the embedded default (one `serve`, SQLite + local disk) and on PostgreSQL

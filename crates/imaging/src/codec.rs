@@ -256,7 +256,7 @@ pub fn encode(img: &DynamicImage, format: OutputFormat) -> Result<Vec<u8>, Imagi
 }
 
 /// zlib level of PNG output: on the benchmark scene level 3 gives files about 5 % larger than
-/// level 6 in less than half its time (see docs/DECISIONS.md).
+/// level 6 in less than half its time (see docs/decisions/images.md).
 const PNG_LEVEL: u8 = 3;
 
 /// Rows in each sample band [`png_filter`] compresses.

@@ -253,8 +253,8 @@ async fn postgres_maintenance_is_led_by_one_store_and_passes_on_when_it_stops() 
     assert!(fixture.store.lead_maintenance().await.unwrap());
 }
 
-/// Every connection of the pool keeps generic plans (docs/DECISIONS.md, "PostgreSQL
-/// connections keep generic plans"), whatever the URL's own options.
+/// Every connection of the pool keeps generic plans (docs/decisions/storage-and-accounts.md,
+/// "PostgreSQL connections keep generic plans"), whatever the URL's own options.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_connections_keep_generic_plans() {
     let Some(_admin) = common::admin().await else { return };

@@ -433,7 +433,7 @@ async fn the_lower_lane_share_holds_across_processes() {
     let (a, b) = tokio::join!(claims(first, "w1"), claims(second, "w2"));
     // Each process owes 2 of its 20 claims to the bulk lane. Two owed claims made at the same
     // moment both aim at the oldest bulk task; the one that finds it locked takes the next
-    // task in order, an interactive one (docs/DECISIONS.md, "Priority lanes").
+    // task in order, an interactive one (docs/decisions/priority-lanes.md).
     assert!(a >= 1 && b >= 1 && (3..=4).contains(&(a + b)), "bulk claims per process: {a}, {b}");
 }
 

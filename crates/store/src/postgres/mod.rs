@@ -119,7 +119,7 @@ impl PgStore {
         // its parameters: the store's statements find rows by keys and by partial indexes
         // whose predicates are constants, so a plan for the parameters gains nothing, and
         // planning the queue's statements cost more PostgreSQL time than running them
-        // (docs/DECISIONS.md, "PostgreSQL connections keep generic plans"). Set by a statement
+        // (docs/decisions/storage-and-accounts.md, "PostgreSQL connections keep generic plans"). Set by a statement
         // once connected, not as a startup option, which a connection pooler in front of the
         // server may refuse.
         let pool = PgPoolOptions::new()

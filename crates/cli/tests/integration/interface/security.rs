@@ -671,7 +671,7 @@ fn api_keys_never_appear_in_the_logs_even_at_trace_level() {
 /// Row 4.5: nothing of one account is visible to another through the interface. Its runs
 /// (v3 and v2), its saved workflows (describe, run, estimate, delete, list) answer 404 as if
 /// they did not exist, never 403, and nothing is charged to either account. Output URLs are
-/// capability URLs (docs/DECISIONS.md): the owner's works without a key, and a file path with
+/// capability URLs (docs/decisions/outputs-and-retention.md): the owner's works without a key, and a file path with
 /// another run id, or another output's name, is 404.
 #[tokio::test]
 async fn another_accounts_runs_workflows_and_outputs_are_not_found() {

@@ -434,3 +434,20 @@ def image_data_uri(data: bytes, mime: Optional[str] = None) -> str:
         else:
             mime = "application/octet-stream"
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+class NoCancelScope:
+    """The synchronous client's stand-in for ``anyio.move_on_after`` (``unasync.py`` puts it
+    there): it never cancels, since its events stream checks the deadline itself."""
+
+    cancelled_caught = False
+
+    def __enter__(self) -> "NoCancelScope":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def no_cancel_scope(delay: Optional[float]) -> NoCancelScope:
+    return NoCancelScope()

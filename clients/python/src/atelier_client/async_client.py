@@ -1,6 +1,9 @@
-"""The asynchronous client: :class:`AsyncClient`, :class:`AsyncRun` and :class:`AsyncV2Run`.
+"""The asynchronous client: :class:`AsyncClient`, and the run handles :class:`AsyncRun` and
+:class:`AsyncV2Run`. Works under asyncio and trio (through ``anyio``, which httpx uses).
 
-Works under asyncio and trio (through ``anyio``, which httpx uses).
+This file is the source of both clients: ``client.py`` (``Client``, ``Run``, ``V2Run``) is
+generated from it by ``clients/python/unasync.py``, which ``run-tests.sh`` checks is current.
+Change this file, then run ``python3 unasync.py``.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ S = TypeVar("S", bound=StatusLike)
 
 
 class _AsyncRunBase(Generic[S]):
-    """What :class:`AsyncRun` and :class:`AsyncV2Run` share."""
+    """What :class:`AsyncRun` and :class:`AsyncV2Run` share: the handle, and waiting."""
 
     def __init__(self, client: "AsyncClient", handle: RunHandle) -> None:
         self._client = client
@@ -70,7 +73,7 @@ class _AsyncRunBase(Generic[S]):
         raise NotImplementedError
 
     async def cancel(self) -> RunStatus:
-        """Cancels the run; returns its v3 status."""
+        """Cancels the run (``POST /api/v3/cancel/{id}``); returns its v3 status."""
         return await self._client.cancel(self.id)
 
     def events(self, last_event_id: Optional[str] = None) -> AsyncIterator[RunEvent]:
@@ -78,8 +81,18 @@ class _AsyncRunBase(Generic[S]):
         return self._client.events(self.id, last_event_id=last_event_id)
 
     async def wait(self, timeout: Optional[float] = None, poll_interval: float = 1.0, use_events: bool = True) -> S:
-        """Waits until the run has ended; returns its final status. As :meth:`Run.wait`,
-        except that ``timeout`` is exact here.
+        """Waits until the run has ended; returns its final status (succeeded, failed or
+        canceled: check ``.succeeded``; a failed run is not an exception).
+
+        Args:
+            timeout: Seconds to wait at most (``None``: no limit). The asynchronous client
+                stops at it exactly; the synchronous one checks it on the events stream
+                whenever data arrives (at least every keep-alive, 15 s) and by the read
+                timeout, so it may be exceeded there by a few seconds.
+            poll_interval: Seconds between status requests when polling.
+            use_events: Follow the events stream (``GET /api/v3/status/{id}/events``) and
+                fall back to polling when the server does not offer it or it keeps
+                dropping; ``False`` polls from the start.
 
         Raises:
             WaitTimeout: the run had not ended within ``timeout``.
@@ -116,8 +129,10 @@ class _AsyncRunBase(Generic[S]):
             await anyio.sleep(poll_interval if remaining is None else min(poll_interval, remaining))
 
     async def _wait_events(self, deadline: Optional[float], timeout: Optional[float]) -> Optional[S]:
-        """The final status from the events stream; ``None`` when the stream ended oddly."""
-        stream = self._client._event_stream(self.id, None)
+        """The final status from the events stream; ``None`` when the stream ended without it
+        (the caller polls then). Past ``deadline``, :class:`WaitTimeout`: the stream checks it
+        whenever data arrives, and the asynchronous client also cancels at it exactly."""
+        stream = self._client._event_stream(self.id, None, deadline=deadline, timeout=timeout)
         scope = anyio.move_on_after(None if deadline is None else max(0.0, deadline - time.monotonic()))
         try:
             with scope:
@@ -136,7 +151,7 @@ class AsyncRun(_AsyncRunBase[RunStatus]):
     """A v3 run (``AsyncClient.run`` / ``AsyncClient.run_workflow``)."""
 
     async def status(self) -> RunStatus:
-        """The current v3 status."""
+        """The current v3 status (``GET /api/v3/status/{id}``)."""
         return await self._client.status(self.id)
 
     async def _final_from_event(self, event: StatusEvent) -> RunStatus:
@@ -148,10 +163,12 @@ class AsyncV2Run(_AsyncRunBase[V2Status]):
 
     def __init__(self, client: "AsyncClient", handle: RunHandle, family: str) -> None:
         super().__init__(client, handle)
+        #: The v2 family (``tryon``, ``tryon_pro``, ``virtual_model``, ``fabric``,
+        #: ``sketch_to_dress``).
         self.family = family
 
     async def status(self) -> V2Status:
-        """The current v2 status."""
+        """The current v2 status (``GET /api/v2/{family}/status/{id}``)."""
         return await self._client.v2_status(self.family, self.id)
 
     async def _final_from_event(self, event: StatusEvent) -> V2Status:
@@ -159,17 +176,19 @@ class AsyncV2Run(_AsyncRunBase[V2Status]):
 
 
 class AsyncClient:
-    """An asynchronous client of the Atelier HTTP interface; the methods of
-    :class:`Client`, as coroutines (``events`` and ``iter_runs`` are async iterators).
+    """An asynchronous client of the Atelier HTTP interface (v3 and v2).
 
     Args:
-        base_url: The server (default: ``ATELIER_URL``).
-        api_key: The account's API key (default: ``ATELIER_API_KEY``).
-        timeout: Seconds for each request; ``None`` for no limit.
+        base_url: The server, e.g. ``http://127.0.0.1:8080`` (default: ``ATELIER_URL``).
+        api_key: The account's API key (default: ``ATELIER_API_KEY``); sent as
+            ``X-API-KEY`` on every request.
+        timeout: Seconds for each request (connect, read, write); ``None`` for no limit.
         http_client: An ``httpx.AsyncClient`` to use instead of a new one (not closed by
-            :meth:`aclose`).
+            :meth:`aclose`); useful for proxies, custom TLS or a mock transport.
 
-    Use ``async with AsyncClient(...) as client:``, or call :meth:`aclose`.
+    Use it as a context manager (``async with``), or call :meth:`aclose`. Transport failures raise
+    ``httpx.TransportError``; error answers raise :class:`atelier_client.AtelierError`
+    subclasses.
     """
 
     def __init__(
@@ -187,6 +206,8 @@ class AsyncClient:
 
     def __repr__(self) -> str:
         return f"AsyncClient(base_url={self.base_url!r})"
+
+    # --- plumbing --------------------------------------------------------------------
 
     async def aclose(self) -> None:
         """Closes the connections (unless the ``httpx.AsyncClient`` was given)."""
@@ -234,7 +255,26 @@ class AsyncClient:
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
     ) -> AsyncRun:
-        """Starts a single-tool run; see :meth:`Client.run`."""
+        """Starts a single-tool run (``POST /api/v3/run`` with ``type: node``).
+
+        Args:
+            tool: The tool name (``upscale``, ``virtual_tryon``, ...).
+            input: The tool's parameters; images as URLs, data URIs or base64.
+            webhook_url: Where to POST signed notifications of the run.
+            webhook_events: Which: ``"completed"`` (default on the server) and/or ``"node"``.
+            idempotency_key: Sent as ``Idempotency-Key``: the same key and body within 24 h
+                return the first answer and start nothing.
+            wait: 1..60: ask the server to hold the answer until the run ends, at most that
+                many seconds (``Prefer: wait=N``); when it does, the returned run carries
+                ``final_status`` and :meth:`AsyncRun.wait` returns at once.
+            priority: The lane: ``"interactive"`` (someone waits for it), ``"normal"`` or
+                ``"bulk"``; unset, the API key's lane (normal unless set).
+            start_within_secs: 1..86400: a node no worker started within this many seconds
+                of its queueing fails ``NotStarted``, not charged; unset, no limit.
+
+        Returns:
+            The :class:`AsyncRun` (``.id``, ``.warnings``, ``.wait()``, ``.cancel()``).
+        """
         handle = await self._call(
             calls.run(
                 "node",
@@ -262,7 +302,11 @@ class AsyncClient:
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
     ) -> AsyncRun:
-        """Starts a saved workflow; see :meth:`Client.run_workflow`."""
+        """Starts a saved workflow (``POST /api/v3/run`` with ``type: workflow``).
+
+        ``input`` keys are ``node.param`` or the workflow's variable names (see
+        :meth:`workflow`'s ``inputs``). The options are those of :meth:`run`.
+        """
         handle = await self._call(
             calls.run(
                 "workflow",
@@ -285,11 +329,13 @@ class AsyncClient:
         return run
 
     async def status(self, run_id: str) -> RunStatus:
-        """``GET /api/v3/status/{run_id}``."""
+        """``GET /api/v3/status/{run_id}``: a :class:`WorkflowRunStatus` for ``wr_`` ids, a
+        :class:`NodeRunStatus` for ``gen_`` ids (also a node of a workflow run)."""
         return await self._call(calls.status(run_id))
 
     async def cancel(self, run_id: str) -> RunStatus:
-        """``POST /api/v3/cancel/{run_id}``."""
+        """``POST /api/v3/cancel/{run_id}``: cancels an unfinished run (a finished one is
+        left as it is); returns its status."""
         return await self._call(calls.cancel(run_id))
 
     async def runs(
@@ -299,7 +345,14 @@ class AsyncClient:
         status: Optional[str] = None,
         target: Optional[str] = None,
     ) -> RunList:
-        """``GET /api/v3/runs``: one page; see :meth:`Client.runs`."""
+        """``GET /api/v3/runs``: one page of the account's runs, newest first.
+
+        Args:
+            limit: Runs per page, 1..100 (server default 20).
+            before: The previous page's ``next_before``.
+            status: Only runs in this state (``queued``, ``running``, ``succeeded``, ...).
+            target: Only runs of this tool or workflow.
+        """
         return await self._call(calls.runs(limit=limit, before=before, status=status, target=target))
 
     async def iter_runs(
@@ -316,16 +369,45 @@ class AsyncClient:
             before = page.next_before
 
     def events(self, run_id: str, last_event_id: Optional[str] = None) -> AsyncIterator[RunEvent]:
-        """The run's live events, as an async iterator; see :meth:`Client.events`."""
+        """The run's live events (``GET /api/v3/status/{run_id}/events``, Server-Sent Events).
+
+        Yields a :class:`NodeEvent` per node state or progress change, then one
+        :class:`StatusEvent` with the final status, and ends. If the connection drops
+        before that, it reconnects with ``Last-Event-ID`` and goes on where it stopped.
+
+        Args:
+            last_event_id: Resume after this event (an ``event_id`` seen earlier).
+
+        Raises:
+            RunNotFound: no such run.
+            EventStreamError: the server does not offer the stream, or it kept dropping.
+        """
         return self._event_stream(run_id, last_event_id)
 
     async def _event_stream(
-        self, run_id: str, last_event_id: Optional[str], *, max_reconnects: int = 5
+        self,
+        run_id: str,
+        last_event_id: Optional[str],
+        *,
+        deadline: Optional[float] = None,
+        timeout: Optional[float] = None,
+        max_reconnects: int = 5,
     ) -> AsyncGenerator[RunEvent, None]:
         url = self.base_url + calls.events_path(run_id)
         retry = calls.DEFAULT_RETRY_SECONDS
         failures = 0
+
+        def remaining() -> Optional[float]:
+            return None if deadline is None else deadline - time.monotonic()
+
+        def expired() -> WaitTimeout:
+            return WaitTimeout(run_id, timeout or 0.0)
+
         while True:
+            left = remaining()
+            if left is not None and left <= 0:
+                raise expired()
+            read = calls.EVENTS_READ_TIMEOUT if left is None else max(0.05, min(calls.EVENTS_READ_TIMEOUT, left))
             decoder = SSEDecoder(last_event_id)
             progressed = False
             try:
@@ -333,7 +415,7 @@ class AsyncClient:
                     "GET",
                     url,
                     headers=self._headers(calls.events_headers(last_event_id)),
-                    timeout=calls.events_timeout(self.timeout),
+                    timeout=calls.events_timeout(self.timeout, read),
                 ) as response:
                     if not calls.is_event_stream(response):
                         await response.aread()
@@ -348,22 +430,31 @@ class AsyncClient:
                                 return
                         if decoder.retry is not None:
                             retry = decoder.retry / 1000.0
+                        left = remaining()
+                        if left is not None and left <= 0:
+                            raise expired()
+            except httpx.TimeoutException:
+                left = remaining()
+                if left is not None and left <= 0:
+                    raise expired() from None
             except httpx.TransportError:
                 pass
+            # The stream ended before the status event: reconnect after `retry`.
             last_event_id = decoder.last_event_id
             failures = 0 if progressed else failures + 1
             if failures > max_reconnects:
                 raise EventStreamError(f"the events stream of {run_id} kept closing before the final status")
-            await anyio.sleep(retry)
+            left = remaining()
+            await anyio.sleep(retry if left is None else max(0.0, min(retry, left)))
 
     # --- discovery, pricing, workflows -------------------------------------------------
 
     async def tools(self) -> List[Tool]:
-        """``GET /api/v3/tools``."""
+        """``GET /api/v3/tools``: every tool, its parameters, price rule and fidelity."""
         return await self._call(calls.tools())
 
     async def estimate(self, tool: str, input: Mapping[str, Any]) -> Estimate:
-        """``POST /api/v3/estimate`` for a tool run."""
+        """``POST /api/v3/estimate`` for a tool run: its price; nothing is reserved."""
         return await self._call(calls.estimate("node", tool, input))
 
     async def estimate_workflow(self, name: str, input: Mapping[str, Any]) -> Estimate:
@@ -371,33 +462,35 @@ class AsyncClient:
         return await self._call(calls.estimate("workflow", name, input))
 
     async def workflow(self, name: str) -> WorkflowDescription:
-        """``GET /api/v3/workflow/{name}``."""
+        """``GET /api/v3/workflow/{name}``: the graph, its inputs and a sample run body."""
         return await self._call(calls.workflow(name))
 
     async def workflows(self) -> List[WorkflowSummary]:
-        """``GET /api/v3/workflows``."""
+        """``GET /api/v3/workflows``: the account's workflows and the system templates."""
         return await self._call(calls.workflows())
 
     async def save_workflow(
         self, name: str, definition: Union[WorkflowDefinition, Mapping[str, Any]]
     ) -> WorkflowDescription:
-        """``PUT /api/v3/workflow/{name}``."""
+        """``PUT /api/v3/workflow/{name}``: saves (or replaces) a workflow of the account;
+        returns its description."""
         return await self._call(calls.save_workflow(name, definition))
 
     async def delete_workflow(self, name: str) -> DeletedWorkflow:
-        """``DELETE /api/v3/workflow/{name}``."""
+        """``DELETE /api/v3/workflow/{name}``. System templates raise ``ReadOnlyTemplate``."""
         return await self._call(calls.delete_workflow(name))
 
     async def validate_workflow(
         self, definition: Union[WorkflowDefinition, Mapping[str, Any]], name: Optional[str] = None
     ) -> WorkflowValidation:
-        """``POST /api/v3/workflows/validate``."""
+        """``POST /api/v3/workflows/validate``: every problem of a document (saves nothing);
+        ``name`` is the name it would be saved under."""
         return await self._call(calls.validate_workflow(definition, name))
 
     # --- v2 ----------------------------------------------------------------------------
 
     async def balance(self) -> int:
-        """``GET /api/v2/user/tokens``."""
+        """``GET /api/v2/user/tokens``: the available token balance."""
         return await self._call(calls.balance())
 
     async def v2_run(
@@ -411,17 +504,26 @@ class AsyncClient:
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
     ) -> AsyncV2Run:
-        """``POST /api/v2/{family}/run``; see :meth:`Client.v2_run`."""
+        """``POST /api/v2/{family}/run``; ``family`` is one of ``tryon``, ``tryon_pro``,
+        ``virtual_model``, ``fabric``, ``sketch_to_dress`` (or its path, ``tryon/pro``...).
+
+        ``webhook_url`` / ``webhook_events`` as in :meth:`run`; a ``completed`` delivery of a
+        v2 run carries the family's v2 status."""
         handle = await self._call(
             calls.v2_run(
-                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key, priority=priority,
+                family,
+                input,
+                webhook_url=webhook_url,
+                webhook_events=webhook_events,
+                idempotency_key=idempotency_key,
+                priority=priority,
                 start_within_secs=start_within_secs,
             )
         )
         return AsyncV2Run(self, handle, family)
 
     async def v2_status(self, family: str, run_id: str) -> V2Status:
-        """``GET /api/v2/{family}/status/{run_id}``."""
+        """``GET /api/v2/{family}/status/{run_id}`` (only runs of that family)."""
         return await self._call(calls.v2_status(family, run_id))
 
     async def v2_tryon(
@@ -432,7 +534,7 @@ class AsyncClient:
         webhook_events: Optional[Iterable[str]] = None,
         idempotency_key: Optional[str] = None,
     ) -> AsyncV2Run:
-        """``POST /api/v2/tryon/run``."""
+        """``POST /api/v2/tryon/run``: category, model_image, garment_image, ..."""
         return await self.v2_run(
             "tryon", input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
         )
@@ -449,7 +551,7 @@ class AsyncClient:
         webhook_events: Optional[Iterable[str]] = None,
         idempotency_key: Optional[str] = None,
     ) -> AsyncV2Run:
-        """``POST /api/v2/tryon/pro/run``."""
+        """``POST /api/v2/tryon/pro/run`` (``model_name: "Pro Fit"`` for precise sizing)."""
         return await self.v2_run(
             "tryon_pro", input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key
         )
@@ -493,7 +595,7 @@ class AsyncClient:
         )
 
     async def v2_fabric_status(self, run_id: str) -> V2Status:
-        """``GET /api/v2/fabric/status/{run_id}``."""
+        """``GET /api/v2/fabric/status/{run_id}`` (``output`` is one URL string)."""
         return await self.v2_status("fabric", run_id)
 
     async def v2_sketch_to_dress(
@@ -520,13 +622,14 @@ class AsyncClient:
     # --- webhooks ----------------------------------------------------------------------
 
     async def webhook_secret(self) -> WebhookSecret:
-        """``GET /api/v3/webhooks/secret``."""
+        """``GET /api/v3/webhooks/secret``: the account's signing secret (``whsec_...``)."""
         return await self._call(calls.webhook_secret())
 
     async def rotate_webhook_secret(self) -> WebhookSecret:
-        """``POST /api/v3/webhooks/secret/rotate``."""
+        """``POST /api/v3/webhooks/secret/rotate``: a new secret; the previous one also
+        signs until ``previous_key_expires_at``."""
         return await self._call(calls.rotate_webhook_secret())
 
     async def webhook_deliveries(self, run_id: str) -> List[WebhookDelivery]:
-        """``GET /api/v3/runs/{run_id}/webhooks``."""
+        """``GET /api/v3/runs/{run_id}/webhooks``: the run's webhook messages and attempts."""
         return await self._call(calls.webhook_deliveries(run_id))

@@ -1,4 +1,8 @@
-"""The synchronous client: :class:`Client`, and the run handles :class:`Run` and :class:`V2Run`."""
+"""The synchronous client: :class:`Client`, and the run handles :class:`Run` and :class:`V2Run`.
+
+Generated from ``async_client.py`` by ``clients/python/unasync.py``: change that file, then
+run ``python3 unasync.py``.
+"""
 
 from __future__ import annotations
 
@@ -74,13 +78,14 @@ class _RunBase(Generic[S]):
         return self._client.events(self.id, last_event_id=last_event_id)
 
     def wait(self, timeout: Optional[float] = None, poll_interval: float = 1.0, use_events: bool = True) -> S:
-        """Blocks until the run has ended; returns its final status (succeeded, failed or
+        """Waits until the run has ended; returns its final status (succeeded, failed or
         canceled: check ``.succeeded``; a failed run is not an exception).
 
         Args:
-            timeout: Seconds to wait at most (``None``: no limit). On the events stream the
-                limit is checked whenever data arrives (at least every keep-alive, 15 s) and
-                by the read timeout, so it may be exceeded by a few seconds.
+            timeout: Seconds to wait at most (``None``: no limit). The asynchronous client
+                stops at it exactly; the synchronous one checks it on the events stream
+                whenever data arrives (at least every keep-alive, 15 s) and by the read
+                timeout, so it may be exceeded there by a few seconds.
             poll_interval: Seconds between status requests when polling.
             use_events: Follow the events stream (``GET /api/v3/status/{id}/events``) and
                 fall back to polling when the server does not offer it or it keeps
@@ -95,19 +100,12 @@ class _RunBase(Generic[S]):
         deadline = None if timeout is None else time.monotonic() + timeout
         if use_events:
             try:
-                stream = self._client._event_stream(self.id, None, deadline=deadline, timeout=timeout)
-                try:
-                    for event in stream:
-                        if isinstance(event, StatusEvent):
-                            final = self._final_from_event(event)
-                            if final.done:
-                                self.final_status = final
-                                return final
-                            break
-                finally:
-                    stream.close()
+                final = self._wait_events(deadline, timeout)
             except EventStreamError:
-                pass  # fall back to polling
+                final = None  # fall back to polling
+            if final is not None:
+                self.final_status = final
+                return final
         while True:
             try:
                 current = self.status()
@@ -126,6 +124,24 @@ class _RunBase(Generic[S]):
             if remaining is not None and remaining <= 0:
                 raise WaitTimeout(self.id, timeout or 0.0, current)
             time.sleep(poll_interval if remaining is None else min(poll_interval, remaining))
+
+    def _wait_events(self, deadline: Optional[float], timeout: Optional[float]) -> Optional[S]:
+        """The final status from the events stream; ``None`` when the stream ended without it
+        (the caller polls then). Past ``deadline``, :class:`WaitTimeout`: the stream checks it
+        whenever data arrives, and the asynchronous client also cancels at it exactly."""
+        stream = self._client._event_stream(self.id, None, deadline=deadline, timeout=timeout)
+        scope = calls.no_cancel_scope(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        try:
+            with scope:
+                for event in stream:
+                    if isinstance(event, StatusEvent):
+                        final = self._final_from_event(event)
+                        return final if final.done else None
+            if scope.cancelled_caught:
+                raise WaitTimeout(self.id, timeout or 0.0)
+            return None
+        finally:
+            stream.close()
 
 
 class Run(_RunBase[RunStatus]):
@@ -167,7 +183,7 @@ class Client:
         http_client: An ``httpx.Client`` to use instead of a new one (not closed by
             :meth:`close`); useful for proxies, custom TLS or a mock transport.
 
-    Use it as a context manager, or call :meth:`close`. Transport failures raise
+    Use it as a context manager (``with``), or call :meth:`close`. Transport failures raise
     ``httpx.TransportError``; error answers raise :class:`atelier_client.AtelierError`
     subclasses.
     """
@@ -343,7 +359,8 @@ class Client:
         before: Optional[int] = None
         while True:
             page = self.runs(limit=page_size, before=before, status=status, target=target)
-            yield from page.runs
+            for run in page.runs:
+                yield run
             if page.next_before is None or not page.runs:
                 return
             before = page.next_before
@@ -449,7 +466,9 @@ class Client:
         """``GET /api/v3/workflows``: the account's workflows and the system templates."""
         return self._call(calls.workflows())
 
-    def save_workflow(self, name: str, definition: Union[WorkflowDefinition, Mapping[str, Any]]) -> WorkflowDescription:
+    def save_workflow(
+        self, name: str, definition: Union[WorkflowDefinition, Mapping[str, Any]]
+    ) -> WorkflowDescription:
         """``PUT /api/v3/workflow/{name}``: saves (or replaces) a workflow of the account;
         returns its description."""
         return self._call(calls.save_workflow(name, definition))
@@ -489,7 +508,12 @@ class Client:
         v2 run carries the family's v2 status."""
         handle = self._call(
             calls.v2_run(
-                family, input, webhook_url=webhook_url, webhook_events=webhook_events, idempotency_key=idempotency_key, priority=priority,
+                family,
+                input,
+                webhook_url=webhook_url,
+                webhook_events=webhook_events,
+                idempotency_key=idempotency_key,
+                priority=priority,
                 start_within_secs=start_within_secs,
             )
         )

@@ -1,6 +1,6 @@
 //! The HTTP error shape, mapped once from each layer's errors.
 
-use atelier_core::RequestError;
+use atelier_core::{ErrorName, RequestError};
 use atelier_store::StoreError;
 use axum::http::header::{self, HeaderValue};
 use axum::http::StatusCode;
@@ -115,35 +115,35 @@ impl ApiError {
         }
     }
 
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> ErrorName {
         match self {
             Self::Request(r) => r.name(),
-            Self::Unauthorized => "Unauthorized",
-            Self::SessionRequired => "SessionRequired",
-            Self::Forbidden(_) => "Forbidden",
-            Self::SignInLimited { .. } => "RateLimited",
-            Self::KeyNotFound(_) => "KeyNotFound",
-            Self::Conflict(_) => "Conflict",
-            Self::RunNotFound(_) => "RunNotFound",
-            Self::InsufficientTokens { .. } => "InsufficientTokens",
-            Self::PayloadTooLarge { .. } => "PayloadTooLarge",
-            Self::InvalidImage { .. } => "InvalidImage",
-            Self::FileNotFound => "FileNotFound",
-            Self::OutputExpired => "OutputExpired",
-            Self::ReadOnlyTemplate(_) => "ReadOnlyTemplate",
-            Self::IdempotencyConflict => "IdempotencyConflict",
-            Self::IdempotencyKeyReused => "IdempotencyKeyReused",
-            Self::RateLimited { .. } => "RateLimited",
-            Self::ConcurrencyLimited { .. } => "ConcurrencyLimited",
-            Self::QueueFull { .. } => "QueueFull",
-            Self::Internal(_) => "InternalError",
+            Self::Unauthorized => ErrorName::Unauthorized,
+            Self::SessionRequired => ErrorName::SessionRequired,
+            Self::Forbidden(_) => ErrorName::Forbidden,
+            Self::SignInLimited { .. } => ErrorName::RateLimited,
+            Self::KeyNotFound(_) => ErrorName::KeyNotFound,
+            Self::Conflict(_) => ErrorName::Conflict,
+            Self::RunNotFound(_) => ErrorName::RunNotFound,
+            Self::InsufficientTokens { .. } => ErrorName::InsufficientTokens,
+            Self::PayloadTooLarge { .. } => ErrorName::PayloadTooLarge,
+            Self::InvalidImage { .. } => ErrorName::InvalidImage,
+            Self::FileNotFound => ErrorName::FileNotFound,
+            Self::OutputExpired => ErrorName::OutputExpired,
+            Self::ReadOnlyTemplate(_) => ErrorName::ReadOnlyTemplate,
+            Self::IdempotencyConflict => ErrorName::IdempotencyConflict,
+            Self::IdempotencyKeyReused => ErrorName::IdempotencyKeyReused,
+            Self::RateLimited { .. } => ErrorName::RateLimited,
+            Self::ConcurrencyLimited { .. } => ErrorName::ConcurrencyLimited,
+            Self::QueueFull { .. } => ErrorName::QueueFull,
+            Self::Internal(_) => ErrorName::InternalError,
         }
     }
 
     /// The error object: `{name, message, …extra fields}`.
     pub fn body(&self) -> Value {
         let mut obj = Map::new();
-        obj.insert("name".into(), self.name().into());
+        obj.insert("name".into(), self.name().as_str().into());
         obj.insert("message".into(), self.to_string().into());
         match self {
             Self::Request(RequestError::MissingInputs(keys)) => {

@@ -269,6 +269,7 @@ async fn release(store: &SharedStore, account_id: i64, key: &str, run_id: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use atelier_core::ErrorName;
     use serde_json::json;
 
     #[test]
@@ -305,7 +306,11 @@ mod tests {
         assert!(key(&headers(&["k".repeat(255).as_bytes()])).unwrap().is_some());
         for bad in [&b""[..], "k".repeat(256).as_bytes(), b"two words", b"caf\xc3\xa9", b"tab\there"] {
             let e = key(&headers(&[bad])).unwrap_err();
-            assert_eq!((e.status(), e.name()), (StatusCode::BAD_REQUEST, "InvalidRequest"), "{bad:?}");
+            assert_eq!(
+                (e.status(), e.name()),
+                (StatusCode::BAD_REQUEST, ErrorName::InvalidRequest),
+                "{bad:?}"
+            );
         }
         assert!(key(&headers(&[b"a", b"a"])).is_err());
     }

@@ -6,34 +6,8 @@
 
 use atelier_core::tools::{ParamSpecView, TOOLS};
 use atelier_core::v2::Family;
-use atelier_core::NodeErrorName;
+use atelier_core::{ErrorName, NodeErrorName};
 use serde_json::{json, Map, Value};
-
-const ERROR_NAMES: &[&str] = &[
-    "InvalidRequest",
-    "MissingInputs",
-    "Unauthorized",
-    "InsufficientTokens",
-    "UnknownTool",
-    "WorkflowNotFound",
-    "RunNotFound",
-    "PayloadTooLarge",
-    "InvalidInput",
-    "InvalidImage",
-    "ReadOnlyTemplate",
-    "IdempotencyConflict",
-    "IdempotencyKeyReused",
-    "RateLimited",
-    "ConcurrencyLimited",
-    "QueueFull",
-    "FileNotFound",
-    "OutputExpired",
-    "SessionRequired",
-    "Forbidden",
-    "KeyNotFound",
-    "Conflict",
-    "InternalError",
-];
 
 /// The `RateLimit-*` headers every answer to a keyed request carries while rate limits are on.
 fn rate_limit_headers() -> Map<String, Value> {
@@ -472,11 +446,11 @@ pub fn document() -> Value {
         "RunError".into(),
         json!({"type": "object", "required": ["name", "message"],
         "description": "Why a run or node failed, or that it was canceled",
-        "properties": {"name": {"type": "string", "enum": NodeErrorName::ALL.map(NodeErrorName::as_str)}, "message": {"type": "string"},
+        "properties": {"name": {"type": "string", "enum": NodeErrorName::NAMES}, "message": {"type": "string"},
             "node": {"type": "string", "description": "The failed node (run errors)"}}}),
     );
     schemas.insert("Error".into(), json!({"type": "object", "required": ["name", "message"], "properties": {
-        "name": {"type": "string", "enum": ERROR_NAMES}, "message": {"type": "string"},
+        "name": {"type": "string", "enum": ErrorName::NAMES}, "message": {"type": "string"},
         "missing": {"type": "array", "items": {"type": "string"}}, "field": {"type": "string"}, "reason": {"type": "string"},
         "allowed": {"type": "array"}, "required": {"type": "integer"}, "balance": {"type": "integer"},
         "retry_after": {"type": "integer", "description": "Seconds to wait (429)"},

@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 use atelier_core::tools::{ToolId, TOOLS};
-use atelier_core::{NodeError, NodeErrorName};
+use atelier_core::{ErrorName, NodeError, NodeErrorName};
 use atelier_store::{ClaimedTask, Outcome, WorkerTokenRecord};
 use axum::body::Bytes;
 use axum::extract::{FromRequestParts, Path, Query, State};
@@ -68,14 +68,14 @@ impl IntoResponse for Refused {
         let (status, name, message) = match self {
             Self::Unauthorized => (
                 StatusCode::UNAUTHORIZED,
-                "Unauthorized",
+                ErrorName::Unauthorized,
                 "a valid worker token is required: Authorization: Bearer atw_…".to_string(),
             ),
-            Self::Forbidden(why) => (StatusCode::FORBIDDEN, "Forbidden", why),
-            Self::Invalid(why) => (StatusCode::BAD_REQUEST, "InvalidRequest", why),
+            Self::Forbidden(why) => (StatusCode::FORBIDDEN, ErrorName::Forbidden, why),
+            Self::Invalid(why) => (StatusCode::BAD_REQUEST, ErrorName::InvalidRequest, why),
             Self::Internal(detail) => {
                 tracing::error!(error = %detail, "a pull worker's request failed");
-                (StatusCode::INTERNAL_SERVER_ERROR, "InternalError", "internal error".to_string())
+                (StatusCode::INTERNAL_SERVER_ERROR, ErrorName::InternalError, "internal error".to_string())
             }
         };
         (status, Json(json!({"error": {"name": name, "message": message}}))).into_response()

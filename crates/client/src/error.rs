@@ -14,34 +14,13 @@ use std::path::PathBuf;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
+pub use atelier_core::ErrorName;
+
 use crate::models::{ErrorBody, ErrorResponse, RunStatus};
 
-/// Every error name with a variant of its own: the OpenAPI `Error.name` enum.
-pub const ERROR_NAMES: &[&str] = &[
-    "InvalidRequest",
-    "MissingInputs",
-    "Unauthorized",
-    "InsufficientTokens",
-    "UnknownTool",
-    "WorkflowNotFound",
-    "RunNotFound",
-    "PayloadTooLarge",
-    "InvalidInput",
-    "InvalidImage",
-    "ReadOnlyTemplate",
-    "IdempotencyConflict",
-    "IdempotencyKeyReused",
-    "RateLimited",
-    "ConcurrencyLimited",
-    "QueueFull",
-    "SessionRequired",
-    "Forbidden",
-    "KeyNotFound",
-    "Conflict",
-    "FileNotFound",
-    "OutputExpired",
-    "InternalError",
-];
+/// Every error name with a variant of its own: the OpenAPI `Error.name` enum
+/// ([`ErrorName::NAMES`], the server's own list).
+pub const ERROR_NAMES: &[&str] = ErrorName::NAMES;
 
 /// What a call can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -310,75 +289,83 @@ impl Error {
             limit,
         } = body;
         let retry_after = retry_after.or(retry_after_header);
-        match name.as_str() {
-            "InvalidRequest" => Self::InvalidRequest { message },
-            "MissingInputs" => Self::MissingInputs { message, missing: missing.unwrap_or_default() },
-            "Unauthorized" => Self::Unauthorized { message },
-            "InsufficientTokens" => Self::InsufficientTokens {
+        let Ok(known) = name.parse::<ErrorName>() else { return Self::Other { name, status, message } };
+        match known {
+            ErrorName::InvalidRequest => Self::InvalidRequest { message },
+            ErrorName::MissingInputs => Self::MissingInputs { message, missing: missing.unwrap_or_default() },
+            ErrorName::Unauthorized => Self::Unauthorized { message },
+            ErrorName::InsufficientTokens => Self::InsufficientTokens {
                 message,
                 required: required.unwrap_or_default(),
                 balance: balance.unwrap_or_default(),
             },
-            "UnknownTool" => Self::UnknownTool { message },
-            "WorkflowNotFound" => Self::WorkflowNotFound { message },
-            "RunNotFound" => Self::RunNotFound { message },
-            "PayloadTooLarge" => Self::PayloadTooLarge { message },
-            "InvalidInput" => Self::InvalidInput {
+            ErrorName::UnknownTool => Self::UnknownTool { message },
+            ErrorName::WorkflowNotFound => Self::WorkflowNotFound { message },
+            ErrorName::RunNotFound => Self::RunNotFound { message },
+            ErrorName::PayloadTooLarge => Self::PayloadTooLarge { message },
+            ErrorName::InvalidInput => Self::InvalidInput {
                 message,
                 field: field.unwrap_or_default(),
                 reason: reason.unwrap_or_default(),
                 allowed,
             },
-            "InvalidImage" => Self::InvalidImage {
+            ErrorName::InvalidImage => Self::InvalidImage {
                 message,
                 field: field.unwrap_or_default(),
                 reason: reason.unwrap_or_default(),
             },
-            "ReadOnlyTemplate" => Self::ReadOnlyTemplate { message },
-            "IdempotencyConflict" => Self::IdempotencyConflict { message },
-            "IdempotencyKeyReused" => Self::IdempotencyKeyReused { message },
-            "RateLimited" => Self::RateLimited { message, retry_after },
-            "ConcurrencyLimited" => Self::ConcurrencyLimited { message, limit, retry_after },
-            "QueueFull" => Self::QueueFull { message, limit, retry_after },
-            "SessionRequired" => Self::SessionRequired { message },
-            "Forbidden" => Self::Forbidden { message },
-            "KeyNotFound" => Self::KeyNotFound { message },
-            "Conflict" => Self::Conflict { message },
-            "FileNotFound" => Self::FileNotFound { message },
-            "OutputExpired" => Self::OutputExpired { message },
-            "InternalError" => Self::InternalError { message },
-            _ => Self::Other { name, status, message },
+            ErrorName::ReadOnlyTemplate => Self::ReadOnlyTemplate { message },
+            ErrorName::IdempotencyConflict => Self::IdempotencyConflict { message },
+            ErrorName::IdempotencyKeyReused => Self::IdempotencyKeyReused { message },
+            ErrorName::RateLimited => Self::RateLimited { message, retry_after },
+            ErrorName::ConcurrencyLimited => Self::ConcurrencyLimited { message, limit, retry_after },
+            ErrorName::QueueFull => Self::QueueFull { message, limit, retry_after },
+            ErrorName::SessionRequired => Self::SessionRequired { message },
+            ErrorName::Forbidden => Self::Forbidden { message },
+            ErrorName::KeyNotFound => Self::KeyNotFound { message },
+            ErrorName::Conflict => Self::Conflict { message },
+            ErrorName::FileNotFound => Self::FileNotFound { message },
+            ErrorName::OutputExpired => Self::OutputExpired { message },
+            ErrorName::InternalError => Self::InternalError { message },
         }
     }
 
     /// The server's error name, for errors the server answered with.
     pub fn name(&self) -> Option<&str> {
+        match self {
+            Self::Other { name, .. } => Some(name),
+            _ => self.error_name().map(ErrorName::as_str),
+        }
+    }
+
+    /// The error name, for errors with a variant of their own.
+    pub fn error_name(&self) -> Option<ErrorName> {
         Some(match self {
-            Self::InvalidRequest { .. } => "InvalidRequest",
-            Self::MissingInputs { .. } => "MissingInputs",
-            Self::Unauthorized { .. } => "Unauthorized",
-            Self::InsufficientTokens { .. } => "InsufficientTokens",
-            Self::UnknownTool { .. } => "UnknownTool",
-            Self::WorkflowNotFound { .. } => "WorkflowNotFound",
-            Self::RunNotFound { .. } => "RunNotFound",
-            Self::PayloadTooLarge { .. } => "PayloadTooLarge",
-            Self::InvalidInput { .. } => "InvalidInput",
-            Self::InvalidImage { .. } => "InvalidImage",
-            Self::ReadOnlyTemplate { .. } => "ReadOnlyTemplate",
-            Self::IdempotencyConflict { .. } => "IdempotencyConflict",
-            Self::IdempotencyKeyReused { .. } => "IdempotencyKeyReused",
-            Self::RateLimited { .. } => "RateLimited",
-            Self::ConcurrencyLimited { .. } => "ConcurrencyLimited",
-            Self::QueueFull { .. } => "QueueFull",
-            Self::SessionRequired { .. } => "SessionRequired",
-            Self::Forbidden { .. } => "Forbidden",
-            Self::KeyNotFound { .. } => "KeyNotFound",
-            Self::Conflict { .. } => "Conflict",
-            Self::FileNotFound { .. } => "FileNotFound",
-            Self::OutputExpired { .. } => "OutputExpired",
-            Self::InternalError { .. } => "InternalError",
-            Self::Other { name, .. } => name,
-            Self::UnexpectedStatus { .. }
+            Self::InvalidRequest { .. } => ErrorName::InvalidRequest,
+            Self::MissingInputs { .. } => ErrorName::MissingInputs,
+            Self::Unauthorized { .. } => ErrorName::Unauthorized,
+            Self::InsufficientTokens { .. } => ErrorName::InsufficientTokens,
+            Self::UnknownTool { .. } => ErrorName::UnknownTool,
+            Self::WorkflowNotFound { .. } => ErrorName::WorkflowNotFound,
+            Self::RunNotFound { .. } => ErrorName::RunNotFound,
+            Self::PayloadTooLarge { .. } => ErrorName::PayloadTooLarge,
+            Self::InvalidInput { .. } => ErrorName::InvalidInput,
+            Self::InvalidImage { .. } => ErrorName::InvalidImage,
+            Self::ReadOnlyTemplate { .. } => ErrorName::ReadOnlyTemplate,
+            Self::IdempotencyConflict { .. } => ErrorName::IdempotencyConflict,
+            Self::IdempotencyKeyReused { .. } => ErrorName::IdempotencyKeyReused,
+            Self::RateLimited { .. } => ErrorName::RateLimited,
+            Self::ConcurrencyLimited { .. } => ErrorName::ConcurrencyLimited,
+            Self::QueueFull { .. } => ErrorName::QueueFull,
+            Self::SessionRequired { .. } => ErrorName::SessionRequired,
+            Self::Forbidden { .. } => ErrorName::Forbidden,
+            Self::KeyNotFound { .. } => ErrorName::KeyNotFound,
+            Self::Conflict { .. } => ErrorName::Conflict,
+            Self::FileNotFound { .. } => ErrorName::FileNotFound,
+            Self::OutputExpired { .. } => ErrorName::OutputExpired,
+            Self::InternalError { .. } => ErrorName::InternalError,
+            Self::Other { .. }
+            | Self::UnexpectedStatus { .. }
             | Self::Transport(_)
             | Self::Timeout(_)
             | Self::Decode { .. }

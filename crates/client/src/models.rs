@@ -166,17 +166,7 @@ impl V2State {
 
 /// Names of the `error` of a failed, skipped or canceled node or run (the OpenAPI
 /// `RunError.name`).
-pub const NODE_ERROR_NAMES: &[&str] = &[
-    "Canceled",
-    "ToolFailed",
-    "InvalidImage",
-    "InputFetchFailed",
-    "EngineUnavailable",
-    "Timeout",
-    "UpstreamFailed",
-    "WorkerLost",
-    "NotStarted",
-];
+pub const NODE_ERROR_NAMES: &[&str] = atelier_core::NodeErrorName::NAMES;
 
 /// Why a run or node failed, or that it was canceled: the `error` value inside statuses and
 /// events (not an HTTP error; those are [`crate::Error`]).

@@ -1,6 +1,78 @@
-//! Errors in a request, found before anything runs.
+//! The error vocabulary: the names of error answers ([`ErrorName`]) and of node errors
+//! ([`NodeErrorName`]), each listed once, and the errors of a request found before anything
+//! runs ([`RequestError`]).
 
 use serde_json::Value;
+
+/// Declares a list of stable names once: the enum, `ALL` (in the listed order), `NAMES` (the
+/// same as strings), `as_str`, `FromStr` and serde as the name itself.
+macro_rules! names {
+    ($(#[$meta:meta])* $vis:vis enum $ty:ident { $($(#[$doc:meta])* $name:ident,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        $vis enum $ty { $($(#[$doc])* $name,)+ }
+
+        impl $ty {
+            /// Every name, in the order the interface lists them.
+            pub const ALL: &'static [Self] = &[$(Self::$name,)+];
+            /// [`Self::ALL`] as the strings the interface sends.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($name),)+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$name => stringify!($name),)+ }
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = UnknownName;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s { $(stringify!($name) => Ok(Self::$name),)+ _ => Err(UnknownName(s.to_string())) }
+            }
+        }
+    };
+}
+
+/// A name that is not in the list it was read as.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown name '{0}'")]
+pub struct UnknownName(pub String);
+
+names! {
+    /// The stable machine names of error answers (`error.name`): the interface documents
+    /// every one, and the OpenAPI document, the clients and the handlers all read this list.
+    pub enum ErrorName {
+        InvalidRequest,
+        MissingInputs,
+        Unauthorized,
+        InsufficientTokens,
+        UnknownTool,
+        WorkflowNotFound,
+        RunNotFound,
+        PayloadTooLarge,
+        InvalidInput,
+        InvalidImage,
+        ReadOnlyTemplate,
+        IdempotencyConflict,
+        IdempotencyKeyReused,
+        RateLimited,
+        ConcurrencyLimited,
+        QueueFull,
+        FileNotFound,
+        OutputExpired,
+        SessionRequired,
+        Forbidden,
+        KeyNotFound,
+        Conflict,
+        InternalError,
+    }
+}
 
 /// Why a request was refused. Each variant has a stable machine name
 /// ([`RequestError::name`]); the HTTP layer maps variants to status codes.
@@ -32,13 +104,13 @@ impl RequestError {
     }
 
     /// The stable machine name of the error, as it appears in `error.name`.
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> ErrorName {
         match self {
-            Self::InvalidRequest(_) => "InvalidRequest",
-            Self::MissingInputs(_) => "MissingInputs",
-            Self::InvalidInput { .. } => "InvalidInput",
-            Self::UnknownTool(_) => "UnknownTool",
-            Self::WorkflowNotFound(_) => "WorkflowNotFound",
+            Self::InvalidRequest(_) => ErrorName::InvalidRequest,
+            Self::MissingInputs(_) => ErrorName::MissingInputs,
+            Self::InvalidInput { .. } => ErrorName::InvalidInput,
+            Self::UnknownTool(_) => ErrorName::UnknownTool,
+            Self::WorkflowNotFound(_) => ErrorName::WorkflowNotFound,
         }
     }
 
@@ -67,8 +139,8 @@ pub struct NodeError {
     pub node: Option<String>,
 }
 
+names! {
 /// The stable machine names of [`NodeError`]; the interface documents every one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum NodeErrorName {
     /// The run was canceled before the node finished.
     Canceled,
@@ -89,33 +161,6 @@ pub enum NodeErrorName {
     /// The node was not started within its run's `start_within_secs` (not charged).
     NotStarted,
 }
-
-impl NodeErrorName {
-    pub const ALL: [Self; 9] = [
-        Self::Canceled,
-        Self::ToolFailed,
-        Self::InvalidImage,
-        Self::InputFetchFailed,
-        Self::EngineUnavailable,
-        Self::Timeout,
-        Self::UpstreamFailed,
-        Self::WorkerLost,
-        Self::NotStarted,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Canceled => "Canceled",
-            Self::ToolFailed => "ToolFailed",
-            Self::InvalidImage => "InvalidImage",
-            Self::InputFetchFailed => "InputFetchFailed",
-            Self::EngineUnavailable => "EngineUnavailable",
-            Self::Timeout => "Timeout",
-            Self::UpstreamFailed => "UpstreamFailed",
-            Self::WorkerLost => "WorkerLost",
-            Self::NotStarted => "NotStarted",
-        }
-    }
 }
 
 impl NodeError {
@@ -159,10 +204,29 @@ mod tests {
             run,
             serde_json::json!({"name": "Timeout", "message": "node 'Up' failed: took too long", "node": "Up"})
         );
-        for name in NodeErrorName::ALL {
+        for &name in NodeErrorName::ALL {
             let text = serde_json::to_value(name).unwrap();
             assert_eq!(text, name.as_str());
             assert_eq!(serde_json::from_value::<NodeErrorName>(text).unwrap(), name);
         }
+    }
+
+    #[test]
+    fn each_list_of_names_reads_back_what_it_writes() {
+        assert_eq!(ErrorName::ALL.len(), ErrorName::NAMES.len());
+        for (&name, &text) in ErrorName::ALL.iter().zip(ErrorName::NAMES) {
+            assert_eq!((name.as_str(), name.to_string()), (text, text.to_string()));
+            assert_eq!(text.parse::<ErrorName>(), Ok(name));
+            assert_eq!(serde_json::to_value(name).unwrap(), text);
+        }
+        for (&name, &text) in NodeErrorName::ALL.iter().zip(NodeErrorName::NAMES) {
+            assert_eq!(text.parse::<NodeErrorName>(), Ok(name));
+        }
+        assert_eq!("Teapot".parse::<ErrorName>(), Err(UnknownName("Teapot".into())));
+        assert_eq!(
+            "toolfailed".parse::<NodeErrorName>(),
+            Err(UnknownName("toolfailed".into())),
+            "names are exact"
+        );
     }
 }

@@ -29,6 +29,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use atelier_core::status::TaskState;
 use futures::TryStreamExt;
 use serde::Serialize;
 use sqlx::postgres::PgRow;
@@ -297,11 +298,13 @@ pub async fn copy_to_postgres(source: &SqliteStore, target: &PgStore) -> Result<
         }
     }
     let requeued_tasks = if names.iter().any(|n| n == "tasks") {
-        sqlx::query(
-            "UPDATE tasks SET state = 'available', attempt = GREATEST(attempt - 1, 0),
+        sqlx::query(&format!(
+            "UPDATE tasks SET state = '{}', attempt = GREATEST(attempt - 1, 0),
                  lease_epoch = lease_epoch + 1, lease_owner = NULL, lease_expires_at = NULL
-             WHERE state = 'running'",
-        )
+             WHERE state = '{}'",
+            TaskState::Available,
+            TaskState::Running
+        ))
         .execute(&mut *dst)
         .await?
         .rows_affected()

@@ -23,12 +23,13 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use atelier_core::status::{NodeStatus, Priority};
+use atelier_core::status::{LedgerKind, NodeStatus, Priority, RunStatus, TaskState};
 use sqlx::postgres::PgConnection;
 use tokio::sync::oneshot;
 
 use super::{PgStore, TASKS_CHANNEL};
 use crate::sql::to_json;
+use crate::statements::{sql, Sql};
 use crate::{NewRun, Result, StoreError};
 
 /// Reserves `$2` tokens on account `$1` and, only when its balance covers them, writes each
@@ -36,7 +37,8 @@ use crate::{NewRun, Result, StoreError};
 /// `$14..$24`, one element per node, with its run's id) and the tasks of its ready nodes
 /// (`$25`, `$26`) and the stored inputs it uses (`$27`, `$28`), and wakes the workers. One row when written, none when the balance is
 /// short. Foreign keys are checked at the end of the statement, when the runs' rows exist.
-const ACCEPT_RUNS: &str = "
+static ACCEPT_RUNS: Sql = sql!(
+    "
 WITH reserve AS (
     UPDATE accounts SET balance = balance - $2 WHERE id = $1 AND balance >= $2 RETURNING id
 ), run AS (
@@ -47,11 +49,11 @@ WITH reserve AS (
                  start_within_ms)
 ), ledger_entry AS (
     INSERT INTO ledger (account_id, run_id, kind, amount, created_at)
-    SELECT $1, run.id, 'reserve', run.price, $3 FROM run
+    SELECT $1, run.id, '{reserve}', run.price, $3 FROM run
 ), run_row AS (
     INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at,
                       trace_parent, priority, key_id, start_within_ms)
-    SELECT run.id, $1, run.kind, run.family, run.target, run.outputs, run.echo, run.warnings, 'queued', run.price, $3,
+    SELECT run.id, $1, run.kind, run.family, run.target, run.outputs, run.echo, run.warnings, '{queued}', run.price, $3,
            run.trace_parent, run.priority, run.key_id, run.start_within_ms
     FROM run
 ), node_row AS (
@@ -62,13 +64,17 @@ WITH reserve AS (
             AS n(run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
 ), task_row AS (
     INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane, start_by)
-    SELECT t.run_id, t.node, $1, 'available', $4, $3, $3, run.lane, $3 + run.start_within_ms * 1000
+    SELECT t.run_id, t.node, $1, '{available}', $4, $3, $3, run.lane, $3 + run.start_within_ms * 1000
     FROM unnest($25::text[], $26::text[]) AS t(run_id, node) JOIN run ON run.id = t.run_id
 ), input_row AS (
     INSERT INTO run_inputs (run_id, input_id)
     SELECT i.run_id, i.input_id FROM reserve, unnest($27::text[], $28::bigint[]) AS i(run_id, input_id)
 )
-SELECT pg_notify($5, '')::text FROM reserve";
+SELECT pg_notify($5, '')::text FROM reserve",
+    queued = RunStatus::Queued,
+    available = TaskState::Available,
+    reserve = LedgerKind::Reserve.as_str()
+);
 
 /// How many turns a process keeps; an account takes turn `id mod TURNS`.
 const TURNS: usize = 64;
@@ -255,7 +261,7 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u
         .collect();
     let tasks: Vec<&(&str, i64, &NodeRow)> = nodes.iter().filter(|(_, _, node)| node.ready).collect();
     let status = |ready: bool| if ready { NodeStatus::Queued } else { NodeStatus::Pending }.as_str();
-    let written = sqlx::query(ACCEPT_RUNS)
+    let written = sqlx::query(ACCEPT_RUNS.as_str())
         .bind(first.account_id)
         .bind(runs.iter().map(|r| r.price).sum::<i64>())
         .bind(atelier_core::time::now_micros())

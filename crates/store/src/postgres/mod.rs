@@ -25,7 +25,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use atelier_core::status::{NodeStatus, TaskState};
+use atelier_core::status::{NodeStatus, RunStatus, TaskState};
 use atelier_core::time::{self, now_micros, Micros};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions, PgRow};
@@ -291,6 +291,85 @@ fn claimed_task(row: &PgRow) -> Result<ClaimedTask> {
     Ok(claim.with_node(node, |source| sources.get(source).cloned().flatten().unwrap_or_default()))
 }
 
+/// A batch claim (`claim_tasks`): `$1` worker, `$2` lease expiry, `$3` now, `$4` the tools
+/// to skip, `$5` the soft cap on running nodes per account (0: none), `$6` the batch's size,
+/// `$7` how many tasks each account's lane offers, `$8` the claims owed to lower lanes.
+static CLAIM: Sql = sql!(
+    "WITH RECURSIVE
+          queued (account_id) AS (
+              (SELECT account_id FROM tasks WHERE state = '{available}' ORDER BY account_id LIMIT 1)
+              UNION ALL
+              SELECT (SELECT t.account_id FROM tasks t
+                      WHERE t.state = '{available}' AND t.account_id > q.account_id
+                      ORDER BY t.account_id LIMIT 1)
+              FROM queued q WHERE q.account_id IS NOT NULL),
+          busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
+                   WHERE state = '{running}' GROUP BY account_id),
+          line AS (SELECT c.id, c.lane, c.scheduled_at,
+                          COALESCE(b.running, 0)
+                              + row_number() OVER (PARTITION BY q.account_id
+                                                   ORDER BY c.lane, c.scheduled_at, c.id) - 1 AS turn
+                   FROM queued q
+                   LEFT JOIN busy b ON b.account_id = q.account_id
+                   CROSS JOIN (VALUES (0), (1), (2)) AS l(lane)
+                   CROSS JOIN LATERAL (
+                       SELECT t.id, t.lane, t.scheduled_at
+                       FROM tasks t
+                       WHERE t.account_id = q.account_id AND t.lane = l.lane AND t.state = '{available}'
+                         AND t.scheduled_at <= $3
+                         AND (cardinality($4::text[]) = 0
+                              OR NOT EXISTS (SELECT 1 FROM nodes n
+                                             WHERE n.run_id = t.run_id AND n.name = t.node
+                                               AND n.tool = ANY($4)))
+                       ORDER BY t.scheduled_at, t.id
+                       LIMIT $7) c
+                   WHERE q.account_id IS NOT NULL),
+          eligible AS (SELECT * FROM line WHERE $5 = 0 OR turn < $5),
+          top AS (SELECT MIN(lane) AS lane FROM eligible),
+          ranked AS (SELECT e.*,
+                            CASE WHEN e.lane > top.lane
+                                 AND row_number() OVER (PARTITION BY e.lane > top.lane
+                                                        ORDER BY e.scheduled_at, e.id) <= $8
+                                 THEN 0 ELSE 1 END AS owed
+                     FROM eligible e, top),
+          next AS (SELECT t.id FROM tasks t JOIN ranked r ON r.id = t.id
+                   WHERE t.state = '{available}'
+                   ORDER BY r.owed, r.owed * r.lane, r.owed * r.turn, r.scheduled_at, r.id
+                   LIMIT $6
+                   FOR UPDATE OF t SKIP LOCKED),
+          claimed AS (UPDATE tasks SET state = '{running}', attempt = tasks.attempt + 1,
+                          lease_epoch = tasks.lease_epoch + 1, lease_owner = $1, lease_expires_at = $2,
+                          start_by = NULL
+                      FROM next
+                      WHERE tasks.id = next.id
+                      RETURNING tasks.id, tasks.run_id, tasks.node, tasks.account_id, tasks.attempt,
+                          tasks.max_attempts, tasks.lease_epoch),
+          started AS (UPDATE nodes SET status = '{node_running}', started_at = $3
+                      FROM claimed
+                      WHERE nodes.run_id = claimed.run_id AND nodes.name = claimed.node
+                        AND nodes.status = '{node_queued}'),
+          first AS (UPDATE runs SET status = '{run_running}'
+                    WHERE id IN (SELECT r.id FROM runs r JOIN claimed ON r.id = claimed.run_id
+                                 WHERE r.status = '{run_queued}'
+                                 FOR NO KEY UPDATE OF r SKIP LOCKED))
+     SELECT c.*, n.name, n.gen_id, n.tool, n.params, n.links, n.bypassed, n.fanout, n.price,
+            n.outputs, n.error, CAST('{node_running}' AS TEXT) AS status, n.progress_milli,
+            (SELECT CAST(json_object_agg(u.name, CAST(u.outputs AS json)) AS TEXT) FROM nodes u
+             WHERE u.run_id = c.run_id
+               AND u.name IN (SELECT value FROM jsonb_each_text(CAST(n.links AS jsonb)))) AS sources,
+            (SELECT r.trace_parent FROM runs r WHERE r.id = c.run_id) AS trace_parent
+     FROM claimed c
+     JOIN ranked r ON r.id = c.id
+     JOIN nodes n ON n.run_id = c.run_id AND n.name = c.node
+     ORDER BY r.owed, r.owed * r.lane, r.owed * r.turn, r.scheduled_at, r.id",
+    available = TaskState::Available,
+    running = TaskState::Running,
+    node_running = NodeStatus::Running,
+    node_queued = NodeStatus::Queued,
+    run_running = RunStatus::Running,
+    run_queued = RunStatus::Queued
+);
+
 /// `$1` now, `$2` task, `$3` epoch, `$4` outputs, `$5` node, `$6` run: see
 /// [`Backend::end_success`].
 static END_SUCCESS: Sql = sql!(
@@ -463,85 +542,17 @@ impl Backend for PgStore {
         // waits for the run's tasks); the row is locked only by a cancellation in progress,
         // which ends the run anyway.
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = sqlx::query(
-            "WITH RECURSIVE
-                  queued (account_id) AS (
-                      (SELECT account_id FROM tasks WHERE state = 'available' ORDER BY account_id LIMIT 1)
-                      UNION ALL
-                      SELECT (SELECT t.account_id FROM tasks t
-                              WHERE t.state = 'available' AND t.account_id > q.account_id
-                              ORDER BY t.account_id LIMIT 1)
-                      FROM queued q WHERE q.account_id IS NOT NULL),
-                  busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
-                           WHERE state = 'running' GROUP BY account_id),
-                  line AS (SELECT c.id, c.lane, c.scheduled_at,
-                                  COALESCE(b.running, 0)
-                                      + row_number() OVER (PARTITION BY q.account_id
-                                                           ORDER BY c.lane, c.scheduled_at, c.id) - 1 AS turn
-                           FROM queued q
-                           LEFT JOIN busy b ON b.account_id = q.account_id
-                           CROSS JOIN (VALUES (0), (1), (2)) AS l(lane)
-                           CROSS JOIN LATERAL (
-                               SELECT t.id, t.lane, t.scheduled_at
-                               FROM tasks t
-                               WHERE t.account_id = q.account_id AND t.lane = l.lane AND t.state = 'available'
-                                 AND t.scheduled_at <= $3
-                                 AND (cardinality($4::text[]) = 0
-                                      OR NOT EXISTS (SELECT 1 FROM nodes n
-                                                     WHERE n.run_id = t.run_id AND n.name = t.node
-                                                       AND n.tool = ANY($4)))
-                               ORDER BY t.scheduled_at, t.id
-                               LIMIT $7) c
-                           WHERE q.account_id IS NOT NULL),
-                  eligible AS (SELECT * FROM line WHERE $5 = 0 OR turn < $5),
-                  top AS (SELECT MIN(lane) AS lane FROM eligible),
-                  ranked AS (SELECT e.*,
-                                    CASE WHEN e.lane > top.lane
-                                         AND row_number() OVER (PARTITION BY e.lane > top.lane
-                                                                ORDER BY e.scheduled_at, e.id) <= $8
-                                         THEN 0 ELSE 1 END AS owed
-                             FROM eligible e, top),
-                  next AS (SELECT t.id FROM tasks t JOIN ranked r ON r.id = t.id
-                           WHERE t.state = 'available'
-                           ORDER BY r.owed, r.owed * r.lane, r.owed * r.turn, r.scheduled_at, r.id
-                           LIMIT $6
-                           FOR UPDATE OF t SKIP LOCKED),
-                  claimed AS (UPDATE tasks SET state = 'running', attempt = tasks.attempt + 1,
-                                  lease_epoch = tasks.lease_epoch + 1, lease_owner = $1, lease_expires_at = $2,
-                                  start_by = NULL
-                              FROM next
-                              WHERE tasks.id = next.id
-                              RETURNING tasks.id, tasks.run_id, tasks.node, tasks.account_id, tasks.attempt,
-                                  tasks.max_attempts, tasks.lease_epoch),
-                  started AS (UPDATE nodes SET status = 'running', started_at = $3
-                              FROM claimed
-                              WHERE nodes.run_id = claimed.run_id AND nodes.name = claimed.node
-                                AND nodes.status = 'queued'),
-                  first AS (UPDATE runs SET status = 'running'
-                            WHERE id IN (SELECT r.id FROM runs r JOIN claimed ON r.id = claimed.run_id
-                                         WHERE r.status = 'queued'
-                                         FOR NO KEY UPDATE OF r SKIP LOCKED))
-             SELECT c.*, n.name, n.gen_id, n.tool, n.params, n.links, n.bypassed, n.fanout, n.price,
-                    n.outputs, n.error, CAST('running' AS TEXT) AS status, n.progress_milli,
-                    (SELECT CAST(json_object_agg(u.name, CAST(u.outputs AS json)) AS TEXT) FROM nodes u
-                     WHERE u.run_id = c.run_id
-                       AND u.name IN (SELECT value FROM jsonb_each_text(CAST(n.links AS jsonb)))) AS sources,
-                    (SELECT r.trace_parent FROM runs r WHERE r.id = c.run_id) AS trace_parent
-             FROM claimed c
-             JOIN ranked r ON r.id = c.id
-             JOIN nodes n ON n.run_id = c.run_id AND n.name = c.node
-             ORDER BY r.owed, r.owed * r.lane, r.owed * r.turn, r.scheduled_at, r.id",
-        )
-        .bind(worker)
-        .bind(time::after(now, lease))
-        .bind(now)
-        .bind(skip_tools)
-        .bind(i64::from(self.config.max_running_nodes))
-        .bind(limit)
-        .bind(limit.saturating_mul(2).saturating_add(CLAIM_MARGIN))
-        .bind(i64::try_from(self.lanes.take(usize::try_from(limit).unwrap_or(0))).unwrap_or(0))
-        .fetch_all(&mut *conn)
-        .await?;
+        let rows = sqlx::query(CLAIM.as_str())
+            .bind(worker)
+            .bind(time::after(now, lease))
+            .bind(now)
+            .bind(skip_tools)
+            .bind(i64::from(self.config.max_running_nodes))
+            .bind(limit)
+            .bind(limit.saturating_mul(2).saturating_add(CLAIM_MARGIN))
+            .bind(i64::try_from(self.lanes.take(usize::try_from(limit).unwrap_or(0))).unwrap_or(0))
+            .fetch_all(&mut *conn)
+            .await?;
         rows.iter().map(claimed_task).collect()
     }
 

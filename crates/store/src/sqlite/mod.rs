@@ -31,7 +31,7 @@ use crate::migrations::SQLITE as MIGRATIONS;
 use crate::rows::node_record;
 use crate::run::{NodeState, STATUS_PARAMS_AS_STORED_BYTES};
 use crate::sql::{impl_conn, to_json, Conn, FromRow};
-use crate::statements::{BALANCE, INSERT_RUN_INPUT, RESERVE};
+use crate::statements::{sql, Sql, BALANCE, INSERT_RUN_INPUT, RESERVE};
 use crate::task::ClaimRow;
 use crate::{
     args, ClaimedTask, Lifecycle, NewRun, NodeRecord, Result, RunRecord, StoreConfig, StoreError,
@@ -153,6 +153,73 @@ macro_rules! insert_node_sql {
     };
 }
 
+/// One claim (`SqliteStore::claim_one`): `$1` worker, `$2` lease expiry, `$3` now, `$4` the
+/// tools to skip (a JSON array), `$5` the soft cap on running nodes per account (0: none), `$6`
+/// whether this claim owes the lower lanes their share.
+static CLAIM: Sql = sql!(
+    "WITH RECURSIVE
+          queued (account_id) AS (
+              SELECT (SELECT account_id FROM tasks WHERE state = '{available}'
+                      ORDER BY account_id LIMIT 1)
+              UNION ALL
+              SELECT (SELECT t.account_id FROM tasks t
+                      WHERE t.state = '{available}' AND t.account_id > q.account_id
+                      ORDER BY t.account_id LIMIT 1)
+              FROM queued q WHERE q.account_id IS NOT NULL),
+          lanes (lane) AS (VALUES (0), (1), (2)),
+          heads AS (
+              SELECT q.account_id,
+                  (SELECT t.id FROM tasks t
+                   WHERE t.account_id = q.account_id AND t.lane = l.lane AND t.state = '{available}'
+                       AND t.scheduled_at <= $3
+                       AND ($4 = '[]'
+                            OR NOT EXISTS (SELECT 1 FROM nodes n
+                                           WHERE n.run_id = t.run_id AND n.name = t.node
+                                               AND n.tool IN (SELECT value FROM json_each($4))))
+                   ORDER BY t.scheduled_at, t.id LIMIT 1) AS id
+              FROM queued q, lanes l
+              WHERE q.account_id IS NOT NULL),
+          busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
+                   WHERE state = '{running}' GROUP BY account_id),
+          claimable AS (
+              SELECT t.id, t.lane, t.scheduled_at, COALESCE(b.running, 0) AS running
+              FROM heads h JOIN tasks t ON t.id = h.id
+                  LEFT JOIN busy b ON b.account_id = h.account_id
+              WHERE $5 = 0 OR COALESCE(b.running, 0) < $5),
+          top AS (SELECT MIN(lane) AS lane FROM claimable)
+     UPDATE tasks SET state = '{running}', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
+         lease_owner = $1, lease_expires_at = $2, start_by = NULL
+     WHERE id = (
+         SELECT c.id FROM claimable c, top
+         ORDER BY CASE WHEN $6 AND c.lane > top.lane THEN 0 ELSE 1 END,
+                  CASE WHEN $6 AND c.lane > top.lane THEN 0 ELSE c.lane END,
+                  CASE WHEN $6 AND c.lane > top.lane THEN 0 ELSE c.running END,
+                  c.scheduled_at, c.id
+         LIMIT 1)
+     RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch,
+         (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent",
+    available = TaskState::Available,
+    running = TaskState::Running
+);
+
+/// A claimed task's node, and on its first claim its run, start running: `?` now, run, node,
+/// run.
+static START_CLAIMED: Sql = sql!(
+    "UPDATE nodes SET status = '{running}', started_at = ? WHERE run_id = ? AND name = ? AND status = '{queued}';
+     UPDATE runs SET status = '{run_running}' WHERE id = ? AND status = '{run_queued}'",
+    running = NodeStatus::Running,
+    queued = NodeStatus::Queued,
+    run_running = RunStatus::Running,
+    run_queued = RunStatus::Queued
+);
+
+/// A node succeeded, and the run's node states after it: `?` outputs, now, run, node, run.
+static SUCCEED_NODE: Sql = sql!(
+    "UPDATE nodes SET status = '{succeeded}', outputs = ?, finished_at = ? WHERE run_id = ? AND name = ?;
+     SELECT name, links, status, error FROM nodes WHERE run_id = ? ORDER BY position",
+    succeeded = NodeStatus::Succeeded
+);
+
 impl SqliteStore {
     /// One claim as `TaskQueue::claim` describes.
     async fn claim_one(
@@ -168,8 +235,8 @@ impl SqliteStore {
         // each lane. The accounts with available tasks come from a skip scan of the
         // `tasks_available_by_lane` index (`queued`: one probe per account), each head from
         // one range of it, as in PostgreSQL's claim: a claim's cost grows with the number
-        // of accounts waiting, not with the depth of the queue (a claim that scanned every
-        // available task took 5.6 ms with 5,000 queued, this one under 1 ms).
+        // of accounts waiting, not with the depth of the queue (docs/decisions/priority-lanes.md,
+        // "A claim reads the heads of the queue").
         //
         // The tool is the node's (nodes are keyed by run and name); the tools to skip arrive
         // as one JSON array, and their tasks are passed over within each range. With the soft
@@ -182,47 +249,7 @@ impl SqliteStore {
         // these orders picks a head: within one account and lane, the oldest comes first.
         let claimed: Option<ClaimRow> = conn
             .fetch_optional(
-                "WITH RECURSIVE
-                      queued (account_id) AS (
-                          SELECT (SELECT account_id FROM tasks WHERE state = 'available'
-                                  ORDER BY account_id LIMIT 1)
-                          UNION ALL
-                          SELECT (SELECT t.account_id FROM tasks t
-                                  WHERE t.state = 'available' AND t.account_id > q.account_id
-                                  ORDER BY t.account_id LIMIT 1)
-                          FROM queued q WHERE q.account_id IS NOT NULL),
-                      lanes (lane) AS (VALUES (0), (1), (2)),
-                      heads AS (
-                          SELECT q.account_id,
-                              (SELECT t.id FROM tasks t
-                               WHERE t.account_id = q.account_id AND t.lane = l.lane AND t.state = 'available'
-                                   AND t.scheduled_at <= $3
-                                   AND ($4 = '[]'
-                                        OR NOT EXISTS (SELECT 1 FROM nodes n
-                                                       WHERE n.run_id = t.run_id AND n.name = t.node
-                                                           AND n.tool IN (SELECT value FROM json_each($4))))
-                               ORDER BY t.scheduled_at, t.id LIMIT 1) AS id
-                          FROM queued q, lanes l
-                          WHERE q.account_id IS NOT NULL),
-                      busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
-                               WHERE state = 'running' GROUP BY account_id),
-                      claimable AS (
-                          SELECT t.id, t.lane, t.scheduled_at, COALESCE(b.running, 0) AS running
-                          FROM heads h JOIN tasks t ON t.id = h.id
-                              LEFT JOIN busy b ON b.account_id = h.account_id
-                          WHERE $5 = 0 OR COALESCE(b.running, 0) < $5),
-                      top AS (SELECT MIN(lane) AS lane FROM claimable)
-                 UPDATE tasks SET state = 'running', attempt = attempt + 1, lease_epoch = lease_epoch + 1,
-                     lease_owner = $1, lease_expires_at = $2, start_by = NULL
-                 WHERE id = (
-                     SELECT c.id FROM claimable c, top
-                     ORDER BY CASE WHEN $6 AND c.lane > top.lane THEN 0 ELSE 1 END,
-                              CASE WHEN $6 AND c.lane > top.lane THEN 0 ELSE c.lane END,
-                              CASE WHEN $6 AND c.lane > top.lane THEN 0 ELSE c.running END,
-                              c.scheduled_at, c.id
-                     LIMIT 1)
-                 RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch,
-                     (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent",
+                CLAIM.as_str(),
                 args![
                     worker,
                     time::after(now, lease),
@@ -235,16 +262,13 @@ impl SqliteStore {
             .await?;
         if let Some(claimed) = &claimed {
             // One round trip: the node and, on its first claim, the run are running.
-            sqlx::query(
-                "UPDATE nodes SET status = 'running', started_at = ? WHERE run_id = ? AND name = ? AND status = 'queued';
-                 UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'",
-            )
-            .bind(now)
-            .bind(&claimed.run_id)
-            .bind(&claimed.node)
-            .bind(&claimed.run_id)
-            .execute(&mut *conn)
-            .await?;
+            sqlx::query(START_CLAIMED.as_str())
+                .bind(now)
+                .bind(&claimed.run_id)
+                .bind(&claimed.node)
+                .bind(&claimed.run_id)
+                .execute(&mut *conn)
+                .await?;
         }
         Ok(claimed)
     }
@@ -271,6 +295,15 @@ macro_rules! insert_task_sql {
         )
     };
 }
+
+/// A pending node queued, with its task: `?` run, node, then the task's values
+/// (`insert_task_sql!`).
+static QUEUE_NODE: Sql = sql!(
+    "UPDATE nodes SET status = '{queued}' WHERE run_id = ? AND name = ? AND status = '{pending}';\n{task}",
+    queued = NodeStatus::Queued,
+    pending = NodeStatus::Pending,
+    task = insert_task_sql!()
+);
 
 impl Backend for SqliteStore {
     type Conn = SqliteConnection;
@@ -484,17 +517,14 @@ impl Backend for SqliteStore {
         now: Micros,
     ) -> Result<Vec<NodeState>> {
         // One round trip for the node's update and the read of the run's node states after it.
-        let rows = sqlx::query(
-            "UPDATE nodes SET status = 'succeeded', outputs = ?, finished_at = ? WHERE run_id = ? AND name = ?;
-             SELECT name, links, status, error FROM nodes WHERE run_id = ? ORDER BY position",
-        )
-        .bind(to_json(&outputs))
-        .bind(now)
-        .bind(run_id)
-        .bind(node)
-        .bind(run_id)
-        .fetch_all(&mut *conn)
-        .await?;
+        let rows = sqlx::query(SUCCEED_NODE.as_str())
+            .bind(to_json(&outputs))
+            .bind(now)
+            .bind(run_id)
+            .bind(node)
+            .bind(run_id)
+            .fetch_all(&mut *conn)
+            .await?;
         rows.iter().map(|r| NodeState::from_row(r)).collect()
     }
 
@@ -506,24 +536,21 @@ impl Backend for SqliteStore {
         max_attempts: u32,
         now: Micros,
     ) -> Result<()> {
-        sqlx::query(concat!(
-            "UPDATE nodes SET status = 'queued' WHERE run_id = ? AND name = ? AND status = 'pending';\n",
-            insert_task_sql!()
-        ))
-        .bind(run_id)
-        .bind(node)
-        .bind(run_id)
-        .bind(node)
-        .bind(account_id)
-        .bind(TaskState::Available.as_str())
-        .bind(i64::from(max_attempts))
-        .bind(now)
-        .bind(now)
-        .bind(run_id)
-        .bind(now)
-        .bind(run_id)
-        .execute(&mut *conn)
-        .await?;
+        sqlx::query(QUEUE_NODE.as_str())
+            .bind(run_id)
+            .bind(node)
+            .bind(run_id)
+            .bind(node)
+            .bind(account_id)
+            .bind(TaskState::Available.as_str())
+            .bind(i64::from(max_attempts))
+            .bind(now)
+            .bind(now)
+            .bind(run_id)
+            .bind(now)
+            .bind(run_id)
+            .execute(&mut *conn)
+            .await?;
         Ok(())
     }
 }

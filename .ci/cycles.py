@@ -48,6 +48,7 @@ def target(mods, path):
 def imports(mods, module, text):
     """The modules this one reads (the root as ``)."""
     text = re.sub(r"#\[cfg\(test\)\]\s*mod tests \{.*", "", text, flags=re.S)
+    text = re.sub(r"(?<![:\"'])//[^\n]*", "", text)  # comments and docs name modules without reading them
     out = set()
     for m in re.finditer(r"\bcrate::((?:\w+::)*\w+)", text):
         out.add(target(mods, m.group(1).split("::")))

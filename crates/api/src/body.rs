@@ -18,7 +18,11 @@ use axum::body::Bytes;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use crate::inputs::KEPT_INLINE_BYTES;
+/// Inline images up to this length (as sent) stay in the run's row: a status read returns
+/// string parameters of this length anyway (`STATUS_PARAM_MAX_BYTES`), and a node reads them
+/// without a round trip to the object store. Longer strings are held as slices of the body
+/// here, and moved to the object store at acceptance (`crate::inputs`).
+pub const KEPT_INLINE_BYTES: usize = atelier_store::STATUS_PARAM_MAX_BYTES as usize;
 
 const PLACEHOLDER_PREFIX: &str = "atelier-body:";
 

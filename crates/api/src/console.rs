@@ -131,7 +131,7 @@ async fn authorize(method: &Method, headers: &HeaderMap, state: &AppState) -> Re
         state.store.session(token, state.config.console.sessions).await?.ok_or(ApiError::SessionRequired)?;
     if changes {
         let sent = headers.get(CSRF_HEADER).map(HeaderValue::as_bytes).unwrap_or_default();
-        if !constant_time_eq(sent, session.csrf_token.as_bytes()) {
+        if !atelier_core::ids::constant_time_eq(sent, session.csrf_token.as_bytes()) {
             return Err(ApiError::Forbidden(
                 "this change needs the session's CSRF token in the X-CSRF-Token header".into(),
             ));
@@ -194,10 +194,6 @@ fn session_cookie(headers: &HeaderMap) -> Option<&str> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, value)| (*name == COOKIE || *name == SECURE_COOKIE) && !value.is_empty())
         .map(|(_, value)| value)
-}
-
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Whether the request reached the proxy in front over HTTPS.
@@ -573,13 +569,5 @@ mod tests {
                 "__Host-atelier_session=t; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=60"
             );
         }
-    }
-
-    #[test]
-    fn tokens_compare_in_full() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"ab"));
-        assert!(!constant_time_eq(b"", b"a"));
     }
 }

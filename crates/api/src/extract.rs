@@ -189,7 +189,7 @@ impl FromRequestParts<AppState> for WorkflowName {
         let axum::extract::Path(raw) = axum::extract::Path::<String>::from_request_parts(parts, state)
             .await
             .map_err(|_| RequestError::invalid("name", "the name is not UTF-8 once percent-decoded"))?;
-        Ok(Self(crate::ops::workflow_name("name", &raw)?))
+        Ok(Self(atelier_core::workflow::requested_workflow_name("name", &raw)?))
     }
 }
 

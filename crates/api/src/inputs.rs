@@ -21,14 +21,9 @@ use bytes::Bytes;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::body::BodySlices;
+use crate::body::{BodySlices, KEPT_INLINE_BYTES};
 use crate::error::ApiError;
 use crate::AppState;
-
-/// Inline images up to this length (as sent) stay in the run's row: a status read returns
-/// string parameters of this length anyway (`STATUS_PARAM_MAX_BYTES`), and a node reads them
-/// without a round trip to the object store.
-pub const KEPT_INLINE_BYTES: usize = atelier_store::STATUS_PARAM_MAX_BYTES as usize;
 
 /// The inline images of a request, moved to the object store.
 #[derive(Debug, Default)]

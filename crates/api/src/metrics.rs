@@ -112,7 +112,7 @@ pub async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> Respon
     if let Some(token) = &metrics.token {
         let expected = format!("Bearer {token}");
         let sent = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("");
-        if !crate::console::constant_time_eq(sent.as_bytes(), expected.as_bytes()) {
+        if !atelier_core::ids::constant_time_eq(sent.as_bytes(), expected.as_bytes()) {
             return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")]).into_response();
         }
     }

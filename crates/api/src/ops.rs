@@ -110,17 +110,11 @@ impl RunRequest {
         };
         // A workflow is looked up by its normalised name, and the run records that name.
         let target = match kind {
-            RunKind::Workflow => workflow_name("target", &target)?,
+            RunKind::Workflow => atelier_core::workflow::requested_workflow_name("target", &target)?,
             RunKind::Node => target,
         };
         Ok(Self { kind, target, input, slices: BodySlices::default(), webhook, priority, start_within })
     }
-}
-
-/// A workflow name from a request (`field` says where it was), checked and
-/// normalised to the form it is saved under; a 422 `InvalidInput` says why not.
-pub fn workflow_name(field: &str, raw: &str) -> Result<String, RequestError> {
-    atelier_core::workflow::validate_workflow_name(raw).map_err(|reason| RequestError::invalid(field, reason))
 }
 
 /// Compiles a request into a plan: validation and pricing, no writes.

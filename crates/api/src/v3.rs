@@ -226,7 +226,11 @@ async fn validate_workflow(
     JsonObject(body): JsonObject,
 ) -> Result<Json<Value>, ApiError> {
     let Query(query) = query.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
-    let name = query.name.as_deref().filter(|n| !n.is_empty()).map(|raw| ops::workflow_name("name", raw));
+    let name = query
+        .name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .map(|raw| atelier_core::workflow::requested_workflow_name("name", raw));
     let def = WorkflowDef::parse(Value::Object(body))?;
     let mut errors: Vec<Value> = def.problems().iter().map(problem).collect();
     let name = match name {

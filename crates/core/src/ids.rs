@@ -64,9 +64,24 @@ pub fn key_prefix(key: &str) -> String {
     key.chars().take(8).collect()
 }
 
+/// Whether two secrets (a CSRF token, a bearer token, a callback token) are equal, in a time
+/// that depends on their lengths only, not on where they first differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_are_equal_only_when_every_byte_is() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(constant_time_eq(b"", b""));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        assert!(!constant_time_eq(b"", b"a"));
+    }
 
     #[test]
     fn ids_have_documented_shapes() {

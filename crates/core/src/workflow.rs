@@ -141,6 +141,12 @@ pub fn validate_workflow_name(name: &str) -> Result<String, String> {
     Ok(name)
 }
 
+/// A workflow name from a request (`field` says where it was), checked and normalised to the
+/// form it is saved under; an `InvalidInput` naming `field` says why not.
+pub fn requested_workflow_name(field: &str, raw: &str) -> Result<String, RequestError> {
+    validate_workflow_name(raw).map_err(|reason| RequestError::invalid(field, reason))
+}
+
 /// The invisible characters a workflow name may not hold: bidirectional
 /// marks, embeddings, overrides and isolates (they reorder what is shown, so
 /// a name could read as another), zero-width and other invisible formatting

@@ -50,16 +50,14 @@ impl WebhookHub {
     pub fn deliver(&self, id: &str, token: &str, body: Value) -> bool {
         let Ok(waiting) = self.waiting.lock() else { return false };
         match waiting.get(id) {
-            Some((expected, tx)) if constant_time_eq(expected.as_bytes(), token.as_bytes()) => {
+            Some((expected, tx))
+                if atelier_core::ids::constant_time_eq(expected.as_bytes(), token.as_bytes()) =>
+            {
                 tx.send(body).is_ok()
             }
             _ => false,
         }
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// 16 bytes from a cryptographically secure generator (`rand`'s thread generator, seeded by

@@ -4,8 +4,8 @@
 //! Malformed or truncated containers are not errors here: counting stops where the structure
 //! ends and the decoder reports the damage afterwards.
 
-use crate::codec::{InputFormat, Limits};
 use crate::error::ImagingError;
+use crate::format::{InputFormat, Limits};
 
 /// Checks the frames of an image whose canvas is `width`×`height` against `limits`.
 ///

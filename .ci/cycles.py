@@ -8,9 +8,8 @@ declares them all).
     .ci/cycles.py CRATE [CRATE ...]      # e.g. api engines imaging
     .ci/cycles.py --fail CRATE ...       # exit 1 when a listed crate has a circle
 
-`.ci/run` runs it with `--fail` on every crate but `engines` and `imaging`, which still have
-a circle each (the endpoint that holds ComfyUI's websocket; the cut-out's mask and fusion);
-they join once those are gone.
+`.ci/run` runs it with `--fail` on every crate but `imaging`, which still has a circle (the
+cut-out's mask and fusion); it joins once that is gone.
 """
 
 import os

@@ -29,9 +29,10 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::endpoint::{Endpoint, Pool};
+use crate::endpoint::Endpoint;
 use crate::hooks::WebhookHub;
 use crate::mapping::{self, Mapped};
+use crate::pool::Pool;
 use crate::settings::ToolSettings;
 
 /// Where webhooks reach this process: the hub and `server.public_url`.

@@ -31,8 +31,9 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::endpoint::{Endpoint, Pool};
+use crate::endpoint::Endpoint;
 use crate::mapping::{self, Mapped};
+use crate::pool::Pool;
 use crate::settings::ToolSettings;
 
 /// How often history is polled while a prompt runs, whatever the socket says.
@@ -590,19 +591,21 @@ impl Drop for Subscription {
 }
 
 impl Events {
-    /// The endpoint's events, connecting on first use.
+    /// The endpoint's events, connecting on first use (kept as the endpoint's engine state).
     pub(crate) fn of(endpoint: &Arc<Endpoint>) -> Arc<Events> {
-        endpoint
-            .comfy_events
-            .get_or_init(|| {
-                let events = Arc::new(Events {
-                    client_id: prompt_id_of(&format!("atelier-{}-{}", endpoint.name, std::process::id())),
-                    waiting: Mutex::new(HashMap::new()),
-                });
-                tokio::spawn(follow(Arc::downgrade(endpoint), Arc::downgrade(&events)));
-                events
-            })
-            .clone()
+        let state = endpoint.engine_state.get_or_init(|| Self::connect(endpoint)).clone();
+        // An endpoint serves one kind of engine, so its state is always ComfyUI's here; were it
+        // not, a connection of this node's own still serves it.
+        state.downcast::<Events>().unwrap_or_else(|_| Self::connect(endpoint))
+    }
+
+    fn connect(endpoint: &Arc<Endpoint>) -> Arc<Events> {
+        let events = Arc::new(Events {
+            client_id: prompt_id_of(&format!("atelier-{}-{}", endpoint.name, std::process::id())),
+            waiting: Mutex::new(HashMap::new()),
+        });
+        tokio::spawn(follow(Arc::downgrade(endpoint), Arc::downgrade(&events)));
+        events
     }
 
     fn subscribe(self: &Arc<Self>, prompt_id: &str) -> Subscription {

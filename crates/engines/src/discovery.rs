@@ -207,7 +207,8 @@ impl Group {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::endpoint::{Health, Pool};
+    use crate::endpoint::Health;
+    use crate::pool::Pool;
     use atelier_tools::{Capacity, ToolError};
 
     fn group(url: &str) -> Arc<Group> {

@@ -23,6 +23,7 @@ pub mod endpoint;
 pub mod hooks;
 mod mapping;
 pub mod onnx;
+pub mod pool;
 pub mod settings;
 
 use std::collections::BTreeMap;
@@ -37,8 +38,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use cog::Webhooks;
 use discovery::Group;
-use endpoint::{Endpoint, Pool};
+use endpoint::Endpoint;
 pub use hooks::{WebhookHub, WEBHOOK_PATH};
+use pool::Pool;
 pub use settings::{EndpointSettings, Routing, ToolSettings};
 
 /// The first re-check of an endpoint found down; later ones double up to

@@ -134,7 +134,7 @@ async fn observe_now(state: &AppState) {
         Ok(stats) => {
             let now = atelier_core::time::now_micros();
             let age_of = |oldest: Option<i64>| oldest.map_or(0.0, |at| (now - at).max(0) as f64 / 1e6);
-            for lane in atelier_core::status::Priority::ALL {
+            for &lane in atelier_core::status::Priority::ALL {
                 let of_lane = stats.iter().filter(|s| s.lane == lane.lane());
                 let depth: i64 = of_lane.clone().map(|s| s.depth).sum();
                 let age = age_of(of_lane.filter_map(|s| s.oldest).min());

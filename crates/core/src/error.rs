@@ -4,47 +4,9 @@
 
 use serde_json::Value;
 
-/// Declares a list of stable names once: the enum, `ALL` (in the listed order), `NAMES` (the
-/// same as strings), `as_str`, `FromStr` and serde as the name itself.
-macro_rules! names {
-    ($(#[$meta:meta])* $vis:vis enum $ty:ident { $($(#[$doc:meta])* $name:ident,)+ }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-        $vis enum $ty { $($(#[$doc])* $name,)+ }
+use crate::status::string_enum;
 
-        impl $ty {
-            /// Every name, in the order the interface lists them.
-            pub const ALL: &'static [Self] = &[$(Self::$name,)+];
-            /// [`Self::ALL`] as the strings the interface sends.
-            pub const NAMES: &'static [&'static str] = &[$(stringify!($name),)+];
-
-            pub fn as_str(self) -> &'static str {
-                match self { $(Self::$name => stringify!($name),)+ }
-            }
-        }
-
-        impl std::fmt::Display for $ty {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl std::str::FromStr for $ty {
-            type Err = UnknownName;
-
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                match s { $(stringify!($name) => Ok(Self::$name),)+ _ => Err(UnknownName(s.to_string())) }
-            }
-        }
-    };
-}
-
-/// A name that is not in the list it was read as.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown name '{0}'")]
-pub struct UnknownName(pub String);
-
-names! {
+string_enum! {
     /// The stable machine names of error answers (`error.name`): the interface documents
     /// every one, and the OpenAPI document, the clients and the handlers all read this list.
     pub enum ErrorName {
@@ -139,7 +101,7 @@ pub struct NodeError {
     pub node: Option<String>,
 }
 
-names! {
+string_enum! {
 /// The stable machine names of [`NodeError`]; the interface documents every one.
 pub enum NodeErrorName {
     /// The run was canceled before the node finished.
@@ -222,10 +184,10 @@ mod tests {
         for (&name, &text) in NodeErrorName::ALL.iter().zip(NodeErrorName::NAMES) {
             assert_eq!(text.parse::<NodeErrorName>(), Ok(name));
         }
-        assert_eq!("Teapot".parse::<ErrorName>(), Err(UnknownName("Teapot".into())));
+        assert_eq!("Teapot".parse::<ErrorName>(), Err("unknown ErrorName 'Teapot'".to_string()));
         assert_eq!(
             "toolfailed".parse::<NodeErrorName>(),
-            Err(UnknownName("toolfailed".into())),
+            Err("unknown NodeErrorName 'toolfailed'".to_string()),
             "names are exact"
         );
     }

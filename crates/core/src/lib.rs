@@ -23,4 +23,4 @@ pub mod v2;
 pub mod webhook;
 pub mod workflow;
 
-pub use error::{ErrorName, NodeError, NodeErrorName, RequestError, UnknownName};
+pub use error::{ErrorName, NodeError, NodeErrorName, RequestError};

@@ -3,7 +3,6 @@
 //! interface and in the database; [`sql_set`] renders a set of them for an SQL `IN (…)` guard.
 
 use std::fmt;
-use std::str::FromStr;
 
 /// State of a whole run (`overall_status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,8 +49,6 @@ pub enum Priority {
 }
 
 impl Priority {
-    pub const ALL: [Self; 3] = [Self::Interactive, Self::Normal, Self::Bulk];
-
     /// The lane's rank in the queue, stored with each task: 0 is claimed first.
     pub fn lane(self) -> i64 {
         match self {
@@ -85,25 +82,42 @@ pub enum LedgerKind {
     Release,
 }
 
+/// An enum spelled as text in the interface and the database: `ALL` (in the listed order),
+/// `NAMES` (their texts, in that order), `as_str`, `Display`, `FromStr`, and serde as the
+/// text. `string_enum!(Ty { A => "a", … })` spells an enum declared beside it;
+/// `string_enum! { pub enum Ty { A, … } }` (with its docs) declares one, derives included,
+/// spelled as its variants' names (the error names).
 macro_rules! string_enum {
-    ($ty:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* $vis:vis enum $ty:ident { $($(#[$doc:meta])* $variant:ident,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        $vis enum $ty { $($(#[$doc])* $variant,)+ }
+        $crate::status::string_enum!($ty { $($variant => stringify!($variant)),+ });
+    };
+    ($ty:ident { $($variant:ident => $text:expr),+ $(,)? }) => {
         impl $ty {
+            /// Every value, in the order listed.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+            /// [`Self::ALL`] as text.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+
             pub fn as_str(self) -> &'static str {
                 match self { $(Self::$variant => $text),+ }
             }
         }
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
             }
         }
-        impl FromStr for $ty {
+        impl std::str::FromStr for $ty {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
-                match s {
-                    $($text => Ok(Self::$variant),)+
-                    other => Err(format!("unknown {} '{other}'", stringify!($ty))),
-                }
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| format!("unknown {} '{s}'", stringify!($ty)))
             }
         }
         // As its text, as the database keeps it.
@@ -120,6 +134,8 @@ macro_rules! string_enum {
         }
     };
 }
+
+pub(crate) use string_enum;
 
 string_enum!(RunStatus {
     Queued => "queued",

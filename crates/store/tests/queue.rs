@@ -756,18 +756,6 @@ async fn claims_skip_the_tools_they_are_told_to_and_take_the_rest(store: SharedS
     }
 }
 
-/// A small deterministic generator (xorshift64*), so that a failing seed can be replayed.
-struct Gen(u64);
-
-impl Gen {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
-    }
-}
-
 async fn claims_follow_the_documented_order_on_generated_queues(store: SharedStore) {
     generated_claims(store, 0).await;
 }
@@ -784,6 +772,7 @@ async fn claims_under_a_cap_follow_the_documented_order_on_generated_queues(stor
 /// account's oldest tasks per lane); this is checked against a model that ranks them all.
 async fn generated_claims(store: SharedStore, cap: usize) {
     use atelier_core::status::Priority;
+    use rand::{Rng, SeedableRng};
     const TOOLS: [&str; 3] = ["upscale", "video", "background_removal"];
     struct Queued {
         run: String,
@@ -792,14 +781,19 @@ async fn generated_claims(store: SharedStore, cap: usize) {
         tool: usize,
     }
     for seed in 1..=12u64 {
-        let mut gen = Gen(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        // Seeded, so that a failing seed replays.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let mut accounts = Vec::new();
-        for a in 0..2 + gen.below(3) {
+        for a in 0..2 + rng.gen_range(0..3) {
             accounts.push(store.create_account(&format!("s{seed}a{a}"), 1000).await.unwrap().0.id);
         }
         let mut queued: Vec<Queued> = Vec::new();
-        for _ in 0..16 + gen.below(16) {
-            let (account, lane, tool) = (gen.below(accounts.len()), gen.below(3), gen.below(TOOLS.len()));
+        for _ in 0..16 + rng.gen_range(0..16) {
+            let (account, lane, tool) = (
+                rng.gen_range(0..accounts.len()),
+                rng.gen_range(0..Priority::ALL.len()),
+                rng.gen_range(0..TOOLS.len()),
+            );
             let id = ids::generation_id();
             let run = common::submit_in(
                 store.as_ref(),
@@ -814,12 +808,12 @@ async fn generated_claims(store: SharedStore, cap: usize) {
         }
         let mut running: Vec<(usize, atelier_store::ClaimedTask)> = Vec::new();
         while !queued.is_empty() {
-            if !running.is_empty() && gen.below(3) == 0 {
-                let (_, task) = running.swap_remove(gen.below(running.len()));
+            if !running.is_empty() && rng.gen_range(0..3) == 0 {
+                let (_, task) = running.swap_remove(rng.gen_range(0..running.len()));
                 assert!(store.complete(&task, ok(&["out"])).await.unwrap());
                 continue;
             }
-            let skip: Vec<&str> = TOOLS.iter().copied().filter(|_| gen.below(4) == 0).collect();
+            let skip: Vec<&str> = TOOLS.iter().copied().filter(|_| rng.gen_range(0..4) == 0).collect();
             let busy = |account: usize| running.iter().filter(|(a, _)| *a == account).count();
             // The model: every queued task, ranked whole. `queued` is in the order of queueing.
             let expected = queued

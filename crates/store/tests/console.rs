@@ -89,16 +89,18 @@ async fn sessions_live_until_signed_out_idle_expired_or_their_key_is_revoked(sto
     assert_eq!(store.session(&made.token, limits).await.unwrap(), None);
     assert!(store.session(&other.token, limits).await.unwrap().is_some());
 
-    // Idle and absolute limits, read at lookup.
-    let short = SessionLimits { idle: Duration::from_millis(300), absolute: Duration::from_secs(60) };
+    // Idle and absolute limits, read at lookup. A limit of 2 s leaves a loaded machine time to
+    // look a session up before it lapses (300 ms did not, on a CI runner).
+    let limit = Duration::from_secs(2);
+    let past_it = limit + Duration::from_millis(300);
+    let short = SessionLimits { idle: limit, absolute: Duration::from_secs(60) };
     let idle = store.create_session(&holder, short).await.unwrap();
     assert!(store.session(&idle.token, short).await.unwrap().is_some());
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(store.session(&idle.token, short).await.unwrap(), None, "idle past the limit");
-    let brief = SessionLimits { idle: Duration::from_secs(60), absolute: Duration::from_millis(300) };
+    let brief = SessionLimits { idle: Duration::from_secs(60), absolute: limit };
     let old = store.create_session(&holder, brief).await.unwrap();
     assert!(store.session(&old.token, brief).await.unwrap().is_some());
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(past_it).await;
+    assert_eq!(store.session(&idle.token, short).await.unwrap(), None, "idle past the limit");
     assert_eq!(store.session(&old.token, brief).await.unwrap(), None, "past the absolute limit");
 
     // Revoking the key ends every session made with it, through the console or the CLI.

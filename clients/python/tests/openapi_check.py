@@ -30,6 +30,7 @@ from atelier_client.interface import (
     OPERATIONS,
     SCHEMAS,
     UNDOCUMENTED_ITEM_MODELS,
+    VALUE_SCHEMAS,
     Operation,
     schema_fields,
 )
@@ -54,7 +55,22 @@ ERRORS_OUTSIDE_DOCUMENT = frozenset({"FileNotFound", "OutputExpired"})
 #: Component schemas the client deliberately has no model for: the console's own API
 #: (session cookie, not API keys), and each tool's input parameters (``Tool_<name>``: the
 #: client passes a tool's input as a dict; ``GET /api/v3/tools`` describes the parameters).
-NOT_MODELED_SCHEMAS = frozenset({"SignIn", "Session", "Key", "NewKey", "KeyList", "Ledger", "Usage", "RunDetail"})
+NOT_MODELED_SCHEMAS = frozenset(
+    {
+        "SignIn",
+        "Session",
+        "Key",
+        "NewKey",
+        "KeyList",
+        "Ledger",
+        "LedgerEntry",
+        "LedgerKind",
+        "Usage",
+        "UsageDay",
+        "RunDetail",
+        "RunDetailNode",
+    }
+)
 NOT_MODELED_PREFIXES = ("Tool_",)
 
 #: Fields the server sends that its document does not list; none now.
@@ -254,12 +270,13 @@ def problems(doc: Dict[str, Any], pending: Pending = PENDING) -> List[str]:
 
     # Every schema the covered operations use is modeled.
     covered_ops = [d for key, d in docs.items() if key in table]
-    for name in sorted(reachable_schemas(doc, covered_ops) - set(SCHEMAS) - set(KNOWN_FIELDS) - located_names):
+    known = set(SCHEMAS) | set(KNOWN_FIELDS) | located_names | VALUE_SCHEMAS
+    for name in sorted(reachable_schemas(doc, covered_ops) - known):
         out.append(f"schema {name!r} is used by covered operations, no model reads it")
 
     # Every component schema is modeled, or deliberately not.
     for name in sorted(schemas):
-        if name in SCHEMAS or name in KNOWN_FIELDS or name in NOT_MODELED_SCHEMAS or name in located_names:
+        if name in known or name in NOT_MODELED_SCHEMAS:
             continue
         if name.startswith(NOT_MODELED_PREFIXES):
             continue
@@ -289,7 +306,8 @@ def problems(doc: Dict[str, Any], pending: Pending = PENDING) -> List[str]:
 
     # Names and states.
     def enum(schema: str, prop: str) -> Set[str]:
-        return set(resolve(doc, schemas.get(schema, {})).get("properties", {}).get(prop, {}).get("enum", []))
+        field = resolve(doc, schemas.get(schema, {})).get("properties", {}).get(prop, {})
+        return set(resolve(doc, field).get("enum", []))
 
     error_names = enum("Error", "name")
     _compare("Error.name values", error_names, set(ERROR_CLASSES), ERRORS_OUTSIDE_DOCUMENT, out)
@@ -301,14 +319,18 @@ def problems(doc: Dict[str, Any], pending: Pending = PENDING) -> List[str]:
         _compare("NodeEvent.status values", enum("NodeEvent", "status"), set(NODE_STATES), frozenset(), out)
     if "WebhookDeliveries" in schemas:
         item, _ = walk(doc, {"$ref": "#/components/schemas/WebhookDeliveries"}, ("deliveries", "[]"))
-        values = {k: set(v.get("enum", [])) for k, v in item.get("properties", {}).items()}
+        values = {k: set(resolve(doc, v).get("enum", [])) for k, v in item.get("properties", {}).items()}
         _compare("webhook delivery event values", values.get("event", set()), set(WEBHOOK_EVENTS), frozenset(), out)
         _compare("webhook delivery state values", values.get("state", set()), set(DELIVERY_STATES), frozenset(), out)
     if "RunRequest" in schemas:
         events, _ = walk(doc, {"$ref": "#/components/schemas/RunRequest"}, ("webhook_events", "[]"))
         if events:
             _compare(
-                "RunRequest.webhook_events values", set(events.get("enum", [])), set(WEBHOOK_EVENTS), frozenset(), out
+                "RunRequest.webhook_events values",
+                set(resolve(doc, events).get("enum", [])),
+                set(WEBHOOK_EVENTS),
+                frozenset(),
+                out,
             )
     return out
 

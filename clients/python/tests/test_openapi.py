@@ -44,9 +44,7 @@ def test_the_check_notices_changes(openapi: Dict[str, Any]) -> None:
         lambda d: d["paths"]["/api/v3/runs"]["get"]["parameters"].append({"name": "page_token", "in": "query"})
     )
     assert "'NewError'" in drift(lambda d: schemas(d)["Error"]["properties"]["name"]["enum"].append("NewError"))
-    assert "'paused'" in drift(
-        lambda d: schemas(d)["RunStatus"]["properties"]["overall_status"]["enum"].append("paused")
-    )
+    assert "'paused'" in drift(lambda d: schemas(d)["RunState"]["enum"].append("paused"))
     assert "'WebhookStartedEvent'" in drift(lambda d: schemas(d).__setitem__("WebhookStartedEvent", {"type": "object"}))
     assert "'Tokens'" in drift(
         lambda d: d["paths"]["/api/v3/estimate"]["post"]["responses"]["200"]["content"]["application/json"].__setitem__(

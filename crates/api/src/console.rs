@@ -21,9 +21,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use atelier_core::params::stored_input_key;
+use atelier_core::status::LedgerKind;
 use atelier_core::time::now_micros;
 use atelier_core::RequestError;
 use atelier_store::{format_time, LedgerQuery, Session, SessionLimits, StoreError};
+use atelier_wire::console as wire;
 use axum::extract::{ConnectInfo, FromRequestParts, Path, Query, Request, State};
 use axum::http::header::{self, HeaderValue};
 use axum::http::request::Parts;
@@ -33,7 +35,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, RunError};
@@ -212,13 +214,13 @@ fn set_cookie(headers: &HeaderMap, value: &str, max_age: i64) -> HeaderValue {
     HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static("atelier_session=; Max-Age=0"))
 }
 
-fn session_view(account: &str, csrf_token: &str, expires_at: i64, balance: i64) -> Value {
-    json!({
-        "account": account,
-        "csrf_token": csrf_token,
-        "expires_at": format_time(expires_at),
-        "balance": balance,
-    })
+fn session_view(account: &str, csrf_token: &str, expires_at: i64, balance: i64) -> wire::Session {
+    wire::Session {
+        account: account.to_string(),
+        csrf_token: csrf_token.to_string(),
+        expires_at: format_time(expires_at),
+        balance,
+    }
 }
 
 /// The client's address, for counting failed sign-ins (behind a proxy, the proxy's).
@@ -264,7 +266,7 @@ async fn sign_in(
 async fn current(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::Session>, ApiError> {
     let balance = state.store.balance(session.account.id).await?;
     Ok(Json(session_view(&session.account.name, &session.csrf_token, session.expires_at, balance)))
 }
@@ -282,33 +284,31 @@ async fn sign_out(
     Ok(response)
 }
 
-fn key_view(key: &atelier_store::KeyRecord, current: i64) -> Value {
-    json!({
-        "id": key.id,
-        "prefix": key.prefix,
-        "created_at": format_time(key.created_at),
-        "last_used": key.last_used.map(format_time),
-        "revoked_at": key.revoked_at.map(format_time),
-        "current": key.id == current,
-    })
+fn key_view(key: &atelier_store::KeyRecord, current: i64) -> wire::Key {
+    wire::Key {
+        id: key.id,
+        prefix: key.prefix.clone(),
+        created_at: format_time(key.created_at),
+        last_used: key.last_used.map(format_time),
+        revoked_at: key.revoked_at.map(format_time),
+        current: key.id == current,
+    }
 }
 
 async fn list_keys(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::KeyList>, ApiError> {
     let keys = state.store.list_keys(session.account.id).await?;
-    Ok(Json(json!({"keys": keys.iter().map(|k| key_view(k, session.key_id)).collect::<Vec<_>>()})))
+    Ok(Json(wire::KeyList { keys: keys.iter().map(|k| key_view(k, session.key_id)).collect() }))
 }
 
 async fn create_key(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::NewKey>, ApiError> {
     let (record, key) = state.store.add_key(session.account.id).await?;
-    let mut view = key_view(&record, session.key_id);
-    view["key"] = json!(key);
-    Ok(Json(view))
+    Ok(Json(wire::NewKey { view: key_view(&record, session.key_id), key }))
 }
 
 async fn revoke_key(
@@ -340,18 +340,17 @@ struct LedgerPage {
     limit: Option<i64>,
 }
 
-const LEDGER_KINDS: [&str; 4] = ["grant", "reserve", "charge", "release"];
-
 async fn ledger(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
     page: Result<Query<LedgerPage>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::Ledger>, ApiError> {
     let Query(page) = page.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
     let kind = page.kind.as_deref().filter(|k| !k.is_empty());
     if let Some(kind) = kind {
-        if !LEDGER_KINDS.contains(&kind) {
-            return Err(RequestError::invalid("kind", "one of grant, reserve, charge, release").into());
+        if kind.parse::<LedgerKind>().is_err() {
+            let reason = format!("one of {}", LedgerKind::NAMES.join(", "));
+            return Err(RequestError::invalid("kind", reason).into());
         }
     }
     let limit = page.limit.unwrap_or(50).clamp(1, 200);
@@ -363,20 +362,18 @@ async fn ledger(
     };
     let entries = state.store.ledger(session.account.id, &query).await?;
     let next = (entries.len() as i64 == limit).then(|| entries.last().map(|e| e.id)).flatten();
-    let entries: Vec<Value> = entries
+    let entries = entries
         .iter()
-        .map(|e| {
-            json!({
-                "id": e.id,
-                "run_id": e.run_id,
-                "target": e.target,
-                "kind": e.kind,
-                "amount": e.amount,
-                "created_at": format_time(e.created_at),
-            })
+        .map(|e| wire::LedgerEntry {
+            id: e.id,
+            run_id: e.run_id.clone(),
+            target: e.target.clone(),
+            kind: e.kind.parse::<LedgerKind>().map_or(wire::LedgerKind::Unknown, wire::LedgerKind::from),
+            amount: e.amount,
+            created_at: format_time(e.created_at),
         })
         .collect();
-    Ok(Json(json!({"entries": entries, "next_before": next})))
+    Ok(Json(wire::Ledger { entries, next_before: next }))
 }
 
 #[derive(Deserialize)]
@@ -390,7 +387,7 @@ async fn usage(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
     window: Result<Query<UsageWindow>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::Usage>, ApiError> {
     const DAY: i64 = 86_400_000_000;
     let Query(window) = window.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
     let days = window.days.unwrap_or(30);
@@ -400,20 +397,20 @@ async fn usage(
     let today = now_micros() / DAY * DAY;
     let since = today - (days - 1) * DAY;
     let usage = state.store.usage(session.account.id, since).await?;
-    let list: Vec<Value> = (0..days)
+    let days = (0..days)
         .map(|i| {
             let day = since + i * DAY;
             let tokens = usage.tokens.iter().find(|(d, _)| *d == day).map_or(0, |(_, n)| *n);
-            let nodes: Map<String, Value> = usage
+            let nodes = usage
                 .nodes
                 .iter()
                 .filter(|(d, ..)| *d == day)
-                .map(|(_, tool, n)| (tool.clone(), json!(n)))
+                .map(|(_, tool, n)| (tool.clone(), *n))
                 .collect();
-            json!({"date": &format_time(day)[..10], "tokens": tokens, "nodes": nodes})
+            wire::UsageDay { date: format_time(day)[..10].to_string(), tokens, nodes }
         })
         .collect();
-    Ok(Json(json!({"days": list})))
+    Ok(Json(wire::Usage { days }))
 }
 
 /// A run as the console shows it: its status, the graph it ran (each node's tool, links and
@@ -422,20 +419,18 @@ async fn run_detail(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
     RunId(id): RunId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::RunDetail>, ApiError> {
     let run = state.store.get_run(session.account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
-    let nodes: Vec<Value> = run
+    let nodes = run
         .nodes
         .iter()
-        .map(|n| {
-            json!({
-                "name": n.name,
-                "gen_id": n.gen_id,
-                "tool": n.tool,
-                "links": n.links,
-                "bypassed": n.bypassed,
-                "price": n.price,
-            })
+        .map(|n| wire::RunDetailNode {
+            name: n.name.clone(),
+            gen_id: n.gen_id.clone(),
+            tool: n.tool.clone(),
+            links: n.links.clone(),
+            bypassed: n.bypassed,
+            price: n.price,
         })
         .collect();
     let mut status = render::v3_status(&state.blob, &run, None);
@@ -443,14 +438,14 @@ async fn run_detail(
     render::add_waiting(&mut status, &run, |tool| {
         tool.parse::<atelier_core::tools::ToolId>().is_ok_and(|t| engines.waiting_for_engine(t))
     });
-    Ok(Json(json!({
-        "id": run.id,
-        "type": if run.kind == atelier_store::RunKind::Workflow { "workflow" } else { "node" },
-        "target": run.target,
-        "status": status,
-        "nodes": nodes,
-        "rerun": rerun_input(&run).is_some(),
-    })))
+    Ok(Json(wire::RunDetail {
+        id: run.id.clone(),
+        kind: run.kind.into(),
+        target: run.target.clone(),
+        status,
+        nodes,
+        rerun: rerun_input(&run).is_some(),
+    }))
 }
 
 /// The input a v3 run was accepted with (inline images as stored references), which a

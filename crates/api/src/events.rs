@@ -26,7 +26,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use futures::stream::{self, Stream};
-use serde_json::{json, Value};
 
 use crate::error::ApiError;
 use crate::extract::{Caller, RunId};
@@ -121,21 +120,18 @@ fn parse_event_id(id: &str, nodes: usize) -> Vec<Option<Seen>> {
     }
 }
 
-fn node_event(state: &AppState, run: &RunRecord, node: &NodeRecord) -> Value {
-    let mut data = json!({
-        "run_id": run.id,
-        "node": node.name,
-        "id": node.gen_id,
-        "status": node.status.as_str(),
-        "error": node.error,
-    });
-    if node.status == NodeStatus::Running {
-        data["progress"] = json!(node.progress.unwrap_or(0.0));
+fn node_event(state: &AppState, run: &RunRecord, node: &NodeRecord) -> atelier_wire::NodeEvent {
+    atelier_wire::NodeEvent {
+        run_id: run.id.clone(),
+        node: node.name.clone(),
+        id: node.gen_id.clone(),
+        status: node.status.into(),
+        error: node.error.as_ref().map(atelier_wire::RunError::from),
+        progress: (node.status == NodeStatus::Running).then(|| node.progress.unwrap_or(0.0)),
+        output: (node.status == NodeStatus::Succeeded)
+            .then(|| node.outputs.iter().map(|k| state.blob.url(k)).collect()),
+        event_id: None,
     }
-    if node.status == NodeStatus::Succeeded {
-        data["output"] = json!(node.outputs.iter().map(|k| state.blob.url(k)).collect::<Vec<_>>());
-    }
-    data
 }
 
 /// A stream's state between events.
@@ -195,8 +191,12 @@ impl Follow {
             if seen[i] != Some(now) {
                 seen[i] = Some(now);
                 let data = node_event(&self.state, run, node);
-                self.queued
-                    .push_back(Event::default().event("node").id(event_id(seen)).data(data.to_string()));
+                self.queued.push_back(
+                    Event::default()
+                        .event("node")
+                        .id(event_id(seen))
+                        .data(serde_json::to_string(&data).unwrap_or_default()),
+                );
             }
         }
         if run.status.is_terminal() {
@@ -206,7 +206,8 @@ impl Follow {
 
     fn finish(&mut self, run: &RunRecord) {
         let status = render::v3_status(&self.state.blob, run, None);
-        self.queued.push_back(Event::default().event("status").id(END_ID).data(status.to_string()));
+        let data = serde_json::to_string(&status).unwrap_or_default();
+        self.queued.push_back(Event::default().event("status").id(END_ID).data(data));
         self.ended = true;
     }
 }

@@ -1,12 +1,14 @@
-//! `/openapi.json`. The operations are written here by hand, beside the routes (`v3.rs`,
-//! `v2.rs`, `lib.rs`); the tool schemas, the v2 families and the error names come from
-//! `atelier-core`. Tests keep the two in step: every documented operation must be routed
-//! (`crates/cli/tests/integration/interface/api_v3.rs`), the document is pinned by a snapshot, and Schemathesis
-//! checks every answer against it (`tests/contract.sh`). A new route needs its entry here.
+//! `/openapi.json`. The operations (paths, parameters, prose) are written here by hand,
+//! beside the routes (`v3.rs`, `v2.rs`, `console.rs`, `lib.rs`); every shape's schema is
+//! generated from its type in `atelier-wire`, and the tools' input schemas and the v2
+//! families come from `atelier-core`. Tests keep the operations in step: every documented
+//! operation must be routed (`crates/cli/tests/integration/interface/api_v3.rs`), the
+//! document is pinned by a snapshot, and Schemathesis checks every answer against it
+//! (`tests/contract.sh`). A new route needs its entry here.
 
-use atelier_core::tools::{ParamSpecView, TOOLS};
+use atelier_core::tools::TOOLS;
 use atelier_core::v2::Family;
-use atelier_core::{ErrorName, NodeErrorName};
+use atelier_wire::{ParamKind, ToolParam};
 use serde_json::{json, Map, Value};
 
 /// The `RateLimit-*` headers every answer to a keyed request carries while rate limits are on.
@@ -84,13 +86,13 @@ fn tool_schema(params: &[atelier_core::params::ParamSpec]) -> Value {
     let mut props = Map::new();
     let mut required = Vec::new();
     for p in params {
-        let view = ParamSpecView::from(p);
-        let mut schema = match view.ty {
-            "image" => json!({"type": "string", "description": "Public URL, data URI or base64"}),
-            "select" => json!({"type": "string", "enum": view.values}),
-            "number" => json!({"type": "number"}),
-            "boolean" => json!({"type": "boolean"}),
-            _ => json!({"type": "string"}),
+        let view = ToolParam::from(p);
+        let mut schema = match view.kind {
+            ParamKind::Image => json!({"type": "string", "description": "Public URL, data URI or base64"}),
+            ParamKind::Select => json!({"type": "string", "enum": view.values}),
+            ParamKind::Number => json!({"type": "number"}),
+            ParamKind::Boolean => json!({"type": "boolean"}),
+            ParamKind::String | ParamKind::Unknown => json!({"type": "string"}),
         };
         if let Some(d) = view.default {
             schema["default"] = d;
@@ -101,7 +103,7 @@ fn tool_schema(params: &[atelier_core::params::ParamSpec]) -> Value {
         if let Some(max) = view.max {
             schema["maximum"] = max;
         }
-        if view.ty == "number" {
+        if view.kind == ParamKind::Number {
             if let Some(values) = view.values {
                 schema["enum"] = json!(values);
             }
@@ -171,8 +173,8 @@ fn query(name: &str, description: &str, schema: Value) -> Value {
     json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema})
 }
 
-/// The console's routes and their schemas (`console.rs`).
-fn console_paths(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value>) {
+/// The console's routes (`console.rs`).
+fn console_paths(paths: &mut Map<String, Value>) {
     let mut sign_in = console_op(
         "Sign in with an API key: a session cookie and a CSRF token",
         Some("SignIn"),
@@ -213,11 +215,7 @@ fn console_paths(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value
         console_op("The account's ledger, newest first", None, Some("Ledger"), &[400, 422], false);
     add_param(
         &mut ledger,
-        query(
-            "kind",
-            "Only lines of this kind",
-            json!({"type": "string", "enum": ["grant", "reserve", "charge", "release"]}),
-        ),
+        query("kind", "Only lines of this kind", atelier_wire::schema::reference("LedgerKind")),
     );
     add_param(&mut ledger, query("run_id", "Only lines of this run", json!({"type": "string"})));
     add_param(
@@ -257,50 +255,6 @@ fn console_paths(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value
         json!({"name": "X-CSRF-Token", "in": "header", "required": true, "schema": {"type": "string"}}),
     );
     paths.insert("/console/api/runs/{run_id}/rerun".into(), json!({"post": rerun}));
-
-    let time = json!({"type": "string"});
-    let nullable_time = json!({"type": ["string", "null"]});
-    schemas.insert("SignIn".into(), json!({"type": "object", "required": ["api_key"], "properties": {"api_key": {"type": "string", "minLength": 1, "maxLength": 128}}}));
-    schemas.insert("Session".into(), json!({"type": "object", "required": ["account", "csrf_token", "expires_at", "balance"], "properties": {
-        "account": {"type": "string"}, "csrf_token": {"type": "string"}, "expires_at": time, "balance": {"type": "integer"}}}));
-    let key = json!({"type": "object", "required": ["id", "prefix", "created_at", "last_used", "revoked_at", "current"], "properties": {
-        "id": {"type": "integer"}, "prefix": {"type": "string"}, "created_at": time, "last_used": nullable_time, "revoked_at": nullable_time,
-        "current": {"type": "boolean", "description": "The key this session signed in with"}}});
-    let mut new_key = key.clone();
-    if let Some(required) = new_key["required"].as_array_mut() {
-        required.push(json!("key"));
-    }
-    new_key["properties"]["key"] =
-        json!({"type": "string", "description": "The key itself: shown this once"});
-    schemas.insert("Key".into(), key);
-    schemas.insert("NewKey".into(), new_key);
-    schemas.insert("KeyList".into(), json!({"type": "object", "required": ["keys"], "properties": {"keys": {"type": "array", "items": {"$ref": "#/components/schemas/Key"}}}}));
-    schemas.insert("Ledger".into(), json!({"type": "object", "required": ["entries", "next_before"], "properties": {
-        "entries": {"type": "array", "items": {"type": "object", "required": ["id", "run_id", "target", "kind", "amount", "created_at"], "properties": {
-            "id": {"type": "integer"}, "run_id": {"type": ["string", "null"]}, "target": {"type": ["string", "null"]},
-            "kind": {"type": "string", "enum": ["grant", "reserve", "charge", "release"]}, "amount": {"type": "integer"}, "created_at": time}}},
-        "next_before": {"type": ["integer", "null"]}}}));
-    schemas.insert("Usage".into(), json!({"type": "object", "required": ["days"], "properties": {"days": {"type": "array", "items": {
-        "type": "object", "required": ["date", "tokens", "nodes"], "properties": {
-            "date": {"type": "string", "description": "YYYY-MM-DD (UTC)"}, "tokens": {"type": "integer"},
-            "nodes": {"type": "object", "additionalProperties": {"type": "integer"}, "description": "Tool → nodes run"}}}}}}));
-    schemas.insert("RunDetail".into(), json!({"type": "object", "required": ["id", "type", "target", "status", "nodes", "rerun"], "properties": {
-        "id": {"type": "string"}, "type": {"type": "string", "enum": ["node", "workflow"]}, "target": {"type": "string"},
-        "status": {"$ref": "#/components/schemas/RunStatus"},
-        "nodes": {"type": "array", "items": {"type": "object", "required": ["name", "gen_id", "tool", "links", "bypassed", "price"], "properties": {
-            "name": {"type": "string"}, "gen_id": {"type": "string"}, "tool": {"type": "string"},
-            "links": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Parameter → upstream node"},
-            "bypassed": {"type": "boolean"}, "price": {"type": "integer"}}}},
-        "rerun": {"type": "boolean", "description": "Whether POST …/rerun can run it again (v3 runs)"}}}));
-    schemas.insert("Validation".into(), json!({"type": "object", "required": ["valid", "errors", "description", "estimate"], "properties": {
-        "valid": {"type": "boolean"},
-        "errors": {"type": "array", "items": {"type": "object", "required": ["field", "reason"], "properties": {
-            "field": {"type": ["string", "null"], "description": "Node, Node.param, variables.NAME, outputs.NAME, layout.KEY, nodes or name"},
-            "reason": {"type": "string"}}}},
-        "description": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/WorkflowDescription"}]},
-        "estimate": {"oneOf": [{"type": "null"}, {"type": "object", "required": ["tokens", "nodes"],
-            "description": "The price with every mandatory input at a placeholder (non-image inputs at their first allowed value): where the price starts",
-            "properties": {"tokens": {"type": "integer"}, "nodes": {"type": "object", "additionalProperties": {"type": "integer"}}}}]}}}));
 }
 
 /// The OpenAPI 3.1 document of the whole interface.
@@ -382,7 +336,7 @@ pub fn document() -> Value {
         query(
             "status",
             "Extension: only runs in this state",
-            json!({"type": "string", "enum": ["queued", "running", "succeeded", "failed", "canceled"]}),
+            json!({"type": "string", "enum": atelier_core::status::RunStatus::NAMES}),
         ),
     );
     add_param(
@@ -439,113 +393,9 @@ pub fn document() -> Value {
     );
     paths.insert("/readyz".into(), json!({"get": {"summary": "Readiness", "responses": {"200": {"description": "Ready"}, "503": {"description": "Not ready"}}}}));
 
-    let mut schemas = Map::new();
-    let nullable_error = json!({"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/Error"}]});
-    let nullable_run_error = json!({"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/RunError"}]});
-    schemas.insert(
-        "RunError".into(),
-        json!({"type": "object", "required": ["name", "message"],
-        "description": "Why a run or node failed, or that it was canceled",
-        "properties": {"name": {"type": "string", "enum": NodeErrorName::NAMES}, "message": {"type": "string"},
-            "node": {"type": "string", "description": "The failed node (run errors)"}}}),
-    );
-    schemas.insert("Error".into(), json!({"type": "object", "required": ["name", "message"], "properties": {
-        "name": {"type": "string", "enum": ErrorName::NAMES}, "message": {"type": "string"},
-        "missing": {"type": "array", "items": {"type": "string"}}, "field": {"type": "string"}, "reason": {"type": "string"},
-        "allowed": {"type": "array"}, "required": {"type": "integer"}, "balance": {"type": "integer"},
-        "retry_after": {"type": "integer", "description": "Seconds to wait (429)"},
-        "limit": {"type": "integer", "description": "The account's cap on unfinished runs (ConcurrencyLimited), or the account's or the API key's cap on runs waiting to start (QueueFull)"}}}));
-    schemas.insert("ErrorResponse".into(), json!({"type": "object", "properties": {"id": {"type": "null"}, "error": {"$ref": "#/components/schemas/Error"}}}));
-    let priority = json!({"type": "string", "enum": ["interactive", "normal", "bulk"],
-        "description": "Extension: the lane the run's nodes queue in: interactive (someone waits for it) before normal before bulk, a share of the claims kept for lower lanes; the default is the API key's lane, normal unless set"});
-    schemas.insert("RunRequest".into(), json!({"type": "object", "required": ["type", "target", "input"], "properties": {
-        "type": {"type": "string", "enum": ["node", "workflow"]},
-        "target": {"type": "string", "description": "A tool name (type node) or a workflow name (type workflow; see the name of /api/v3/workflow/{name})"},
-        "input": {"type": "object"},
-        "webhook_url": {"type": "string", "maxLength": crate::webhooks::MAX_URL_BYTES, "description": "Extension: an http(s) URL that receives a signed POST (Standard Webhooks) when the run finishes; the same address policy as image URLs"},
-        "webhook_events": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": ["completed", "node"]},
-            "description": "Extension: what is sent to webhook_url: `completed` (the final status; the default) and `node` (each node's state change)"},
-        "priority": priority.clone(),
-        "start_within_secs": {"type": "integer", "minimum": 1, "maximum": crate::ops::MAX_START_WITHIN_SECS,
-            "description": "Extension: each node must be started by a worker within this many seconds of being queued; one that is not fails NotStarted (not charged). No limit when absent"}}}));
-    schemas.insert("RunHandle".into(), json!({"type": "object", "required": ["id", "error"], "properties": {
-        "id": {"type": "string"}, "error": nullable_error, "warnings": {"type": "array", "items": {"type": "string"}},
-        "status": {"$ref": "#/components/schemas/RunStatus", "description": "Extension: the final status, when `Prefer: wait` was asked for and the run finished in time"}}}));
-    let time = json!({"type": "string"});
-    let nullable_time = json!({"type": ["string", "null"]});
-    schemas.insert("WebhookSecret".into(), json!({"type": "object", "required": ["key", "previous_key_expires_at"], "properties": {
-        "key": {"type": "string", "description": "whsec_ and the key in base64: the HMAC-SHA256 key is the decoded bytes"},
-        "previous_key_expires_at": {"type": ["string", "null"], "description": "Until when the secret rotated out last still signs (deliveries carry a signature per secret)"}}}));
-    schemas.insert("WebhookDeliveries".into(), json!({"type": "object", "required": ["deliveries"], "properties": {"deliveries": {"type": "array", "items": {
-        "type": "object", "required": ["id", "event", "node", "url", "state", "created_at", "next_attempt_at", "attempts"], "properties": {
-            "id": {"type": "string", "description": "The webhook-id header of every attempt"},
-            "event": {"type": "string", "enum": ["completed", "node"]}, "node": {"type": ["string", "null"]}, "url": {"type": "string"},
-            "state": {"type": "string", "enum": ["pending", "delivered", "failed"]}, "created_at": time, "next_attempt_at": nullable_time,
-            "attempts": {"type": "array", "items": {"type": "object", "required": ["attempt", "at", "status_code", "error", "duration_ms"], "properties": {
-                "attempt": {"type": "integer", "minimum": 1}, "at": time, "status_code": {"type": ["integer", "null"]},
-                "error": {"type": ["string", "null"]}, "duration_ms": {"type": "integer", "minimum": 0}}}}}}}}}));
-    schemas.insert("NodeEvent".into(), json!({"type": "object", "required": ["run_id", "node", "id", "status", "error"],
-        "description": "The data of a `node` event of /api/v3/status/{run_id}/events", "properties": {
-        "run_id": {"type": "string"}, "node": {"type": "string"}, "id": {"type": "string", "description": "The node's generation id"},
-        "status": {"type": "string", "enum": ["pending", "queued", "running", "succeeded", "failed", "skipped", "canceled"]},
-        "progress": {"type": "number", "minimum": 0, "maximum": 1}, "output": {"type": "array", "items": {"type": "string"}},
-        "error": nullable_run_error.clone()}}));
-    schemas.insert("WebhookNodeEvent".into(), json!({"type": "object", "required": ["type", "run_id", "node", "id", "status"],
-        "description": "The body of a `node` webhook delivery (a `completed` delivery's body is the run's final status)", "properties": {
-        "type": {"type": "string", "enum": ["node"]}, "run_id": {"type": "string"}, "node": {"type": "string"},
-        "id": {"type": ["string", "null"]}, "status": {"type": "string"}}}));
-    let progress = json!({"type": "number", "minimum": 0, "maximum": 1, "description": "Extension: while the node runs, how far it got as its engine reports it (0 until a report)"});
-    let waiting_for = json!({"type": "string", "enum": ["engine"], "description": "Extension: on a queued node whose tool's model servers are all down, what it waits for; it runs when one is healthy again"});
-    schemas.insert("RunStatus".into(), json!({"type": "object", "description": "Workflow runs: workflow_run_id, overall_status, outputs, nodes. Node runs: id, overall_status, status, model_name, output.", "properties": {
-        "workflow_run_id": {"type": "string"}, "id": {"type": "string"},
-        "overall_status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "canceled"]},
-        "outputs": {"type": "object"}, "nodes": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/NodeResult"}},
-        "output": {"type": "array", "items": {"type": "string"}}, "model_name": {"type": "string"},
-        "status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "canceled"], "description": "Node runs: the same as overall_status"},
-        "error": nullable_run_error, "created_at": {"type": "string"}, "finished_at": {"type": ["string", "null"]},
-        "expires_at": {"type": ["string", "null"]}, "tokens": {"type": "integer"},
-        "progress": progress.clone(),
-        "queue_position": {"type": "integer", "minimum": 0, "description": "Extension: while the run is queued, how many nodes of the same tool, of all accounts, wait ahead of its first queued node"},
-        "waiting_for": waiting_for.clone(),
-        "priority": {"type": "string", "enum": ["interactive", "normal", "bulk"], "description": "Extension: the lane the run queues in"}}}));
-    schemas.insert("NodeResult".into(), json!({"type": "object", "required": ["id", "status", "output", "error", "model_name"], "properties": {
-        "id": {"type": "string"}, "status": {"type": "string", "enum": ["pending", "queued", "running", "succeeded", "failed", "skipped", "canceled"]},
-        "output": {"type": "array", "items": {"type": "string"}}, "error": nullable_run_error, "model_name": {"type": "string"},
-        "progress": progress, "waiting_for": waiting_for}}));
-    schemas.insert("RunList".into(), json!({"type": "object", "properties": {"runs": {"type": "array", "items": {"type": "object", "properties": {
-        "id": {"type": "string"}, "type": {"type": "string", "enum": ["node", "workflow"]}, "target": {"type": "string"},
-        "overall_status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "canceled"]},
-        "created_at": {"type": "string"}, "priority": {"type": "string", "enum": ["interactive", "normal", "bulk"]}}}},
-        "next_before": {"type": ["integer", "null"]}}}));
-    schemas.insert(
-        "Workflow".into(),
-        json!({"type": "object", "required": ["nodes"], "properties": {
-        "name": {"type": "string", "description": "The name written in the definition: PUT saves under the path's name whatever this says; `atelier admin workflow import` saves under it when no --name is given"},
-        "description": {"type": "string"}, "variables": {"type": "object"},
-        "nodes": {"type": "array"}, "outputs": {"type": "object"},
-        "layout": {"type": "object", "description": "Extension: where an editor placed each node (`$var:NAME` and `$out:NAME` for variables and outputs): [x, y]. Kept and returned; runs ignore it",
-            "additionalProperties": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}}}}),
-    );
-    schemas.insert("WorkflowDescription".into(), json!({"type": "object", "required": ["name", "workflow", "sample_payload", "inputs", "outputs"], "properties": {
-        "name": {"type": "string"}, "workflow": {"$ref": "#/components/schemas/Workflow"}, "sample_payload": {"$ref": "#/components/schemas/RunRequest"},
-        "inputs": {"type": "object", "properties": {"mandatory": {"type": "object"}, "optional": {"type": "object"}, "linked": {"type": "object"}}},
-        "outputs": {"type": "object"}}}));
-    schemas.insert("WorkflowList".into(), json!({"type": "array", "items": {"type": "object", "required": ["id", "name", "system_workflow", "created_at"], "properties": {
-        "id": {"type": "integer"}, "name": {"type": "string"}, "system_workflow": {"type": "boolean"}, "created_at": {"type": "string"}}}}));
-    schemas.insert(
-        "Deleted".into(),
-        json!({"type": "object", "properties": {"name": {"type": "string"}, "deleted": {"type": "boolean"}}}),
-    );
-    schemas.insert("ToolList".into(), json!({"type": "array", "items": {"type": "object"}}));
-    schemas.insert("Estimate".into(), json!({"type": "object", "properties": {"tokens": {"type": "integer"}, "nodes": {"type": "object"}, "balance": {"type": "integer"}}}));
-    schemas.insert("V2Status".into(), json!({"type": "object", "required": ["id", "status", "output", "error"], "properties": {
-        "id": {"type": "string"}, "status": {"type": "string", "enum": ["in_queue", "processing", "completed", "failed", "canceled"]},
-        "output": {"description": "Array of URLs; a single URL string (or null) for fabric"}, "error": nullable_run_error,
-        "input": {"type": "object"}, "model_name": {"type": "string"}}}));
-    schemas.insert(
-        "Tokens".into(),
-        json!({"type": "object", "required": ["tokens"], "properties": {"tokens": {"type": "integer"}}}),
-    );
+    // The shapes' schemas come from their types (`atelier-wire`); only the v2 bodies and the
+    // tools' inputs, which are read as open objects, are made here.
+    let mut schemas = atelier_wire::schema::components();
     for family in Family::ALL {
         let mut body = Map::new();
         body.insert("type".into(), json!("object"));
@@ -558,7 +408,7 @@ pub fn document() -> Value {
     for tool in TOOLS {
         schemas.insert(format!("Tool_{}", tool.name), tool_schema(tool.params));
     }
-    console_paths(&mut paths, &mut schemas);
+    console_paths(&mut paths);
     links_and_examples(&mut paths, &mut schemas);
     json!({
         "openapi": "3.1.0",

@@ -11,7 +11,8 @@ use atelier_core::workflow::WorkflowDef;
 use atelier_core::{ids, RequestError};
 use atelier_inputs::{ImageSource, InputError};
 use atelier_store::{Account, IdempotentAnswer, NewRun, RunKind, RunWebhook};
-use serde_json::{json, Map, Value};
+use atelier_wire as wire;
+use serde_json::{Map, Value};
 
 use crate::body::BodySlices;
 use crate::error::ApiError;
@@ -37,7 +38,7 @@ pub struct RunRequest {
 }
 
 /// The longest `start_within_secs`: a day.
-pub const MAX_START_WITHIN_SECS: u64 = 24 * 3600;
+pub use atelier_wire::runs::MAX_START_WITHIN_SECS;
 
 /// Takes the optional `start_within_secs` of a run body (an extension of the v3 and v2
 /// bodies): a whole number of seconds, 1 to [`MAX_START_WITHIN_SECS`].
@@ -196,7 +197,7 @@ pub struct Accepted {
 impl Accepted {
     /// The answer: the run handle.
     pub fn handle(&self) -> Value {
-        render::run_handle(&self.id, &self.warnings)
+        serde_json::to_value(render::run_handle(&self.id, &self.warnings)).unwrap_or_default()
     }
 }
 
@@ -290,20 +291,36 @@ pub async fn submit(
 }
 
 /// `POST /api/v3/estimate`: the price, per node, without reserving.
-pub async fn estimate(state: &AppState, account: &Account, request: &RunRequest) -> Result<Value, ApiError> {
+pub async fn estimate(
+    state: &AppState,
+    account: &Account,
+    request: &RunRequest,
+) -> Result<wire::Estimate, ApiError> {
     let plan = plan(state, account, request).await?;
-    let nodes: Map<String, Value> = plan.nodes.iter().map(|n| (n.name.clone(), json!(n.price))).collect();
     let balance = state.store.balance(account.id).await?;
-    Ok(json!({"tokens": plan.price(), "nodes": nodes, "balance": balance}))
+    Ok(price(&plan, Some(balance)))
 }
 
-/// The workflow description of spec 2.3.
-pub fn describe(name: &str, def: &WorkflowDef) -> Value {
-    json!({
-        "name": name,
-        "workflow": def,
-        "sample_payload": def.sample_payload(name),
-        "inputs": def.inputs(),
-        "outputs": def.outputs,
+/// A plan's price, in total and per node; with the balance for an estimate.
+pub fn price(plan: &Plan, balance: Option<i64>) -> wire::Estimate {
+    let nodes = plan.nodes.iter().map(|n| (n.name.clone(), n.price)).collect();
+    wire::Estimate { tokens: plan.price(), nodes, balance }
+}
+
+/// The workflow description of spec 2.3. The document and the sample body are core's
+/// (`WorkflowDef`), read into their wire types.
+pub fn describe(name: &str, def: &WorkflowDef) -> Result<wire::WorkflowDescription, ApiError> {
+    let internal = |e: serde_json::Error| ApiError::Internal(format!("describing {name}: {e}"));
+    let inputs = def.inputs();
+    Ok(wire::WorkflowDescription {
+        name: name.to_string(),
+        workflow: serde_json::to_value(def).and_then(serde_json::from_value).map_err(internal)?,
+        sample_payload: serde_json::from_value(def.sample_payload(name)).map_err(internal)?,
+        inputs: wire::WorkflowInputs {
+            mandatory: inputs.mandatory,
+            optional: inputs.optional,
+            linked: inputs.linked,
+        },
+        outputs: def.outputs.clone(),
     })
 }

@@ -116,6 +116,9 @@ async fn status(
     Ok(render::json_bytes(body))
 }
 
-async fn tokens(State(state): State<AppState>, Caller(account): Caller) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({"tokens": state.store.balance(account.id).await?})))
+async fn tokens(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+) -> Result<Json<atelier_wire::TokenBalance>, ApiError> {
+    Ok(Json(atelier_wire::TokenBalance { tokens: state.store.balance(account.id).await? }))
 }

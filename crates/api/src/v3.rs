@@ -5,6 +5,7 @@ use atelier_core::status::RunStatus;
 use atelier_core::workflow::WorkflowDef;
 use atelier_core::RequestError;
 use atelier_store::{format_time, RunQuery, StoreError};
+use atelier_wire as wire;
 use axum::extract::{Query, State};
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::body::RunBody;
 use crate::error::{ApiError, RunError};
@@ -60,7 +61,8 @@ async fn run(
         return Ok(answer.into_response());
     };
     let mut answer = answer;
-    answer.body["status"] = render::v3_status(&state.blob, &run, None);
+    answer.body["status"] =
+        serde_json::to_value(render::v3_status(&state.blob, &run, None)).unwrap_or_default();
     let mut response = answer.into_response();
     let applied = HeaderValue::from_str(&format!("wait={secs}")).unwrap_or(HeaderValue::from_static("wait"));
     response.headers_mut().insert(HeaderName::from_static("preference-applied"), applied);
@@ -96,7 +98,7 @@ async fn status(
             if node.status == atelier_core::status::NodeStatus::Queued
                 && waiting_for_engine(&state, &node.tool)
             {
-                shape["waiting_for"] = serde_json::json!("engine");
+                shape.waiting_for = Some(wire::WaitingFor::Engine);
             }
             Ok(Json(shape).into_response())
         }
@@ -128,7 +130,7 @@ async fn cancel(
     State(state): State<AppState>,
     Caller(account): Caller,
     RunId(id): RunId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::RunStatus>, ApiError> {
     let run = state.store.cancel_run(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
     Ok(Json(render::v3_status(&state.blob, &run, None)))
 }
@@ -145,7 +147,7 @@ async fn list_runs(
     State(state): State<AppState>,
     Caller(account): Caller,
     page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::RunList>, ApiError> {
     let Query(page) = page.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
     let limit = page.limit.unwrap_or(20).clamp(1, 100);
     let status = match page.status.as_deref().filter(|s| !s.is_empty()) {
@@ -158,29 +160,27 @@ async fn list_runs(
     let query = RunQuery { limit, before: page.before, status, target };
     let runs = state.store.list_runs(account.id, &query).await?;
     let next = (runs.len() as i64 == limit).then(|| runs.last().map(|r| r.created_at)).flatten();
-    let items: Vec<Value> = runs
+    let runs = runs
         .iter()
-        .map(|r| {
-            json!({
-                "id": r.id,
-                "type": if r.kind == atelier_store::RunKind::Workflow { "workflow" } else { "node" },
-                "target": r.target,
-                "overall_status": r.status.as_str(),
-                "created_at": format_time(r.created_at),
-                "priority": r.priority.as_str(),
-            })
+        .map(|r| wire::RunSummary {
+            id: r.id.clone(),
+            kind: r.kind.into(),
+            target: r.target.clone(),
+            overall_status: r.status.into(),
+            created_at: format_time(r.created_at),
+            priority: Some(r.priority.into()),
         })
         .collect();
-    Ok(Json(json!({"runs": items, "next_before": next})))
+    Ok(Json(wire::RunList { runs, next_before: next }))
 }
 
 async fn get_workflow(
     State(state): State<AppState>,
     Caller(account): Caller,
     WorkflowName(name): WorkflowName,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::WorkflowDescription>, ApiError> {
     let def = ops::load_workflow(&state, &account, &name).await?;
-    Ok(Json(ops::describe(&name, &def)))
+    Ok(Json(ops::describe(&name, &def)?))
 }
 
 async fn put_workflow(
@@ -188,21 +188,21 @@ async fn put_workflow(
     Caller(account): Caller,
     WorkflowName(name): WorkflowName,
     JsonObject(body): JsonObject,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::WorkflowDescription>, ApiError> {
     let def = WorkflowDef::parse(Value::Object(body))?;
     def.validate()?;
     let stored = serde_json::to_value(&def).map_err(|e| ApiError::Internal(e.to_string()))?;
     state.store.put_workflow(Some(account.id), &name, &stored).await?;
-    Ok(Json(ops::describe(&name, &def)))
+    Ok(Json(ops::describe(&name, &def)?))
 }
 
 async fn delete_workflow(
     State(state): State<AppState>,
     Caller(account): Caller,
     WorkflowName(name): WorkflowName,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::Deleted>, ApiError> {
     match state.store.delete_workflow(account.id, &name).await {
-        Ok(()) => Ok(Json(json!({"name": name, "deleted": true}))),
+        Ok(()) => Ok(Json(wire::Deleted { name, deleted: true })),
         Err(StoreError::NotFound) => match state.store.find_workflow(Some(account.id), &name).await? {
             Some(row) if row.system => Err(ApiError::ReadOnlyTemplate(name)),
             _ => Err(RequestError::WorkflowNotFound(name).into()),
@@ -224,7 +224,7 @@ async fn validate_workflow(
     Caller(_): Caller,
     query: Result<Query<ValidateAs>, axum::extract::rejection::QueryRejection>,
     JsonObject(body): JsonObject,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::WorkflowValidation>, ApiError> {
     let Query(query) = query.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
     let name = query
         .name
@@ -232,7 +232,7 @@ async fn validate_workflow(
         .filter(|n| !n.is_empty())
         .map(|raw| atelier_core::workflow::requested_workflow_name("name", raw));
     let def = WorkflowDef::parse(Value::Object(body))?;
-    let mut errors: Vec<Value> = def.problems().iter().map(problem).collect();
+    let mut errors: Vec<wire::ValidationProblem> = def.problems().iter().map(problem).collect();
     let name = match name {
         Some(Ok(name)) => name,
         Some(Err(e)) => {
@@ -241,43 +241,44 @@ async fn validate_workflow(
         }
         None => "untitled".to_string(),
     };
-    let description = errors.is_empty().then(|| ops::describe(&name, &def));
+    let description = if errors.is_empty() { Some(ops::describe(&name, &def)?) } else { None };
     // The price with every mandatory input at a placeholder (images do not change a price;
     // other inputs take their first allowed value, so this is where the price starts).
     let estimate = errors
         .is_empty()
         .then(|| compile_workflow(&def, &def.placeholder_input(), &state.config.prices).ok())
         .flatten()
-        .map(|plan| {
-            let nodes: serde_json::Map<String, Value> =
-                plan.nodes.iter().map(|n| (n.name.clone(), json!(n.price))).collect();
-            json!({"tokens": plan.price(), "nodes": nodes})
-        });
-    Ok(Json(
-        json!({"valid": errors.is_empty(), "errors": errors, "description": description, "estimate": estimate}),
-    ))
+        .map(|plan| ops::price(&plan, None));
+    Ok(Json(wire::WorkflowValidation { valid: errors.is_empty(), errors, description, estimate }))
 }
 
-fn problem(e: &RequestError) -> Value {
+fn problem(e: &RequestError) -> wire::ValidationProblem {
     match e {
-        RequestError::InvalidInput { field, reason, .. } => json!({"field": field, "reason": reason}),
-        other => json!({"field": null, "reason": other.to_string()}),
+        RequestError::InvalidInput { field, reason, .. } => {
+            wire::ValidationProblem { field: Some(field.clone()), reason: reason.clone() }
+        }
+        other => wire::ValidationProblem { field: None, reason: other.to_string() },
     }
 }
 
 async fn list_workflows(
     State(state): State<AppState>,
     Caller(account): Caller,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Vec<wire::WorkflowSummary>>, ApiError> {
     let rows = state.store.list_workflows(account.id).await?;
-    Ok(Json(Value::Array(
+    Ok(Json(
         rows.iter()
-            .map(|w| json!({"id": w.id, "name": w.name, "system_workflow": w.system, "created_at": format_time(w.created_at)}))
+            .map(|w| wire::WorkflowSummary {
+                id: w.id,
+                name: w.name.clone(),
+                system_workflow: w.system,
+                created_at: format_time(w.created_at),
+            })
             .collect(),
-    )))
+    ))
 }
 
-async fn tools(State(state): State<AppState>, Caller(_): Caller) -> Json<Value> {
+async fn tools(State(state): State<AppState>, Caller(_): Caller) -> Json<Vec<wire::Tool>> {
     Json(render::tools(&state.config.prices, state.config.engines.0.as_ref()))
 }
 
@@ -285,7 +286,7 @@ async fn estimate(
     State(state): State<AppState>,
     Caller(account): Caller,
     JsonObject(body): JsonObject,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<wire::Estimate>, ApiError> {
     let request = RunRequest::parse(&body)?;
     Ok(Json(ops::estimate(&state, &account, &request).await?))
 }

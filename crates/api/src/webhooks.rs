@@ -27,13 +27,13 @@ use atelier_core::v2::Family;
 use atelier_core::{webhook, RequestError};
 use atelier_inputs::{InputError, InputPolicy, Sender};
 use atelier_store::{
-    AttemptEnd, Delivery, DeliveryAttempt, DeliveryEvent, DeliveryRecord, SharedStore, StoreError,
-    WebhookEvents, WebhookSecret,
+    AttemptEnd, Delivery, DeliveryAttempt, DeliveryEvent, DeliveryRecord,
+    DeliveryState as DeliveryRecordState, SharedStore, StoreError, WebhookEvents, WebhookSecret,
 };
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 use url::Url;
@@ -49,7 +49,7 @@ pub const RETRY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// How long a rotated-out secret still signs.
 pub const ROTATION_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// The longest `webhook_url` accepted.
-pub const MAX_URL_BYTES: usize = 2048;
+pub use atelier_wire::runs::MAX_WEBHOOK_URL_BYTES as MAX_URL_BYTES;
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
@@ -121,53 +121,72 @@ fn parse_events(value: &Value) -> Result<WebhookEvents, RequestError> {
     Ok(events)
 }
 
-async fn secret(State(state): State<AppState>, Caller(account): Caller) -> Result<Json<Value>, ApiError> {
+async fn secret(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+) -> Result<Json<atelier_wire::WebhookSecret>, ApiError> {
     let secrets = state.store.webhook_secrets(account.id).await?;
     Ok(Json(secret_answer(&secrets)))
 }
 
-async fn rotate(State(state): State<AppState>, Caller(account): Caller) -> Result<Json<Value>, ApiError> {
+async fn rotate(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+) -> Result<Json<atelier_wire::WebhookSecret>, ApiError> {
     let secrets = state.store.rotate_webhook_secret(account.id, ROTATION_GRACE).await?;
     Ok(Json(secret_answer(&secrets)))
 }
 
 /// `{"key": current, "previous_key_expires_at": …}` (the latter when a rotated-out secret
 /// still signs).
-fn secret_answer(secrets: &[WebhookSecret]) -> Value {
+fn secret_answer(secrets: &[WebhookSecret]) -> atelier_wire::WebhookSecret {
     let current = secrets.iter().find(|s| s.expires_at.is_none());
     let previous = secrets.iter().filter_map(|s| s.expires_at).max();
-    json!({
-        "key": current.map(|s| s.secret.as_str()),
-        "previous_key_expires_at": previous.map(format_time),
-    })
+    atelier_wire::WebhookSecret {
+        // The store makes the current secret on first read: there is always one.
+        key: current.map(|s| s.secret.clone()).unwrap_or_default(),
+        previous_key_expires_at: previous.map(format_time),
+    }
 }
 
 async fn deliveries(
     State(state): State<AppState>,
     Caller(account): Caller,
     RunId(id): RunId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<atelier_wire::WebhookDeliveryList>, ApiError> {
     let list = state.store.run_deliveries(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
-    Ok(Json(json!({"deliveries": list.iter().map(delivery_shape).collect::<Vec<_>>()})))
+    Ok(Json(atelier_wire::WebhookDeliveryList { deliveries: list.iter().map(delivery_shape).collect() }))
 }
 
-fn delivery_shape(d: &DeliveryRecord) -> Value {
-    json!({
-        "id": d.message_id,
-        "event": d.event.as_str(),
-        "node": d.node,
-        "url": d.url,
-        "state": d.state.as_str(),
-        "created_at": format_time(d.created_at),
-        "next_attempt_at": d.next_at.map(format_time),
-        "attempts": d.attempts.iter().map(|a| json!({
-            "attempt": a.attempt,
-            "at": format_time(a.at),
-            "status_code": a.status_code,
-            "error": a.error,
-            "duration_ms": a.duration_ms,
-        })).collect::<Vec<_>>(),
-    })
+fn delivery_shape(d: &DeliveryRecord) -> atelier_wire::WebhookDelivery {
+    use atelier_wire::{DeliveryState, WebhookEventKind};
+    atelier_wire::WebhookDelivery {
+        id: d.message_id.clone(),
+        event: match d.event {
+            DeliveryEvent::Completed => WebhookEventKind::Completed,
+            DeliveryEvent::Node => WebhookEventKind::Node,
+        },
+        node: d.node.clone(),
+        url: d.url.clone(),
+        state: match d.state {
+            DeliveryRecordState::Pending => DeliveryState::Pending,
+            DeliveryRecordState::Delivered => DeliveryState::Delivered,
+            DeliveryRecordState::Failed => DeliveryState::Failed,
+        },
+        created_at: format_time(d.created_at),
+        next_attempt_at: d.next_at.map(format_time),
+        attempts: d
+            .attempts
+            .iter()
+            .map(|a| atelier_wire::WebhookAttempt {
+                attempt: a.attempt,
+                at: format_time(a.at),
+                status_code: a.status_code,
+                error: a.error.clone(),
+                duration_ms: a.duration_ms,
+            })
+            .collect(),
+    }
 }
 
 /// The longest wait between two attempts.
@@ -386,9 +405,10 @@ impl Deliverer {
                     Err(e) => return Err(e.to_string()),
                 };
                 match run.family.as_deref().and_then(Family::parse) {
-                    Some(family) => render::v2_status(&self.blob, &run, family),
-                    None => render::v3_status(&self.blob, &run, None),
+                    Some(family) => serde_json::to_value(render::v2_status(&self.blob, &run, family)),
+                    None => serde_json::to_value(render::v3_status(&self.blob, &run, None)),
                 }
+                .map_err(|e| e.to_string())?
             }
             DeliveryEvent::Node => {
                 let run = self
@@ -398,13 +418,19 @@ impl Deliverer {
                     .map_err(|e| e.to_string())?;
                 let node = delivery.node.as_deref().unwrap_or_default();
                 let gen_id = run.nodes.iter().find(|n| n.name == node).map(|n| n.gen_id.clone());
-                json!({
-                    "type": "node",
-                    "run_id": delivery.run_id,
-                    "node": node,
-                    "id": gen_id,
-                    "status": delivery.node_status,
-                })
+                let status = delivery
+                    .node_status
+                    .as_deref()
+                    .and_then(|s| s.parse::<atelier_core::status::NodeStatus>().ok())
+                    .ok_or("the delivery names no node state")?;
+                let event = atelier_wire::WebhookNodeEvent {
+                    kind: atelier_wire::NodeEventType::Node,
+                    run_id: delivery.run_id.clone(),
+                    node: node.to_string(),
+                    id: gen_id,
+                    status: status.into(),
+                };
+                serde_json::to_value(event).map_err(|e| e.to_string())?
             }
         };
         serde_json::to_vec(&value).map_err(|e| e.to_string())
@@ -414,6 +440,7 @@ impl Deliverer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn retries_double_from_the_first_wait_up_to_an_hour_with_a_fifth_of_jitter() {

@@ -188,7 +188,7 @@ async fn run(args: RunArgs) -> Result<Exit, Stop> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&status.raw).unwrap_or_else(|_| status.raw.to_string()));
     }
-    let tokens = status.tokens.map(|t| format!(" ({t} tokens)")).unwrap_or_default();
+    let tokens = format!(" ({} tokens)", status.tokens);
     if interrupted {
         match status.overall_status {
             RunState::Canceled => eprintln!("run {} canceled{tokens}", status.run_id()),
@@ -447,7 +447,7 @@ impl Display {
         }
     }
 
-    fn show(&mut self, node: &str, state: NodeState, progress: Option<f64>) {
+    fn show(&mut self, node: &str, state: NodeState, progress: Option<f32>) {
         let percent = (state == NodeState::Running)
             .then(|| (progress.unwrap_or(0.0).clamp(0.0, 1.0) * 100.0).round() as u64);
         if self.shown.get(node) == Some(&(state, percent)) {
@@ -485,7 +485,7 @@ impl Display {
     /// Every node of a polled status.
     fn status(&mut self, status: &RunStatus) {
         if status.is_workflow() {
-            for (name, node) in &status.nodes {
+            for (name, node) in status.node_results() {
                 self.show(name, node.status, node.progress);
             }
         } else if let Some(tool) = &status.model_name {
@@ -495,6 +495,8 @@ impl Display {
                 RunState::Succeeded => NodeState::Succeeded,
                 RunState::Failed => NodeState::Failed,
                 RunState::Canceled => NodeState::Canceled,
+                RunState::Pending => NodeState::Pending,
+                RunState::Skipped => NodeState::Skipped,
                 RunState::Unknown => NodeState::Unknown,
             };
             self.show(tool, state, status.progress);
@@ -562,7 +564,7 @@ fn output_files(status: &RunStatus) -> Vec<(String, String)> {
     let name = |stem: &str, i: usize, url: &str| format!("{}_{i}.{}", safe(stem), extension(url));
     if !status.is_workflow() {
         return status
-            .output
+            .output_urls()
             .iter()
             .enumerate()
             .map(|(i, url)| (url.clone(), name(status.run_id(), i, url)))
@@ -578,8 +580,7 @@ fn output_files(status: &RunStatus) -> Vec<(String, String)> {
             .collect();
     }
     status
-        .nodes
-        .iter()
+        .node_results()
         .flat_map(|(node, result)| {
             let stem = format!("{}_{node}", status.run_id());
             result

@@ -256,7 +256,7 @@ pub enum Error {
 impl Error {
     /// The error for a non-2xx answer: `status`, its headers and its body.
     pub fn from_response(status: u16, headers: &HeaderMap, body: &[u8]) -> Self {
-        let parsed = serde_json::from_slice::<ErrorResponse>(body).ok().and_then(|r| r.error);
+        let parsed = serde_json::from_slice::<ErrorResponse>(body).ok().map(|r| r.error);
         match parsed {
             Some(error) if !error.name.is_empty() => {
                 let header_retry = headers

@@ -303,7 +303,7 @@ mod tests {
         match status {
             Some(RunEvent::Status(s)) => {
                 assert_eq!(
-                    (s.overall_status, s.output.as_slice()),
+                    (s.overall_status, s.output_urls()),
                     (RunState::Succeeded, &["u".to_string()][..])
                 );
                 assert_eq!(s.raw["output"][0], "u", "the raw answer is kept");

@@ -2,20 +2,10 @@
 //!
 //! [`OPERATIONS`] maps every operation (method and path) to the [`crate::Client`] methods
 //! that call it, with the query and header parameters they can send and the request and
-//! response schemas; [`SCHEMAS`] and [`LOCATED`] map the OpenAPI schemas the client reads or
-//! sends to the models, whose field names come from serde ([`serde_fields`]). The crate's
-//! `openapi` test compares both tables with the server's document in both directions, so a
-//! change of the interface that the client does not follow fails a test. What the client
-//! leaves out on purpose is listed in [`NOT_COVERED`] and [`NOT_MODELED`].
-
-use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
-
-use crate::models::{
-    Deleted, ErrorBody, ErrorResponse, Estimate, NodeEvent, NodeResult, RunError, RunHandle, RunList,
-    RunRequest, RunStatus, TokenBalance, V2Status, ValidationProblem, WebhookAttempt, WebhookDelivery,
-    WebhookDeliveryList, WebhookNodeEvent, WebhookSecret, WorkflowDefinition, WorkflowDescription,
-    WorkflowInputs, WorkflowSummary, WorkflowValidation,
-};
+//! response schemas. The crate's `openapi` test compares it with the server's document in
+//! both directions, so an operation the client does not follow fails a test; what the client
+//! leaves out on purpose is listed in [`NOT_COVERED`]. The models need no such check: they
+//! are `atelier-wire`'s types, which the server writes and the document's schemas come from.
 
 /// One HTTP operation and the client methods that call it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,134 +114,9 @@ pub const NOT_COVERED: &[(&str, &str)] = &[
     ("/internal/", "the process's own endpoints (model servers' callbacks)"),
 ];
 
-/// The field names of a model, as serde reads them.
-pub type FieldsOf = fn() -> Vec<&'static str>;
-
-/// OpenAPI component schema → the model that reads or writes it (for an array schema, the
-/// model of its items).
-pub const SCHEMAS: &[(&str, FieldsOf)] = &[
-    ("RunRequest", serde_fields::<RunRequest>),
-    ("RunHandle", serde_fields::<RunHandle>),
-    ("RunStatus", serde_fields::<RunStatus>),
-    ("NodeResult", serde_fields::<NodeResult>),
-    ("RunError", serde_fields::<RunError>),
-    ("Error", serde_fields::<ErrorBody>),
-    ("ErrorResponse", serde_fields::<ErrorResponse>),
-    ("RunList", serde_fields::<RunList>),
-    ("Workflow", serde_fields::<WorkflowDefinition>),
-    ("WorkflowDescription", serde_fields::<WorkflowDescription>),
-    ("WorkflowList", serde_fields::<WorkflowSummary>),
-    ("Deleted", serde_fields::<Deleted>),
-    ("Estimate", serde_fields::<Estimate>),
-    ("Validation", serde_fields::<WorkflowValidation>),
-    ("V2Status", serde_fields::<V2Status>),
-    ("Tokens", serde_fields::<TokenBalance>),
-    ("NodeEvent", serde_fields::<NodeEvent>),
-    ("WebhookSecret", serde_fields::<WebhookSecret>),
-    ("WebhookDeliveries", serde_fields::<WebhookDeliveryList>),
-    ("WebhookNodeEvent", serde_fields::<WebhookNodeEvent>),
-];
-
-/// Models of schemas without a component name: the JSON pointer of the schema in the
-/// document, and the model.
-pub const LOCATED: &[(&str, FieldsOf)] = &[
-    ("/components/schemas/WorkflowDescription/properties/inputs", serde_fields::<WorkflowInputs>),
-    ("/components/schemas/Validation/properties/errors/items", serde_fields::<ValidationProblem>),
-    ("/components/schemas/WebhookDeliveries/properties/deliveries/items", serde_fields::<WebhookDelivery>),
-    (
-        "/components/schemas/WebhookDeliveries/properties/deliveries/items/properties/attempts/items",
-        serde_fields::<WebhookAttempt>,
-    ),
-];
-
-/// Schemas without a model, and why (a name ending in `*` stands for every name it starts).
-pub const NOT_MODELED: &[(&str, &str)] = &[
-    ("Tool_*", "tool inputs are JSON objects; Client::tools describes each tool's at run time"),
-    ("V2Run_*", "v2 run bodies are JSON objects of the family's fields"),
-    ("ToolList", "an array of bare objects: Tool and ToolParam are checked against the server's rendering"),
-    ("SignIn", "console"),
-    ("Session", "console"),
-    ("Key", "console"),
-    ("NewKey", "console"),
-    ("KeyList", "console"),
-    ("Ledger", "console"),
-    ("Usage", "console"),
-    ("RunDetail", "console"),
-];
-
-/// Fields the server sends that its document does not list: (schema, field). The test
-/// checks each is still missing from the document, so the list shrinks when the document
-/// is fixed. None at present.
-pub const UNDOCUMENTED_FIELDS: &[(&str, &str)] = &[];
-
-/// The field names serde reads for `T` (renames applied, skipped fields left out), found by
-/// asking `T`'s `Deserialize` which fields it expects. Empty for a type that is not a
-/// struct.
-pub fn serde_fields<T: DeserializeOwned>() -> Vec<&'static str> {
-    let mut fields = None;
-    let _ = T::deserialize(Introspect(&mut fields));
-    fields.unwrap_or_default().to_vec()
-}
-
-/// A deserializer that records the fields a struct asks for and stops there.
-struct Introspect<'a>(&'a mut Option<&'static [&'static str]>);
-
-#[derive(Debug)]
-struct Stop;
-
-impl std::fmt::Display for Stop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("introspection stops here")
-    }
-}
-
-impl std::error::Error for Stop {}
-
-impl de::Error for Stop {
-    fn custom<T: std::fmt::Display>(_: T) -> Self {
-        Stop
-    }
-}
-
-impl<'de> Deserializer<'de> for Introspect<'_> {
-    type Error = Stop;
-
-    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
-        Err(Stop)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        fields: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, Stop> {
-        *self.0 = Some(fields);
-        Err(Stop)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
-        unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fields_come_from_serde_with_renames_and_without_skipped_fields() {
-        assert_eq!(
-            serde_fields::<RunRequest>(),
-            ["type", "target", "input", "webhook_url", "webhook_events", "priority", "start_within_secs"]
-        );
-        let status = serde_fields::<RunStatus>();
-        assert!(status.contains(&"overall_status") && !status.contains(&"raw"), "{status:?}");
-        let handle = serde_fields::<RunHandle>();
-        assert_eq!(handle, ["id", "error", "warnings", "status"], "client-only fields are not JSON fields");
-        assert!(serde_fields::<serde_json::Value>().is_empty());
-    }
 
     #[test]
     fn every_operation_names_methods_and_paths_once() {

@@ -33,7 +33,7 @@ pub enum WebhookPayload {
     /// A v3 run ended: its final status.
     Completed(Box<RunStatus>),
     /// A v2 run ended: its family's final status.
-    CompletedV2(V2Status),
+    CompletedV2(Box<V2Status>),
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<&'a str, WebhookError> {
@@ -83,7 +83,7 @@ pub fn parse_webhook(body: &[u8]) -> Result<WebhookPayload, Error> {
     }
     let mut status: V2Status = crate::client::decode(value.clone(), "a completed v2 webhook")?;
     status.raw = value;
-    Ok(WebhookPayload::CompletedV2(status))
+    Ok(WebhookPayload::CompletedV2(Box::new(status)))
 }
 
 #[cfg(test)]

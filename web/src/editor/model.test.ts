@@ -26,9 +26,9 @@ function tool(name: string, output: string, params: [string, Tool['params'][numb
     engine: 'builtin',
     fidelity: 'placeholder',
     output,
-    price: 1,
+    price: '1 per run',
     primary_image: params.find(([, t]) => t === 'image')?.[0] ?? null,
-    params: params.map(([n, type]) => ({ name: n, type, required: type === 'image' })),
+    params: params.map(([n, type]) => ({ name: n, type, required: type === 'image', default: null })),
   };
 }
 

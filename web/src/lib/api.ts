@@ -2,17 +2,10 @@
 // authorizes it); changes carry the session's CSRF token. The API key is never kept here:
 // it is sent once, to sign in.
 
-export interface ApiErrorBody {
-  name: string;
-  message: string;
-  field?: string;
-  reason?: string;
-  required?: number;
-  balance?: number;
-  retry_after?: number;
-  allowed?: unknown[];
-  missing?: string[];
-}
+import type * as wire from './wire';
+
+/** The error object of an error answer, or `HttpError` for an answer without one. */
+export type ApiErrorBody = Omit<wire.Error, 'name'> & { name: wire.Error['name'] | 'HttpError' };
 
 export class ApiError extends Error {
   readonly status: number;
@@ -95,82 +88,16 @@ export function explain(error: unknown): string {
   }
 }
 
-// Shapes the pages read.
+// Shapes the pages read: the service's own types, generated from its OpenAPI schemas
+// (./wire.ts), under the names the pages use.
 
-export interface Session {
-  account: string;
-  csrf_token: string;
-  expires_at: string;
-  balance: number;
-}
-
-export type ParamType = 'image' | 'select' | 'number' | 'string' | 'boolean';
-
-export interface ParamSpec {
-  name: string;
-  type: ParamType;
-  required: boolean;
-  default?: unknown;
-  description?: string;
-  values?: unknown[];
-  min?: number;
-  max?: number;
-  integer?: boolean;
-}
-
-export interface Tool {
-  name: string;
-  description: string;
-  engine: string;
-  fidelity: string;
-  output: string;
-  price: unknown;
-  primary_image: string | null;
-  params: ParamSpec[];
-}
-
-export interface NodeResult {
-  id: string;
-  status: string;
-  output: string[];
-  error: { name: string; message: string } | null;
-  model_name: string;
-  progress?: number;
-  waiting_for?: 'engine';
-}
-
-export interface RunStatus {
-  id?: string;
-  workflow_run_id?: string;
-  overall_status: string;
-  status?: string;
-  output?: string[];
-  outputs?: Record<string, string | string[] | null>;
-  nodes?: Record<string, NodeResult>;
-  error: { name: string; message: string; node?: string } | null;
-  model_name?: string;
-  created_at: string;
-  finished_at: string | null;
-  expires_at: string | null;
-  tokens: number;
-  progress?: number;
-  queue_position?: number;
-  waiting_for?: 'engine';
-}
-
-export interface RunDetail {
-  id: string;
-  type: 'node' | 'workflow';
-  target: string;
-  status: RunStatus;
-  nodes: { name: string; gen_id: string; tool: string; links: Record<string, string>; bypassed: boolean; price: number }[];
-  rerun: boolean;
-}
-
-export interface Estimate {
-  tokens: number;
-  nodes: Record<string, number>;
-  balance: number;
-}
+export type Session = wire.Session;
+export type ParamType = wire.ParamKind;
+export type ParamSpec = wire.ToolParam;
+export type Tool = wire.Tool;
+export type NodeResult = wire.NodeResult;
+export type RunStatus = wire.RunStatus;
+export type RunDetail = wire.RunDetail;
+export type Estimate = wire.Estimate;
 
 export const TERMINAL = ['succeeded', 'failed', 'canceled'];

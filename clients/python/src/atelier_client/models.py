@@ -53,10 +53,11 @@ __all__ = [
     "model_fields",
 ]
 
-#: Values of ``overall_status`` (v3 runs), in the order a run moves through them.
-RUN_STATES = ("queued", "running", "succeeded", "failed", "canceled")
+#: Values of ``overall_status`` (v3 runs), in the order a run moves through them; ``pending``
+#: and ``skipped`` only for one node of a workflow run, polled by its generation id.
+RUN_STATES = ("pending", "queued", "running", "succeeded", "failed", "skipped", "canceled")
 #: The states a run ends in.
-TERMINAL_RUN_STATES = frozenset({"succeeded", "failed", "canceled"})
+TERMINAL_RUN_STATES = frozenset({"succeeded", "failed", "skipped", "canceled"})
 #: Values of a node's ``status`` inside a workflow run.
 NODE_STATES = ("pending", "queued", "running", "succeeded", "failed", "skipped", "canceled")
 #: Values of a v2 status's ``status``.

@@ -349,13 +349,14 @@ async fn oversized_bodies_get_413() {
     assert_eq!(body["error"]["name"], "PayloadTooLarge");
 }
 
+/// The document served is the one committed as docs/openapi.json (held there by
+/// `crates/api/tests/generated.rs`).
 #[tokio::test]
-async fn openapi_document_matches_its_snapshot() {
+async fn openapi_document_is_served() {
     let app = TestApp::start().await;
     let (code, doc) = app.call("GET", "/openapi.json", None, None).await;
     assert_eq!(code, 200);
     assert_eq!(doc, atelier_api::openapi::document());
-    insta::assert_json_snapshot!("openapi", doc);
 }
 
 /// The OpenAPI document is written by hand beside the routes: every operation it documents

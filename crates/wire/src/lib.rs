@@ -1,0 +1,79 @@
+//! Every shape that crosses Atelier's HTTP interface, written once.
+//!
+//! The server (`atelier-api`) builds these types and serializes them; the Rust client
+//! (`atelier-client`) reads the same types; the OpenAPI document's component schemas are
+//! generated from them ([`schema::components`]), so the document, the server and the client
+//! cannot drift apart. The doc comment of each type and field is its description in the
+//! document: write it for the interface's users.
+//!
+//! Conventions:
+//! * Fields the server always writes are plain (`Option` ones are then written as `null`);
+//!   fields that only some answers carry are `Option`s skipped when absent. The schemas of
+//!   answers are made for what the server writes (the serialize contract), so "always
+//!   written" is "required"; those of the request bodies for what it reads.
+//! * A reader fills in what an answer leaves out (`#[serde(default)]` on the fields a server
+//!   may omit), and unknown fields are ignored, so an older reader keeps working against a
+//!   newer server.
+//! * Every enum of values has an `Unknown` variant that reads a value this version does not
+//!   know; it is never written and is not in the schemas.
+//! * Some types keep what a reader needs beside the body (`raw`, the answer as it came; the
+//!   headers of a run handle): those fields are neither serialized nor in the schemas.
+//!
+//! Which shapes are here: runs (request, handle, status, node result, events, run list),
+//! the v2 statuses, errors, tools, workflows (document, description, list, validation,
+//! estimate), webhooks (secret, deliveries, node events) and the console's own (session,
+//! keys, ledger, usage, run detail).
+
+#![warn(missing_docs)]
+
+pub mod console;
+pub mod errors;
+pub mod runs;
+pub mod schema;
+pub mod tools;
+pub mod typescript;
+pub mod v2;
+pub mod webhooks;
+pub mod workflows;
+
+pub use errors::{ErrorBody, ErrorResponse};
+pub use runs::{
+    NamedOutput, NodeEvent, NodeResult, NodeState, Priority, RunError, RunHandle, RunKind, RunList,
+    RunRequest, RunState, RunStatus, RunSummary, WaitingFor, WebhookEventKind,
+};
+pub use tools::{ParamKind, Tool, ToolParam};
+pub use v2::{TokenBalance, V2Output, V2State, V2Status};
+pub use webhooks::{
+    DeliveryState, NodeEventType, WebhookAttempt, WebhookDelivery, WebhookDeliveryList, WebhookNodeEvent,
+    WebhookSecret,
+};
+pub use workflows::{
+    parse_descriptor, Deleted, Estimate, ValidationProblem, WorkflowDefinition, WorkflowDescription,
+    WorkflowInputs, WorkflowSummary, WorkflowValidation,
+};
+
+/// A string enum of the interface: `as_str`, `ALL` (without `Unknown`), `Display`, and the
+/// names of every known value. Serde and the schema come from the derives beside it.
+macro_rules! wire_enum {
+    ($ty:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        impl $ty {
+            /// Every value the server writes.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The value as the interface spells it (`unknown` for [`Self::Unknown`]).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)+
+                    Self::Unknown => "unknown",
+                }
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+pub(crate) use wire_enum;

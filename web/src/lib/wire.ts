@@ -1,0 +1,557 @@
+// Generated from the OpenAPI document's schemas (crates/wire): do not edit.
+// After a change of a wire type: ATELIER_BLESS=1 cargo test -p atelier-api --test generated
+
+/** `DELETE /api/v3/workflow/{name}`. */
+export interface Deleted {
+  /** The name. */
+  name: string;
+  /** Always true. */
+  deleted: boolean;
+}
+
+/** The state of a webhook delivery. */
+export type DeliveryState = "pending" | "delivered" | "failed";
+
+/** The error object of an error answer: a stable machine name, a message, and the fields that name's errors carry. */
+export interface Error {
+  /** The stable machine name (`InsufficientTokens`, `RunNotFound`, …). */
+  name: "InvalidRequest" | "MissingInputs" | "Unauthorized" | "InsufficientTokens" | "UnknownTool" | "WorkflowNotFound" | "RunNotFound" | "PayloadTooLarge" | "InvalidInput" | "InvalidImage" | "ReadOnlyTemplate" | "IdempotencyConflict" | "IdempotencyKeyReused" | "RateLimited" | "ConcurrencyLimited" | "QueueFull" | "FileNotFound" | "OutputExpired" | "SessionRequired" | "Forbidden" | "KeyNotFound" | "Conflict" | "InternalError";
+  /** What went wrong, in words. */
+  message: string;
+  /** MissingInputs: the absent keys. */
+  missing?: string[];
+  /** InvalidInput and InvalidImage: the value at fault. */
+  field?: string;
+  /** InvalidInput and InvalidImage: why. */
+  reason?: string;
+  /** InvalidInput: the allowed values of a select, or the known names. */
+  allowed?: unknown[];
+  /** InsufficientTokens: the run's price. */
+  required?: number;
+  /** InsufficientTokens: the available balance. */
+  balance?: number;
+  /** The account's cap on unfinished runs (ConcurrencyLimited), or the account's or the API key's cap on runs waiting to start (QueueFull). */
+  limit?: number;
+  /** Seconds to wait (429). */
+  retry_after?: number;
+}
+
+/** The body of an error answer: `{"error": {…}}`; on run endpoints `{"id": null, "error": {…}}`, the run-handle shape. */
+export interface ErrorResponse {
+  /** Run endpoints: null. */
+  id?: null;
+  /** The error. */
+  error: Error;
+}
+
+/** `POST /api/v3/estimate`: a run's price; nothing is reserved. */
+export interface Estimate {
+  /** The whole run's price. */
+  tokens: number;
+  /** Node name → its price. */
+  nodes: Record<string, number>;
+  /** The account's available balance (absent in a validation's estimate). */
+  balance?: number;
+}
+
+/** An API key of the account, by prefix (the key itself is shown once, when made). */
+export interface Key {
+  /** The key's id. */
+  id: number;
+  /** The key's first characters. */
+  prefix: string;
+  /** When it was made. */
+  created_at: string;
+  /** When it was last used. */
+  last_used: string | null;
+  /** When it was revoked. */
+  revoked_at: string | null;
+  /** The key this session signed in with. */
+  current: boolean;
+}
+
+/** The account's API keys. */
+export interface KeyList {
+  /** Every key, revoked ones included. */
+  keys: Key[];
+}
+
+/** A page of the account's ledger, newest first. */
+export interface Ledger {
+  /** The lines. */
+  entries: LedgerEntry[];
+  /** Pass as `before` for the next page; null on the last one. */
+  next_before: number | null;
+}
+
+/** A line of the account's ledger. */
+export interface LedgerEntry {
+  /** The line's id (pages go by it). */
+  id: number;
+  /** The run it belongs to. */
+  run_id: string | null;
+  /** The run's tool or workflow. */
+  target: string | null;
+  /** What the line records. */
+  kind: LedgerKind;
+  /** Tokens. */
+  amount: number;
+  /** When it was written. */
+  created_at: string;
+}
+
+/** The kind of a ledger line: a run reserves its price when accepted; when it ends, what its succeeded nodes cost is charged and the rest released. */
+export type LedgerKind = "grant" | "reserve" | "charge" | "release";
+
+/** A named output of a workflow run: its URL, or a list when the node made several. */
+export type NamedOutput = string | string[];
+
+/** A new API key: its view and the key itself. */
+export interface NewKey {
+  /** The key's id. */
+  id: number;
+  /** The key's first characters. */
+  prefix: string;
+  /** When it was made. */
+  created_at: string;
+  /** When it was last used. */
+  last_used: string | null;
+  /** When it was revoked. */
+  revoked_at: string | null;
+  /** The key this session signed in with. */
+  current: boolean;
+  /** The key itself: shown this once. */
+  key: string;
+}
+
+/** The data of a `node` event of /api/v3/status/{run_id}/events: a node's state or progress changed. */
+export interface NodeEvent {
+  /** The run. */
+  run_id: string;
+  /** The node's name (a node run's only node is named after its tool). */
+  node: string;
+  /** The node's generation id. */
+  id: string;
+  /** Its state. */
+  status: NodeState;
+  /** Why it failed, was skipped or canceled. */
+  error: RunError | null;
+  /** 0 to 1, while it runs. */
+  progress?: number;
+  /** Output URLs, once it succeeded. */
+  output?: string[];
+}
+
+/** The `type` of a `node` webhook body. */
+export type NodeEventType = "node";
+
+/** A node of a workflow run's status (`nodes[name]`). */
+export interface NodeResult {
+  /** The node's generation id (`gen_…`), also a status id of its own. */
+  id: string;
+  /** The node's state. */
+  status: NodeState;
+  /** Output URLs, once it succeeded. */
+  output: string[];
+  /** Why it failed, was skipped or canceled. */
+  error: RunError | null;
+  /** The tool it runs. */
+  model_name: string;
+  /** Extension: while the node runs, how far it got as its engine reports it (0 until a report). */
+  progress?: number;
+  /** Extension: on a queued node whose tool's model servers are all down, what it waits for; it runs when one is healthy again. */
+  waiting_for?: WaitingFor;
+}
+
+/** The state of one node of a run. */
+export type NodeState = "pending" | "queued" | "running" | "succeeded" | "failed" | "skipped" | "canceled";
+
+/** The type of a tool parameter. */
+export type ParamKind = "image" | "select" | "number" | "string" | "boolean";
+
+/** Extension: the lane the run's nodes queue in: interactive (someone waits for it) before normal before bulk, a share of the claims kept for lower lanes; the default is the API key's lane, normal unless set. */
+export type Priority = "interactive" | "normal" | "bulk";
+
+/** A run with the graph it ran. */
+export interface RunDetail {
+  /** The run id. */
+  id: string;
+  /** `node` or `workflow`. */
+  type: RunKind;
+  /** The tool or workflow. */
+  target: string;
+  /** Its status. */
+  status: RunStatus;
+  /** The graph. */
+  nodes: RunDetailNode[];
+  /** Whether POST …/rerun can run it again (v3 runs). */
+  rerun: boolean;
+}
+
+/** A node of the graph a run ran. */
+export interface RunDetailNode {
+  /** The node's name. */
+  name: string;
+  /** Its generation id. */
+  gen_id: string;
+  /** The tool it runs. */
+  tool: string;
+  /** Parameter → upstream node. */
+  links: Record<string, string>;
+  /** Whether it passed its input through instead of running. */
+  bypassed: boolean;
+  /** Its price. */
+  price: number;
+}
+
+/** Why a run or node failed, or that it was canceled. */
+export interface RunError {
+  /** The stable machine name. */
+  name: "Canceled" | "ToolFailed" | "InvalidImage" | "InputFetchFailed" | "EngineUnavailable" | "Timeout" | "UpstreamFailed" | "WorkerLost" | "NotStarted";
+  /** What happened, in words. */
+  message: string;
+  /** The failed node (run errors). */
+  node?: string;
+}
+
+/** The answer of every accepted run request, v3 and v2. */
+export interface RunHandle {
+  /** The run id: `wr_…` for workflow runs, `gen_…` for tool and v2 runs. */
+  id: string;
+  /** Always null on an accepted run (a refusal is an error answer). */
+  error: Error | null;
+  /** Why parts of the input were ignored (values for linked parameters). */
+  warnings?: string[];
+  /** Extension: the final status, when `Prefer: wait` was asked for and the run finished in time. */
+  status?: RunStatus;
+}
+
+/** A run's kind: one tool, or a saved workflow. */
+export type RunKind = "node" | "workflow";
+
+/** A page of `GET /api/v3/runs`, newest first. */
+export interface RunList {
+  /** The runs. */
+  runs: RunSummary[];
+  /** Pass as `before` for the next page; null on the last one. */
+  next_before: number | null;
+}
+
+/** The body of `POST /api/v3/run` and `POST /api/v3/estimate`; also a workflow description's `sample_payload`. */
+export interface RunRequest {
+  /** `node` or `workflow`. */
+  type: RunKind;
+  /** A tool name (type node) or a workflow name (type workflow; see the name of /api/v3/workflow/{name}). */
+  target: string;
+  /** Tool parameters (node runs), or `Node.param` keys and variable names (workflows). */
+  input: Record<string, unknown>;
+  /** Extension: an http(s) URL that receives a signed POST (Standard Webhooks) when the run finishes; the same address policy as image URLs. */
+  webhook_url?: string;
+  /** Extension: what is sent to webhook_url: `completed` (the final status; the default) and `node` (each node's state change). */
+  webhook_events?: WebhookEventKind[];
+  /** Extension: the lane the run's nodes queue in (the default: the API key's lane, normal unless set). */
+  priority?: Priority;
+  /** Extension: each node must be started by a worker within this many seconds of being queued; one that is not fails NotStarted (not charged). No limit when absent. */
+  start_within_secs?: number;
+}
+
+/** The state of a run (`overall_status`), in the order a run moves through them. The status of one node of a workflow run, addressed by its generation id, is the node's state, which may also be `pending` or `skipped`. */
+export type RunState = "pending" | "queued" | "running" | "succeeded" | "failed" | "skipped" | "canceled";
+
+/** `GET /api/v3/status/{id}`. Workflow runs: workflow_run_id, overall_status, outputs, nodes. Node runs: id, overall_status, status, model_name, output. One node of a workflow run, addressed by its generation id: the node-run shape with workflow_run_id. */
+export interface RunStatus {
+  /** Node runs: the run's id; a node of a workflow run: the node's generation id. */
+  id?: string;
+  /** Workflow runs, and nodes addressed by their generation id: the workflow run's id. */
+  workflow_run_id?: string;
+  /** The state of the whole run. */
+  overall_status: RunState;
+  /** Node runs: the same as overall_status. */
+  status?: RunState;
+  /** Node runs: the tool. */
+  model_name?: string;
+  /** Workflow runs: output name → its URL (a list when the node made several), null until produced. */
+  outputs?: Record<string, NamedOutput | null>;
+  /** Workflow runs: node name → its result, in the workflow's order. */
+  nodes?: Record<string, NodeResult>;
+  /** Node runs: output URLs. */
+  output?: string[];
+  /** Why the run failed, or that it was canceled. */
+  error: RunError | null;
+  /** When the run was accepted. */
+  created_at: string;
+  /** When it ended. */
+  finished_at: string | null;
+  /** Until when its outputs are kept. */
+  expires_at: string | null;
+  /** Tokens charged so far. */
+  tokens: number;
+  /** Extension: the lane the run queues in. */
+  priority?: Priority;
+  /** Extension: while the node runs, how far it got as its engine reports it (0 until a report). */
+  progress?: number;
+  /** Extension: while the run is queued, how many nodes of the same tool, of all accounts, wait ahead of its first queued node. */
+  queue_position?: number;
+  /** Extension: on a queued node run whose tool's model servers are all down, what it waits for; it runs when one is healthy again. */
+  waiting_for?: WaitingFor;
+}
+
+/** An item of `GET /api/v3/runs`. */
+export interface RunSummary {
+  /** The run id. */
+  id: string;
+  /** `node` or `workflow`. */
+  type: RunKind;
+  /** The tool or workflow. */
+  target: string;
+  /** Its state. */
+  overall_status: RunState;
+  /** When it was accepted. */
+  created_at: string;
+  /** The lane it queues in. */
+  priority: Priority | null;
+}
+
+/** A console session: the account, the CSRF token that changes need, its expiry and the balance. */
+export interface Session {
+  /** The account's name. */
+  account: string;
+  /** Send it as X-CSRF-Token with every change. */
+  csrf_token: string;
+  /** When the session ends at the latest. */
+  expires_at: string;
+  /** The account's available balance. */
+  balance: number;
+}
+
+/** The body of a sign-in. */
+export interface SignIn {
+  /** The API key to sign in with. */
+  api_key: string;
+}
+
+/** `GET /api/v2/user/tokens`: the token balance. */
+export interface Tokens {
+  /** The available balance. */
+  tokens: number;
+}
+
+/** A tool: its parameters, price rule and engine. */
+export interface Tool {
+  /** The tool's name (a node run's `target`). */
+  name: string;
+  /** What it does. */
+  description: string;
+  /** The kind of engine that runs it (`builtin`, `comfyui`, `cog`, `onnx`). */
+  engine: string;
+  /** `production` or `preview`: how faithful its output is on that engine. */
+  fidelity: string;
+  /** `image` or `video`. */
+  output: string;
+  /** The price rule in words (`1 per run, 2 at scale 4`). */
+  price: string;
+  /** The parameter a bypassed node passes through. */
+  primary_image: string | null;
+  /** Its parameters. */
+  params: ToolParam[];
+}
+
+export type ToolList = Tool[];
+
+/** A parameter of a tool. */
+export interface ToolParam {
+  /** The parameter's name (the `input` key). */
+  name: string;
+  /** Its type. */
+  type: ParamKind;
+  /** Whether a run must give it. */
+  required: boolean;
+  /** The value used when it is not given. */
+  default: unknown;
+  /** The allowed values of a select (or of a number with fixed values). */
+  values?: unknown[];
+  /** A number's least value. */
+  min?: number;
+  /** A number's greatest value. */
+  max?: number;
+}
+
+/** Tokens charged and nodes run per UTC day, every day of the window listed. */
+export interface Usage {
+  /** The days, oldest first. */
+  days: UsageDay[];
+}
+
+/** Tokens charged and nodes run on one UTC day. */
+export interface UsageDay {
+  /** YYYY-MM-DD (UTC). */
+  date: string;
+  /** Tokens charged. */
+  tokens: number;
+  /** Tool → nodes run. */
+  nodes: Record<string, number>;
+}
+
+/** The `output` of a v2 status: a list of URLs, except for the fabric family (one URL, null until produced). */
+export type V2Output = string[] | string;
+
+/** The state of a v2 run. */
+export type V2State = "in_queue" | "processing" | "completed" | "failed" | "canceled";
+
+/** A v2 status object (`GET /api/v2/{family}/status/{id}`): exactly the fields the family has. */
+export interface V2Status {
+  /** The run id. */
+  id: string;
+  /** Its state. */
+  status: V2State;
+  /** Array of URLs; a single URL string (or null) for fabric. */
+  output: V2Output | null;
+  /** Why it failed. */
+  error: RunError | null;
+  /** Try-on: the request as sent (inline images shown as `<base64>`). */
+  input?: Record<string, unknown>;
+  /** Try-on and try-on pro: the model. */
+  model_name?: string;
+}
+
+/** `POST /api/v3/workflows/validate`: every problem of a document, and what discovery will show of it (nothing is saved). */
+export interface Validation {
+  /** Whether the document has no problem. */
+  valid: boolean;
+  /** Every problem. */
+  errors: ValidationProblem[];
+  /** What discovery would show of it, when valid. */
+  description: WorkflowDescription | null;
+  /** The price with every mandatory input at a placeholder (non-image inputs at their first allowed value): where the price starts. When valid. */
+  estimate: Estimate | null;
+}
+
+/** One problem found by `POST /api/v3/workflows/validate`. */
+export interface ValidationProblem {
+  /** Node, Node.param, variables.NAME, outputs.NAME, layout.KEY, nodes or name; null when the problem is the whole document. */
+  field: string | null;
+  /** Why. */
+  reason: string;
+}
+
+/** What a queued node waits for, beside a worker. */
+export type WaitingFor = "engine";
+
+/** One attempt to deliver a webhook. */
+export interface WebhookAttempt {
+  /** 1 for the first. */
+  attempt: number;
+  /** When it was made. */
+  at: string;
+  /** The receiver's HTTP status; null when no answer came. */
+  status_code: number | null;
+  /** Why it failed. */
+  error: string | null;
+  /** How long it took. */
+  duration_ms: number;
+}
+
+/** `GET /api/v3/runs/{id}/webhooks`: a run's webhook deliveries and every attempt. */
+export interface WebhookDeliveries {
+  /** The run's deliveries. */
+  deliveries: WebhookDelivery[];
+}
+
+/** A webhook message of a run and its attempts. */
+export interface WebhookDelivery {
+  /** The webhook-id header of every attempt. */
+  id: string;
+  /** `completed` or `node`. */
+  event: WebhookEventKind;
+  /** The node, for `node` events. */
+  node: string | null;
+  /** Where it is sent. */
+  url: string;
+  /** Its state. */
+  state: DeliveryState;
+  /** When it was queued. */
+  created_at: string;
+  /** When it is tried next. */
+  next_attempt_at: string | null;
+  /** Every attempt so far. */
+  attempts: WebhookAttempt[];
+}
+
+/** What a run's `webhook_url` receives. */
+export type WebhookEventKind = "completed" | "node";
+
+/** The body of a `node` webhook delivery (a `completed` delivery's body is the run's final status). */
+export interface WebhookNodeEvent {
+  /** Always `node`. */
+  type: NodeEventType;
+  /** The run. */
+  run_id: string;
+  /** The node's name. */
+  node: string;
+  /** The node's generation id. */
+  id: string | null;
+  /** The state the node reached. */
+  status: NodeState;
+}
+
+/** The account's webhook signing secret. */
+export interface WebhookSecret {
+  /** whsec_ and the key in base64: the HMAC-SHA256 key is the decoded bytes. */
+  key: string;
+  /** Until when the secret rotated out last still signs (deliveries carry a signature per secret). */
+  previous_key_expires_at: string | null;
+}
+
+/** A workflow document: the body of `PUT /api/v3/workflow/{name}` and the `workflow` of a description. */
+export interface Workflow {
+  /** The name written in the definition: PUT saves under the path's name whatever this says; `atelier admin workflow import` saves under it when no --name is given. */
+  name?: string;
+  /** What it does. */
+  description?: string;
+  /** Input variables: name → `{type, targets}`. */
+  variables?: Record<string, unknown>;
+  /** The nodes (`{name, tool, params, links, bypass}`). */
+  nodes: unknown[];
+  /** Output name → `Node.output`. */
+  outputs?: Record<string, string>;
+  /** Extension: where an editor placed each node (`$var:NAME` and `$out:NAME` for variables and outputs): [x, y]. Kept and returned; runs ignore it. */
+  layout?: Record<string, [number, number]>;
+}
+
+/** `GET /api/v3/workflow/{name}`: the document, a ready run body and its inputs. */
+export interface WorkflowDescription {
+  /** The name it is saved under. */
+  name: string;
+  /** The document. */
+  workflow: Workflow;
+  /** A ready run body with a placeholder (`<image>`) for every mandatory input. */
+  sample_payload: RunRequest;
+  /** Its inputs. */
+  inputs: WorkflowInputs;
+  /** Output name → `Node.param`. */
+  outputs: Record<string, string>;
+}
+
+/** The `inputs` of a workflow description: key → descriptor such as `<type:image , default value : null>` (see [`parse_descriptor`]); `linked` maps a parameter to its source. */
+export interface WorkflowInputs {
+  /** Inputs a run must give. */
+  mandatory: Record<string, string>;
+  /** Inputs with a default a run may override. */
+  optional: Record<string, string>;
+  /** Parameters fed by upstream nodes (a run cannot override them). */
+  linked: Record<string, string>;
+}
+
+export type WorkflowList = WorkflowSummary[];
+
+/** An item of `GET /api/v3/workflows`. */
+export interface WorkflowSummary {
+  /** The workflow's id. */
+  id: number;
+  /** Its name. */
+  name: string;
+  /** A system template (shared, read-only). */
+  system_workflow: boolean;
+  /** When it was saved. */
+  created_at: string;
+}

@@ -2,11 +2,11 @@
 
 use atelier_core::{ErrorName, RequestError};
 use atelier_store::StoreError;
+use atelier_wire::{ErrorBody, ErrorResponse};
 use axum::http::header::{self, HeaderValue};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Map, Value};
 
 /// Every error an endpoint can answer with.
 #[derive(Debug, thiserror::Error)]
@@ -140,40 +140,36 @@ impl ApiError {
         }
     }
 
-    /// The error object: `{name, message, …extra fields}`.
-    pub fn body(&self) -> Value {
-        let mut obj = Map::new();
-        obj.insert("name".into(), self.name().as_str().into());
-        obj.insert("message".into(), self.to_string().into());
+    /// The error object: `{name, message, …the fields of its name}`.
+    pub fn body(&self) -> ErrorBody {
+        let mut body = ErrorBody::new(self.name().as_str(), self.to_string());
         match self {
             Self::Request(RequestError::MissingInputs(keys)) => {
-                obj.insert("missing".into(), json!(keys));
+                body.missing = Some(keys.clone());
             }
             Self::Request(RequestError::InvalidInput { field, reason, allowed }) => {
-                obj.insert("field".into(), json!(field));
-                obj.insert("reason".into(), json!(reason));
-                if let Some(allowed) = allowed {
-                    obj.insert("allowed".into(), json!(allowed));
-                }
+                body.field = Some(field.clone());
+                body.reason = Some(reason.clone());
+                body.allowed = allowed.clone();
             }
             Self::InvalidImage { field, reason } => {
-                obj.insert("field".into(), json!(field));
-                obj.insert("reason".into(), json!(reason));
+                body.field = Some(field.clone());
+                body.reason = Some(reason.clone());
             }
             Self::InsufficientTokens { required, balance } => {
-                obj.insert("required".into(), json!(required));
-                obj.insert("balance".into(), json!(balance));
+                body.required = Some(*required);
+                body.balance = Some(*balance);
             }
             Self::RateLimited { retry_after } | Self::SignInLimited { retry_after } => {
-                obj.insert("retry_after".into(), json!(retry_after));
+                body.retry_after = Some(*retry_after);
             }
             Self::ConcurrencyLimited { limit } => {
-                obj.insert("limit".into(), json!(limit));
-                obj.insert("retry_after".into(), json!(CONCURRENCY_RETRY_AFTER_SECS));
+                body.limit = Some(*limit);
+                body.retry_after = Some(CONCURRENCY_RETRY_AFTER_SECS);
             }
             Self::QueueFull { limit, .. } => {
-                obj.insert("limit".into(), json!(limit));
-                obj.insert("retry_after".into(), json!(QUEUE_RETRY_AFTER_SECS));
+                body.limit = Some(*limit);
+                body.retry_after = Some(QUEUE_RETRY_AFTER_SECS);
             }
             Self::Request(_)
             | Self::Unauthorized
@@ -190,7 +186,7 @@ impl ApiError {
             | Self::IdempotencyKeyReused
             | Self::Internal(_) => {}
         }
-        Value::Object(obj)
+        body
     }
 
     /// The `Retry-After` of a 429, in seconds.
@@ -219,7 +215,7 @@ impl ApiError {
     }
 
     /// The status, `Retry-After` where it applies, and `body` as JSON.
-    fn respond(&self, body: Value) -> Response {
+    fn respond(&self, body: ErrorResponse) -> Response {
         self.log();
         let mut response = (self.status(), Json(body)).into_response();
         if let Some(secs) = self.retry_after() {
@@ -237,7 +233,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        self.respond(json!({"error": self.body()}))
+        self.respond(ErrorResponse { id: None, error: self.body() })
     }
 }
 
@@ -254,6 +250,6 @@ impl<E: Into<ApiError>> From<E> for RunError {
 
 impl IntoResponse for RunError {
     fn into_response(self) -> Response {
-        self.0.respond(json!({"id": null, "error": self.0.body()}))
+        self.0.respond(ErrorResponse { id: Some(()), error: self.0.body() })
     }
 }

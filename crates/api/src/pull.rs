@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use atelier_core::tools::{ToolId, TOOLS};
 use atelier_core::{ErrorName, NodeError, NodeErrorName};
 use atelier_store::{ClaimedTask, Outcome, WorkerTokenRecord};
+use atelier_wire::{ErrorBody, ErrorResponse};
 use axum::body::Bytes;
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
@@ -78,7 +79,8 @@ impl IntoResponse for Refused {
                 (StatusCode::INTERNAL_SERVER_ERROR, ErrorName::InternalError, "internal error".to_string())
             }
         };
-        (status, Json(json!({"error": {"name": name, "message": message}}))).into_response()
+        let body = ErrorResponse { id: None, error: ErrorBody::new(name.as_str(), message) };
+        (status, Json(body)).into_response()
     }
 }
 
@@ -369,7 +371,10 @@ async fn get_blob(
         Ok(bytes) => Ok(([("content-type", "application/octet-stream")], bytes).into_response()),
         Err(atelier_blob::BlobError::NotFound) => Ok((
             StatusCode::NOT_FOUND,
-            Json(json!({"error": {"name": "FileNotFound", "message": "no such file"}})),
+            Json(ErrorResponse {
+                id: None,
+                error: ErrorBody::new(ErrorName::FileNotFound.as_str(), "no such file"),
+            }),
         )
             .into_response()),
         Err(e) => Err(Refused::Internal(format!("reading {key}: {e:?}"))),

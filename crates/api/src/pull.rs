@@ -18,8 +18,12 @@
 use std::time::{Duration, Instant};
 
 use atelier_core::tools::{ToolId, TOOLS};
-use atelier_core::{ErrorName, NodeError, NodeErrorName};
+use atelier_core::{ErrorName, NodeErrorName};
 use atelier_store::{ClaimedTask, Outcome, WorkerTokenRecord};
+use atelier_wire::worker::{
+    BlobRef, ClaimRequest, Claimed, CompleteRequest, Completed, FailWaiting, Failed, Held, HeldErrors,
+    StateRequest, Stops, StopsQuery, TaskRef, TaskStateAnswer,
+};
 use atelier_wire::{ErrorBody, ErrorResponse};
 use axum::body::Bytes;
 use axum::extract::{FromRequestParts, Path, Query, State};
@@ -28,8 +32,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::AppState;
 
@@ -90,7 +92,12 @@ impl From<atelier_store::StoreError> for Refused {
     }
 }
 
-type Answer = Result<Json<Value>, Refused>;
+type Answer = Result<Response, Refused>;
+
+/// A shape of the protocol (`atelier_wire::worker`) as the answer.
+fn answer(body: impl serde::Serialize) -> Answer {
+    Ok(Json(body).into_response())
+}
 
 /// The worker token a request authenticated with.
 pub(crate) struct Worker(WorkerTokenRecord);
@@ -152,20 +159,9 @@ fn lease(ms: u64) -> Result<Duration, Refused> {
     }
 }
 
-#[derive(Deserialize)]
-struct ClaimBody {
-    worker: String,
-    lease_ms: u64,
-    #[serde(default)]
-    skip_tools: Vec<String>,
-    limit: usize,
-    #[serde(default)]
-    wait_ms: u64,
-}
-
 /// Claims up to `limit` tasks of the token's tools (less those the worker skips), holding
 /// the request until one is queued or `wait_ms` passes.
-async fn claim(State(state): State<AppState>, worker: Worker, Json(body): Json<ClaimBody>) -> Answer {
+async fn claim(State(state): State<AppState>, worker: Worker, Json(body): Json<ClaimRequest>) -> Answer {
     let lease = lease(body.lease_ms)?;
     if body.limit == 0 || body.limit > MAX_CLAIM {
         return Err(Refused::Invalid(format!("limit must be 1 to {MAX_CLAIM}")));
@@ -178,36 +174,20 @@ async fn claim(State(state): State<AppState>, worker: Worker, Json(body): Json<C
         let tasks = state.store.claim_batch(&owner, lease, &skip, body.limit).await?;
         let left = until.saturating_duration_since(Instant::now());
         if !tasks.is_empty() || left.is_zero() {
-            return Ok(Json(json!({"tasks": tasks})));
+            return answer(Claimed { tasks });
         }
         // Woken when tasks are queued anywhere; a claim again finds whether any is ours.
         let _ = tokio::time::timeout(left.min(Duration::from_secs(1)), state.store.task_ready()).await;
     }
 }
 
-#[derive(Deserialize)]
-struct Completion {
-    task_id: i64,
-    epoch: i64,
-    outcome: Outcome,
-}
-
-#[derive(Deserialize)]
-struct NextBody {
-    worker: String,
-    lease_ms: u64,
-    limit: usize,
-}
-
-#[derive(Deserialize)]
-struct CompleteBody {
-    completions: Vec<Completion>,
-    next: Option<NextBody>,
-}
-
 /// Records the ends of attempts (each fenced by its epoch; outputs only under the node's
 /// prefix), then, with `next`, claims the worker's next tasks.
-async fn complete(State(state): State<AppState>, worker: Worker, Json(body): Json<CompleteBody>) -> Answer {
+async fn complete(
+    State(state): State<AppState>,
+    worker: Worker,
+    Json(body): Json<CompleteRequest<Outcome>>,
+) -> Answer {
     if body.completions.len() > MAX_CLAIM {
         return Err(Refused::Invalid(format!("at most {MAX_CLAIM} completions at once")));
     }
@@ -236,7 +216,7 @@ async fn complete(State(state): State<AppState>, worker: Worker, Json(body): Jso
         tasks =
             state.store.claim_batch(&owner, lease, &worker.other_tools(), next.limit.min(MAX_CLAIM)).await?;
     }
-    Ok(Json(json!({"recorded": recorded, "tasks": tasks})))
+    answer(Completed { recorded, tasks })
 }
 
 /// Where a task's outputs go: `outputs/{run}/{node}/`.
@@ -244,69 +224,43 @@ fn output_prefix(task: &ClaimedTask) -> String {
     format!("outputs/{}/{}/", task.run_id, task.node.name)
 }
 
-#[derive(Deserialize)]
-struct TaskRef {
-    task_id: i64,
-    epoch: i64,
-    #[serde(default)]
-    lease_ms: Option<u64>,
-    #[serde(default)]
-    progress: Option<f32>,
-    #[serde(default)]
-    error: Option<NodeError>,
-}
-
 async fn heartbeat(State(state): State<AppState>, worker: Worker, Json(body): Json<TaskRef>) -> Answer {
     let lease = lease(body.lease_ms.unwrap_or(0))?;
     let Some(task) = worker.held(&state, body.task_id, body.epoch).await? else { return not_held() };
-    Ok(Json(json!({"held": state.store.heartbeat(&task, lease).await?})))
+    answer(Held { held: state.store.heartbeat(&task, lease).await? })
 }
 
 async fn progress(State(state): State<AppState>, worker: Worker, Json(body): Json<TaskRef>) -> Answer {
     let value = body.progress.filter(|p| p.is_finite()).ok_or(Refused::Invalid("progress: 0 to 1".into()))?;
     let Some(task) = worker.held(&state, body.task_id, body.epoch).await? else { return not_held() };
-    Ok(Json(json!({"held": state.store.record_progress(&task, value.clamp(0.0, 1.0)).await?})))
+    answer(Held { held: state.store.record_progress(&task, value.clamp(0.0, 1.0)).await? })
 }
 
-#[derive(Deserialize)]
-struct StateBody {
-    task_id: i64,
-}
-
-async fn state_of(State(state): State<AppState>, _worker: Worker, Json(body): Json<StateBody>) -> Answer {
-    let task_state = state.store.task_state(body.task_id).await?;
-    Ok(Json(json!({"state": task_state.map(|s| s.as_str())})))
+async fn state_of(State(state): State<AppState>, _worker: Worker, Json(body): Json<StateRequest>) -> Answer {
+    answer(TaskStateAnswer { state: state.store.task_state(body.task_id).await? })
 }
 
 async fn errors(State(state): State<AppState>, worker: Worker, Json(body): Json<TaskRef>) -> Answer {
     let Some(task) = worker.held(&state, body.task_id, body.epoch).await? else {
-        return Ok(Json(json!({"held": false, "errors": []})));
+        return answer(HeldErrors { held: false, errors: Vec::new() });
     };
     let errors = state.store.task_errors(&task.run_id, &task.node.name).await?;
-    Ok(Json(json!({"held": true, "errors": errors})))
+    answer(HeldErrors { held: true, errors })
 }
 
 async fn release(State(state): State<AppState>, worker: Worker, Json(body): Json<TaskRef>) -> Answer {
     let Some(task) = worker.held(&state, body.task_id, body.epoch).await? else { return not_held() };
-    Ok(Json(json!({"held": state.store.release(&task).await?})))
+    answer(Held { held: state.store.release(&task).await? })
 }
 
 async fn lost(State(state): State<AppState>, worker: Worker, Json(body): Json<TaskRef>) -> Answer {
     let error = body.error.ok_or(Refused::Invalid("error: the loss, {name, message}".into()))?;
     let Some(task) = worker.held(&state, body.task_id, body.epoch).await? else { return not_held() };
-    Ok(Json(json!({"held": state.store.return_lost(&task, &error).await?})))
+    answer(Held { held: state.store.return_lost(&task, &error).await? })
 }
 
 fn not_held() -> Answer {
-    Ok(Json(json!({"held": false})))
-}
-
-#[derive(Deserialize)]
-struct FailWaitingBody {
-    tool: String,
-    waiting_since: i64,
-    error: NodeError,
-    limit: usize,
+    answer(Held { held: false })
 }
 
 /// Fails the nodes of one of the token's tools that waited too long for its model servers
@@ -314,7 +268,7 @@ struct FailWaitingBody {
 async fn fail_waiting(
     State(state): State<AppState>,
     worker: Worker,
-    Json(body): Json<FailWaitingBody>,
+    Json(body): Json<FailWaiting>,
 ) -> Answer {
     if !worker.serves(&body.tool) {
         return Err(Refused::Forbidden(format!("{} is not one of this worker token's tools", body.tool)));
@@ -324,14 +278,7 @@ async fn fail_waiting(
     }
     let failed =
         state.store.fail_waiting(&body.tool, body.waiting_since, &body.error, body.limit.min(100)).await?;
-    Ok(Json(json!({"failed": failed})))
-}
-
-#[derive(Deserialize)]
-struct StopsQuery {
-    seen: Option<u64>,
-    #[serde(default)]
-    wait_ms: u64,
+    answer(Failed { failed })
 }
 
 /// How many times runs were canceled, as this process counts; held until it differs from
@@ -340,18 +287,12 @@ async fn stops(State(state): State<AppState>, _worker: Worker, Query(query): Que
     let mut stops = state.store.stops();
     let now = *stops.borrow_and_update();
     if query.seen.is_none_or(|seen| seen != now) {
-        return Ok(Json(json!({"stops": now})));
+        return answer(Stops { stops: now });
     }
     let wait = Duration::from_millis(query.wait_ms).min(MAX_WAIT);
     let _ = tokio::time::timeout(wait, stops.changed()).await;
     let now = *stops.borrow();
-    Ok(Json(json!({"stops": now})))
-}
-
-#[derive(Deserialize)]
-struct BlobQuery {
-    task_id: i64,
-    epoch: i64,
+    answer(Stops { stops: now })
 }
 
 /// A file of a held task: an output of its run, or a stored input of its account.
@@ -359,7 +300,7 @@ async fn get_blob(
     State(state): State<AppState>,
     worker: Worker,
     Path(key): Path<String>,
-    Query(query): Query<BlobQuery>,
+    Query(query): Query<BlobRef>,
 ) -> Result<Response, Refused> {
     let task = worker.held(&state, query.task_id, query.epoch).await?.ok_or_else(fenced)?;
     let readable = key.starts_with(&format!("outputs/{}/", task.run_id))
@@ -386,7 +327,7 @@ async fn put_blob(
     State(state): State<AppState>,
     worker: Worker,
     Path(key): Path<String>,
-    Query(query): Query<BlobQuery>,
+    Query(query): Query<BlobRef>,
     bytes: Bytes,
 ) -> Result<Response, Refused> {
     let task = worker.held(&state, query.task_id, query.epoch).await?.ok_or_else(fenced)?;

@@ -16,8 +16,15 @@ use atelier_blob::BlobError;
 use atelier_core::status::TaskState;
 use atelier_core::NodeError;
 use atelier_store::{ClaimedTask, Micros, NextClaim, Outcome, Result, StoreError};
+use atelier_wire::worker::{
+    self, BlobRef, ClaimRequest, Claimed, CompleteRequest, Completed, Completion, FailWaiting, Failed, Held,
+    HeldErrors, StateRequest, Stops, StopsQuery, TaskRef, TaskStateAnswer,
+};
+use atelier_wire::ErrorResponse;
 use bytes::Bytes;
-use serde_json::{json, Value};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::queue::WorkQueue;
@@ -81,14 +88,15 @@ impl Remote {
     }
 
     /// POSTs `body` to `path` and reads the JSON answer.
-    async fn call(&self, path: &str, body: Value) -> Result<Value> {
-        let response = self.request(reqwest::Method::POST, path).json(&body).send().await;
+    /// A call of the protocol: its body and its answer are `atelier_wire::worker`'s shapes.
+    async fn call<A: DeserializeOwned>(&self, path: &str, body: &impl Serialize) -> Result<A> {
+        let response = self.request(reqwest::Method::POST, path).json(body).send().await;
         answer(response).await?.json().await.map_err(|e| unavailable(path, &e))
     }
 
     /// A fenced call's answer: whether the claim was still held.
-    async fn held(&self, path: &str, body: Value) -> Result<bool> {
-        Ok(self.call(path, body).await?["held"].as_bool().unwrap_or(false))
+    async fn held(&self, path: &str, body: &TaskRef) -> Result<bool> {
+        Ok(self.call::<Held>(path, body).await?.held)
     }
 }
 
@@ -106,22 +114,17 @@ async fn answer(
     if status.is_success() {
         return Ok(response);
     }
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    let message = body["error"]["message"].as_str().unwrap_or("no message").to_string();
+    let body = response.json::<ErrorResponse>().await.unwrap_or_default();
+    let message = Some(body.error.message).filter(|m| !m.is_empty()).unwrap_or_else(|| "no message".into());
     Err(StoreError::Unavailable(format!("the API answered {status}: {message}")))
 }
 
-fn task_ref(task: &ClaimedTask) -> Value {
-    json!({"task_id": task.task_id, "epoch": task.epoch})
+fn task_ref(task: &ClaimedTask) -> TaskRef {
+    TaskRef::new(task.task_id, task.epoch)
 }
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-fn tasks(value: &Value) -> Result<Vec<ClaimedTask>> {
-    serde_json::from_value(value["tasks"].clone())
-        .map_err(|e| StoreError::Unavailable(format!("the API sent tasks this worker cannot read: {e}")))
 }
 
 /// Keeps `stops` current: a long poll that answers when runs were canceled since the count
@@ -131,13 +134,10 @@ async fn follow_stops(inner: std::sync::Weak<Inner>) {
     loop {
         let Some(strong) = inner.upgrade() else { return };
         let remote = Remote { inner: strong };
-        let mut request = remote.request(reqwest::Method::GET, "/stops");
-        request = request.query(&[("wait_ms", millis(STOPS_WAIT))]);
-        if let Some(seen) = seen {
-            request = request.query(&[("seen", seen)]);
-        }
+        let query = StopsQuery { seen, wait_ms: millis(STOPS_WAIT) };
+        let request = remote.request(reqwest::Method::GET, "/stops").query(&query);
         match answer(request.send().await).await {
-            Ok(response) => match response.json::<Value>().await.ok().and_then(|v| v["stops"].as_u64()) {
+            Ok(response) => match response.json::<Stops>().await.ok().map(|s| s.stops) {
                 Some(now) => {
                     if seen.is_some_and(|s| s != now) {
                         remote.inner.stops.send_modify(|n| *n = n.wrapping_add(1));
@@ -166,9 +166,14 @@ impl WorkQueue for Remote {
         skip_tools: &[&str],
         limit: usize,
     ) -> Result<Vec<ClaimedTask>> {
-        let body = json!({"worker": worker, "lease_ms": millis(lease), "skip_tools": skip_tools,
-                          "limit": limit, "wait_ms": millis(CLAIM_WAIT)});
-        tasks(&self.call("/claim", body).await?)
+        let body = ClaimRequest {
+            worker: worker.to_string(),
+            lease_ms: millis(lease),
+            skip_tools: skip_tools.iter().map(|t| t.to_string()).collect(),
+            limit,
+            wait_ms: millis(CLAIM_WAIT),
+        };
+        Ok(self.call::<Claimed<ClaimedTask>>("/claim", &body).await?.tasks)
     }
 
     async fn complete_and_claim(
@@ -176,15 +181,18 @@ impl WorkQueue for Remote {
         completions: &[(&ClaimedTask, &Outcome)],
         next: Option<NextClaim<'_>>,
     ) -> Result<(Vec<bool>, Vec<ClaimedTask>)> {
-        let completions: Vec<Value> = completions
+        let completions = completions
             .iter()
-            .map(|(task, outcome)| json!({"task_id": task.task_id, "epoch": task.epoch, "outcome": outcome}))
+            .map(|(task, outcome)| Completion { task_id: task.task_id, epoch: task.epoch, outcome: *outcome })
             .collect();
-        let next = next.map(|n| json!({"worker": n.worker, "lease_ms": millis(n.lease), "limit": n.limit}));
-        let answer = self.call("/complete", json!({"completions": completions, "next": next})).await?;
-        let recorded =
-            answer["recorded"].as_array().map(|a| a.iter().map(|v| v.as_bool() == Some(true)).collect());
-        Ok((recorded.unwrap_or_default(), tasks(&answer)?))
+        let next = next.map(|n| worker::NextClaim {
+            worker: n.worker.to_string(),
+            lease_ms: millis(n.lease),
+            limit: n.limit,
+        });
+        let body = CompleteRequest { completions, next };
+        let answer: Completed<ClaimedTask> = self.call("/complete", &body).await?;
+        Ok((answer.recorded, answer.tasks))
     }
 
     async fn complete(&self, task: &ClaimedTask, outcome: Outcome) -> Result<bool> {
@@ -193,35 +201,32 @@ impl WorkQueue for Remote {
     }
 
     async fn heartbeat(&self, task: &ClaimedTask, lease: Duration) -> Result<bool> {
-        let mut body = task_ref(task);
-        body["lease_ms"] = json!(millis(lease));
-        self.held("/heartbeat", body).await
+        let body = TaskRef { lease_ms: Some(millis(lease)), ..task_ref(task) };
+        self.held("/heartbeat", &body).await
     }
 
     async fn record_progress(&self, task: &ClaimedTask, progress: f32) -> Result<bool> {
-        let mut body = task_ref(task);
-        body["progress"] = json!(progress);
-        self.held("/progress", body).await
+        let body = TaskRef { progress: Some(progress), ..task_ref(task) };
+        self.held("/progress", &body).await
     }
 
     async fn task_state(&self, task_id: i64) -> Result<Option<TaskState>> {
-        let answer = self.call("/state", json!({"task_id": task_id})).await?;
-        Ok(answer["state"].as_str().and_then(|s| s.parse().ok()))
+        let answer: TaskStateAnswer = self.call("/state", &StateRequest { task_id }).await?;
+        Ok(answer.state)
     }
 
     async fn task_errors(&self, task: &ClaimedTask) -> Result<Vec<Value>> {
-        let answer = self.call("/errors", task_ref(task)).await?;
-        Ok(answer["errors"].as_array().cloned().unwrap_or_default())
+        let answer: HeldErrors = self.call("/errors", &task_ref(task)).await?;
+        Ok(answer.errors)
     }
 
     async fn release(&self, task: &ClaimedTask) -> Result<bool> {
-        self.held("/release", task_ref(task)).await
+        self.held("/release", &task_ref(task)).await
     }
 
     async fn return_lost(&self, task: &ClaimedTask, error: &NodeError) -> Result<bool> {
-        let mut body = task_ref(task);
-        body["error"] = json!(error);
-        self.held("/lost", body).await
+        let body = TaskRef { error: Some(error.clone()), ..task_ref(task) };
+        self.held("/lost", &body).await
     }
 
     async fn fail_waiting(
@@ -231,9 +236,9 @@ impl WorkQueue for Remote {
         error: &NodeError,
         limit: usize,
     ) -> Result<usize> {
-        let body = json!({"tool": tool, "waiting_since": waiting_since, "error": error, "limit": limit});
-        let answer = self.call("/fail-waiting", body).await?;
-        Ok(answer["failed"].as_u64().map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)))
+        let body = FailWaiting { tool: tool.to_string(), waiting_since, error: error.clone(), limit };
+        let answer: Failed = self.call("/fail-waiting", &body).await?;
+        Ok(answer.failed)
     }
 
     /// Claims long-poll already: an empty claim has waited for work.
@@ -246,7 +251,7 @@ impl WorkQueue for Remote {
     async fn get_blob(&self, task: &ClaimedTask, key: &str) -> std::result::Result<Bytes, BlobError> {
         let response = self
             .request(reqwest::Method::GET, &format!("/blobs/{key}"))
-            .query(&[("task_id", task.task_id), ("epoch", task.epoch)])
+            .query(&BlobRef { task_id: task.task_id, epoch: task.epoch })
             .send()
             .await;
         let response = match response {
@@ -264,7 +269,7 @@ impl WorkQueue for Remote {
     ) -> std::result::Result<(), BlobError> {
         let response = self
             .request(reqwest::Method::PUT, &format!("/blobs/{key}"))
-            .query(&[("task_id", task.task_id), ("epoch", task.epoch)])
+            .query(&BlobRef { task_id: task.task_id, epoch: task.epoch })
             .body(bytes)
             .send()
             .await;

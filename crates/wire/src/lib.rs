@@ -22,7 +22,8 @@
 //! Which shapes are here: runs (request, handle, status, node result, events, run list),
 //! the v2 statuses, errors, tools, workflows (document, description, list, validation,
 //! estimate), webhooks (secret, deliveries, node events) and the console's own (session,
-//! keys, ledger, usage, run detail).
+//! keys, ledger, usage, run detail); and, outside the public interface and its document, the
+//! pull workers' protocol ([`worker`]).
 
 #![warn(missing_docs)]
 
@@ -34,6 +35,7 @@ pub mod tools;
 pub mod typescript;
 pub mod v2;
 pub mod webhooks;
+pub mod worker;
 pub mod workflows;
 
 pub use errors::{ErrorBody, ErrorResponse};

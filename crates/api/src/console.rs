@@ -42,7 +42,8 @@ use crate::error::{ApiError, RunError};
 use crate::extract::{Authenticated, JsonObject, RunId};
 use crate::limits::{ceil_secs, count, RateLimit, RateLimiter};
 use crate::ops::{self, RunRequest, Submission};
-use crate::{render, v3, AppState};
+use crate::state::AppState;
+use crate::{render, v3};
 
 /// Settings of the console's API.
 #[derive(Debug, Clone)]

@@ -29,7 +29,8 @@ use futures::stream::{self, Stream};
 
 use crate::error::ApiError;
 use crate::extract::{Caller, RunId};
-use crate::{render, AppState};
+use crate::render;
+use crate::state::AppState;
 
 /// How often a follower reads the run when no signal came.
 pub const FALLBACK_READ: Duration = Duration::from_secs(5);

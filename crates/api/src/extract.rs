@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::body::RunBody;
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// The account of the `X-API-KEY` header. Extracted first in every
 /// handler, so a request without a valid key gets 401 before anything else.

@@ -11,7 +11,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 fn blob_error(e: BlobError) -> ApiError {
     match e {

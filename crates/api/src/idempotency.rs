@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::body::{BodySlices, RunBody};
 use crate::error::{ApiError, RunError};
 use crate::ops::{self, Submission};
-use crate::AppState;
+use crate::state::AppState;
 
 /// The request header.
 pub const HEADER: &str = "idempotency-key";

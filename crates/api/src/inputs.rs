@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::body::{BodySlices, KEPT_INLINE_BYTES};
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// The inline images of a request, moved to the object store.
 #[derive(Debug, Default)]

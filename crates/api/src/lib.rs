@@ -18,97 +18,21 @@ mod limits;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
+mod probes;
 mod pull;
 pub mod render;
+pub mod state;
 mod v2;
 mod v3;
 pub mod webhooks;
 
 use std::sync::Arc;
 
-use atelier_blob::BlobStore;
-use atelier_core::engines::{BuiltinOnly, EngineDirectory};
-use atelier_core::tools::Prices;
-use atelier_inputs::InputPolicy;
-use atelier_store::SharedStore;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::StatusCode;
+use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::{Json, Router};
 pub use limits::{Decision, RateLimit, RateLimiter};
-use serde_json::json;
-
-/// Settings of the HTTP layer.
-#[derive(Debug, Clone)]
-pub struct ApiConfig {
-    pub max_body_bytes: usize,
-    pub inputs: InputPolicy,
-    /// `Cache-Control` max-age of `/files/…` responses.
-    pub file_max_age_secs: u64,
-    /// Requests per API key on `/api/v3` and `/api/v2`; off by default here (the
-    /// program's defaults are in its configuration).
-    pub rate_limit: RateLimit,
-    /// What each tool costs (`[prices]`): plans, estimates and `GET /api/v3/tools` use it.
-    pub prices: Prices,
-    /// Which engine runs each tool, and the health of the configured endpoints
-    /// (`GET /api/v3/tools`, `/readyz`).
-    pub engines: Engines,
-    /// The web console's sessions and sign-in limit.
-    pub console: console::ConsoleConfig,
-    /// `/metrics`, when metrics are on and served by the API's own listener.
-    pub metrics: Option<metrics::MetricsConfig>,
-    /// The longest `Prefer: wait` a run request may ask for (at most
-    /// [`events::MAX_WAIT_SECS`]); 0 turns waiting off.
-    pub max_wait_secs: u64,
-}
-
-/// The engines as the API sees them (`atelier_core::engines`).
-#[derive(Clone)]
-pub struct Engines(pub Arc<dyn EngineDirectory>);
-
-impl Default for Engines {
-    fn default() -> Self {
-        Self(Arc::new(BuiltinOnly))
-    }
-}
-
-impl std::fmt::Debug for Engines {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.0.health().iter().map(|h| &h.name)).finish()
-    }
-}
-
-impl Default for ApiConfig {
-    fn default() -> Self {
-        Self {
-            max_body_bytes: 40 * 1024 * 1024,
-            inputs: InputPolicy::default(),
-            file_max_age_secs: 3 * 24 * 3600,
-            rate_limit: RateLimit::default(),
-            prices: Prices::default(),
-            engines: Engines::default(),
-            console: console::ConsoleConfig::default(),
-            max_wait_secs: events::MAX_WAIT_SECS,
-            metrics: None,
-        }
-    }
-}
-
-/// Shared by every handler.
-#[derive(Clone)]
-pub struct AppState {
-    pub store: SharedStore,
-    pub blob: BlobStore,
-    pub config: Arc<ApiConfig>,
-    /// Statuses of finished runs, rendered once (see [`finished`]).
-    pub finished: Arc<finished::FinishedRuns>,
-}
-
-impl AppState {
-    pub fn new(store: SharedStore, blob: BlobStore, config: ApiConfig) -> Self {
-        Self { store, blob, config: Arc::new(config), finished: Arc::default() }
-    }
-}
+pub use state::{ApiConfig, AppState, Engines};
 
 /// The whole interface.
 pub fn router(state: AppState) -> Router {
@@ -127,9 +51,9 @@ pub fn router(state: AppState) -> Router {
             media: state.config.console.media_sources.clone(),
         }))
         .route("/files/{*key}", get(files::get_file))
-        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
-        .route("/readyz", get(readyz))
-        .route("/internal/engines/webhook/{id}/{token}", axum::routing::post(engine_webhook))
+        .route("/healthz", get(probes::healthz))
+        .route("/readyz", get(probes::readyz))
+        .route("/internal/engines/callback/{id}/{token}", axum::routing::post(probes::engine_callback))
         .merge(pull::routes())
         .route("/openapi.json", get(|| async { Json(openapi::document()) }));
     if metrics_on {
@@ -157,14 +81,14 @@ pub fn router(state: AppState) -> Router {
 /// request sends `traceparent`, and named by its route ([`name_request_span`]).
 fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Span {
     use tracing::field::Empty;
-    // A webhook's path holds its job's token.
+    // A model server's callback path holds its job's token.
     let path = request.uri().path();
     // Probes and scrapes come every few seconds from machines: neither logs nor traces want them.
     if matches!(path, "/healthz" | "/readyz" | "/metrics") {
         return tracing::Span::none();
     }
     let path =
-        if path.starts_with("/internal/engines/webhook/") { "/internal/engines/webhook/…" } else { path };
+        if path.starts_with("/internal/engines/callback/") { "/internal/engines/callback/…" } else { path };
     // With traces on, a request left out by sampling gets no span at all (nor its run).
     if atelier_traces::enabled() && !atelier_traces::keep_request(request.headers()) {
         return tracing::Span::none();
@@ -211,47 +135,4 @@ async fn mark_key_sensitive(mut request: axum::extract::Request) -> axum::extrac
         value.set_sensitive(true);
     }
     request
-}
-
-/// A model server's webhook for a job of this process (`atelier_engines`): 204 when a job
-/// waits for it with this token, 404 otherwise. Not behind an API key: the token in the path,
-/// made per job, is the credential (Cog does not sign its webhooks).
-async fn engine_webhook(
-    State(state): State<AppState>,
-    axum::extract::Path((id, token)): axum::extract::Path<(String, String)>,
-    body: axum::body::Bytes,
-) -> StatusCode {
-    let Ok(body) = serde_json::from_slice(&body) else { return StatusCode::BAD_REQUEST };
-    if state.config.engines.0.webhook(&id, &token, body) {
-        StatusCode::NO_CONTENT
-    } else {
-        StatusCode::NOT_FOUND
-    }
-}
-
-/// Ready when the database answers. Configured model-server endpoints are reported under
-/// `engines` but do not make the service unready: nodes routed to an endpoint that is down
-/// wait in the queue for it (their tools are listed under `waiting_for_engine`), and other
-/// tools keep working.
-async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
-    let engines = state.config.engines.0.health();
-    let (code, status) = match state.store.ping().await {
-        Ok(()) => (StatusCode::OK, "ready"),
-        Err(e) => {
-            tracing::warn!(error = %e, "readiness check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
-        }
-    };
-    let mut body = json!({"status": status});
-    if !engines.is_empty() {
-        body["engines"] = json!(engines);
-        let directory = &state.config.engines.0;
-        let waiting: Vec<&str> = atelier_core::tools::ToolId::ALL
-            .iter()
-            .filter(|t| directory.waiting_for_engine(**t))
-            .map(|t| t.as_str())
-            .collect();
-        body["waiting_for_engine"] = json!(waiting);
-    }
-    (code, Json(body))
 }

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, RunError};
 use crate::extract::{api_key, Authenticated};
-use crate::AppState;
+use crate::state::AppState;
 
 /// A request rate: `burst` at once, `per_second` sustained. `per_second` 0 = no limit.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use metrics::{counter, gauge, histogram};
 use metrics_exporter_prometheus::PrometheusHandle;
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// Buckets of every duration histogram, in seconds: from half a millisecond (a poll) to five
 /// minutes (a node on a model server).

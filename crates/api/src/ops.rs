@@ -16,8 +16,9 @@ use serde_json::{Map, Value};
 
 use crate::body::BodySlices;
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::webhooks::WebhookRequest;
-use crate::{inputs, render, AppState};
+use crate::{inputs, render};
 
 /// What to run: a parsed v3 run body (or a v2 body mapped onto a tool).
 #[derive(Debug, Clone)]

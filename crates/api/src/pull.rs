@@ -33,7 +33,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// The longest a claim or a wait for cancellations is held.
 const MAX_WAIT: Duration = Duration::from_secs(30);

@@ -15,8 +15,9 @@ use crate::error::{ApiError, RunError};
 use crate::extract::{Caller, JsonObject, RunId};
 use crate::finished::Shape;
 use crate::ops::{RunRequest, Submission};
+use crate::state::AppState;
 use crate::webhooks::WebhookRequest;
-use crate::{idempotency, render, AppState};
+use crate::{idempotency, render};
 
 pub(crate) fn routes() -> Router<AppState> {
     let mut router = Router::new().route("/api/v2/user/tokens", get(tokens));

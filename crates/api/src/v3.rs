@@ -21,7 +21,8 @@ use crate::error::{ApiError, RunError};
 use crate::extract::{Caller, JsonObject, RunId, WorkflowName};
 use crate::finished::Shape;
 use crate::ops::{self, RunRequest, Submission};
-use crate::{events, idempotency, render, AppState};
+use crate::state::AppState;
+use crate::{events, idempotency, render};
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()

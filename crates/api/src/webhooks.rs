@@ -40,7 +40,8 @@ use url::Url;
 
 use crate::error::ApiError;
 use crate::extract::{Caller, RunId};
-use crate::{render, AppState};
+use crate::render;
+use crate::state::AppState;
 
 /// How long one attempt may take, connection included.
 pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -72,9 +72,9 @@ pub trait EngineDirectory: Send + Sync {
         let health = self.health();
         !route.endpoints.iter().any(|name| health.iter().any(|h| &h.name == name && h.healthy))
     }
-    /// A webhook from a model server for the job `id`, with the token its URL carried;
+    /// A model server's callback for the job `id`, with the token its URL carried;
     /// `false` when no job of this process waits for it with that token.
-    fn webhook(&self, id: &str, token: &str, body: serde_json::Value) -> bool {
+    fn callback(&self, id: &str, token: &str, body: serde_json::Value) -> bool {
         let _ = (id, token, body);
         false
     }

@@ -9,9 +9,9 @@
 //!   prediction's end cannot be polled for; the request that waits for it is the way to get it.
 //! - Closing that request cancels the prediction: a stopped or killed Atelier leaves nothing
 //!   running on the GPU, and the retry starts the attempt again.
-//! - Webhooks (`webhook`, with `logs` events every ~0.5 s) come for waiting requests too: when
-//!   this process serves HTTP and knows its public URL, they carry the logs, from which
-//!   progress is read (`progress = "tqdm"` by default).
+//! - Callbacks (Cog's `webhook`, with `logs` events every ~0.5 s) come for waiting requests
+//!   too: when this process serves HTTP and knows its public URL, they carry the logs, from
+//!   which progress is read (`progress = "tqdm"` by default).
 //!
 //! 409 (all slots busy, e.g. another client uses the server) is retried after a pause without
 //! failing the attempt; a connection that fails or a 5xx (a server restarting) is `Lost`: the
@@ -29,16 +29,16 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::callbacks::CallbackHub;
 use crate::endpoint::Endpoint;
-use crate::hooks::WebhookHub;
 use crate::mapping::{self, Mapped};
 use crate::pool::Pool;
 use crate::settings::ToolSettings;
 
-/// Where webhooks reach this process: the hub and `server.public_url`.
+/// Where callbacks reach this process: the hub and `server.public_url`.
 #[derive(Clone)]
-pub struct Webhooks {
-    pub hub: Arc<WebhookHub>,
+pub struct Callbacks {
+    pub hub: Arc<CallbackHub>,
     pub base_url: String,
 }
 
@@ -46,7 +46,7 @@ pub struct Cog {
     pool: Pool,
     route: ToolSettings,
     fetcher: Arc<Fetcher>,
-    webhooks: Option<Webhooks>,
+    callbacks: Option<Callbacks>,
 }
 
 /// How long after the node's deadline the request waiting for a prediction gives up.
@@ -58,8 +58,8 @@ const BUSY_PAUSE_FIRST: Duration = Duration::from_millis(10);
 const BUSY_PAUSE_MAX: Duration = Duration::from_millis(500);
 
 impl Cog {
-    pub fn new(pool: Pool, route: ToolSettings, fetcher: Arc<Fetcher>, webhooks: Option<Webhooks>) -> Self {
-        Self { pool, route, fetcher, webhooks }
+    pub fn new(pool: Pool, route: ToolSettings, fetcher: Arc<Fetcher>, callbacks: Option<Callbacks>) -> Self {
+        Self { pool, route, fetcher, callbacks }
     }
 
     fn input(&self, execution: &Execution) -> Value {
@@ -212,12 +212,12 @@ impl Executor for Cog {
         let context = &execution.context;
         let id = prediction_id(&context.attempt_key);
         let mut body = json!({"input": self.input(&execution)});
-        let subscription = self.webhooks.as_ref().map(|w| w.hub.subscribe(&w.base_url, &id));
+        let subscription = self.callbacks.as_ref().map(|w| w.hub.subscribe(&w.base_url, &id));
         if let Some(s) = &subscription {
             body["webhook"] = json!(s.url);
             body["webhook_events_filter"] = json!(["logs", "completed"]);
         }
-        // Progress from the logs the webhooks carry, while the prediction runs.
+        // Progress from the logs the callbacks carry, while the prediction runs.
         let progress_task = subscription.map(|mut s| {
             let progress = context.progress.clone();
             let format = endpoint.settings.progress;

@@ -15,12 +15,12 @@
 //! Model servers are separate processes that Atelier talks to over HTTP; none is linked or
 //! shipped with it.
 
+pub mod callbacks;
 pub mod check;
 pub mod cog;
 pub mod comfyui;
 pub mod discovery;
 pub mod endpoint;
-pub mod hooks;
 mod mapping;
 pub mod onnx;
 pub mod pool;
@@ -36,10 +36,10 @@ use atelier_inputs::Fetcher;
 use atelier_tools::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use cog::Webhooks;
+pub use callbacks::{CallbackHub, CALLBACK_PATH};
+pub use cog::Callbacks;
 use discovery::Group;
 use endpoint::Endpoint;
-pub use hooks::{WebhookHub, WEBHOOK_PATH};
 use pool::Pool;
 pub use settings::{EndpointSettings, Routing, ToolSettings};
 
@@ -60,7 +60,7 @@ pub struct Engines {
     routing: Routing,
     /// Each `[engines.NAME]`: its endpoints now.
     groups: BTreeMap<String, Arc<Group>>,
-    hub: Arc<WebhookHub>,
+    hub: Arc<CallbackHub>,
 }
 
 impl std::fmt::Debug for Engines {
@@ -78,7 +78,7 @@ impl Engines {
         for (name, settings) in &routing.engines {
             groups.insert(name.clone(), Group::new(name, settings)?);
         }
-        Ok(Self { routing, groups, hub: Arc::new(WebhookHub::default()) })
+        Ok(Self { routing, groups, hub: Arc::new(CallbackHub::default()) })
     }
 
     pub fn routing(&self) -> &Routing {
@@ -91,14 +91,15 @@ impl Engines {
     }
 
     /// Routes every configured tool on `registry` to its engine. `public_url`: where this
-    /// process receives webhooks (a process that serves HTTP); `None` in a worker process.
+    /// process receives callbacks (a process that serves HTTP); `None` in a worker process.
     pub fn install(
         &self,
         registry: &mut Registry,
         fetcher: Arc<Fetcher>,
         public_url: Option<&str>,
     ) -> Result<(), String> {
-        let webhooks = public_url.map(|base| Webhooks { hub: self.hub.clone(), base_url: base.to_string() });
+        let callbacks =
+            public_url.map(|base| Callbacks { hub: self.hub.clone(), base_url: base.to_string() });
         // The registry's dispatcher learns when an endpoint comes back, or is discovered.
         for group in self.groups.values() {
             group.notify_when_usable(registry.capacity_changed().clone());
@@ -112,7 +113,7 @@ impl Engines {
             let kind = pool.kind();
             let executor: Arc<dyn atelier_tools::Executor> = match kind {
                 EngineKind::Cog => {
-                    Arc::new(cog::Cog::new(pool, route.clone(), fetcher.clone(), webhooks.clone()))
+                    Arc::new(cog::Cog::new(pool, route.clone(), fetcher.clone(), callbacks.clone()))
                 }
                 EngineKind::Comfyui => Arc::new(
                     comfyui::Comfyui::new(pool, route.clone())
@@ -252,7 +253,7 @@ impl EngineDirectory for Engines {
         health
     }
 
-    fn webhook(&self, id: &str, token: &str, body: serde_json::Value) -> bool {
+    fn callback(&self, id: &str, token: &str, body: serde_json::Value) -> bool {
         self.hub.deliver(id, token, body)
     }
 }

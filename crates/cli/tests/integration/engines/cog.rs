@@ -611,9 +611,9 @@ garment_image = {{ name = "garment" }}
 }
 
 #[tokio::test]
-async fn webhooks_with_a_wrong_token_are_refused() {
+async fn callbacks_with_a_wrong_token_are_refused() {
     let app = TestApp::start().await;
     let (code, _) =
-        app.post("/internal/engines/webhook/some-id/not-the-token", &json!({"status": "succeeded"})).await;
+        app.post("/internal/engines/callback/some-id/not-the-token", &json!({"status": "succeeded"})).await;
     assert_eq!(code, 404);
 }

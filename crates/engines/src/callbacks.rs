@@ -1,7 +1,8 @@
-//! Webhooks from model servers to this process: `POST {server.public_url}/internal/engines/
-//! webhook/{id}/{token}`. Cog does not sign its webhooks, so each prediction gets its own
-//! random token in the URL; a delivery whose token does not match is refused (404) and
-//! changes nothing. Deliveries go to the adapter waiting in this process.
+//! Callbacks from model servers to this process: `POST {server.public_url}/internal/engines/
+//! callback/{id}/{token}` (Cog calls them webhooks; here that word is kept for the
+//! notifications Atelier sends its users). Cog does not sign them, so each prediction gets its
+//! own random token in the URL; a callback whose token does not match is refused (404) and
+//! changes nothing. Callbacks go to the adapter waiting in this process.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,17 +10,17 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-/// The path under which webhooks are received (the API routes it).
-pub const WEBHOOK_PATH: &str = "/internal/engines/webhook";
+/// The path under which callbacks are received (the API routes it).
+pub const CALLBACK_PATH: &str = "/internal/engines/callback";
 
 #[derive(Debug, Default)]
-pub struct WebhookHub {
+pub struct CallbackHub {
     waiting: Mutex<HashMap<String, (String, mpsc::UnboundedSender<Value>)>>,
 }
 
-/// A prediction's webhook, registered while it lives.
+/// A prediction's callback, registered while it lives.
 pub(crate) struct Subscription {
-    hub: Arc<WebhookHub>,
+    hub: Arc<CallbackHub>,
     id: String,
     pub url: String,
     pub events: mpsc::UnboundedReceiver<Value>,
@@ -33,15 +34,15 @@ impl Drop for Subscription {
     }
 }
 
-impl WebhookHub {
-    /// Registers `id` for deliveries at `{base}{WEBHOOK_PATH}/{id}/{token}`.
+impl CallbackHub {
+    /// Registers `id` for deliveries at `{base}{CALLBACK_PATH}/{id}/{token}`.
     pub(crate) fn subscribe(self: &Arc<Self>, base: &str, id: &str) -> Subscription {
         let token = hex::encode(rand_bytes());
         let (tx, events) = mpsc::unbounded_channel();
         if let Ok(mut waiting) = self.waiting.lock() {
             waiting.insert(id.to_string(), (token.clone(), tx));
         }
-        let url = format!("{}{WEBHOOK_PATH}/{id}/{token}", base.trim_end_matches('/'));
+        let url = format!("{}{CALLBACK_PATH}/{id}/{token}", base.trim_end_matches('/'));
         Subscription { hub: Arc::clone(self), id: id.to_string(), url, events }
     }
 
@@ -72,10 +73,10 @@ mod tests {
 
     #[test]
     fn a_delivery_reaches_its_subscriber_only_with_the_right_token() {
-        let hub = Arc::new(WebhookHub::default());
+        let hub = Arc::new(CallbackHub::default());
         let mut sub = hub.subscribe("http://atelier:8080/", "pred-1");
         let token = sub.url.rsplit('/').next().unwrap_or_default().to_string();
-        assert!(sub.url.starts_with("http://atelier:8080/internal/engines/webhook/pred-1/"));
+        assert!(sub.url.starts_with("http://atelier:8080/internal/engines/callback/pred-1/"));
         assert_eq!(token.len(), 32);
         assert!(!hub.deliver("pred-1", "wrong", Value::Null));
         assert!(!hub.deliver("pred-2", &token, Value::Null));

@@ -1,0 +1,59 @@
+//! The process's own endpoints beside the interface: liveness (`/healthz`), readiness
+//! (`/readyz`), and the model servers' callbacks into this process
+//! (`/internal/engines/callback/{id}/{token}`).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::json;
+
+use crate::state::AppState;
+
+/// Alive: the process answers.
+pub async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// Ready when the database answers. Configured model-server endpoints are reported under
+/// `engines` but do not make the service unready: nodes routed to an endpoint that is down
+/// wait in the queue for it (their tools are listed under `waiting_for_engine`), and other
+/// tools keep working.
+pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
+    let engines = state.config.engines.0.health();
+    let (code, status) = match state.store.ping().await {
+        Ok(()) => (StatusCode::OK, "ready"),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+        }
+    };
+    let mut body = json!({"status": status});
+    if !engines.is_empty() {
+        body["engines"] = json!(engines);
+        let directory = &state.config.engines.0;
+        let waiting: Vec<&str> = atelier_core::tools::ToolId::ALL
+            .iter()
+            .filter(|t| directory.waiting_for_engine(**t))
+            .map(|t| t.as_str())
+            .collect();
+        body["waiting_for_engine"] = json!(waiting);
+    }
+    (code, Json(body))
+}
+
+/// A model server's callback for a job of this process (`atelier_engines::callbacks`: Cog
+/// posts its progress there, calling it a webhook): 204 when a job waits for it with this
+/// token, 404 otherwise. Not behind an API key: the token in the path, made per job, is the
+/// credential (Cog does not sign its callbacks).
+pub async fn engine_callback(
+    State(state): State<AppState>,
+    axum::extract::Path((id, token)): axum::extract::Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> StatusCode {
+    let Ok(body) = serde_json::from_slice(&body) else { return StatusCode::BAD_REQUEST };
+    if state.config.engines.0.callback(&id, &token, body) {
+        StatusCode::NO_CONTENT
+    } else {
+        StatusCode::NOT_FOUND
+    }
+}

@@ -61,7 +61,7 @@ pub fn router(state: AppState) -> Router {
             router.route("/metrics", get(metrics::scrape)).layer(axum::middleware::from_fn(metrics::track));
     }
     // With traces exported, request spans are named by their route.
-    if atelier_traces::enabled() {
+    if atelier_telemetry::traces::enabled() {
         router = router.layer(axum::middleware::from_fn(name_request_span));
     }
     router
@@ -77,7 +77,7 @@ pub fn router(state: AppState) -> Router {
 
 /// The span of one request (none for health checks and `/metrics`): method and path only. Neither the query string
 /// (where a misplaced key would be) nor any header goes into logs or traces. With traces on
-/// ([`atelier_traces`]) it is the request's server span, continuing the caller's trace when the
+/// ([`atelier_telemetry::traces`]) it is the request's server span, continuing the caller's trace when the
 /// request sends `traceparent`, and named by its route ([`name_request_span`]).
 fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Span {
     use tracing::field::Empty;
@@ -90,14 +90,14 @@ fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Spa
     let path =
         if path.starts_with("/internal/engines/callback/") { "/internal/engines/callback/…" } else { path };
     // With traces on, a request left out by sampling gets no span at all (nor its run).
-    if atelier_traces::enabled() && !atelier_traces::keep_request(request.headers()) {
+    if atelier_telemetry::traces::enabled() && !atelier_telemetry::traces::keep_request(request.headers()) {
         return tracing::Span::none();
     }
     let method = request.method();
     let span = tracing::info_span!(target: "atelier::trace", "request",
         otel.name = %method, otel.kind = "server", http.request.method = %method, url.path = %path,
         http.route = Empty, http.response.status_code = Empty, otel.status_code = Empty);
-    atelier_traces::set_parent_from(&span, request.headers());
+    atelier_telemetry::traces::set_parent_from(&span, request.headers());
     span
 }
 
@@ -110,7 +110,7 @@ async fn name_request_span(
     if let Some(route) = request.extensions().get::<axum::extract::MatchedPath>() {
         let span = tracing::Span::current();
         span.record("http.route", route.as_str());
-        atelier_traces::rename(&span, format!("{} {}", request.method(), route.as_str()));
+        atelier_telemetry::traces::rename(&span, format!("{} {}", request.method(), route.as_str()));
     }
     next.run(request).await
 }

@@ -1,4 +1,5 @@
-//! `GET /metrics`: the service's Prometheus metrics (docs/OPERATIONS.md lists every series).
+//! `GET /metrics`: the service's Prometheus metrics (docs/OPERATIONS.md lists every series),
+//! from the recorder `atelier_telemetry::metrics` installs.
 //!
 //! Counters and histograms are recorded where things happen, through the `metrics` facade:
 //! HTTP requests here ([`track`]), runs, nodes and tokens in the store when a run ends, node
@@ -13,21 +14,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use atelier_telemetry::metrics::PrometheusHandle;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics::{counter, gauge, histogram};
-use metrics_exporter_prometheus::PrometheusHandle;
 
 use crate::state::AppState;
-
-/// Buckets of every duration histogram, in seconds: from half a millisecond (a poll) to five
-/// minutes (a node on a model server).
-pub const DURATION_BUCKETS: &[f64] = &[
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
-    300.0,
-];
 
 /// What serves `/metrics`.
 #[derive(Clone)]
@@ -163,34 +157,6 @@ async fn observe_now(state: &AppState) {
         gauge!("atelier_engine_up", "engine" => endpoint.name.clone()).set(up);
         gauge!("atelier_engine_busy", "engine" => endpoint.name.clone()).set(endpoint.busy as f64);
         gauge!("atelier_engine_capacity", "engine" => endpoint.name).set(endpoint.capacity as f64);
-    }
-}
-
-/// Installs this process's recorder, once (a second call, as in tests that start several
-/// services in one process, gets the same handle), and turns on the store's metrics. Starts
-/// nothing: call [`PrometheusHandle::run_upkeep`] now and then ([`upkeep`]).
-pub fn install() -> Result<PrometheusHandle, String> {
-    static HANDLE: std::sync::OnceLock<Result<PrometheusHandle, String>> = std::sync::OnceLock::new();
-    let handle = HANDLE.get_or_init(|| {
-        let builder = metrics_exporter_prometheus::PrometheusBuilder::new()
-            .set_buckets(DURATION_BUCKETS)
-            .map_err(|e| e.to_string())?;
-        let handle = builder.install_recorder().map_err(|e| e.to_string())?;
-        metrics::gauge!("atelier_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
-        atelier_store::enable_metrics();
-        Ok(handle)
-    });
-    handle.clone()
-}
-
-/// Keeps the recorder's histograms drained, every few seconds, until `stop` resolves.
-pub async fn upkeep(handle: PrometheusHandle, stop: impl std::future::Future<Output = ()>) {
-    tokio::pin!(stop);
-    loop {
-        tokio::select! {
-            () = &mut stop => return,
-            () = tokio::time::sleep(std::time::Duration::from_secs(5)) => handle.run_upkeep(),
-        }
     }
 }
 

@@ -282,7 +282,7 @@ pub async fn submit(
             inputs: &moved.ids,
             webhook: request.webhook.as_ref().map(|w| RunWebhook { url: w.url.as_str(), events: w.events }),
             // The request's span: the run's nodes and deliveries continue its trace.
-            trace_parent: atelier_traces::traceparent(&tracing::Span::current()),
+            trace_parent: atelier_telemetry::traces::traceparent(&tracing::Span::current()),
             priority: request.priority.unwrap_or(account.priority),
             key_id: account.key_id,
             start_within: request.start_within,

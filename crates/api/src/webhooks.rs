@@ -310,7 +310,7 @@ impl Deliverer {
 
     /// One attempt of one delivery, recorded: a span of the run's trace when traces are on.
     async fn deliver(&self, delivery: Delivery) {
-        let span = atelier_traces::run_span(delivery.trace_parent.as_deref(), || {
+        let span = atelier_telemetry::traces::run_span(delivery.trace_parent.as_deref(), || {
             tracing::info_span!(target: "atelier::trace", "webhook",
                 otel.name = %format_args!("webhook {}", delivery.event.as_str()), otel.kind = "client",
                 atelier.run_id = %delivery.run_id, atelier.attempt = delivery.attempt,
@@ -385,7 +385,7 @@ impl Deliverer {
             ("webhook-signature", signature),
         ];
         // The receiver may continue the run's trace.
-        if let Some(traceparent) = atelier_traces::traceparent(&tracing::Span::current()) {
+        if let Some(traceparent) = atelier_telemetry::traces::traceparent(&tracing::Span::current()) {
             headers.push(("traceparent", traceparent));
         }
         match self.sender.post_json(&url, &headers, body.into()).await {

@@ -242,7 +242,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
     tasks.extend(engines.watch(shutdown.clone()));
     // Webhooks from model servers reach this process at its public URL.
     let public_url = config.public_url();
-    let wiring = Wiring { engines: &engines, webhooks_at: Some(&public_url) };
+    let wiring = Wiring { engines: &engines, callbacks_at: Some(&public_url) };
     spawn_workers(&config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
     Ok(Running { addr, metrics_addr, store, blob, shutdown, tasks })
 }
@@ -267,13 +267,13 @@ pub async fn start_worker(
         }
         _ => None,
     };
-    let wiring = Wiring { engines: &engines, webhooks_at: None };
+    let wiring = Wiring { engines: &engines, callbacks_at: None };
     spawn_workers(config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
     Ok(WorkerProcess { metrics_addr, shutdown, tasks })
 }
 
 /// This process's metrics when `[metrics] enabled`: the recorder installed (once per
-/// process) and kept drained until `shutdown`.
+/// process) and kept drained until `shutdown`, and the store's own series turned on.
 fn metrics(
     config: &Config,
     shutdown: &CancellationToken,
@@ -282,12 +282,12 @@ fn metrics(
     if !config.metrics.enabled {
         return Ok(None);
     }
-    let handle = atelier_api::metrics::install().map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
+    let handle = atelier_telemetry::metrics::install().map_err(|e| anyhow::anyhow!("metrics: {e}"))?;
+    atelier_store::enable_metrics();
     let stop = shutdown.clone();
-    tasks.push(tokio::spawn(atelier_api::metrics::upkeep(
-        handle.clone(),
-        async move { stop.cancelled().await },
-    )));
+    tasks.push(tokio::spawn(atelier_telemetry::metrics::upkeep(handle.clone(), async move {
+        stop.cancelled().await
+    })));
     let token = (!config.metrics.token.is_empty()).then(|| Arc::from(config.metrics.token.as_str()));
     Ok(Some(MetricsConfig { handle, token }))
 }
@@ -344,8 +344,8 @@ impl WorkerProcess {
 /// How a process's workers reach the model servers.
 struct Wiring<'a> {
     engines: &'a atelier_engines::Engines,
-    /// Where model servers' webhooks reach this process (one that serves HTTP).
-    webhooks_at: Option<&'a str>,
+    /// Where model servers' callbacks reach this process (one that serves HTTP).
+    callbacks_at: Option<&'a str>,
 }
 
 /// Spawns the engine (when `engine.workers > 0`), the maintenance services (lease rescuer,
@@ -410,7 +410,7 @@ fn spawn_workers(
         };
         wiring
             .engines
-            .install(&mut tools, fetcher.clone(), wiring.webhooks_at)
+            .install(&mut tools, fetcher.clone(), wiring.callbacks_at)
             .map_err(anyhow::Error::msg)?;
         let engine = Engine::new(store.clone(), blob.clone(), tools, fetcher, engine_config.clone());
         tasks.push(tokio::spawn(engine.run(shutdown.clone())));

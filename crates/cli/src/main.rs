@@ -275,7 +275,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// Logs to standard output and, with `[traces] endpoint`, spans to the collector; the
 /// exporter is to be shut down at exit so that the last spans are sent.
-fn init_logging(config: &Config, process: &str) -> anyhow::Result<Option<atelier_traces::Traces>> {
+fn init_logging(config: &Config, process: &str) -> anyhow::Result<Option<atelier_telemetry::traces::Traces>> {
     use std::io::IsTerminal as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -283,14 +283,14 @@ fn init_logging(config: &Config, process: &str) -> anyhow::Result<Option<atelier
     let traces = match &config.traces.endpoint {
         Some(endpoint) => {
             let instance = format!("{process}-{}", std::process::id());
-            let settings = atelier_traces::Settings {
+            let settings = atelier_telemetry::traces::Settings {
                 endpoint,
                 service_name: &config.traces.service_name,
                 process,
                 instance: &instance,
                 sample_ratio: config.traces.sample_ratio,
             };
-            Some(atelier_traces::Traces::start(&settings).context("[traces]")?)
+            Some(atelier_telemetry::traces::Traces::start(&settings).context("[traces]")?)
         }
         None => None,
     };
@@ -299,7 +299,7 @@ fn init_logging(config: &Config, process: &str) -> anyhow::Result<Option<atelier
         .with_ansi(std::io::stdout().is_terminal())
         .with_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| atelier_traces::LOG_FILTER.into()),
+                .unwrap_or_else(|_| atelier_telemetry::traces::LOG_FILTER.into()),
         );
     tracing_subscriber::registry().with(logs).with(traces.as_ref().map(|t| t.layer())).init();
     if let Some(endpoint) = &config.traces.endpoint {

@@ -213,7 +213,7 @@ enum Ended {
 /// processes run its nodes.
 fn node_span(task: &ClaimedTask) -> tracing::Span {
     use tracing::field::Empty;
-    atelier_traces::run_span(task.trace_parent.as_deref(), || {
+    atelier_telemetry::traces::run_span(task.trace_parent.as_deref(), || {
         tracing::info_span!(target: "atelier::trace", "node",
             otel.name = %format_args!("node {}", task.node.tool), atelier.run_id = %task.run_id,
             atelier.node = %task.node.name, atelier.tool = %task.node.tool, atelier.attempt = task.attempt,

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use atelier_api::metrics::MetricsConfig;
-use atelier_api::webhooks::{Deliverer, DeliveryConfig};
 use atelier_api::{ApiConfig, AppState, RateLimit};
 use atelier_blob::BlobStore;
+use atelier_engine::{CompletedBody, Deliverer, DeliveryConfig};
 use atelier_engine::{Engine, EngineConfig, Maintenance};
 use atelier_inputs::{Fetcher, InputPolicy};
 use atelier_store::{PgStore, SharedStore, SqliteStore, StoreConfig};
@@ -429,9 +429,19 @@ fn spawn_workers(
         first_retry: Duration::from_millis(config.webhooks.first_retry_ms.max(1)),
         policy: input_policy(config),
     };
-    let deliverer = Deliverer::new(store.clone(), blob.clone(), &delivery)
+    let bodies = Arc::new(StatusBodies(blob.clone()));
+    let deliverer = Deliverer::new(store.clone(), bodies, &delivery)
         .map_err(|e| anyhow::anyhow!("webhook sender: {e}"))?;
     let stop = shutdown.clone();
     tasks.push(tokio::spawn(deliverer.run(async move { stop.cancelled().await })));
     Ok(())
+}
+
+/// A `completed` webhook's body for the deliverer: the run's status as the API answers it.
+struct StatusBodies(BlobStore);
+
+impl CompletedBody for StatusBodies {
+    fn completed(&self, run: &atelier_store::RunRecord) -> Result<Vec<u8>, String> {
+        atelier_api::webhooks::completed_body(&self.0, run)
+    }
 }

@@ -1,8 +1,9 @@
 //! The engine: workers that claim tasks from the store's queue, run the
 //! node's tool, publish its outputs to the blob store and complete the task
-//! (which advances the run's DAG), plus the maintenance services that keep
-//! the queue and the storage healthy (lease rescuer, output sweeper, and the
-//! janitor of expired idempotency keys).
+//! (which advances the run's DAG), plus the background loops every process
+//! runs: the maintenance services that keep the queue and the storage healthy
+//! (lease rescuer, output sweeper, and the janitor of expired idempotency
+//! keys) and the webhook deliverer ([`deliverer`]).
 //!
 //! A worker holds a lease on each task and extends it by heartbeat; losing
 //! the lease (cancellation, rescue after a stall) stops the work, and the
@@ -19,6 +20,7 @@
 //! engines' `wait_secs` for a usable endpoint fails with `EngineUnavailable`.
 
 mod completions;
+pub mod deliverer;
 mod failpoint;
 mod maintenance;
 mod queue;
@@ -36,6 +38,7 @@ use atelier_store::SharedStore;
 use atelier_tools::Registry;
 use tokio_util::sync::CancellationToken;
 
+pub use deliverer::{CompletedBody, Deliverer, DeliveryConfig};
 pub use maintenance::{
     delete_expired_idempotency_keys, sweep_expired, sweep_unused_inputs, Maintenance, INPUT_GRACE,
     JANITOR_INTERVAL,

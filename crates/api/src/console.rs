@@ -24,7 +24,7 @@ use atelier_core::params::stored_input_key;
 use atelier_core::status::LedgerKind;
 use atelier_core::time::now_micros;
 use atelier_core::RequestError;
-use atelier_store::{format_time, LedgerQuery, Session, SessionLimits, StoreError};
+use atelier_store::{format_time, LedgerQuery, Session, StoreError};
 use atelier_wire::console as wire;
 use axum::extract::{ConnectInfo, FromRequestParts, Path, Query, Request, State};
 use axum::http::header::{self, HeaderValue};
@@ -40,31 +40,10 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, RunError};
 use crate::extract::{Authenticated, JsonObject, RunId};
-use crate::limits::{ceil_secs, count, RateLimit, RateLimiter};
+use crate::limits::{ceil_secs, count, RateLimiter};
 use crate::ops::{self, RunRequest, Submission};
 use crate::state::AppState;
 use crate::{render, v3};
-
-/// Settings of the console's API.
-#[derive(Debug, Clone)]
-pub struct ConsoleConfig {
-    pub sessions: SessionLimits,
-    /// Failed sign-ins per client address: `burst` at once, then `per_second`.
-    pub sign_in: RateLimit,
-    /// Origins the pages may show images and videos from besides their own (where output
-    /// URLs point when they are served elsewhere).
-    pub media_sources: Vec<String>,
-}
-
-impl Default for ConsoleConfig {
-    fn default() -> Self {
-        Self {
-            sessions: SessionLimits::default(),
-            sign_in: RateLimit { per_second: 1.0 / 6.0, burst: 10 },
-            media_sources: Vec::new(),
-        }
-    }
-}
 
 /// The cookie's name over plain HTTP.
 pub const COOKIE: &str = "atelier_session";

@@ -36,8 +36,6 @@ use crate::state::AppState;
 pub const FALLBACK_READ: Duration = Duration::from_secs(5);
 /// How often a quiet event stream sends a comment, so that proxies keep it open.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// The longest `Prefer: wait` honoured, in seconds (`ApiConfig::max_wait_secs` may lower it).
-pub const MAX_WAIT_SECS: u64 = 60;
 /// The id of the final event.
 const END_ID: &str = "end";
 
@@ -296,6 +294,7 @@ pub async fn wait_for_end(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::MAX_WAIT_SECS;
 
     #[test]
     fn event_ids_round_trip_and_refuse_anything_else() {

@@ -21,6 +21,7 @@ pub mod ops;
 mod probes;
 mod pull;
 pub mod render;
+pub mod settings;
 pub mod state;
 mod v2;
 mod v3;
@@ -31,8 +32,9 @@ use std::sync::Arc;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::{Json, Router};
-pub use limits::{Decision, RateLimit, RateLimiter};
-pub use state::{ApiConfig, AppState, Engines};
+pub use limits::{Decision, RateLimiter};
+pub use settings::{ApiConfig, Engines, RateLimit};
+pub use state::AppState;
 
 /// The whole interface.
 pub fn router(state: AppState) -> Router {

@@ -23,14 +23,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, RunError};
 use crate::extract::{api_key, Authenticated};
+use crate::settings::RateLimit;
 use crate::state::AppState;
-
-/// A request rate: `burst` at once, `per_second` sustained. `per_second` 0 = no limit.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct RateLimit {
-    pub per_second: f64,
-    pub burst: u32,
-}
 
 /// What one request is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

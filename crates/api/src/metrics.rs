@@ -11,10 +11,8 @@
 //! is a no-op and `/metrics` is not routed.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Instant;
 
-use atelier_telemetry::metrics::PrometheusHandle;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
@@ -22,21 +20,6 @@ use axum::response::{IntoResponse, Response};
 use metrics::{counter, gauge, histogram};
 
 use crate::state::AppState;
-
-/// What serves `/metrics`.
-#[derive(Clone)]
-pub struct MetricsConfig {
-    /// Renders what was recorded (the process's recorder).
-    pub handle: PrometheusHandle,
-    /// When set, a scrape must send `Authorization: Bearer <token>`.
-    pub token: Option<Arc<str>>,
-}
-
-impl std::fmt::Debug for MetricsConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MetricsConfig").field("token", &self.token.as_ref().map(|_| "…")).finish()
-    }
-}
 
 /// Counts each request by route template, method and status, and times it
 /// (`atelier_http_requests_total`, `atelier_http_request_duration_seconds`). The route is the

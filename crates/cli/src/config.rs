@@ -287,8 +287,8 @@ impl Default for Console {
 
 impl Console {
     /// The console's settings; `media` are the origins output URLs may point to.
-    pub fn settings(&self, media: Vec<String>) -> atelier_api::console::ConsoleConfig {
-        atelier_api::console::ConsoleConfig {
+    pub fn settings(&self, media: Vec<String>) -> atelier_api::settings::ConsoleConfig {
+        atelier_api::settings::ConsoleConfig {
             media_sources: media,
             sessions: atelier_store::SessionLimits {
                 idle: Duration::from_secs(self.session_idle_minutes.saturating_mul(60)),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use atelier_api::metrics::MetricsConfig;
+use atelier_api::settings::MetricsConfig;
 use atelier_api::{ApiConfig, AppState, RateLimit};
 use atelier_blob::BlobStore;
 use atelier_engine::{CompletedBody, Deliverer, DeliveryConfig};
@@ -215,7 +215,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         prices: config.prices().map_err(anyhow::Error::msg)?,
         engines: atelier_api::Engines(engines.directory()),
         console: config.console.settings(media_origins(&config)),
-        max_wait_secs: config.server.max_wait_secs.min(atelier_api::events::MAX_WAIT_SECS),
+        max_wait_secs: config.server.max_wait_secs.min(atelier_api::settings::MAX_WAIT_SECS),
         metrics: metrics.clone().filter(|_| config.metrics.listen.is_none()),
     };
     let engine_directory = api_config.engines.clone();

@@ -6,8 +6,8 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::enums::wire_enum;
 use crate::runs::{RunKind, RunStatus};
-use crate::wire_enum;
 
 /// The body of a sign-in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -10,7 +10,7 @@ use serde_json::Value;
 #[schemars(rename = "Error")]
 pub struct ErrorBody {
     /// The stable machine name (`InsufficientTokens`, `RunNotFound`, …).
-    #[schemars(schema_with = "crate::schema::error_name")]
+    #[schemars(schema_with = "crate::names::error_name")]
     pub name: String,
     /// What went wrong, in words.
     #[serde(default)]

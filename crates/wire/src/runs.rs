@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::enums::wire_enum;
 use crate::errors::ErrorBody;
-use crate::wire_enum;
 
 /// Extension: the lane the run's nodes queue in: interactive (someone waits for it) before
 /// normal before bulk, a share of the claims kept for lower lanes; the default is the API
@@ -297,7 +297,7 @@ impl RunHandle {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RunError {
     /// The stable machine name.
-    #[schemars(schema_with = "crate::schema::node_error_name")]
+    #[schemars(schema_with = "crate::names::node_error_name")]
     pub name: String,
     /// What happened, in words.
     pub message: String,

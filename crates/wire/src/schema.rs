@@ -7,13 +7,17 @@
 //! types refer to each other by `$ref`, so one type is one schema.
 
 use schemars::generate::{Contract, SchemaSettings};
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value};
 
-use crate::{
-    console, Deleted, ErrorBody, ErrorResponse, Estimate, NodeEvent, RunHandle, RunList, RunRequest,
-    RunStatus, TokenBalance, Tool, V2Status, WebhookDeliveryList, WebhookNodeEvent, WebhookSecret,
-    WorkflowDefinition, WorkflowDescription, WorkflowSummary, WorkflowValidation,
+use crate::console;
+use crate::errors::{ErrorBody, ErrorResponse};
+use crate::runs::{NodeEvent, RunHandle, RunList, RunRequest, RunStatus};
+use crate::tools::Tool;
+use crate::v2::{TokenBalance, V2Status};
+use crate::webhooks::{WebhookDeliveryList, WebhookNodeEvent, WebhookSecret};
+use crate::workflows::{
+    Deleted, Estimate, WorkflowDefinition, WorkflowDescription, WorkflowSummary, WorkflowValidation,
 };
 
 /// Where the document keeps its schemas.
@@ -178,16 +182,6 @@ const ROOTS: &[Add] = &[
     add::<console::Usage>,
     add::<console::RunDetail>,
 ];
-
-/// The schema of a run or node error's `name`: one of core's node error names.
-pub(crate) fn node_error_name(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": "string", "enum": atelier_core::NodeErrorName::NAMES})
-}
-
-/// The schema of an error answer's `name`: one of core's error names.
-pub(crate) fn error_name(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": "string", "enum": atelier_core::ErrorName::NAMES})
-}
 
 #[cfg(test)]
 mod tests {

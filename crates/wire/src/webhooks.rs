@@ -4,8 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::enums::wire_enum;
 use crate::runs::{NodeState, WebhookEventKind};
-use crate::wire_enum;
 
 /// The account's webhook signing secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -1,0 +1,112 @@
+//! The HTTP layer's settings ([`ApiConfig`] and its parts), which the process fills in from
+//! its configuration. Reads nothing else of the crate, so every module can read it.
+
+use std::sync::Arc;
+
+use atelier_core::engines::{BuiltinOnly, EngineDirectory};
+use atelier_core::tools::Prices;
+use atelier_inputs::InputPolicy;
+use atelier_store::SessionLimits;
+use atelier_telemetry::metrics::PrometheusHandle;
+
+/// The longest `Prefer: wait` honoured, in seconds (`ApiConfig::max_wait_secs` may lower it).
+pub const MAX_WAIT_SECS: u64 = 60;
+
+/// Settings of the HTTP layer.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    pub max_body_bytes: usize,
+    pub inputs: InputPolicy,
+    /// `Cache-Control` max-age of `/files/…` responses.
+    pub file_max_age_secs: u64,
+    /// Requests per API key on `/api/v3` and `/api/v2`; off by default here (the
+    /// program's defaults are in its configuration).
+    pub rate_limit: RateLimit,
+    /// What each tool costs (`[prices]`): plans, estimates and `GET /api/v3/tools` use it.
+    pub prices: Prices,
+    /// Which engine runs each tool, and the health of the configured endpoints
+    /// (`GET /api/v3/tools`, `/readyz`).
+    pub engines: Engines,
+    /// The web console's sessions and sign-in limit.
+    pub console: ConsoleConfig,
+    /// `/metrics`, when metrics are on and served by the API's own listener.
+    pub metrics: Option<MetricsConfig>,
+    /// The longest `Prefer: wait` a run request may ask for (at most
+    /// [`MAX_WAIT_SECS`]); 0 turns waiting off.
+    pub max_wait_secs: u64,
+}
+
+/// The engines as the API sees them (`atelier_core::engines`).
+#[derive(Clone)]
+pub struct Engines(pub Arc<dyn EngineDirectory>);
+
+impl Default for Engines {
+    fn default() -> Self {
+        Self(Arc::new(BuiltinOnly))
+    }
+}
+
+impl std::fmt::Debug for Engines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.health().iter().map(|h| &h.name)).finish()
+    }
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 40 * 1024 * 1024,
+            inputs: InputPolicy::default(),
+            file_max_age_secs: 3 * 24 * 3600,
+            rate_limit: RateLimit::default(),
+            prices: Prices::default(),
+            engines: Engines::default(),
+            console: ConsoleConfig::default(),
+            max_wait_secs: MAX_WAIT_SECS,
+            metrics: None,
+        }
+    }
+}
+
+/// A request rate: `burst` at once, `per_second` sustained. `per_second` 0 = no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RateLimit {
+    pub per_second: f64,
+    pub burst: u32,
+}
+
+/// Settings of the console's API.
+#[derive(Debug, Clone)]
+pub struct ConsoleConfig {
+    pub sessions: SessionLimits,
+    /// Failed sign-ins per client address: `burst` at once, then `per_second`.
+    pub sign_in: RateLimit,
+    /// Origins the pages may show images and videos from besides their own (where output
+    /// URLs point when they are served elsewhere).
+    pub media_sources: Vec<String>,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        Self {
+            sessions: SessionLimits::default(),
+            sign_in: RateLimit { per_second: 1.0 / 6.0, burst: 10 },
+            media_sources: Vec::new(),
+        }
+    }
+}
+
+/// What serves `/metrics`.
+#[derive(Clone)]
+pub struct MetricsConfig {
+    /// Renders what was recorded (the process's recorder).
+    pub handle: PrometheusHandle,
+    /// When set, a scrape must send `Authorization: Bearer <token>`.
+    pub token: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for MetricsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsConfig").field("token", &self.token.as_ref().map(|_| "…")).finish()
+    }
+}

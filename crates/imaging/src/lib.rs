@@ -33,21 +33,18 @@
 
 #![allow(clippy::needless_range_loop)]
 
-mod background;
 mod blur;
 mod codec;
 mod composite;
+mod cutout;
 mod draw;
 mod error;
 mod filter;
 mod fir;
 mod format;
 mod frames;
-mod fuse;
 mod geom;
 mod hash;
-mod mask;
-mod matte;
 mod palette;
 mod reframe;
 mod renders;
@@ -56,11 +53,10 @@ mod saliency;
 
 pub use codec::{decode, encode, probe, ImageInfo, OutputFormat, JPEG_QUALITY};
 pub use composite::{composite_over, flatten};
+pub use cutout::{remove_background, remove_background_with, subject_mask, subject_mask_with};
 pub use error::ImagingError;
 pub use format::{sniff, InputFormat, Limits};
 pub use hash::seed_from;
-pub use mask::{subject_mask, subject_mask_with};
-pub use matte::{remove_background, remove_background_with};
 pub use reframe::{parse_aspect, reframe, reframe_with, ReframeMode, AUTO_MIN_KEEP, EXTEND_MAX_PIXELS};
 pub use renders::fabric::{fabric, fabric_with, FabricSource};
 pub use renders::model::{virtual_model, ModelDescription, ModelTier, MODEL_HEIGHT, MODEL_WIDTH};

@@ -5,11 +5,12 @@ use std::borrow::Cow;
 use image::imageops::FilterType;
 use image::{DynamicImage, RgbImage, RgbaImage};
 
+use crate::cutout::analysis::{analyse, MaskSource};
+use crate::cutout::subject_box;
 use crate::error::ImagingError;
 use crate::filter::{tap, to_u8, Plane};
 use crate::fir::{resize_rgb8, resize_rgba8};
 use crate::geom::Rect;
-use crate::mask::{analyse, subject_box, MaskSource};
 use crate::saliency::SubjectModel;
 
 /// How [`reframe`] reaches the requested aspect ratio.

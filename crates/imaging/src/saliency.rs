@@ -1,6 +1,6 @@
 //! The seam between the cut-out and a learned subject model.
 //!
-//! The background model of [`crate::mask`] knows what the *backdrop* looks like, not what the
+//! The background model of [`crate::cutout`] knows what the *backdrop* looks like, not what the
 //! subject is: on a real photograph (a portrait in front of a flag, a cup on a wooden table)
 //! the border is not a backdrop and it keeps whatever differs most from the border colours. A
 //! [`SubjectModel`] supplies the missing knowledge, a per-pixel probability that a pixel

@@ -5,13 +5,13 @@ use std::f32::consts::TAU;
 use image::imageops::FilterType;
 use image::{DynamicImage, GrayImage, Rgb, RgbImage};
 
+use crate::cutout::{subject_mask, subject_mask_with};
+use crate::error::ImagingError;
 use crate::filter::{smoothstep, to_u8, Plane};
 use crate::hash::{hash2, hash2_unit, value_noise, Rng};
-use crate::mask::{subject_mask, subject_mask_with};
 use crate::palette::{self, Colour};
 use crate::renders::{garment_region, weighted_mean, GarmentRegion};
 use crate::saliency::SubjectModel;
-use crate::ImagingError;
 
 /// Where the new fabric comes from.
 #[derive(Debug, Clone, Copy)]

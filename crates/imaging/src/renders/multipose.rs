@@ -3,10 +3,11 @@
 use image::{DynamicImage, GrayImage, Rgb, RgbImage};
 
 use crate::composite::{alpha_bbox, sample_premul};
+use crate::cutout::analysis::{analyse, MaskSource};
+use crate::cutout::matte::cutout;
+use crate::cutout::subject_mask;
 use crate::filter::to_u8;
 use crate::hash::Rng;
-use crate::mask::{analyse, subject_mask, MaskSource};
-use crate::matte::cutout;
 
 /// What a pose reference contributes: measured on the subject mask of the reference.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -4,9 +4,9 @@ use image::imageops::FilterType;
 use image::{DynamicImage, RgbImage, RgbaImage};
 
 use crate::composite::{alpha_bbox, composite_over, resize_rgba, trim_cutout, TRIM_ALPHA};
+use crate::cutout::remove_background;
 use crate::filter::{smoothstep, to_u8};
 use crate::hash::{seed_from, value_noise, Rng};
-use crate::matte::remove_background;
 use crate::palette::{self, Colour};
 
 /// Long side of [`product_shoot`] output.

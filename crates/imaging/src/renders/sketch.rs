@@ -3,9 +3,9 @@
 use image::{DynamicImage, Rgb, RgbImage};
 
 use crate::composite::flatten;
+use crate::cutout::classical::components;
 use crate::filter::{to_u8, Plane};
 use crate::hash::{seed_from, value_noise, Rng};
-use crate::mask::components;
 use crate::palette::{self, Colour};
 use crate::renders::look::Look;
 

@@ -4,10 +4,9 @@ use image::imageops::FilterType;
 use image::{DynamicImage, Rgb, RgbImage, RgbaImage};
 
 use crate::composite::{resize_rgba, sample_premul, trim_cutout};
+use crate::cutout::{remove_background, subject_mask};
 use crate::filter::{smoothstep, to_u8, Plane};
 use crate::hash::Rng;
-use crate::mask::subject_mask;
-use crate::matte::remove_background;
 use crate::palette;
 use crate::renders::look::Look;
 use crate::renders::multipose::{pose_hint, repose};

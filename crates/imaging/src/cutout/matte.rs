@@ -9,10 +9,11 @@
 
 use image::{DynamicImage, RgbImage, RgbaImage};
 
+use super::analysis::{analyse, Analysis, MaskSource};
+use super::fuse::analyse_with;
+use crate::error::ImagingError;
 use crate::filter::{box_mean_rows, smoothstep, tap, taps, to_u8};
-use crate::mask::{analyse, analyse_with, Analysis, MaskSource};
 use crate::saliency::SubjectModel;
-use crate::ImagingError;
 
 /// Guided-filter regulariser for a colour guide in `0..=1`.
 const EPS: f32 = 2.5e-4;

@@ -2,7 +2,7 @@
 //!
 //! The two sources know different things. The learned map ([`SubjectModel`]) knows *what* the
 //! subject of a photograph is — the whole person, cup or bag — but it is computed at 320×320
-//! and its outline is soft. The backdrop model ([`crate::background`]) knows nothing about
+//! and its outline is soft. The backdrop model ([`super::background`]) knows nothing about
 //! subjects, but on a smooth studio backdrop it separates subject from backdrop to the pixel,
 //! and it sees objects a saliency network ignores (the second earring of a set).
 //!
@@ -37,8 +37,12 @@
 use image::imageops::FilterType;
 use image::RgbImage;
 
-use crate::background::BgModel;
-use crate::mask::{components, Analysis, MaskSource, WEAK};
+use image::DynamicImage;
+
+use super::analysis::{analyse, Analysis, MaskSource};
+use super::background::BgModel;
+use super::classical::{components, WEAK};
+use crate::error::ImagingError;
 use crate::saliency::SubjectModel;
 
 /// Map level (0..=255) from which the learned map calls a pixel subject.
@@ -62,6 +66,19 @@ const SURE_BACKDROP: u8 = 26;
 /// cut down to the network's mask when the network claims less than this inverse fraction of
 /// it (1/2).
 const UNCLAIMED_FRACTION: usize = 2;
+
+/// [`analyse`], then, when a learned subject model is given, the fusion of its map with the
+/// backdrop model ([`fuse`]).
+pub(crate) fn analyse_with(
+    img: &DynamicImage,
+    subject: Option<&dyn SubjectModel>,
+) -> Result<Analysis, ImagingError> {
+    let mut an = analyse(img);
+    if let Some(model) = subject {
+        fuse(&mut an, model).map_err(ImagingError::SubjectModel)?;
+    }
+    Ok(an)
+}
 
 /// Replaces the backdrop-model mask of `an` by its fusion with `model`'s map. Inputs that
 /// were already cut out (their own alpha) or too small to analyse are left as they are.

@@ -1,136 +1,25 @@
-//! Subject (foreground) mask estimation from a border background model.
+//! The backdrop-model ("classical") mask: subject against a backdrop model fitted to the
+//! image border, at working resolution.
 //!
-//! Pipeline, at a working resolution whose long side is at most [`WORK_MAX_SIDE`]:
-//!
-//! 1. **Background model** ([`crate::background`]) from a band along the image border.
+//! 1. **Background model** ([`super::background`]) from a band along the image border.
 //! 2. **Per-pixel background distance** from that model, lightly smoothed.
 //! 3. **Hysteresis threshold**: pixels clearly unlike the background seed the subject, which
 //!    then grows through moderately unlike pixels.
 //! 4. **Connected components**: keep the main subject and sizeable components near it; fill
 //!    enclosed holes unless they are large and look exactly like the background (e.g. the gap
 //!    between an arm and the torso).
-//!
-//! Images that already carry meaningful transparency use their alpha channel directly.
 
-use image::imageops::FilterType;
-use image::{DynamicImage, GrayImage, Luma, RgbImage};
+use image::RgbImage;
 
-use crate::background::{fit_model, BgModel};
-use crate::filter::{box_mean_rows, tap, taps, Plane};
+use super::background::{fit_model, BgModel};
+use crate::filter::{box_mean_rows, Plane};
 use crate::geom::Rect;
-use crate::saliency::SubjectModel;
-use crate::ImagingError;
 
-/// Long-side cap of the resolution at which the background model and mask are computed.
-pub(crate) const WORK_MAX_SIDE: u32 = 768;
 /// Background distance (standard deviations) through which the subject grows; below it, the
 /// backdrop model explains a colour.
 pub(crate) const WEAK: f32 = 3.5;
 const STRONG: f32 = 6.0;
 const DIST_CLAMP: f32 = 10.0;
-
-/// Where the mask came from.
-#[derive(Debug, Clone)]
-pub(crate) enum MaskSource {
-    /// The input's own alpha channel (already cut out).
-    Alpha,
-    /// Too small to analyse: everything is subject.
-    Whole,
-    /// Estimated with a background model (alone, or fused with a learned map on a smooth
-    /// backdrop, where the model still judges edge colours).
-    Model(BgModel),
-    /// Decided by a learned subject map on a busy backdrop ([`crate::fuse`]): the background
-    /// model, fitted to the border, is kept for reference but does not judge colours.
-    Learned(BgModel),
-}
-
-/// Result of the mask analysis at working resolution.
-#[derive(Debug, Clone)]
-pub(crate) struct Analysis {
-    pub(crate) width: u32,
-    pub(crate) height: u32,
-    pub(crate) ww: usize,
-    pub(crate) wh: usize,
-    /// Working-resolution RGB.
-    pub(crate) work: RgbImage,
-    /// Working-resolution binary mask, 0 or 1.
-    pub(crate) mask: Vec<u8>,
-    /// Working-resolution pixels the backdrop model removed as cast shadow, 0 or 1 (empty
-    /// when it did not run).
-    pub(crate) shadow: Vec<u8>,
-    pub(crate) source: MaskSource,
-}
-
-pub(crate) fn work_size(w: u32, h: u32) -> (u32, u32) {
-    let long = w.max(h);
-    if long <= WORK_MAX_SIDE {
-        (w.max(1), h.max(1))
-    } else {
-        let s = f64::from(WORK_MAX_SIDE) / f64::from(long);
-        (((f64::from(w) * s).round() as u32).max(1), ((f64::from(h) * s).round() as u32).max(1))
-    }
-}
-
-/// Runs the mask analysis.
-pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
-    let (width, height) = (img.width(), img.height());
-    let (ww, wh) = work_size(width, height);
-    // Borrow the pixels when the input is already RGB8: the full-resolution image is only
-    // read once, by the downscale.
-    let owned;
-    let rgb = match img {
-        DynamicImage::ImageRgb8(rgb) => rgb,
-        _ => {
-            owned = img.to_rgb8();
-            &owned
-        }
-    };
-    let work = if (ww, wh) == (width, height) {
-        rgb.clone()
-    } else {
-        crate::fir::resize_rgb8(rgb, ww, wh, FilterType::Triangle)
-    };
-    let (wwu, whu) = (ww as usize, wh as usize);
-    let n = wwu * whu;
-    let analysis =
-        |work, mask, shadow, source| Analysis { width, height, ww: wwu, wh: whu, work, mask, shadow, source };
-
-    if img.color().has_alpha() && width > 0 && height > 0 {
-        let rgba = img.to_rgba8();
-        let total = u64::from(width) * u64::from(height);
-        let transparent = rgba.pixels().filter(|p| p[3] < 128).count() as u64;
-        if transparent * 200 >= total && transparent * 200 <= total * 199 {
-            let alpha = GrayImage::from_fn(width, height, |x, y| Luma([rgba.get_pixel(x, y)[3]]));
-            let alpha = if (ww, wh) == (width, height) {
-                alpha
-            } else {
-                crate::fir::resize_gray8(&alpha, ww, wh, FilterType::Triangle)
-            };
-            let mask = alpha.as_raw().iter().map(|&a| u8::from(a >= 128)).collect();
-            return analysis(work, mask, Vec::new(), MaskSource::Alpha);
-        }
-    }
-
-    if ww.min(wh) < 8 {
-        return analysis(work, vec![1; n], Vec::new(), MaskSource::Whole);
-    }
-
-    let (mask, shadow, model) = classical(&work);
-    analysis(work, mask, shadow, MaskSource::Model(model))
-}
-
-/// [`analyse`], then, when a learned subject model is given, the fusion of its map with the
-/// backdrop model ([`crate::fuse`]).
-pub(crate) fn analyse_with(
-    img: &DynamicImage,
-    subject: Option<&dyn SubjectModel>,
-) -> Result<Analysis, ImagingError> {
-    let mut an = analyse(img);
-    if let Some(model) = subject {
-        crate::fuse::fuse(&mut an, model).map_err(ImagingError::SubjectModel)?;
-    }
-    Ok(an)
-}
 
 /// The backdrop-model ("classical") mask of a working-resolution image: the 0/1 mask, the
 /// pixels it removed as cast shadow (0/1), and the backdrop model (refitted to the backdrop
@@ -933,129 +822,3 @@ fn close(mask: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
 /// Backdrop noise (RGB norm, 8-bit levels) assumed for holes when the model has no spatial
 /// fit.
 const SIGMA_FLOOR_HOLE: f32 = 7.0;
-
-/// Upsamples a working-resolution 0/1 mask to `width`×`height` (bilinear, threshold ½) one
-/// row at a time: `emit(y, row)` receives each full-resolution row (255 = subject, 0 = not).
-fn upsample_mask_rows(
-    mask: &[u8],
-    ww: usize,
-    wh: usize,
-    width: u32,
-    height: u32,
-    mut emit: impl FnMut(usize, &[u8]),
-) {
-    let (width, height) = (width as usize, height as usize);
-    let mut row = vec![0u8; width];
-    if (ww, wh) == (width, height) {
-        for (y, src) in mask.chunks_exact(ww.max(1)).enumerate() {
-            for (o, &m) in row.iter_mut().zip(src) {
-                *o = m * 255;
-            }
-            emit(y, &row);
-        }
-        return;
-    }
-    let cols = taps(width, ww);
-    let mut vrow = vec![0f32; ww];
-    let sy = wh as f32 / height as f32;
-    for y in 0..height {
-        let (y0, y1, fy) = tap((y as f32 + 0.5) * sy - 0.5, wh);
-        let (a, b) = (&mask[y0 * ww..(y0 + 1) * ww], &mask[y1 * ww..(y1 + 1) * ww]);
-        for ((v, &a), &b) in vrow.iter_mut().zip(a).zip(b) {
-            *v = f32::from(a) * (1.0 - fy) + f32::from(b) * fy;
-        }
-        for (o, &(x0, x1, fx)) in row.iter_mut().zip(&cols) {
-            let v = vrow[x0] * (1.0 - fx) + vrow[x1] * fx;
-            *o = if v >= 0.5 { 255 } else { 0 };
-        }
-        emit(y, &row);
-    }
-}
-
-/// Upsamples a working-resolution 0/1 mask to `width`×`height` (bilinear, threshold ½).
-pub(crate) fn upsample_mask(mask: &[u8], ww: usize, wh: usize, width: u32, height: u32) -> GrayImage {
-    let mut out = GrayImage::new(width, height);
-    let stride = width as usize;
-    upsample_mask_rows(mask, ww, wh, width, height, |y, row| {
-        let raw: &mut [u8] = &mut out;
-        raw[y * stride..(y + 1) * stride].copy_from_slice(row);
-    });
-    out
-}
-
-/// Binary foreground mask (255 = subject, 0 = background), same size as the input.
-///
-/// This is the hard mask from which [`crate::remove_background`] refines its soft matte
-/// (which keeps fine edges at full resolution); other operations use it to find the subject.
-/// Images that already have transparency use `alpha >= 128`. An image without a detectable
-/// subject yields an all-zero mask.
-pub fn subject_mask(img: &DynamicImage) -> GrayImage {
-    mask_of(img, &analyse(img))
-}
-
-/// [`subject_mask`] with a learned subject model fused in (see [`crate::remove_background_with`]);
-/// without a model, the same as [`subject_mask`].
-pub fn subject_mask_with(
-    img: &DynamicImage,
-    subject: Option<&dyn SubjectModel>,
-) -> Result<GrayImage, ImagingError> {
-    Ok(mask_of(img, &analyse_with(img, subject)?))
-}
-
-fn mask_of(img: &DynamicImage, a: &Analysis) -> GrayImage {
-    match a.source {
-        MaskSource::Alpha => alpha_mask(img),
-        _ => upsample_mask(&a.mask, a.ww, a.wh, a.width, a.height),
-    }
-}
-
-fn alpha_mask(img: &DynamicImage) -> GrayImage {
-    let rgba = img.to_rgba8();
-    GrayImage::from_fn(rgba.width(), rgba.height(), |x, y| {
-        Luma([if rgba.get_pixel(x, y)[3] >= 128 { 255 } else { 0 }])
-    })
-}
-
-/// Subject bounding box and centroid at full resolution, if a subject was found: those of
-/// [`subject_mask`], computed from its rows as they are upsampled (the full-resolution mask
-/// is never stored).
-pub(crate) fn subject_box(
-    img: &DynamicImage,
-    subject: Option<&dyn SubjectModel>,
-) -> Result<Option<(Rect, [f32; 2])>, ImagingError> {
-    let a = analyse_with(img, subject)?;
-    let mut r = Rect { x0: u32::MAX, y0: u32::MAX, x1: 0, y1: 0 };
-    let (mut sx, mut sy, mut n) = (0f64, 0f64, 0f64);
-    let mut visit = |y: usize, row: &[u8]| {
-        let mut count = 0u64;
-        let mut xsum = 0u64;
-        for (x, &m) in row.iter().enumerate() {
-            if m >= 128 {
-                count += 1;
-                xsum += x as u64;
-            }
-        }
-        if count == 0 {
-            return;
-        }
-        let first = row.iter().position(|&m| m >= 128).unwrap_or(0) as u32;
-        let last = row.iter().rposition(|&m| m >= 128).unwrap_or(0) as u32;
-        r.x0 = r.x0.min(first);
-        r.x1 = r.x1.max(last + 1);
-        r.y0 = r.y0.min(y as u32);
-        r.y1 = r.y1.max(y as u32 + 1);
-        sx += xsum as f64 + 0.5 * count as f64;
-        sy += (y as f64 + 0.5) * count as f64;
-        n += count as f64;
-    };
-    match a.source {
-        MaskSource::Alpha => {
-            let m = alpha_mask(img);
-            for (y, row) in m.chunks_exact(a.width as usize).enumerate() {
-                visit(y, row);
-            }
-        }
-        _ => upsample_mask_rows(&a.mask, a.ww, a.wh, a.width, a.height, visit),
-    }
-    Ok((r.x1 > r.x0).then(|| (r, [(sx / n) as f32, (sy / n) as f32])))
-}

@@ -101,7 +101,7 @@ fn inline_image_format(state: &AppState, text: &str) -> Option<&'static str> {
     if probe.len as u64 > state.config.inputs.max_bytes {
         return None;
     }
-    atelier_imaging::sniff(&probe.head).map(|format| format.extension())
+    atelier_core::media::sniff(&probe.head).map(|format| format.extension())
 }
 
 fn storage(e: atelier_blob::BlobError) -> ApiError {

@@ -179,7 +179,7 @@ pub async fn check_images(
                     if bytes.len() as u64 > policy.max_bytes {
                         return Err(invalid(format!("the image is larger than {} bytes", policy.max_bytes)));
                     }
-                    if atelier_imaging::sniff(&bytes).is_none() {
+                    if atelier_core::media::sniff(&bytes).is_none() {
                         return Err(invalid("not a JPEG, PNG, WebP or GIF image".into()));
                     }
                 }

@@ -14,6 +14,7 @@ pub mod dag;
 pub mod engines;
 pub mod error;
 pub mod ids;
+pub mod media;
 pub mod params;
 pub mod plan;
 pub mod status;

@@ -604,14 +604,9 @@ fn seed_of(node: &NodeRecord) -> u64 {
     ])
 }
 
+/// The extension of a file a bypassed node passes through: its input's format.
 fn sniff_ext(bytes: &[u8]) -> &'static str {
-    match bytes {
-        [0x89, b'P', b'N', b'G', ..] => "png",
-        [0xFF, 0xD8, 0xFF, ..] => "jpg",
-        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => "webp",
-        [b'G', b'I', b'F', ..] => "gif",
-        _ => "bin",
-    }
+    atelier_core::media::sniff(bytes).map_or("bin", |format| format.extension())
 }
 
 #[cfg(test)]

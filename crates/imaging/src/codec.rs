@@ -10,7 +10,7 @@ use image::{ColorType, DynamicImage, ImageDecoder, ImageError, ImageFormat, Imag
 
 use crate::composite::flatten;
 use crate::error::ImagingError;
-use crate::format::{sniff, InputFormat, Limits};
+use crate::format::{image_format, sniff, InputFormat, Limits};
 use crate::frames;
 
 /// JPEG quality used by [`encode`].
@@ -85,7 +85,7 @@ pub struct ImageInfo {
 /// [`Limits::max_total_pixels`].
 pub fn probe(bytes: &[u8], limits: &Limits) -> Result<ImageInfo, ImagingError> {
     let format = sniff(bytes).ok_or(ImagingError::UnsupportedFormat)?;
-    let mut header = ImageReader::with_format(Cursor::new(bytes), format.image_format());
+    let mut header = ImageReader::with_format(Cursor::new(bytes), image_format(format));
     header.no_limits();
     let (width, height) = header.into_dimensions().map_err(|e| decode_error(e, 0, 0))?;
     if width == 0 || height == 0 {
@@ -110,7 +110,7 @@ pub fn probe(bytes: &[u8], limits: &Limits) -> Result<ImageInfo, ImagingError> {
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<DynamicImage, ImagingError> {
     let ImageInfo { format, width, height } = probe(bytes, limits)?;
 
-    let mut reader = ImageReader::with_format(Cursor::new(bytes), format.image_format());
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), image_format(format));
     let mut decoder_limits = image::Limits::default();
     decoder_limits.max_image_width = Some(limits.max_side);
     decoder_limits.max_image_height = Some(limits.max_side);

@@ -1,5 +1,5 @@
 //! What an input image is before it is decoded: its format, from the magic bytes
-//! ([`sniff`]), and the limits a decode is held to ([`Limits`]). The codec and the frame
+//! ([`sniff`], core's), and the limits a decode is held to ([`Limits`]). The codec and the frame
 //! counter both read these; neither reads the other's internals.
 
 use image::ImageFormat;
@@ -40,61 +40,14 @@ impl Limits {
     }
 }
 
-/// Image formats accepted by [`decode`](crate::decode).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum InputFormat {
-    /// PNG.
-    Png,
-    /// JPEG (baseline or progressive).
-    Jpeg,
-    /// WebP (lossy or lossless).
-    Webp,
-    /// GIF (the first frame is used).
-    Gif,
-}
+pub use atelier_core::media::{sniff, InputFormat};
 
-impl InputFormat {
-    pub(crate) fn image_format(self) -> ImageFormat {
-        match self {
-            InputFormat::Png => ImageFormat::Png,
-            InputFormat::Jpeg => ImageFormat::Jpeg,
-            InputFormat::Webp => ImageFormat::WebP,
-            InputFormat::Gif => ImageFormat::Gif,
-        }
-    }
-
-    /// MIME type, e.g. `"image/png"`.
-    pub fn content_type(&self) -> &'static str {
-        match self {
-            InputFormat::Png => "image/png",
-            InputFormat::Jpeg => "image/jpeg",
-            InputFormat::Webp => "image/webp",
-            InputFormat::Gif => "image/gif",
-        }
-    }
-
-    /// Conventional file extension without the dot.
-    pub fn extension(&self) -> &'static str {
-        match self {
-            InputFormat::Png => "png",
-            InputFormat::Jpeg => "jpg",
-            InputFormat::Webp => "webp",
-            InputFormat::Gif => "gif",
-        }
-    }
-}
-
-/// Detects the format from magic bytes only (never from names or declared types).
-pub fn sniff(bytes: &[u8]) -> Option<InputFormat> {
-    if bytes.starts_with(&[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a]) {
-        Some(InputFormat::Png)
-    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
-        Some(InputFormat::Jpeg)
-    } else if bytes.len() >= 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
-        Some(InputFormat::Webp)
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some(InputFormat::Gif)
-    } else {
-        None
+/// The `image` crate's name of a format.
+pub(crate) fn image_format(format: InputFormat) -> ImageFormat {
+    match format {
+        InputFormat::Png => ImageFormat::Png,
+        InputFormat::Jpeg => ImageFormat::Jpeg,
+        InputFormat::Webp => ImageFormat::WebP,
+        InputFormat::Gif => ImageFormat::Gif,
     }
 }

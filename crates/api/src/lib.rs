@@ -4,6 +4,24 @@
 //! Handlers are thin: they authenticate, parse, call an operation in
 //! [`ops`] and render with [`render`]. Errors map to HTTP once, in
 //! [`error`]. Nothing here knows how tools run or how runs are stored.
+//!
+//! ## What is where
+//!
+//! The axum router: v3, v2, `/files`, OpenAPI; health, readiness and the model servers'
+//! callbacks (`probes.rs`); the settings (`settings.rs`, which reads nothing else of the crate)
+//! and the handlers' shared state (`state.rs`); the pull workers' lease protocol (`pull.rs`,
+//! `/worker/v1`, worker tokens); the console's API (`console.rs`: sessions by cookie with CSRF
+//! and same-origin checks, keys, ledger, usage, run details and re-runs, and
+//! `/console/api/v3/*`, the v3 routes again behind the session); authentication; rate limits
+//! (`limits.rs`); idempotency keys (`idempotency.rs`); thin handlers over transport-free
+//! operations (`ops.rs`); webhooks (`webhooks.rs`: the request fields, the secret and delivery
+//! endpoints, and a finished run's delivery body); live events and waiting requests over the
+//! change feed (`events.rs`); finished runs' statuses kept once rendered (`finished.rs`);
+//! inline images moved to the object store at acceptance (`inputs.rs`); the error shape, mapped
+//! once (`error.rs`); records into the wire shapes (`render.rs`); the OpenAPI document's
+//! operations (`openapi.rs`; its schemas come from `wire`).
+//!
+//! Not here: business rules, how tools run, how runs are stored.
 
 pub mod body;
 pub mod console;

@@ -22,6 +22,17 @@
 //! Writes are atomic: [`BlobStore::put`] on the local backend writes to a
 //! staging file and renames it into place, so a reader sees either the old
 //! object, the new one, or none, never a partial object.
+//!
+//! ## What is where
+//!
+//! Object storage behind `object_store` (a local directory, or S3-compatible storage chosen by
+//! `storage.url`), optional CDN base URL, key validation, public URLs, listing, the verified
+//! copy of every object into another store (`copy.rs`), HTTP helpers (`Range`, `ETag`, content
+//! type). It holds two kinds of object: outputs at `outputs/{run}/{node}/{i}.{ext}`
+//! (`output_key`) and inline images of runs at `inputs/{account}/{id}-{digest}` (the key comes
+//! from the store's `StoredInput::key`).
+//!
+//! Not here: the database, what objects mean.
 
 use std::ops::Range;
 use std::path::Path as FsPath;

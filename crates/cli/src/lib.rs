@@ -1,6 +1,16 @@
 //! The `atelier` program's wiring: configuration, system templates, and the
 //! assembly of store, blob store, engine and HTTP server into one process.
 //! Logic lives in the library crates; this crate only connects them.
+//!
+//! ## What is where
+//!
+//! Configuration layering (`config.rs`), the shipped system templates (`templates.rs`, from
+//! `templates/*.json`), assembly of one process (`lib.rs`, starting the metrics recorder and
+//! `[metrics] listen`; logs and the traces exporter in `main.rs`), the commands (`main.rs`;
+//! `admin migrate-data` in `migrate_data.rs`; `atelier run`, a client of a server over
+//! `atelier-client`, in `run_cmd.rs`).
+//!
+//! Not here: logic beyond wiring.
 
 pub mod config;
 pub mod migrate_data;

@@ -43,6 +43,14 @@
 //!
 //! Every method maps to one operation ([`interface::OPERATIONS`] lists them); the crate's
 //! tests check that list and the models against the server's OpenAPI document.
+//!
+//! ## What is where
+//!
+//! The typed async Rust client of the HTTP interface: every v3 and v2 operation, `wire`'s types
+//! as its models, errors by name, events (SSE parsed, resumed with `Last-Event-ID`), `wait`,
+//! downloads, webhook verification; its OpenAPI test.
+//!
+//! Not here: anything of the server.
 
 #![warn(missing_docs)]
 

@@ -12,6 +12,14 @@
 //!
 //! The console's API (`/console/api/*`) is in `atelier-api`; an unknown path under it is a
 //! 404 here, never the page.
+//!
+//! ## What is where
+//!
+//! The web console's pages: the bundle `web/` builds (TypeScript, React, React Flow; committed
+//! in `crates/console/dist`), embedded with `rust-embed` and served under `/console/` with a
+//! strict Content-Security-Policy; the test that the bundle was built from the current `web/`.
+//!
+//! Not here: the console's API (in `api`); Node is never needed to build it.
 
 use axum::body::Body;
 use axum::extract::Request;

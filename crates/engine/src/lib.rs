@@ -18,6 +18,22 @@
 //! Work a model server lost (it restarted, refused the connection) goes back
 //! to the queue without counting an attempt; a node that waits longer than its
 //! engines' `wait_secs` for a usable endpoint fails with `EngineUnavailable`.
+//!
+//! ## What is where
+//!
+//! Where a worker's tasks and files come from (`queue.rs`: the store and object storage, or the
+//! API for a pull worker, `remote.rs`), the worker dispatcher and its tool slots (`slots.rs`:
+//! `tool_slots` and model servers' capacity, which the claim's skip list names), the expiry of
+//! nodes that waited `wait_secs` for an engine, execution of one task (`worker.rs`: stored
+//! inline images put back, inputs, fan-out, the execution context (attempt key, deadline,
+//! progress written at most twice a second, cancel fired on a cancel or a timeout), heartbeat
+//! and an immediate lease check on the store's stop signal, retry backoff, publishing outputs),
+//! maintenance loops (`maintenance.rs`: lease rescuer, output sweeper with the sweep of unused
+//! inline images, idempotency-key janitor) and the webhook deliverer (`deliverer.rs`: claims,
+//! signs, sends and records attempts; the body of a finished run comes from the API through
+//! `CompletedBody`); the pull workers' side of `/worker/v1` speaks `atelier_wire::worker`.
+//!
+//! Not here: HTTP serving, SQL, rendering statuses.
 
 mod completions;
 pub mod deliverer;

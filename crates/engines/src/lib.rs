@@ -14,6 +14,22 @@
 //!
 //! Model servers are separate processes that Atelier talks to over HTTP; none is linked or
 //! shipped with it.
+//!
+//! ## What is where
+//!
+//! Model servers behind tools (docs/ENGINES.md): the `[engines]`/`[tools]` configuration and
+//! the checks that need no server (`settings.rs`); an entry's endpoints, fixed or found by DNS
+//! (`discovery.rs`); endpoints with their HTTP client, slots and health (down since when,
+//! re-probed within a second), (`endpoint.rs`); the pool that spreads a tool's nodes and
+//! reports its capacity (`pool.rs`); parameters to a model's inputs and files back to artifacts
+//! (`mapping.rs`); the executors `Cog` (`cog.rs`), `Comfyui` (`comfyui.rs`, with the endpoint's
+//! one websocket, kept as the endpoint's engine state) and `Onnx` (`onnx.rs`, `tract`
+//! in-process); model servers' callbacks into this process (`callbacks.rs`, Cog's progress);
+//! health checks and the validation against live servers (`check.rs`); `Engines`, which
+//! installs the executors on the `Registry` and is the API's `EngineDirectory`.
+//!
+//! Not here: scheduling, retries and storage (the engine's); the servers themselves (separate
+//! programs).
 
 pub mod callbacks;
 pub mod check;

@@ -30,6 +30,16 @@
 //! platform; no threads, no global state, no system randomness). Seeds and colours
 //! derived from text go through [`seed_from`], a stable hash that will not change between
 //! releases or platforms.
+//!
+//! ## What is where
+//!
+//! Decoding limits, with core's sniffing (`format.rs`), decoding bounded from the header,
+//! deterministic encoding, the cut-out (`cutout/`: the working-resolution analysis, the
+//! backdrop model and its mask, the fusion with a learned map, the matte), compositing,
+//! resizing, reframing, and the built-in tools' renders (`renders/`: fabric and product shoot,
+//! reported `production`; the try-on, virtual model, sketch and multipose previews).
+//!
+//! Not here: HTTP, database, scheduling, video.
 
 #![allow(clippy::needless_range_loop)]
 

@@ -35,6 +35,15 @@
 //! Downloads are bounded in time ([`InputPolicy::timeout`], for the whole
 //! transfer) and size ([`InputPolicy::max_bytes`], enforced while
 //! streaming).
+//!
+//! ## What is where
+//!
+//! Turning image values into bytes: URL / data URI / base64 parsing, the SSRF-safe fetcher
+//! (checked resolver, port allow-list, re-checked redirects, size and time limits); `Sender`,
+//! requests the service sends on its own (webhook deliveries) under the same address policy,
+//! redirects not followed.
+//!
+//! Not here: decoding, HTTP serving.
 
 use std::fmt;
 use std::net::IpAddr;

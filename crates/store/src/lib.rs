@@ -54,6 +54,38 @@
 //! - an account never has more unfinished runs than `StoreConfig::max_unfinished_runs`:
 //!   they are counted in the transaction that accepts a run, after locking the
 //!   account's row on PostgreSQL.
+//!
+//! ## What is where
+//!
+//! Durable state behind one interface. `traits.rs`: one trait per concern (`Lifecycle`,
+//! `Accounts`, `Sessions`, `Runs`, `TaskQueue`, `IdempotencyKeys`, `Workflows`, `InputFiles`,
+//! `Webhooks`); `Store` is their sum and callers hold a `SharedStore` (`Arc<dyn Store>`). The
+//! records callers see: `run.rs`, `task.rs`, `account.rs`, `workflow.rs`, `idempotency.rs`
+//! (with the key protocol), `input.rs`, `webhook.rs` (a run's webhook, secrets, deliveries and
+//! attempts). The change feed (`feed.rs`, `ChangeFeed`): which runs changed, as this process
+//! learns it, for live events, waiting requests and the webhook deliverer. The flows, each
+//! written once for both databases: `flows/` (`runs.rs`: `create_run`, `cancel_run`,
+//! `finish_run` = settlement, `node_succeeded`, `node_failed`, `finish_if_done`, …;
+//! `accounts.rs`, `idempotency.rs`, `workflows.rs`, `inputs.rs`, `webhooks.rs`: secrets and the
+//! delivery queue) and `lease.rs` (the lease queue: `claim_batch`, `heartbeat`,
+//! `complete_and_claim`, `release`, `return_lost`, `fail_waiting`, `rescue_expired`,
+//! `task_errors`), `lanes.rs` (which claims take lower-lane work first), over the SQL of
+//! `statements.rs` (written once, `$n` parameters, state sets rendered from
+//! `atelier_core::status`), the pure rules of `rules.rs` (settlement, expiry, attempt history)
+//! and the row decoding of `rows.rs`. `sql.rs`: the statement layer (`Arg`, `Conn`,
+//! `RowRead`/`FromRow`, `impl_conn!`). `backend.rs`: the `Backend` trait, what a database
+//! provides (transactions, reads) and the hooks where the two differ (`lock_run`,
+//! `lock_account`, `FOR_UPDATE`, `announce`/`wake`, `claim_tasks`/`claim_alone`, `lock_runs`,
+//! `end_success`, `succeed_node`, `write_run`, `accept`, `read_run`, `queue_node`). `sqlite/`
+//! (`mod.rs`, `connection.rs`): `SqliteStore`, with its single writer `WriteTx`, `Readers` and
+//! `Checkpointer`, its claim, batched `write_run` and `read_run`. `postgres/` (`mod.rs`,
+//! `accept.rs`): `PgStore`, with row locks, `NOTIFY` (and the listener that turns the triggers'
+//! `atelier_runs` and `atelier_webhooks` notifications into the change feed), the claim with
+//! `SKIP LOCKED` and the batched `accept`. The schema as migration pairs (`migrations.rs`,
+//! `migrations/`); the verified copy of an embedded database into PostgreSQL (`copy.rs`, for
+//! `admin migrate-data`).
+//!
+//! Not here: HTTP, images, blob storage.
 
 mod account;
 mod backend;

@@ -6,6 +6,18 @@
 //! built-in CPU engine by default (one file per tool under `builtin/`), replaceable per tool
 //! (by a remote engine, or by stubs in tests). Scheduling, retries and storage are the
 //! engine's business, not this crate's.
+//!
+//! ## What is where
+//!
+//! The executors: the `Executor` trait, which runs one `Execution` (a tool's parameters, its
+//! input images' bytes, seed and fan-out index) and returns the files it produced, and reports
+//! its `Capacity` (a model server's usable slots, or since when it has none); `ToolError`
+//! (`Lost`: the engine lost the work before it answered, not an attempt); the `Registry`, which
+//! maps each `ToolId` to an executor (the built-in engine by default, replaceable per tool);
+//! the built-in CPU engine for all twelve tools, on the blocking pool, one file per tool under
+//! `builtin/` (the three try-ons share `tryon.rs`).
+//!
+//! Not here: schemas (in `core`), scheduling, storage.
 
 mod builtin;
 

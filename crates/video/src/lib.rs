@@ -32,6 +32,13 @@
 //! let mp4: Vec<u8> = atelier_video::render(&img, &spec)?;
 //! # Ok::<(), atelier_video::VideoError>(())
 //! ```
+//!
+//! ## What is where
+//!
+//! One still → an MP4: camera moves, OpenH264 encoding (built from bundled source), a
+//! hand-written faststart MP4 muxer.
+//!
+//! Not here: everything else.
 
 mod camera;
 mod h264;

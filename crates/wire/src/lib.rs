@@ -24,6 +24,18 @@
 //! estimate), webhooks (secret, deliveries, node events) and the console's own (session,
 //! keys, ledger, usage, run detail); and, outside the public interface and its document, the
 //! pull workers' protocol ([`worker`]).
+//!
+//! ## What is where
+//!
+//! Every shape that crosses the HTTP interface, once: serde types of runs (request, handle,
+//! status, node results, events, run list), v2 statuses, errors, tools, workflows, webhooks and
+//! the console's own (`runs.rs`, `v2.rs`, `errors.rs`, `tools.rs`, `workflows.rs`,
+//! `webhooks.rs`, `console.rs`); the OpenAPI component schemas generated from them
+//! (`schema.rs`, with schemars) and the same schemas as TypeScript for the console
+//! (`typescript.rs`, committed as `web/src/lib/wire.ts`).
+//!
+//! Not here: building them from records (`api`'s `render.rs`), paths and prose of the document
+//! (`api`'s `openapi.rs`).
 
 #![warn(missing_docs)]
 

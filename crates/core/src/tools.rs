@@ -224,8 +224,8 @@ const SEED: ParamSpec = p(
     Default::None,
 );
 
-const TRYON_CATEGORIES: &[&str] = &["tops", "bottoms", "dresses"];
-const PRO_CATEGORIES: &[&str] = &["tops", "bottoms", "dresses", "accessories"];
+const TRYON_CATEGORIES: &[&str] = crate::choices::GARMENT_CATEGORIES;
+const PRO_CATEGORIES: &[&str] = crate::choices::Category::NAMES;
 const PRO_ASPECTS: &[&str] = &["3:4", "match_input_image", "1:1", "2:3", "4:5", "9:16", "16:9"];
 const PRO_FIT_ASPECTS: &[&str] = &["match_input_image", "3:4", "1:1", "2:3", "4:5", "9:16", "16:9"];
 /// Aspect ratios the reframe tool produces.
@@ -386,7 +386,7 @@ static UPSCALE: ToolSpec = ToolSpec {
             false,
             Default::Num(2.0),
         ),
-        select("output_format", &["png", "jpeg", "webp"], false, Default::Str("png")),
+        select("output_format", crate::choices::FileFormat::NAMES, false, Default::Str("png")),
         SEED,
     ],
     output: OutputKind::Image,
@@ -451,7 +451,7 @@ static BACKGROUND_REMOVAL: ToolSpec = ToolSpec {
     params: &[
         image("image", true),
         text("background_color", false, Default::Str("")),
-        select("output_format", &["png", "webp"], false, Default::Str("png")),
+        select("output_format", crate::choices::TRANSPARENT_FORMATS, false, Default::Str("png")),
         SEED,
     ],
     output: OutputKind::Image,
@@ -468,7 +468,7 @@ static REFRAME: ToolSpec = ToolSpec {
     params: &[
         image("image", true),
         select("aspect_ratio", REFRAME_ASPECTS, true, Default::Str("1:1")),
-        select("mode", &["auto", "crop", "extend"], false, Default::Str("auto")),
+        select("mode", crate::choices::ReframeMode::NAMES, false, Default::Str("auto")),
         SEED,
     ],
     output: OutputKind::Image,
@@ -650,6 +650,13 @@ impl<'a> ParamReader<'a> {
                 _ => "",
             },
         }
+    }
+
+    /// A select parameter as its enum ([`crate::choices`]): the value given, or the default.
+    /// An error names a value the enum does not know, which the schema does not let through.
+    pub fn choice<T: std::str::FromStr>(&self, name: &str) -> Result<T, String> {
+        let text = self.text(name);
+        text.parse().map_err(|_| format!("{name}: {text:?} is not one of its values"))
     }
 
     /// A number parameter; 0 when absent without a default.

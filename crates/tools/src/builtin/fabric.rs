@@ -3,7 +3,7 @@
 use atelier_imaging::{self as imaging, FabricSource, OutputFormat};
 use image::DynamicImage;
 
-use super::{encode, model_failed, region, Input};
+use super::{choice, encode, model_failed, region, Input};
 use crate::{Artifact, ToolError};
 
 pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
@@ -13,8 +13,8 @@ pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
         Some(img) => FabricSource::Image(img),
         None => FabricSource::Description(x.params.text("fabric_description")),
     };
-    let out = imaging::fabric_with(&model, source, region(x.params.text("category")), x.seed(), x.subject)
-        .map_err(model_failed)?;
+    let region = region(choice(&x.params, "category")?);
+    let out = imaging::fabric_with(&model, source, region, x.seed(), x.subject).map_err(model_failed)?;
     let out = DynamicImage::ImageRgb8(out);
     let out = if x.params.flag("upscale") { imaging::upscale(&out, 2) } else { out };
     Ok(vec![encode(&out, OutputFormat::Png)?])

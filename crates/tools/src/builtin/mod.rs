@@ -14,6 +14,7 @@ mod upscale;
 mod video;
 mod virtual_model;
 
+use atelier_core::choices::{Category, FileFormat};
 use atelier_core::tools::{ParamReader, ToolId};
 use atelier_imaging::{self as imaging, GarmentRegion, OutputFormat};
 use bytes::Bytes;
@@ -131,12 +132,28 @@ fn aspect(text: &str) -> Option<(u32, u32)> {
     Some((w.parse().ok()?, h.parse().ok()?))
 }
 
-fn region(category: &str) -> GarmentRegion {
+/// A select parameter as its enum ([`atelier_core::choices`]); a value the enum does not know
+/// (which the schema does not let through) fails the node.
+fn choice<T: std::str::FromStr>(p: &ParamReader<'_>, name: &str) -> Result<T, ToolError> {
+    p.choice(name).map_err(ToolError::Failed)
+}
+
+/// The band of the person a garment's category covers.
+fn region(category: Category) -> GarmentRegion {
     match category {
-        "bottoms" => GarmentRegion::Bottom,
-        "dresses" => GarmentRegion::Dress,
-        "accessories" => GarmentRegion::Accessory,
-        _ => GarmentRegion::Top,
+        Category::Tops => GarmentRegion::Top,
+        Category::Bottoms => GarmentRegion::Bottom,
+        Category::Dresses => GarmentRegion::Dress,
+        Category::Accessories => GarmentRegion::Accessory,
+    }
+}
+
+/// The encoder of an `output_format`.
+fn output_format(format: FileFormat) -> OutputFormat {
+    match format {
+        FileFormat::Png => OutputFormat::Png,
+        FileFormat::Jpeg => OutputFormat::Jpeg,
+        FileFormat::Webp => OutputFormat::Webp,
     }
 }
 
@@ -166,7 +183,7 @@ mod tests {
         pose: Option<&'a DynamicImage>,
         style: Option<&'a DynamicImage>,
     ) -> imaging::TryOn<'a> {
-        tryon::options(&read(ToolId::VirtualTryonProFit, p), pose, style)
+        tryon::options(&read(ToolId::VirtualTryonProFit, p), pose, style).unwrap()
     }
 
     fn model_description(p: &Params) -> imaging::ModelDescription<'_> {
@@ -179,6 +196,20 @@ mod tests {
 
     fn video_motion(p: &Params) -> Motion {
         video::motion(&read(ToolId::Video, p))
+    }
+
+    #[test]
+    fn a_select_value_outside_its_enum_fails_the_node_instead_of_falling_back() {
+        let bad = params(json!({"category": "hats", "mode": "stretch", "output_format": "tiff"}));
+        let category = choice::<Category>(&read(ToolId::Fabric, &bad), "category");
+        assert!(matches!(category, Err(ToolError::Failed(m)) if m.contains("hats")));
+        assert!(choice::<FileFormat>(&read(ToolId::Upscale, &bad), "output_format").is_err());
+        let defaults = params(json!({}));
+        assert!(matches!(choice(&read(ToolId::Upscale, &defaults), "output_format"), Ok(FileFormat::Png)));
+        assert!(matches!(
+            choice(&read(ToolId::Reframe, &defaults), "mode"),
+            Ok(atelier_core::choices::ReframeMode::Auto)
+        ));
     }
 
     #[test]

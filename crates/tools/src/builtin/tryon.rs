@@ -6,7 +6,7 @@ use atelier_core::tools::ParamReader;
 use atelier_imaging::{self as imaging, GarmentSize, TryOn, TryOnModel};
 use image::DynamicImage;
 
-use super::{aspect, png, region, Input};
+use super::{aspect, choice, png, region, Input};
 use crate::{Artifact, ToolError};
 
 pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
@@ -14,7 +14,7 @@ pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
     let garment = x.required("garment_image")?;
     let pose = x.image("pose_image")?;
     let style = x.image("style_image")?;
-    let opts = options(&x.params, pose.as_ref(), style.as_ref());
+    let opts = options(&x.params, pose.as_ref(), style.as_ref())?;
     png(imaging::tryon(&model, &garment, &opts, x.seed())).map(|a| vec![a])
 }
 
@@ -22,14 +22,14 @@ pub(super) fn options<'a>(
     p: &ParamReader<'a>,
     pose: Option<&'a DynamicImage>,
     style: Option<&'a DynamicImage>,
-) -> TryOn<'a> {
-    TryOn {
-        region: region(p.text("category")),
+) -> Result<TryOn<'a>, ToolError> {
+    Ok(TryOn {
+        region: region(choice(p, "category")?),
         size: GarmentSize::from_name(p.text("garment_size")).unwrap_or_default(),
         model: TryOnModel::from_name(p.text("model_name")).unwrap_or_default(),
         description: p.text("garment_description"),
         pose,
         style,
         aspect: aspect(p.text("aspect_ratio")),
-    }
+    })
 }

@@ -1,8 +1,8 @@
 //! `upscale`: Lanczos-3 enlargement with restrained sharpening.
 
-use atelier_imaging::{self as imaging, OutputFormat};
+use atelier_imaging as imaging;
 
-use super::{encode, Input};
+use super::{choice, encode, output_format, Input};
 use crate::{Artifact, ToolError};
 
 pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
@@ -22,10 +22,6 @@ pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
         )));
     }
     let img = x.required("image")?;
-    let format = match x.params.text("output_format") {
-        "jpeg" => OutputFormat::Jpeg,
-        "webp" => OutputFormat::Webp,
-        _ => OutputFormat::Png,
-    };
+    let format = output_format(choice(&x.params, "output_format")?);
     Ok(vec![encode(&imaging::upscale(&img, factor), format)?])
 }

@@ -44,6 +44,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 TOOLS_RS = REPO / "crates" / "core" / "src" / "tools.rs"
+# The committed OpenAPI document: each tool's input schema (Tool_<name>) holds its selects'
+# values, whichever list or enum of core they come from.
+OPENAPI = REPO / "docs" / "openapi.json"
 STATUS_PHRASE = "Not run with its real weights"
 ABOUT_KEYS = ("tool", "model", "weights", "licence", "vram", "node_packs", "status")
 # Inputs whose choices are files on the server (models, uploaded images): not checked here.
@@ -129,7 +132,7 @@ def parse_params(text, consts, aspects=None):
             elif source == "$aspects":
                 values = aspects
             else:
-                values = consts[source]
+                values = consts.get(source)  # a list of core's choices: read from the document
             params[name] = {"type": "select", "values": values}
         else:  # p(name, ParamType::X {...}, required, default)
             ty = re.search(r"ParamType::(\w+)", args[1]).group(1)
@@ -163,6 +166,11 @@ def read_tools():
             params.update(parse_params(",".join(args[1:]), consts))
             params["seed"] = params.pop("seed")
         tools[name] = {"params": params, "primary_image": primary}
+    schemas = json.loads(OPENAPI.read_text())["components"]["schemas"]
+    for name, tool in tools.items():
+        for pname, param in tool["params"].items():
+            if param["type"] == "select":
+                param["values"] = schemas[f"Tool_{name}"]["properties"][pname]["enum"]
     if len(tools) != 12:
         sys.exit(f"check_templates.py: read {len(tools)} tools from {TOOLS_RS}, expected 12")
     return tools

@@ -253,11 +253,11 @@ def test_unauthorized_and_insufficient_tokens(server: Server, png: str) -> None:
 
 
 def test_v2_families(client: Client, png: str) -> None:
-    tryon = client.v2_tryon({"category": "top", "model_image": png, "garment_image": png, "model_name": "Beta"})
-    pro = client.v2_tryon_pro(
+    tryon = client.v2_run("tryon", {"category": "top", "model_image": png, "garment_image": png, "model_name": "Beta"})
+    pro = client.v2_run("tryon_pro", 
         {"category": "dress", "model_image": png, "garment_image": png, "model_name": "Pro Fit", "garment_size": "M"}
     )
-    model = client.v2_virtual_model(
+    model = client.v2_run("virtual_model", 
         {
             "model_name": "Standard",
             "ethnicity": "any",
@@ -267,8 +267,8 @@ def test_v2_families(client: Client, png: str) -> None:
             "num_outputs": 1,
         }
     )
-    fabric = client.v2_fabric({"category": "top", "model_image": png, "fabric_description": "red stripes"})
-    sketch = client.v2_sketch_to_dress({"image": png})
+    fabric = client.v2_run("fabric", {"category": "top", "model_image": png, "fabric_description": "red stripes"})
+    sketch = client.v2_run("sketch_to_dress", {"image": png})
     for run in (tryon, pro, model, fabric, sketch):
         assert run.id.startswith("gen_")
 
@@ -286,13 +286,13 @@ def test_v2_families(client: Client, png: str) -> None:
     assert s.succeeded and s.error is None
 
     assert client.v2_status("tryon", tryon.id).output == t.output
-    assert client.v2_fabric_status(fabric.id).output == f.output
-    assert client.v2_tryon_pro_status(pro.id).status == "completed"
-    assert client.v2_virtual_model_status(model.id).status == "completed"
-    assert client.v2_sketch_to_dress_status(sketch.id).status == "completed"
+    assert client.v2_status("fabric", fabric.id).output == f.output
+    assert client.v2_status("tryon_pro", pro.id).status == "completed"
+    assert client.v2_status("virtual_model", model.id).status == "completed"
+    assert client.v2_status("sketch_to_dress", sketch.id).status == "completed"
     # A family's status endpoint answers only its own runs.
     with pytest.raises(RunNotFound):
-        client.v2_tryon_status(fabric.id)
+        client.v2_status("tryon", fabric.id)
     # A v2 run is a v3 node run too.
     v3 = client.status(tryon.id)
     assert isinstance(v3, NodeRunStatus) and v3.model_name == "virtual_tryon" and v3.output == t.output
@@ -300,7 +300,7 @@ def test_v2_families(client: Client, png: str) -> None:
 
 def test_v2_errors_and_unknown_family(client: Client, png: str) -> None:
     with pytest.raises(InvalidInput):
-        client.v2_tryon_pro({"category": "dress", "model_image": png, "garment_image": png, "model_name": "Ultra"})
+        client.v2_run("tryon_pro", {"category": "dress", "model_image": png, "garment_image": png, "model_name": "Ultra"})
     with pytest.raises(ValueError):
         client.v2_run("teleport", {})
 
@@ -316,7 +316,7 @@ def test_async_client_end_to_end(server: Server, png: str, saved_workflow: str) 
             runs = await asyncio.gather(
                 client.run("reframe", {"image": png, "aspect_ratio": "9:16"}),
                 client.run_workflow(saved_workflow, {"photo": png}),
-                client.v2_sketch_to_dress({"image": png}),
+                client.v2_run("sketch_to_dress", {"image": png}),
             )
             node_final, wf_final, v2_final = await asyncio.gather(*(r.wait(**WAIT) for r in runs))
             assert isinstance(node_final, NodeRunStatus) and node_final.succeeded

@@ -141,7 +141,7 @@ def test_wait_follows_events(client: Client, png: str) -> None:
     started = time.monotonic()
     final = run.wait(timeout=120, poll_interval=30)  # polling every 30 s would be slow
     assert final.succeeded and time.monotonic() - started < 25
-    v2 = client.v2_sketch_to_dress({"image": png})
+    v2 = client.v2_run("sketch_to_dress", {"image": png})
     v2_final = v2.wait(timeout=120, poll_interval=30)
     assert isinstance(v2_final, V2Status) and v2_final.succeeded
 
@@ -259,7 +259,7 @@ def test_a_v2_runs_completed_webhook_carries_its_v2_status(client: Client, png: 
     with FakeServer() as receiver:
         receiver.routes[("POST", "/hook")] = Reply(200)
         secret = client.webhook_secret().key
-        run = client.v2_fabric(
+        run = client.v2_run("fabric", 
             {"category": "top", "model_image": png, "fabric_description": "blue denim"},
             webhook_url=receiver.url + "/hook",
         )

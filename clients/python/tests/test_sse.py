@@ -359,7 +359,7 @@ def test_webhook_fields_are_sent_only_when_given() -> None:
             with pytest.raises(TypeError):
                 client.run("upscale", {}, webhook_url="https://hook.example/x", webhook_events="node")  # type: ignore[arg-type]
             fake.routes[("POST", "/api/v2/fabric/run")] = Reply(200, {"id": "gen_2", "error": None})
-            client.v2_fabric({"category": "top"}, webhook_url="https://hook.example/y", webhook_events=("node",))
+            client.v2_run("fabric", {"category": "top"}, webhook_url="https://hook.example/y", webhook_events=("node",))
         first, second = (s.json() for s in fake.requests_to("POST", "/api/v3/run"))
         [v2] = (s.json() for s in fake.requests_to("POST", "/api/v2/fabric/run"))
         assert v2 == {"category": "top", "webhook_url": "https://hook.example/y", "webhook_events": ["node"]}

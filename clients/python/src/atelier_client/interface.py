@@ -76,12 +76,12 @@ class Operation:
 _RUN_HEADERS = frozenset({"Idempotency-Key"})
 
 
-def _v2(path: str, run_methods: Tuple[str, ...], status_methods: Tuple[str, ...], schema: str) -> Tuple[Operation, ...]:
+def _v2(path: str, schema: str) -> Tuple[Operation, ...]:
+    """A v2 family's two operations: every family is called through ``v2_run`` and
+    ``v2_status`` with the family's name."""
     return (
-        Operation(
-            "POST", f"/api/v2/{path}/run", run_methods, headers=_RUN_HEADERS, response="RunHandle", request=schema
-        ),
-        Operation("GET", f"/api/v2/{path}/status/{{run_id}}", status_methods, response="V2Status"),
+        Operation("POST", f"/api/v2/{path}/run", ("v2_run",), headers=_RUN_HEADERS, response="RunHandle", request=schema),
+        Operation("GET", f"/api/v2/{path}/status/{{run_id}}", ("v2_status",), response="V2Status"),
     )
 
 
@@ -121,21 +121,11 @@ OPERATIONS: Tuple[Operation, ...] = (
     Operation("GET", "/api/v3/webhooks/secret", ("webhook_secret",), response="WebhookSecret"),
     Operation("POST", "/api/v3/webhooks/secret/rotate", ("rotate_webhook_secret",), response="WebhookSecret"),
     Operation("GET", "/api/v3/runs/{run_id}/webhooks", ("webhook_deliveries",), response="WebhookDeliveries"),
-    *_v2("tryon", ("v2_tryon", "v2_run"), ("v2_tryon_status", "v2_status"), "V2Run_tryon"),
-    *_v2("tryon/pro", ("v2_tryon_pro", "v2_run"), ("v2_tryon_pro_status", "v2_status"), "V2Run_tryon_pro"),
-    *_v2(
-        "virtualmodel",
-        ("v2_virtual_model", "v2_run"),
-        ("v2_virtual_model_status", "v2_status"),
-        "V2Run_virtualmodel",
-    ),
-    *_v2("fabric", ("v2_fabric", "v2_run"), ("v2_fabric_status", "v2_status"), "V2Run_fabric"),
-    *_v2(
-        "sketchtodress",
-        ("v2_sketch_to_dress", "v2_run"),
-        ("v2_sketch_to_dress_status", "v2_status"),
-        "V2Run_sketchtodress",
-    ),
+    *_v2("tryon", "V2Run_tryon"),
+    *_v2("tryon/pro", "V2Run_tryon_pro"),
+    *_v2("virtualmodel", "V2Run_virtualmodel"),
+    *_v2("fabric", "V2Run_fabric"),
+    *_v2("sketchtodress", "V2Run_sketchtodress"),
     Operation("GET", "/api/v2/user/tokens", ("balance",), response="Tokens"),
 )
 

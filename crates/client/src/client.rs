@@ -155,37 +155,8 @@ pub struct RunQuery {
     pub target: Option<String>,
 }
 
-/// A v2 tool family: one run/status pair of endpoints each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum V2Family {
-    /// `/api/v2/tryon`.
-    Tryon,
-    /// `/api/v2/tryon/pro`.
-    TryonPro,
-    /// `/api/v2/virtualmodel`.
-    VirtualModel,
-    /// `/api/v2/fabric`.
-    Fabric,
-    /// `/api/v2/sketchtodress`.
-    SketchToDress,
-}
-
-impl V2Family {
-    /// Every family.
-    pub const ALL: [Self; 5] =
-        [Self::Tryon, Self::TryonPro, Self::VirtualModel, Self::Fabric, Self::SketchToDress];
-
-    /// The path after `/api/v2/`.
-    pub fn path(self) -> &'static str {
-        match self {
-            Self::Tryon => "tryon",
-            Self::TryonPro => "tryon/pro",
-            Self::VirtualModel => "virtualmodel",
-            Self::Fabric => "fabric",
-            Self::SketchToDress => "sketchtodress",
-        }
-    }
-}
+/// A v2 tool family (core's): the path of its run and status endpoints.
+pub use atelier_core::v2::Family as V2Family;
 
 /// A JSON value, `what` naming the answer in errors.
 pub(crate) fn decode<T: DeserializeOwned>(value: Value, what: &str) -> Result<T, Error> {
@@ -545,56 +516,6 @@ impl Client {
         let mut status: V2Status = decode(value.clone(), "the v2 status")?;
         status.raw = value;
         Ok(status)
-    }
-
-    /// `POST /api/v2/tryon/run`: category, model_image, garment_image, …
-    pub async fn v2_tryon(&self, input: Value, options: RunOptions) -> Result<RunHandle, Error> {
-        self.v2_run(V2Family::Tryon, input, options).await
-    }
-
-    /// `GET /api/v2/tryon/status/{run_id}`.
-    pub async fn v2_tryon_status(&self, run_id: &str) -> Result<V2Status, Error> {
-        self.v2_status(V2Family::Tryon, run_id).await
-    }
-
-    /// `POST /api/v2/tryon/pro/run` (`model_name: "Pro Fit"` for precise sizing).
-    pub async fn v2_tryon_pro(&self, input: Value, options: RunOptions) -> Result<RunHandle, Error> {
-        self.v2_run(V2Family::TryonPro, input, options).await
-    }
-
-    /// `GET /api/v2/tryon/pro/status/{run_id}`.
-    pub async fn v2_tryon_pro_status(&self, run_id: &str) -> Result<V2Status, Error> {
-        self.v2_status(V2Family::TryonPro, run_id).await
-    }
-
-    /// `POST /api/v2/virtualmodel/run`.
-    pub async fn v2_virtual_model(&self, input: Value, options: RunOptions) -> Result<RunHandle, Error> {
-        self.v2_run(V2Family::VirtualModel, input, options).await
-    }
-
-    /// `GET /api/v2/virtualmodel/status/{run_id}`.
-    pub async fn v2_virtual_model_status(&self, run_id: &str) -> Result<V2Status, Error> {
-        self.v2_status(V2Family::VirtualModel, run_id).await
-    }
-
-    /// `POST /api/v2/fabric/run`.
-    pub async fn v2_fabric(&self, input: Value, options: RunOptions) -> Result<RunHandle, Error> {
-        self.v2_run(V2Family::Fabric, input, options).await
-    }
-
-    /// `GET /api/v2/fabric/status/{run_id}` (`output` is one URL).
-    pub async fn v2_fabric_status(&self, run_id: &str) -> Result<V2Status, Error> {
-        self.v2_status(V2Family::Fabric, run_id).await
-    }
-
-    /// `POST /api/v2/sketchtodress/run`.
-    pub async fn v2_sketch_to_dress(&self, input: Value, options: RunOptions) -> Result<RunHandle, Error> {
-        self.v2_run(V2Family::SketchToDress, input, options).await
-    }
-
-    /// `GET /api/v2/sketchtodress/status/{run_id}`.
-    pub async fn v2_sketch_to_dress_status(&self, run_id: &str) -> Result<V2Status, Error> {
-        self.v2_status(V2Family::SketchToDress, run_id).await
     }
 
     // --- outputs --------------------------------------------------------------------------

@@ -78,25 +78,25 @@ operations! {
         query [] headers [] request None, response Some("WebhookSecret");
     "GET" "/api/v3/runs/{run_id}/webhooks" => [webhook_deliveries]
         query [] headers [] request None, response Some("WebhookDeliveries");
-    "POST" "/api/v2/tryon/run" => [v2_tryon, v2_run]
+    "POST" "/api/v2/tryon/run" => [v2_run]
         query [] headers ["Idempotency-Key"] request Some("V2Run_tryon"), response Some("RunHandle");
-    "GET" "/api/v2/tryon/status/{run_id}" => [v2_tryon_status, v2_status]
+    "GET" "/api/v2/tryon/status/{run_id}" => [v2_status]
         query [] headers [] request None, response Some("V2Status");
-    "POST" "/api/v2/tryon/pro/run" => [v2_tryon_pro, v2_run]
+    "POST" "/api/v2/tryon/pro/run" => [v2_run]
         query [] headers ["Idempotency-Key"] request Some("V2Run_tryon_pro"), response Some("RunHandle");
-    "GET" "/api/v2/tryon/pro/status/{run_id}" => [v2_tryon_pro_status, v2_status]
+    "GET" "/api/v2/tryon/pro/status/{run_id}" => [v2_status]
         query [] headers [] request None, response Some("V2Status");
-    "POST" "/api/v2/virtualmodel/run" => [v2_virtual_model, v2_run]
+    "POST" "/api/v2/virtualmodel/run" => [v2_run]
         query [] headers ["Idempotency-Key"] request Some("V2Run_virtualmodel"), response Some("RunHandle");
-    "GET" "/api/v2/virtualmodel/status/{run_id}" => [v2_virtual_model_status, v2_status]
+    "GET" "/api/v2/virtualmodel/status/{run_id}" => [v2_status]
         query [] headers [] request None, response Some("V2Status");
-    "POST" "/api/v2/fabric/run" => [v2_fabric, v2_run]
+    "POST" "/api/v2/fabric/run" => [v2_run]
         query [] headers ["Idempotency-Key"] request Some("V2Run_fabric"), response Some("RunHandle");
-    "GET" "/api/v2/fabric/status/{run_id}" => [v2_fabric_status, v2_status]
+    "GET" "/api/v2/fabric/status/{run_id}" => [v2_status]
         query [] headers [] request None, response Some("V2Status");
-    "POST" "/api/v2/sketchtodress/run" => [v2_sketch_to_dress, v2_run]
+    "POST" "/api/v2/sketchtodress/run" => [v2_run]
         query [] headers ["Idempotency-Key"] request Some("V2Run_sketchtodress"), response Some("RunHandle");
-    "GET" "/api/v2/sketchtodress/status/{run_id}" => [v2_sketch_to_dress_status, v2_status]
+    "GET" "/api/v2/sketchtodress/status/{run_id}" => [v2_status]
         query [] headers [] request None, response Some("V2Status");
     "GET" "/api/v2/user/tokens" => [balance]
         query [] headers [] request None, response Some("Tokens");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use atelier_client::{
     Client, Error, NodeState, ParamKind, Priority, RunEvent, RunKind, RunOptions, RunQuery, RunState,
-    V2State, WaitOptions, WorkflowDefinition,
+    V2Family, V2State, WaitOptions, WorkflowDefinition,
 };
 use atelier_core::tools::ToolId;
 use atelier_tools::{Artifact, Execution, Executor, Registry, ToolError};
@@ -185,7 +185,11 @@ async fn refusals_are_typed_errors_with_their_fields() {
     let e = client.delete_workflow("product-reframes").await.unwrap_err();
     assert!(matches!(e, Error::ReadOnlyTemplate { .. }), "{e:?}");
     let e = client
-        .v2_tryon(json!({"category": "top"}), RunOptions { wait: Some(5), ..RunOptions::default() })
+        .v2_run(
+            V2Family::Tryon,
+            json!({"category": "top"}),
+            RunOptions { wait: Some(5), ..RunOptions::default() },
+        )
         .await;
     assert!(matches!(e, Err(Error::InvalidArgument(_))), "nothing is sent: {e:?}");
     let e = client
@@ -245,10 +249,10 @@ async fn v2_runs_have_their_family_s_status_and_the_balance_follows() {
     let client = client(&app);
     let img = png_base64(48, 64);
     let body = json!({"category": "top", "model_image": img, "garment_image": img, "model_name": "Turbo"});
-    let handle = client.v2_tryon(body, RunOptions::default()).await.unwrap();
+    let handle = client.v2_run(V2Family::Tryon, body, RunOptions::default()).await.unwrap();
     assert!(handle.id.starts_with("gen_"));
     let status = loop {
-        let status = client.v2_tryon_status(&handle.id).await.unwrap();
+        let status = client.v2_status(V2Family::Tryon, &handle.id).await.unwrap();
         if status.status.is_terminal() {
             break status;
         }
@@ -258,7 +262,7 @@ async fn v2_runs_have_their_family_s_status_and_the_balance_follows() {
     assert_eq!((status.urls().len(), status.model_name.as_deref()), (1, Some("Turbo")));
     assert_eq!(status.input.as_ref().unwrap()["model_image"], "<base64>");
     assert_eq!(status.raw, app.get(&format!("/api/v2/tryon/status/{}", handle.id)).await.1);
-    let e = client.v2_fabric_status(&handle.id).await.unwrap_err();
+    let e = client.v2_status(V2Family::Fabric, &handle.id).await.unwrap_err();
     assert!(matches!(e, Error::RunNotFound { .. }), "another family's run: {e:?}");
     let spent = 1000 - client.balance().await.unwrap();
     assert!(spent > 0);

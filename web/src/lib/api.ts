@@ -99,5 +99,13 @@ export type NodeResult = wire.NodeResult;
 export type RunStatus = wire.RunStatus;
 export type RunDetail = wire.RunDetail;
 export type Estimate = wire.Estimate;
+export type RunList = wire.RunList;
+export type RunSummary = wire.RunSummary;
+export type WorkflowSummary = wire.WorkflowSummary;
+export type WorkflowDescription = wire.WorkflowDescription;
+export type WorkflowValidation = wire.Validation;
+export type Key = wire.Key;
+export type LedgerEntry = wire.LedgerEntry;
+export type UsageDay = wire.UsageDay;
 
 export const TERMINAL = ['succeeded', 'failed', 'canceled'];

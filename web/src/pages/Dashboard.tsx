@@ -1,33 +1,9 @@
 import { useState } from 'react';
 import type { SessionContext } from '../App';
-import { del, explain, get, post } from '../lib/api';
+import { del, explain, get, post, type Key, type LedgerEntry, type UsageDay } from '../lib/api';
 import { when } from '../lib/format';
 import { useLoad } from '../lib/hooks';
 import { Link } from '../lib/router';
-
-interface Key {
-  id: number;
-  prefix: string;
-  created_at: string;
-  last_used: string | null;
-  revoked_at: string | null;
-  current: boolean;
-}
-
-interface LedgerEntry {
-  id: number;
-  run_id: string | null;
-  target: string | null;
-  kind: string;
-  amount: number;
-  created_at: string;
-}
-
-interface UsageDay {
-  date: string;
-  tokens: number;
-  nodes: Record<string, number>;
-}
 
 export function Dashboard({ ctx }: { ctx: SessionContext }) {
   return (

@@ -43,26 +43,20 @@ import {
 } from '../editor/model';
 import { CanvasContext, nodeTypes, type CanvasInfo } from '../editor/nodes';
 import { Field, fromParam } from '../forms/Fields';
-import { ApiError, explain, get, post, put, segment, type ParamType, type Tool } from '../lib/api';
+import {
+  ApiError,
+  explain,
+  get,
+  post,
+  put,
+  segment,
+  type ParamType,
+  type Tool,
+  type WorkflowValidation as Validation,
+  type WorkflowSummary,
+} from '../lib/api';
 import { useLoad } from '../lib/hooks';
 import { Link, navigate, queryOf } from '../lib/router';
-
-interface Validation {
-  valid: boolean;
-  errors: { field: string | null; reason: string }[];
-  description: {
-    name: string;
-    sample_payload: unknown;
-    inputs: { mandatory: Record<string, string>; optional: Record<string, string>; linked: Record<string, string> };
-    outputs: Record<string, string>;
-  } | null;
-  estimate: { tokens: number; nodes: Record<string, number> } | null;
-}
-
-interface WorkflowLine {
-  name: string;
-  system_workflow: boolean;
-}
 
 const EMPTY: Graph = { nodes: [], edges: [] };
 const VARIABLE_TYPES: ParamType[] = ['image', 'string', 'number', 'select', 'boolean'];
@@ -80,7 +74,7 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
   const source = name ?? from;
   const tools = useLoad(() => get<Tool[]>('/v3/tools'), []);
   const toolMap = useMemo(() => new Map((tools.data ?? []).map((t) => [t.name, t])), [tools.data]);
-  const list = useLoad(() => get<WorkflowLine[]>('/v3/workflows'), [name]);
+  const list = useLoad(() => get<WorkflowSummary[]>('/v3/workflows'), [name]);
   const isTemplate = !!name && !!list.data?.some((w) => w.name === name && w.system_workflow);
 
   const [graph, setGraph] = useState<Graph>(EMPTY);

@@ -4,23 +4,13 @@ import { Outputs } from '../components/Outputs';
 import { RunGraph, type RunNode } from '../components/RunGraph';
 import { parseDescriptor, type WorkflowDoc } from '../editor/model';
 import { Field, fromParam, type FieldSpec } from '../forms/Fields';
-import { ApiError, explain, get, post, segment, TERMINAL, type Estimate, type ParamType, type RunStatus, type Tool } from '../lib/api';
+import { ApiError, explain, get, post, segment, TERMINAL, type Estimate, type ParamType, type RunStatus, type Tool, type WorkflowDescription, type WorkflowSummary } from '../lib/api';
 import { useLoad, useRunFollow } from '../lib/hooks';
 import { Link, navigate, queryOf } from '../lib/router';
 import { outputsOf } from './RunDetail';
 
-interface WorkflowLine {
-  id: number;
-  name: string;
-  system_workflow: boolean;
-}
-
-interface Description {
-  name: string;
-  workflow: WorkflowDoc;
-  inputs: { mandatory: Record<string, string>; optional: Record<string, string>; linked: Record<string, string> };
-  outputs: Record<string, string>;
-}
+/** A workflow's description, its document read as the editor's model reads it. */
+type Description = Omit<WorkflowDescription, 'workflow'> & { workflow: WorkflowDoc };
 
 /** Tools whose result is an edit of their input image: shown over it. */
 const EDITS = ['upscale', 'background_removal', 'reframe'];
@@ -30,7 +20,7 @@ export function Playground({ route, ctx }: { route: string; ctx: SessionContext 
   const toolName = q.get('tool');
   const workflowName = q.get('workflow');
   const tools = useLoad(() => get<Tool[]>('/v3/tools'), []);
-  const workflows = useLoad(() => get<WorkflowLine[]>('/v3/workflows'), []);
+  const workflows = useLoad(() => get<WorkflowSummary[]>('/v3/workflows'), []);
   const target = toolName ? `tool:${toolName}` : workflowName ? `workflow:${workflowName}` : '';
 
   const choose = (value: string) => {

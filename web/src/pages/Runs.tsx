@@ -1,16 +1,8 @@
 import { useState } from 'react';
-import { explain, get } from '../lib/api';
+import { explain, get, type RunList } from '../lib/api';
 import { when } from '../lib/format';
 import { useInterval, useLoad } from '../lib/hooks';
 import { Link, navigate, queryOf } from '../lib/router';
-
-interface RunLine {
-  id: string;
-  type: 'node' | 'workflow';
-  target: string;
-  overall_status: string;
-  created_at: string;
-}
 
 const STATES = ['queued', 'running', 'succeeded', 'failed', 'canceled'];
 
@@ -24,7 +16,7 @@ export function Runs({ route }: { route: string }) {
   if (status) params.set('status', status);
   if (target) params.set('target', target);
   if (before) params.set('before', String(before));
-  const runs = useLoad(() => get<{ runs: RunLine[]; next_before: number | null }>(`/v3/runs?${params}`), [status, target, before]);
+  const runs = useLoad(() => get<RunList>(`/v3/runs?${params}`), [status, target, before]);
   const unfinished = runs.data?.runs.some((r) => r.overall_status === 'queued' || r.overall_status === 'running') ?? false;
   useInterval(runs.reload, 2000, unfinished);
 

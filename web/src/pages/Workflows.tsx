@@ -1,18 +1,11 @@
 import { useState } from 'react';
-import { del, explain, get, segment } from '../lib/api';
+import { del, explain, get, segment, type WorkflowSummary } from '../lib/api';
 import { when } from '../lib/format';
 import { useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
 
-interface WorkflowLine {
-  id: number;
-  name: string;
-  system_workflow: boolean;
-  created_at: string;
-}
-
 export function Workflows() {
-  const list = useLoad(() => get<WorkflowLine[]>('/v3/workflows'), []);
+  const list = useLoad(() => get<WorkflowSummary[]>('/v3/workflows'), []);
   const [error, setError] = useState<string | null>(null);
   const remove = async (name: string) => {
     if (!window.confirm(`Delete workflow “${name}”? Runs made with it keep their results.`)) return;

@@ -2,7 +2,7 @@
 
 use atelier_core::status::Priority;
 
-use crate::Micros;
+use atelier_core::time::Micros;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Account {

@@ -23,10 +23,13 @@ use std::time::Duration;
 use atelier_core::status::TaskState;
 use atelier_core::time::Micros;
 
+use crate::config::StoreConfig;
+use crate::error::Result;
 use crate::run::NodeState;
+use crate::run::{NewRun, RunRecord};
 use crate::sql::{args, to_json, Arg, Conn};
 use crate::statements::{END_TASK, INSERT_TASK, LOAD_NODE_STATES, NODE_SUCCEEDED, QUEUE_NODE};
-use crate::{ClaimedTask, NewRun, Result, RunRecord, StoreConfig};
+use crate::task::ClaimedTask;
 
 pub(crate) trait Backend: Send + Sync + 'static {
     type Conn: Conn + Send;

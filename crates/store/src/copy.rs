@@ -36,7 +36,9 @@ use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Postgres, Row, Sqlite, Transaction};
 
-use crate::{PgStore, SqliteStore, StoreError};
+use crate::error::StoreError;
+use crate::postgres::PgStore;
+use crate::sqlite::SqliteStore;
 
 /// Rows sent to PostgreSQL in one statement, at most (fewer when they are large).
 const CHUNK_ROWS: usize = 1000;

@@ -21,14 +21,18 @@ use atelier_core::{NodeError, NodeErrorName};
 use serde_json::Value;
 
 use crate::backend::Backend;
+use crate::error::Result;
 use crate::flows::{finish_if_done, node_failed, node_succeeded};
 use crate::rows::ExpiredTask;
 use crate::rules::attempt_error;
+use crate::run::NodeRecord;
 use crate::sql::{args, json_col, parse_text, to_json, Conn};
 use crate::statements::*;
 use crate::task::ClaimRow;
+use crate::task::{ClaimedTask, NextClaim, Outcome};
 use crate::telemetry::{self, Ended};
-use crate::{ClaimedTask, Micros, NextClaim, NodeRecord, Outcome, Result, TaskQueue};
+use crate::traits::TaskQueue;
+use crate::Micros;
 
 #[async_trait]
 impl<B: Backend> TaskQueue for B {

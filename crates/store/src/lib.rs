@@ -85,11 +85,16 @@
 //! `migrations/`); the verified copy of an embedded database into PostgreSQL (`copy.rs`, for
 //! `admin migrate-data`).
 //!
+//! What a store operation fails with: `error.rs` (`StoreError`); the settings that shape what
+//! it writes: `config.rs` (`StoreConfig`).
+//!
 //! Not here: HTTP, images, blob storage.
 
 mod account;
 mod backend;
+mod config;
 mod copy;
+mod error;
 mod feed;
 mod flows;
 mod idempotency;
@@ -110,15 +115,15 @@ mod traits;
 mod webhook;
 mod workflow;
 
-use std::time::Duration;
-
 pub use account::{
     Account, KeyHolder, KeyInfo, KeyRecord, LedgerEntry, LedgerQuery, NewSession, Session, SessionLimits,
     Usage, WorkerTokenRecord,
 };
 pub use atelier_core::status::RunKind;
 pub use atelier_core::time::{format_time, now_micros, Micros};
+pub use config::StoreConfig;
 pub use copy::{check_target_empty, copy_to_postgres, AccountTotals, CopyError, CopyReport, TableCount};
+pub use error::{Result, StoreError};
 pub use feed::{ChangeFeed, RunWatch};
 pub use idempotency::{
     IdempotencyClaim, IdempotencyRecord, IdempotencyStart, IdempotentAnswer, StoredAnswer,
@@ -126,11 +131,10 @@ pub use idempotency::{
 pub use input::StoredInput;
 pub use postgres::{PgStore, RUNS_CHANNEL, STOPS_CHANNEL, TASKS_CHANNEL, WEBHOOKS_CHANNEL};
 pub use run::{NewRun, NodeRecord, RunQuery, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
-pub(crate) use sql::args;
 pub use sqlite::SqliteStore;
 /// Connection options for [`PgStore::connect_with`].
 pub use sqlx::postgres::PgConnectOptions;
-pub use task::{ClaimedTask, NextClaim, Outcome};
+pub use task::{ClaimedTask, NextClaim, Outcome, QueueStat};
 pub use telemetry::enable_metrics;
 pub use traits::{
     Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Sessions, SharedStore, Store, TaskQueue,
@@ -148,88 +152,4 @@ pub mod prelude {
         Accounts, IdempotencyKeys, InputFiles, Lifecycle, Runs, Sessions, Store, TaskQueue, Webhooks,
         WorkerTokens, Workflows,
     };
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("insufficient tokens: {required} required, {balance} available")]
-    InsufficientTokens { required: i64, balance: i64 },
-    /// The account already has `limit` unfinished runs (`StoreConfig::max_unfinished_runs`).
-    #[error("too many unfinished runs: the limit is {limit}")]
-    ConcurrencyLimited { limit: i64 },
-    /// The account (or, with `per_key`, the key) already has `limit` runs waiting to start
-    /// (`StoreConfig::max_queued_runs`, `max_queued_runs_per_key`).
-    #[error("too many queued runs: the limit is {limit}")]
-    QueueFull { limit: i64, per_key: bool },
-    #[error("not found")]
-    NotFound,
-    #[error("{0}")]
-    Conflict(String),
-    /// The idempotency key is no longer held for this run (taken over, or expired): the run
-    /// was not created.
-    #[error("the idempotency key is held by another request")]
-    IdempotencyConflict,
-    #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
-    #[error("stored data is corrupt: {0}")]
-    Corrupt(String),
-    /// The queue is out of reach: a pull worker could not reach the API that holds it, or
-    /// the API refused its token.
-    #[error("the queue is unavailable: {0}")]
-    Unavailable(String),
-}
-
-pub type Result<T, E = StoreError> = std::result::Result<T, E>;
-
-/// Tasks waiting for a worker, of one tool (`TaskQueue::queue_stats`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueStat {
-    pub tool: String,
-    /// The lane (`Priority::lane`: 0 interactive, 1 normal, 2 bulk).
-    pub lane: i64,
-    pub depth: i64,
-    /// Since when the oldest has been available (a retry's time may be ahead).
-    pub oldest: Option<Micros>,
-}
-
-/// Settings that shape what the store writes.
-#[derive(Debug, Clone)]
-pub struct StoreConfig {
-    /// How long outputs stay readable after a run finishes.
-    pub retention: Duration,
-    /// Attempts per task before a retryable failure becomes final.
-    pub max_attempts: u32,
-    /// The hard cap: unfinished (queued or running) runs one account may have; a run beyond
-    /// it is refused with [`StoreError::ConcurrencyLimited`], checked in the transaction that
-    /// accepts it. 0 = no cap.
-    pub max_unfinished_runs: u32,
-    /// The queue's cap: runs of one account that wait to start (`queued`: no node started);
-    /// a run beyond it is refused with [`StoreError::QueueFull`], checked like the hard cap.
-    /// 0 = no cap.
-    pub max_queued_runs: u32,
-    /// The same cap for the runs one key submitted (runs made without a key, by account
-    /// name, are not counted). 0 = no cap.
-    pub max_queued_runs_per_key: u32,
-    /// The soft cap: nodes of one account running at once, over every worker. While an
-    /// account has this many running, claims pass over its tasks (they stay queued), which
-    /// keeps slots free for other accounts. 0 = no cap.
-    pub max_running_nodes: u32,
-    /// Priority lanes: claims take the highest lane with work first, but this share (per
-    /// mille) of each process's claims, spread evenly, take the oldest lower-lane task first
-    /// (`lanes.rs`). 0 = strict priority (a busy higher lane can starve the lower ones).
-    pub lower_lane_share_permille: u32,
-}
-
-impl Default for StoreConfig {
-    fn default() -> Self {
-        Self {
-            retention: Duration::from_secs(3 * 24 * 3600),
-            max_attempts: 3,
-            max_unfinished_runs: 0,
-            max_queued_runs: 0,
-            max_queued_runs_per_key: 0,
-            max_running_nodes: 0,
-            lower_lane_share_permille: 100,
-        }
-    }
 }

@@ -3,13 +3,15 @@
 
 use atelier_core::status::Priority;
 
+use crate::account::Account;
 use crate::account::{KeyHolder, KeyRecord, LedgerEntry, Session};
+use crate::error::{Result, StoreError};
+use crate::idempotency::{IdempotencyRecord, StoredAnswer};
+use crate::input::StoredInput;
 use crate::run::NodeState;
+use crate::run::{NodeRecord, RunRecord, RunSummary};
 use crate::sql::{json_col, parse_text, FromRow, RowRead};
-use crate::{
-    Account, IdempotencyRecord, NodeRecord, Result, RunRecord, RunSummary, StoreError, StoredAnswer,
-    StoredInput, WorkflowRow,
-};
+use crate::workflow::WorkflowRow;
 
 impl FromRow for NodeRecord {
     fn from_row(row: &dyn RowRead) -> Result<Self> {

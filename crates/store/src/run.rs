@@ -8,7 +8,7 @@ use atelier_core::NodeError;
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::IdempotentAnswer;
+use crate::idempotency::IdempotentAnswer;
 
 /// Everything needed to accept a run.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@
 
 use std::future::Future;
 
-use crate::{Result, StoreError};
+use crate::error::{Result, StoreError};
 
 /// A parameter of a statement.
 #[derive(Debug, Clone, Copy)]
@@ -136,34 +136,38 @@ pub(crate) trait Conn: Send {
 macro_rules! impl_conn {
     ($conn:ty, $row:ty) => {
         impl $crate::sql::RowRead for $row {
-            fn int(&self, column: &str) -> $crate::Result<i64> {
+            fn int(&self, column: &str) -> $crate::error::Result<i64> {
                 Ok(sqlx::Row::try_get(self, column)?)
             }
-            fn opt_int(&self, column: &str) -> $crate::Result<Option<i64>> {
+            fn opt_int(&self, column: &str) -> $crate::error::Result<Option<i64>> {
                 Ok(sqlx::Row::try_get(self, column)?)
             }
-            fn text(&self, column: &str) -> $crate::Result<&str> {
+            fn text(&self, column: &str) -> $crate::error::Result<&str> {
                 Ok(sqlx::Row::try_get(self, column)?)
             }
-            fn opt_text(&self, column: &str) -> $crate::Result<Option<&str>> {
+            fn opt_text(&self, column: &str) -> $crate::error::Result<Option<&str>> {
                 Ok(sqlx::Row::try_get(self, column)?)
             }
-            fn boolean(&self, column: &str) -> $crate::Result<bool> {
+            fn boolean(&self, column: &str) -> $crate::error::Result<bool> {
                 Ok(sqlx::Row::try_get(self, column)?)
             }
-            fn first_int(&self) -> $crate::Result<i64> {
+            fn first_int(&self) -> $crate::error::Result<i64> {
                 Ok(sqlx::Row::try_get(self, 0)?)
             }
-            fn first_opt_int(&self) -> $crate::Result<Option<i64>> {
+            fn first_opt_int(&self) -> $crate::error::Result<Option<i64>> {
                 Ok(sqlx::Row::try_get(self, 0)?)
             }
-            fn first_text(&self) -> $crate::Result<&str> {
+            fn first_text(&self) -> $crate::error::Result<&str> {
                 Ok(sqlx::Row::try_get(self, 0)?)
             }
         }
 
         impl $crate::sql::Conn for $conn {
-            async fn execute(&mut self, sql: &str, args: &[$crate::sql::Arg<'_>]) -> $crate::Result<u64> {
+            async fn execute(
+                &mut self,
+                sql: &str,
+                args: &[$crate::sql::Arg<'_>],
+            ) -> $crate::error::Result<u64> {
                 Ok($crate::sql::bind(sqlx::query(sql), args).execute(self).await?.rows_affected())
             }
 
@@ -171,7 +175,7 @@ macro_rules! impl_conn {
                 &mut self,
                 sql: &str,
                 args: &[$crate::sql::Arg<'_>],
-            ) -> $crate::Result<Vec<T>> {
+            ) -> $crate::error::Result<Vec<T>> {
                 let rows = $crate::sql::bind(sqlx::query(sql), args).fetch_all(self).await?;
                 rows.iter().map(|r| T::from_row(r)).collect()
             }
@@ -180,7 +184,7 @@ macro_rules! impl_conn {
                 &mut self,
                 sql: &str,
                 args: &[$crate::sql::Arg<'_>],
-            ) -> $crate::Result<Option<T>> {
+            ) -> $crate::error::Result<Option<T>> {
                 let row = $crate::sql::bind(sqlx::query(sql), args).fetch_optional(self).await?;
                 row.as_ref().map(|r| T::from_row(r)).transpose()
             }

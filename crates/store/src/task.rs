@@ -3,9 +3,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use atelier_core::time::Micros;
 use atelier_core::NodeError;
 
-use crate::{NodeRecord, Result, StoreError};
+use crate::error::{Result, StoreError};
+use crate::run::NodeRecord;
 
 /// A task a worker holds (serialized as the pull workers' protocol sends it).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -83,4 +85,15 @@ impl ClaimRow {
             trace_parent: self.trace_parent,
         }
     }
+}
+
+/// Tasks waiting for a worker, of one tool (`TaskQueue::queue_stats`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueStat {
+    pub tool: String,
+    /// The lane (`Priority::lane`: 0 interactive, 1 normal, 2 bulk).
+    pub lane: i64,
+    pub depth: i64,
+    /// Since when the oldest has been available (a retry's time may be ahead).
+    pub oldest: Option<Micros>,
 }

@@ -15,15 +15,20 @@ use atelier_core::status::Priority;
 use atelier_core::NodeError;
 use serde_json::Value;
 
+use crate::account::{Account, KeyInfo};
 use crate::account::{
     KeyHolder, KeyRecord, LedgerEntry, LedgerQuery, NewSession, Session, SessionLimits, Usage,
 };
+use crate::config::StoreConfig;
+use crate::error::Result;
 use crate::feed::ChangeFeed;
+use crate::idempotency::{IdempotencyClaim, IdempotencyRecord, IdempotencyStart};
+use crate::input::StoredInput;
+use crate::run::{NewRun, RunQuery, RunRecord, RunSummary};
+use crate::task::{ClaimedTask, NextClaim, Outcome};
 use crate::webhook::{AttemptEnd, Delivery, DeliveryAttempt, DeliveryRecord, WebhookSecret};
-use crate::{
-    Account, ClaimedTask, IdempotencyClaim, IdempotencyRecord, IdempotencyStart, KeyInfo, Micros, NewRun,
-    NextClaim, Outcome, Result, RunQuery, RunRecord, RunSummary, StoreConfig, StoredInput, WorkflowRow,
-};
+use crate::workflow::WorkflowRow;
+use atelier_core::time::Micros;
 
 /// A store shared by the API, the workers and the maintenance services.
 pub type SharedStore = Arc<dyn Store>;

@@ -5,12 +5,14 @@ use atelier_core::ids;
 use atelier_core::status::{LedgerKind, Priority};
 use atelier_core::time::{now_micros, Micros};
 
+use crate::account::{Account, KeyInfo};
 use crate::account::{KeyHolder, KeyRecord, LedgerEntry, LedgerQuery, Usage};
 use crate::backend::Backend;
+use crate::error::{Result, StoreError};
 use crate::rows::{DayNodes, DayTokens, KeyRow, KeyUse, LedgerRow};
 use crate::sql::{args, Conn};
 use crate::statements::*;
-use crate::{Account, Accounts, KeyInfo, Result, StoreError};
+use crate::traits::Accounts;
 
 #[async_trait]
 impl<B: Backend> Accounts for B {

@@ -12,10 +12,12 @@ use async_trait::async_trait;
 use atelier_core::time::{now_micros, Micros};
 
 use crate::backend::Backend;
+use crate::error::{Result, StoreError};
 use crate::idempotency::{decide, record_expiry, Decision};
+use crate::idempotency::{IdempotencyClaim, IdempotencyRecord, IdempotencyStart};
 use crate::sql::{args, Conn};
 use crate::statements::*;
-use crate::{IdempotencyClaim, IdempotencyKeys, IdempotencyRecord, IdempotencyStart, Result, StoreError};
+use crate::traits::IdempotencyKeys;
 
 /// Attempts at a claim whose row keeps disappearing under it (released or swept between the
 /// insert and the lock); then it answers "in progress", which a client retries.

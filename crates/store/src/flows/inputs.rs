@@ -4,9 +4,11 @@ use async_trait::async_trait;
 use atelier_core::time::{now_micros, Micros};
 
 use crate::backend::Backend;
+use crate::error::Result;
+use crate::input::StoredInput;
 use crate::sql::{args, Conn};
 use crate::statements::*;
-use crate::{InputFiles, Result, StoredInput};
+use crate::traits::InputFiles;
 
 #[async_trait]
 impl<B: Backend> InputFiles for B {

@@ -8,13 +8,16 @@ use atelier_core::time::{now_micros, Micros};
 use atelier_core::NodeError;
 
 use crate::backend::Backend;
+use crate::config::StoreConfig;
+use crate::error::{Result, StoreError};
 use crate::rows::Reservation;
 use crate::rules::{expiry, settlement};
 use crate::run::NodeState;
+use crate::run::{NewRun, RunQuery, RunRecord, RunSummary};
 use crate::sql::{args, parse_text, to_json, Conn};
 use crate::statements::*;
 use crate::telemetry::{self, Ended};
-use crate::{NewRun, Result, RunQuery, RunRecord, RunSummary, Runs, StoreConfig, StoreError};
+use crate::traits::Runs;
 
 #[async_trait]
 impl<B: Backend> Runs for B {

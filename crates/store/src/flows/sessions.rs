@@ -9,10 +9,11 @@ use atelier_core::time::now_micros;
 
 use crate::account::{KeyHolder, NewSession, Session, SessionLimits};
 use crate::backend::Backend;
+use crate::error::Result;
 use crate::rows::SessionRow;
 use crate::sql::{args, Conn};
 use crate::statements::*;
-use crate::{Result, Sessions};
+use crate::traits::Sessions;
 
 /// How precisely a session's `last_seen` is kept: one write a minute while it is used.
 const SEEN_RESOLUTION_MICROS: i64 = 60_000_000;

@@ -11,11 +11,12 @@ use atelier_core::time::{self, now_micros, Micros};
 use atelier_core::webhook;
 
 use crate::backend::Backend;
+use crate::error::{Result, StoreError};
 use crate::rows::AttemptRow;
 use crate::sql::{args, Conn};
 use crate::statements::*;
+use crate::traits::Webhooks;
 use crate::webhook::{AttemptEnd, Delivery, DeliveryAttempt, DeliveryRecord, DeliveryState, WebhookSecret};
-use crate::{Result, StoreError, Webhooks};
 
 #[async_trait]
 impl<B: Backend> Webhooks for B {

@@ -5,10 +5,12 @@ use async_trait::async_trait;
 use atelier_core::ids;
 use atelier_core::time::now_micros;
 
+use crate::account::WorkerTokenRecord;
 use crate::backend::Backend;
+use crate::error::{Result, StoreError};
 use crate::sql::{args, to_json, Conn};
 use crate::statements::*;
-use crate::{Result, StoreError, WorkerTokenRecord, WorkerTokens};
+use crate::traits::WorkerTokens;
 
 /// How precisely a token's `last_used` is kept.
 const USE_RESOLUTION_MICROS: i64 = 60_000_000;

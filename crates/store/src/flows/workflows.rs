@@ -5,9 +5,11 @@ use atelier_core::time::now_micros;
 use serde_json::Value;
 
 use crate::backend::Backend;
+use crate::error::{Result, StoreError};
 use crate::sql::{args, to_json, Conn};
 use crate::statements::*;
-use crate::{Result, StoreError, WorkflowRow, Workflows};
+use crate::traits::Workflows;
+use crate::workflow::WorkflowRow;
 
 #[async_trait]
 impl<B: Backend> Workflows for B {

@@ -28,9 +28,10 @@ use sqlx::postgres::PgConnection;
 use tokio::sync::oneshot;
 
 use super::{PgStore, TASKS_CHANNEL};
+use crate::error::{Result, StoreError};
+use crate::run::NewRun;
 use crate::sql::to_json;
 use crate::statements::{sql, Sql};
-use crate::{NewRun, Result, StoreError};
 
 /// Reserves `$2` tokens on account `$1` and, only when its balance covers them, writes each
 /// run (arrays `$6..$13` and `$29..$33`, one element per run), its ledger entry, its nodes (arrays

@@ -34,17 +34,18 @@ use tokio::sync::Notify;
 
 use self::accept::Accepted;
 use crate::backend::Backend;
+use crate::config::StoreConfig;
+use crate::error::{Result, StoreError};
 use crate::migrations::POSTGRES as MIGRATIONS;
 use crate::rows::node_record;
 use crate::run::NodeState;
 use crate::run::STATUS_PARAMS_AS_STORED_BYTES;
+use crate::run::{NewRun, NodeRecord, RunRecord, STATUS_PARAM_MAX_BYTES};
 use crate::sql::{args, impl_conn, json_col, to_json, Conn, FromRow, RowRead};
 use crate::statements::{sql, Sql};
 use crate::task::ClaimRow;
-use crate::{
-    ClaimedTask, Lifecycle, NewRun, NodeRecord, Result, RunRecord, StoreConfig, StoreError,
-    STATUS_PARAM_MAX_BYTES,
-};
+use crate::task::ClaimedTask;
+use crate::traits::Lifecycle;
 
 impl_conn!(PgConnection, PgRow);
 
@@ -81,7 +82,7 @@ pub struct PgStore {
     /// Bumped for each notification on [`STOPS_CHANNEL`] (and each cancel made here).
     stops: Arc<tokio::sync::watch::Sender<u64>>,
     /// Runs changed, from the notifications on [`RUNS_CHANNEL`] and [`WEBHOOKS_CHANNEL`].
-    feed: Arc<crate::ChangeFeed>,
+    feed: Arc<crate::feed::ChangeFeed>,
     /// Stops the listener task when the last clone of the store is dropped.
     _listener: Arc<ListenerTask>,
     /// The connection that holds (or keeps asking for) the maintenance lock, and whether it
@@ -143,7 +144,7 @@ impl PgStore {
         let mut listener = PgListener::connect_with(&listen_pool).await?;
         listener.listen_all([TASKS_CHANNEL, STOPS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL]).await?;
         let stops = Arc::new(tokio::sync::watch::Sender::new(0));
-        let feed: Arc<crate::ChangeFeed> = Arc::default();
+        let feed: Arc<crate::feed::ChangeFeed> = Arc::default();
         let task = tokio::spawn(forward_notifications(listener, ready.clone(), stops.clone(), feed.clone()));
         let lanes = Arc::new(crate::lanes::LaneCredit::new(config.lower_lane_share_permille));
         let store = Self {
@@ -215,7 +216,7 @@ impl Lifecycle for PgStore {
         self.stops.subscribe()
     }
 
-    fn changes(&self) -> &Arc<crate::ChangeFeed> {
+    fn changes(&self) -> &Arc<crate::feed::ChangeFeed> {
         &self.feed
     }
 
@@ -258,7 +259,7 @@ async fn forward_notifications(
     mut listener: PgListener,
     ready: Arc<Notify>,
     stops: Arc<tokio::sync::watch::Sender<u64>>,
-    feed: Arc<crate::ChangeFeed>,
+    feed: Arc<crate::feed::ChangeFeed>,
 ) {
     loop {
         match listener.recv().await {
@@ -406,7 +407,7 @@ impl Backend for PgStore {
         &self.config
     }
 
-    fn feed(&self) -> &Arc<crate::ChangeFeed> {
+    fn feed(&self) -> &Arc<crate::feed::ChangeFeed> {
         &self.feed
     }
 

@@ -9,7 +9,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::ConnectOptions;
 use tokio::sync::{Mutex as AsyncMutex, Notify, OwnedMutexGuard, Semaphore, SemaphorePermit};
 
-use crate::{Result, StoreError};
+use crate::error::{Result, StoreError};
 
 /// How long the checkpointer waits after a commit before it checkpoints, so that one
 /// checkpoint covers the commits of that time.

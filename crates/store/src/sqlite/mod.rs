@@ -27,16 +27,18 @@ use tokio::sync::{Mutex as AsyncMutex, Notify};
 
 use self::connection::{Checkpointer, Reader, Readers, WriteTx, Writer};
 use crate::backend::Backend;
+use crate::config::StoreConfig;
+use crate::error::{Result, StoreError};
 use crate::migrations::SQLITE as MIGRATIONS;
 use crate::rows::node_record;
+use crate::run::{NewRun, NodeRecord, RunRecord, STATUS_PARAM_MAX_BYTES};
 use crate::run::{NodeState, STATUS_PARAMS_AS_STORED_BYTES};
+use crate::sql::args;
 use crate::sql::{impl_conn, to_json, Conn, FromRow};
 use crate::statements::{sql, Sql, BALANCE, INSERT_RUN_INPUT, RESERVE};
 use crate::task::ClaimRow;
-use crate::{
-    args, ClaimedTask, Lifecycle, NewRun, NodeRecord, Result, RunRecord, StoreConfig, StoreError,
-    STATUS_PARAM_MAX_BYTES,
-};
+use crate::task::ClaimedTask;
+use crate::traits::Lifecycle;
 
 impl_conn!(SqliteConnection, SqliteRow);
 
@@ -59,7 +61,7 @@ pub struct SqliteStore {
     /// Bumped by each cancel (in-process).
     stops: Arc<tokio::sync::watch::Sender<u64>>,
     /// Runs changed by this process's commits.
-    feed: Arc<crate::ChangeFeed>,
+    feed: Arc<crate::feed::ChangeFeed>,
     /// Stops the checkpointer when the last clone of the store is dropped.
     _checkpointer: Arc<Checkpointer>,
     /// Which claims take lower-lane work first.
@@ -133,7 +135,7 @@ impl Lifecycle for SqliteStore {
         self.stops.subscribe()
     }
 
-    fn changes(&self) -> &Arc<crate::ChangeFeed> {
+    fn changes(&self) -> &Arc<crate::feed::ChangeFeed> {
         &self.feed
     }
 
@@ -319,7 +321,7 @@ impl Backend for SqliteStore {
         &self.config
     }
 
-    fn feed(&self) -> &Arc<crate::ChangeFeed> {
+    fn feed(&self) -> &Arc<crate::feed::ChangeFeed> {
         &self.feed
     }
 

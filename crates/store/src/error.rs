@@ -1,0 +1,32 @@
+//! What a store operation fails with.
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("insufficient tokens: {required} required, {balance} available")]
+    InsufficientTokens { required: i64, balance: i64 },
+    /// The account already has `limit` unfinished runs (`StoreConfig::max_unfinished_runs`).
+    #[error("too many unfinished runs: the limit is {limit}")]
+    ConcurrencyLimited { limit: i64 },
+    /// The account (or, with `per_key`, the key) already has `limit` runs waiting to start
+    /// (`StoreConfig::max_queued_runs`, `max_queued_runs_per_key`).
+    #[error("too many queued runs: the limit is {limit}")]
+    QueueFull { limit: i64, per_key: bool },
+    #[error("not found")]
+    NotFound,
+    #[error("{0}")]
+    Conflict(String),
+    /// The idempotency key is no longer held for this run (taken over, or expired): the run
+    /// was not created.
+    #[error("the idempotency key is held by another request")]
+    IdempotencyConflict,
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    /// The queue is out of reach: a pull worker could not reach the API that holds it, or
+    /// the API refused its token.
+    #[error("the queue is unavailable: {0}")]
+    Unavailable(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

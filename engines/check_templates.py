@@ -24,7 +24,7 @@ Templates (comfyui/*.json, API format):
 
 Configuration (atelier.toml, read with tomllib):
   - every [engines.*] has a known kind and what that kind needs;
-  - every [tools.X] names a tool of crates/core/src/tools.rs and engines of the file, of one kind;
+  - every [tools.X] names a tool of crates/core/src/tools/ and engines of the file, of one kind;
   - inputs name only parameters of that tool (or seed); ComfyUI mappings name nodes of the
     template and inputs those nodes have, image parameters go to a LoadImage node's image, and
     every value a parameter can send (through map, default or as it is) fits the input's type;
@@ -43,7 +43,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-TOOLS_RS = REPO / "crates" / "core" / "src" / "tools.rs"
+TOOLS_RS = REPO / "crates" / "core" / "src" / "tools" / "table.rs"
 # The committed OpenAPI document: each tool's input schema (Tool_<name>) holds its selects'
 # values, whichever list or enum of core they come from.
 OPENAPI = REPO / "docs" / "openapi.json"

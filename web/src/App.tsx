@@ -8,12 +8,8 @@ import { RunDetail } from './pages/RunDetail';
 import { Playground } from './pages/Playground';
 import { Workflows } from './pages/Workflows';
 import { Editor } from './pages/Editor';
+import type { SessionContext } from './lib/session';
 
-export interface SessionContext {
-  session: Session;
-  /** Reads the balance (and the session) again. */
-  refresh: () => void;
-}
 
 const NAV: [string, string][] = [
   ['/', 'Dashboard'],

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { SessionContext } from '../App';
+import type { SessionContext } from '../lib/session';
 import { del, explain, get, post, type Key, type LedgerEntry, type UsageDay } from '../lib/api';
 import { when } from '../lib/format';
 import { useLoad } from '../lib/hooks';

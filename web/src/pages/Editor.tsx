@@ -18,11 +18,10 @@ import {
   type NodeChange,
 } from '@xyflow/react';
 import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
-import type { SessionContext } from '../App';
+import type { SessionContext } from '../lib/session';
 import { History } from '../editor/history';
 import { autoLayout } from '../editor/layout';
 import {
-  IDENTIFIER,
   IN_HANDLE,
   OUTPUT_HANDLE,
   VALUE_HANDLE,
@@ -38,11 +37,12 @@ import {
   type Graph,
   type GraphEdge,
   type GraphNode,
-  type ToolData,
   type WorkflowDoc,
 } from '../editor/model';
 import { CanvasContext, nodeTypes, type CanvasInfo } from '../editor/nodes';
-import { Field, fromParam } from '../forms/Fields';
+import { NodeInspector } from '../editor/Inspector';
+import { Palette } from '../editor/Palette';
+import { WorkflowPanel } from '../editor/WorkflowPanel';
 import {
   ApiError,
   explain,
@@ -59,7 +59,6 @@ import { useLoad } from '../lib/hooks';
 import { Link, navigate, queryOf } from '../lib/router';
 
 const EMPTY: Graph = { nodes: [], edges: [] };
-const VARIABLE_TYPES: ParamType[] = ['image', 'string', 'number', 'select', 'boolean'];
 
 export function Editor(props: { name: string | null; route: string; ctx: SessionContext }) {
   return (
@@ -428,260 +427,5 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
         </div>
       </div>
     </CanvasContext.Provider>
-  );
-}
-
-function Palette({ tools, onAdd, onVariable, onOutput }: { tools: Tool[]; onAdd: (tool: string) => void; onVariable: (t: ParamType) => void; onOutput: () => void }) {
-  const [query, setQuery] = useState('');
-  const [type, setType] = useState<ParamType>('image');
-  const shown = tools.filter((t) => t.name.includes(query.trim().toLowerCase()) || t.description.toLowerCase().includes(query.trim().toLowerCase()));
-  return (
-    <div className="palette" role="region" aria-label="Add to the workflow">
-      <h2>Tools</h2>
-      <input
-        type="search"
-        placeholder="Search tools"
-        aria-label="Search tools"
-        value={query}
-        onChange={(e) => setQuery(e.target.value)}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter' && shown[0]) {
-            onAdd(shown[0].name);
-            setQuery('');
-          }
-        }}
-        data-testid="palette-search"
-      />
-      <ul>
-        {shown.map((t) => (
-          <li key={t.name}>
-            <button
-              type="button"
-              draggable
-              onDragStart={(e) => {
-                e.dataTransfer.setData('application/x-atelier-tool', t.name);
-                e.dataTransfer.effectAllowed = 'move';
-              }}
-              onClick={() => onAdd(t.name)}
-              title={t.description}
-              data-testid={`palette-${t.name}`}
-            >
-              {t.name}
-            </button>
-          </li>
-        ))}
-      </ul>
-      <h2>Inputs and outputs</h2>
-      <div className="row">
-        <select value={type} onChange={(e) => setType(e.target.value as ParamType)} aria-label="Type of the new input">
-          {VARIABLE_TYPES.map((t) => <option key={t} value={t}>{t}</option>)}
-        </select>
-        <button type="button" onClick={() => onVariable(type)} data-testid="add-variable">Add input</button>
-      </div>
-      <button type="button" onClick={onOutput} data-testid="add-output">Add output</button>
-      <p className="hint">
-        Drag a tool onto the canvas, or click it. Draw from a node’s right edge to an image parameter to link them; draw from an input to
-        every parameter it fills. Ctrl+Z undo, Ctrl+Shift+Z redo, Ctrl+C/V copy and paste, Ctrl+B bypass, Delete removes, Ctrl+S saves,
-        Shift+L lays out, Shift+F fits the view.
-      </p>
-    </div>
-  );
-}
-
-function NodeInspector({
-  node,
-  graph,
-  tools,
-  issues,
-  onChange,
-  onDelete,
-}: {
-  node: GraphNode;
-  graph: Graph;
-  tools: Map<string, Tool>;
-  issues: { node: string[]; params: Map<string, string> } | undefined;
-  onChange: (change: (n: GraphNode) => GraphNode) => void;
-  onDelete: () => void;
-}) {
-  const [draft, setDraft] = useState(node.data.name);
-  useEffect(() => setDraft(node.data.name), [node.id, node.data.name]);
-  const taken = graph.nodes.filter((n) => n.id !== node.id && (node.data.kind === 'output' ? n.data.kind === 'output' : n.data.kind !== 'output')).map((n) => n.data.name);
-  const nameProblem =
-    node.data.kind !== 'output' && !IDENTIFIER.test(draft)
-      ? 'Names are 1-64 characters of A-Z a-z 0-9 _ -'
-      : !draft.trim()
-        ? 'A name is needed'
-        : taken.includes(draft)
-          ? 'Another node has this name'
-          : null;
-  const rename = () => {
-    if (!nameProblem && draft !== node.data.name) onChange((n) => ({ ...n, data: { ...n.data, name: draft } }));
-  };
-  const fed = new Map(graph.edges.filter((e) => e.target === node.id).map((e) => [e.targetHandle, graph.nodes.find((n) => n.id === e.source)?.data.name ?? '?']));
-  const kindLabel = node.data.kind === 'tool' ? node.data.tool : node.data.kind === 'variable' ? `input (${node.data.type})` : 'output';
-  return (
-    <div className="node-inspector">
-      <h2>{kindLabel}</h2>
-      <div className={nameProblem ? 'field invalid' : 'field'}>
-        <label htmlFor="node-name">Name</label>
-        <input id="node-name" value={draft} onChange={(e) => setDraft(e.target.value)} onBlur={rename} onKeyDown={(e) => e.key === 'Enter' && rename()} data-testid="node-name" />
-        {nameProblem && <p className="error" role="alert">{nameProblem}</p>}
-      </div>
-      {issues?.node.map((p) => <p key={p} className="error" role="alert">{p}</p>)}
-      {node.data.kind === 'tool' && (
-        <ToolParams data={node.data} tool={tools.get(node.data.tool)} fed={fed} issues={issues?.params} onChange={(params) => onChange((n) => ({ ...n, data: { ...(n.data as ToolData), params } }))} onBypass={(bypassed) => onChange((n) => ({ ...n, data: { ...(n.data as ToolData), bypassed } }))} />
-      )}
-      {node.data.kind === 'variable' && (
-        <p className="hint">Fills: {graph.edges.filter((e) => e.source === node.id).map((e) => `${graph.nodes.find((n) => n.id === e.target)?.data.name}.${e.targetHandle}`).join(', ') || 'nothing yet: draw it to parameters'}</p>
-      )}
-      {node.data.kind === 'output' && (
-        <p className="hint">From: {graph.edges.filter((e) => e.target === node.id).map((e) => graph.nodes.find((n) => n.id === e.source)?.data.name).join(', ') || 'nothing yet: draw a node’s output to it'}</p>
-      )}
-      <button type="button" className="danger" onClick={onDelete}>Delete {node.data.kind === 'tool' ? 'node' : node.data.kind === 'variable' ? 'input' : 'output'}</button>
-    </div>
-  );
-}
-
-function ToolParams({
-  data,
-  tool,
-  fed,
-  issues,
-  onChange,
-  onBypass,
-}: {
-  data: ToolData;
-  tool: Tool | undefined;
-  fed: Map<string, string>;
-  issues: Map<string, string> | undefined;
-  onChange: (params: Record<string, unknown>) => void;
-  onBypass: (bypassed: boolean) => void;
-}) {
-  if (!tool) return <p className="error">Unknown tool {data.tool}.</p>;
-  return (
-    <>
-      <p className="hint">{tool.description}</p>
-      <label className="check">
-        <input type="checkbox" checked={data.bypassed} onChange={(e) => onBypass(e.target.checked)} disabled={!tool.primary_image} data-testid="bypass" />
-        Bypass (passes {tool.primary_image ?? 'nothing'} through, costs nothing){tool.primary_image ? '' : ': this tool has no image to pass through'}
-      </label>
-      {tool.params.map((p) =>
-        fed.has(p.name) ? (
-          <div className="field" key={p.name} data-field={p.name}>
-            <span className="label">{p.name}</span>
-            <p className="hint">from {fed.get(p.name)}</p>
-            {issues?.get(p.name) && <p className="error" role="alert">{issues.get(p.name)}</p>}
-          </div>
-        ) : (
-          <Field
-            key={p.name}
-            spec={{ ...fromParam(p), required: false }}
-            value={data.params[p.name]}
-            onChange={(v) => {
-              const params = { ...data.params };
-              if (v === undefined) delete params[p.name];
-              else params[p.name] = v;
-              onChange(params);
-            }}
-            error={issues?.get(p.name) ?? null}
-          />
-        ),
-      )}
-      <p className="hint">Parameters left empty become inputs of the workflow (required ones mandatory).</p>
-    </>
-  );
-}
-
-function WorkflowPanel({
-  name,
-  description,
-  onDescription,
-  validation,
-  doc,
-  onImport,
-}: {
-  name: string;
-  description: string;
-  onDescription: (d: string) => void;
-  validation: Validation | null;
-  doc: WorkflowDoc;
-  onImport: (d: WorkflowDoc) => void;
-}) {
-  const [json, setJson] = useState<string | null>(null);
-  const [importError, setImportError] = useState<string | null>(null);
-  const d = validation?.description;
-  const payload = JSON.stringify(d?.sample_payload ?? { type: 'workflow', target: name, input: {} }, null, 2);
-  const base = window.location.origin;
-  const curl = `curl -s ${base}/api/v3/run \\\n  -H "X-API-KEY: $ATELIER_API_KEY" \\\n  -H "Content-Type: application/json" \\\n  -d '${payload.replace(/'/g, "'\\''")}'`;
-  const python = `import os, time, requests\n\nbase = "${base}"\nheaders = {"X-API-KEY": os.environ["ATELIER_API_KEY"]}\nrun = requests.post(f"{base}/api/v3/run", headers=headers, json=${payload.replace(/\bnull\b/g, 'None').replace(/\btrue\b/g, 'True').replace(/\bfalse\b/g, 'False')}).json()\nwhile True:\n    status = requests.get(f"{base}/api/v3/status/{run['id']}", headers=headers).json()\n    if status["overall_status"] in ("succeeded", "failed", "canceled"):\n        break\n    time.sleep(3)\nprint(status["outputs"])`;
-  return (
-    <div className="workflow-panel">
-      <h2>Workflow</h2>
-      <div className="field">
-        <label htmlFor="wf-description">Description</label>
-        <textarea id="wf-description" value={description} onChange={(e) => onDescription(e.target.value)} rows={2} />
-      </div>
-      <h3>What discovery shows</h3>
-      {d ? (
-        <dl className="discovery" data-testid="discovery">
-          <dt>Mandatory inputs</dt>
-          <dd>{Object.keys(d.inputs.mandatory).join(', ') || 'none'}</dd>
-          <dt>Optional inputs</dt>
-          <dd>{Object.keys(d.inputs.optional).join(', ') || 'none'}</dd>
-          <dt>Linked</dt>
-          <dd>{Object.entries(d.inputs.linked).map(([k, v]) => `${k} ← ${v}`).join(', ') || 'none'}</dd>
-          <dt>Outputs</dt>
-          <dd>{Object.keys(d.outputs).join(', ') || 'none'}</dd>
-        </dl>
-      ) : (
-        <p className="hint">{validation ? 'Shown once the workflow has no problems.' : 'Add a tool to begin.'}</p>
-      )}
-      {validation?.estimate && (
-        <p data-testid="estimate-detail">
-          From <strong>{validation.estimate.tokens}</strong> tokens a run ({Object.entries(validation.estimate.nodes).map(([n, t]) => `${n} ${t}`).join(', ')}).
-        </p>
-      )}
-      <h3>Call it</h3>
-      <div className="row">
-        <button type="button" onClick={() => void navigator.clipboard?.writeText(curl)}>Copy curl</button>
-        <button type="button" onClick={() => void navigator.clipboard?.writeText(python)}>Copy Python</button>
-      </div>
-      <details>
-        <summary>curl</summary>
-        <pre>{curl}</pre>
-      </details>
-      <h3>JSON</h3>
-      <div className="row">
-        <button type="button" onClick={() => setJson(JSON.stringify({ ...doc, name }, null, 2))}>Export</button>
-        <button type="button" onClick={() => setJson('')}>Import</button>
-      </div>
-      {json !== null && (
-        <div className="field">
-          <label htmlFor="wf-json">Workflow document</label>
-          <textarea id="wf-json" value={json} onChange={(e) => setJson(e.target.value)} rows={12} spellCheck={false} data-testid="workflow-json" />
-          <div className="row">
-            <button
-              type="button"
-              onClick={() => {
-                try {
-                  const parsed = JSON.parse(json) as WorkflowDoc;
-                  if (!Array.isArray(parsed.nodes)) throw new Error('a workflow document has a "nodes" list');
-                  onImport(parsed);
-                  setImportError(null);
-                  setJson(null);
-                } catch (e) {
-                  setImportError(e instanceof Error ? e.message : String(e));
-                }
-              }}
-            >
-              Load into the canvas
-            </button>
-            <button type="button" onClick={() => void navigator.clipboard?.writeText(json)}>Copy</button>
-            <button type="button" onClick={() => setJson(null)}>Close</button>
-          </div>
-          {importError && <p className="error" role="alert">{importError}</p>}
-        </div>
-      )}
-    </div>
   );
 }

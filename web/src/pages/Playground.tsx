@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState, type FormEvent } from 'react';
-import type { SessionContext } from '../App';
+import type { SessionContext } from '../lib/session';
 import { Outputs } from '../components/Outputs';
 import { RunGraph, type RunNode } from '../components/RunGraph';
 import { parseDescriptor, type WorkflowDoc } from '../editor/model';

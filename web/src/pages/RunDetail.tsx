@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { SessionContext } from '../App';
+import type { SessionContext } from '../lib/session';
 import { Outputs } from '../components/Outputs';
 import { RunGraph } from '../components/RunGraph';
 import { explain, get, post, TERMINAL, type RunDetail as Detail, type RunStatus } from '../lib/api';

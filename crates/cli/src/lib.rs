@@ -169,22 +169,35 @@ pub struct Running {
     pub metrics_addr: Option<SocketAddr>,
     pub store: SharedStore,
     pub blob: BlobStore,
-    shutdown: CancellationToken,
-    tasks: Vec<JoinHandle<()>>,
+    tasks: Tasks,
 }
 
 impl Running {
     /// Stops accepting requests and work, lets in-flight nodes finish within
     /// the grace period, and waits for everything to stop.
     pub async fn shutdown(self) {
-        self.shutdown.cancel();
-        for task in self.tasks {
-            let _ = task.await;
-        }
+        self.tasks.stop().await;
     }
 
     pub fn token(&self) -> CancellationToken {
-        self.shutdown.clone()
+        self.tasks.shutdown.clone()
+    }
+}
+
+/// What a process runs, and the token that stops it: the one handle of `serve`, `worker` and
+/// a pull worker.
+struct Tasks {
+    shutdown: CancellationToken,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl Tasks {
+    /// Cancels the token, then waits for every task to end.
+    async fn stop(self) {
+        self.shutdown.cancel();
+        for task in self.handles {
+            let _ = task.await;
+        }
     }
 }
 
@@ -254,7 +267,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
     let public_url = config.public_url();
     let wiring = Wiring { engines: &engines, callbacks_at: Some(&public_url) };
     spawn_workers(&config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
-    Ok(Running { addr, metrics_addr, store, blob, shutdown, tasks })
+    Ok(Running { addr, metrics_addr, store, blob, tasks: Tasks { shutdown, handles: tasks } })
 }
 
 /// Starts a worker process's part of the service on an already-open store: the engine's
@@ -279,7 +292,7 @@ pub async fn start_worker(
     };
     let wiring = Wiring { engines: &engines, callbacks_at: None };
     spawn_workers(config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
-    Ok(WorkerProcess { metrics_addr, shutdown, tasks })
+    Ok(WorkerProcess { metrics_addr, tasks: Tasks { shutdown, handles: tasks } })
 }
 
 /// This process's metrics when `[metrics] enabled`: the recorder installed (once per
@@ -332,22 +345,18 @@ async fn serve_metrics(
 pub struct WorkerProcess {
     /// Where `/metrics` is served (`[metrics] listen`).
     pub metrics_addr: Option<SocketAddr>,
-    shutdown: CancellationToken,
-    tasks: Vec<JoinHandle<()>>,
+    tasks: Tasks,
 }
 
 impl WorkerProcess {
     /// Stops claiming work, lets in-flight nodes finish within the grace period (or releases
     /// them), and waits for everything to stop.
     pub async fn shutdown(self) {
-        self.shutdown.cancel();
-        for task in self.tasks {
-            let _ = task.await;
-        }
+        self.tasks.stop().await;
     }
 
     pub fn token(&self) -> CancellationToken {
-        self.shutdown.clone()
+        self.tasks.shutdown.clone()
     }
 }
 
@@ -398,7 +407,7 @@ pub async fn start_pull_worker(
     engines.install(&mut tools, fetcher.clone(), None).map_err(anyhow::Error::msg)?;
     let engine = Engine::with_queue(Arc::new(queue), tools, fetcher, engine_config(config));
     tasks.push(tokio::spawn(engine.run(shutdown.clone())));
-    Ok(WorkerProcess { metrics_addr: None, shutdown, tasks })
+    Ok(WorkerProcess { metrics_addr: None, tasks: Tasks { shutdown, handles: tasks } })
 }
 
 fn spawn_workers(

@@ -343,13 +343,7 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
     if let Some(addr) = running.metrics_addr {
         println!("Metrics on http://{addr}/metrics");
     }
-    let token = running.token();
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        tracing::info!("shutting down");
-        token.cancel();
-    });
-    running.token().cancelled().await;
+    stop_on_signal(running.token()).await;
     running.shutdown().await;
     if let Some(traces) = traces {
         traces.shutdown().await;
@@ -388,13 +382,7 @@ async fn worker(mut config: Config, args: WorkerArgs) -> anyhow::Result<()> {
     if let Some(addr) = running.metrics_addr {
         println!("Metrics on http://{addr}/metrics");
     }
-    let token = running.token();
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        tracing::info!("shutting down");
-        token.cancel();
-    });
-    running.token().cancelled().await;
+    stop_on_signal(running.token()).await;
     running.shutdown().await;
     if let Some(traces) = traces {
         traces.shutdown().await;
@@ -440,6 +428,18 @@ async fn engines_check(config: Config, json: bool) -> anyhow::Result<()> {
         bail!("the engine check failed");
     }
     Ok(())
+}
+
+/// Returns once the process is to stop: on SIGINT or SIGTERM (which cancels `token`), or
+/// when something else cancelled it.
+async fn stop_on_signal(token: tokio_util::sync::CancellationToken) {
+    tokio::select! {
+        () = shutdown_signal() => {
+            tracing::info!("shutting down");
+            token.cancel();
+        }
+        () = token.cancelled() => {}
+    }
 }
 
 async fn shutdown_signal() {

@@ -26,8 +26,7 @@ pub(crate) async fn get_file(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     validate_key(&key).map_err(|_| ApiError::FileNotFound)?;
-    let run_id =
-        key.strip_prefix("outputs/").and_then(|rest| rest.split('/').next()).ok_or(ApiError::FileNotFound)?;
+    let run_id = atelier_core::keys::run_of_output(&key).ok_or(ApiError::FileNotFound)?;
     match state.store.run_expiry(run_id).await {
         Ok(Some(expires)) if expires <= now_micros() => return Err(ApiError::OutputExpired),
         Ok(_) => {}

@@ -221,7 +221,7 @@ async fn complete(
 
 /// Where a task's outputs go: `outputs/{run}/{node}/`.
 fn output_prefix(task: &ClaimedTask) -> String {
-    format!("outputs/{}/{}/", task.run_id, task.node.name)
+    atelier_core::keys::node_outputs(&task.run_id, &task.node.name)
 }
 
 async fn heartbeat(State(state): State<AppState>, worker: Worker, Json(body): Json<TaskRef>) -> Answer {
@@ -303,8 +303,8 @@ async fn get_blob(
     Query(query): Query<BlobRef>,
 ) -> Result<Response, Refused> {
     let task = worker.held(&state, query.task_id, query.epoch).await?.ok_or_else(fenced)?;
-    let readable = key.starts_with(&format!("outputs/{}/", task.run_id))
-        || key.starts_with(&format!("inputs/{}/", task.account_id));
+    let readable = key.starts_with(&atelier_core::keys::run_outputs(&task.run_id))
+        || key.starts_with(&atelier_core::keys::account_inputs(task.account_id));
     if !readable {
         return Err(Refused::Forbidden(format!("{key} is not a file of task {}", task.task_id)));
     }

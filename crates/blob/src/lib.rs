@@ -29,8 +29,9 @@
 //! `storage.url`), optional CDN base URL, key validation, public URLs, listing, the verified
 //! copy of every object into another store (`copy.rs`), HTTP helpers (`Range`, `ETag`, content
 //! type). It holds two kinds of object: outputs at `outputs/{run}/{node}/{i}.{ext}`
-//! (`output_key`) and inline images of runs at `inputs/{account}/{id}-{digest}` (the key comes
-//! from the store's `StoredInput::key`).
+//! (`output_key`) and inline images of runs at `inputs/{account}/{id}-{digest}` (the store's
+//! `StoredInput::key`); both keys are spelled by core (`atelier_core::keys`), the one owner of
+//! the layout.
 //!
 //! Not here: the database, what objects mean.
 
@@ -313,10 +314,9 @@ impl BlobStore {
     }
 }
 
-/// The key of a generated output: `outputs/{run_id}/{node}/{index}.{ext}`.
-pub fn output_key(run_id: &str, node: &str, index: usize, ext: &str) -> String {
-    format!("outputs/{run_id}/{node}/{index}.{ext}")
-}
+/// The key of a generated output: `outputs/{run_id}/{node}/{index}.{ext}` (core's key layout,
+/// `atelier_core::keys`).
+pub use atelier_core::keys::output as output_key;
 
 /// Checks that `key` is a safe object key.
 ///

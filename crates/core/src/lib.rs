@@ -35,6 +35,7 @@ pub mod dag;
 pub mod engines;
 pub mod error;
 pub mod ids;
+pub mod keys;
 pub mod media;
 pub mod params;
 pub mod plan;

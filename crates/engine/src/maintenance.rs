@@ -111,7 +111,10 @@ pub async fn sweep_expired(store: &dyn Store, blob: &BlobStore) -> Result<usize,
             return Ok(swept);
         }
         for run in expired {
-            let deleted = blob.delete_prefix(&format!("outputs/{run}/")).await.map_err(|e| e.to_string())?;
+            let deleted = blob
+                .delete_prefix(&atelier_core::keys::run_outputs(&run))
+                .await
+                .map_err(|e| e.to_string())?;
             store.mark_swept(&run).await.map_err(|e| e.to_string())?;
             info!(run, objects = deleted, "swept expired outputs");
             swept += 1;

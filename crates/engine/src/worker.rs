@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use atelier_blob::output_key;
+use atelier_core::keys::output as output_key;
 use atelier_core::params::stored_input_key;
 use atelier_core::status::TaskState;
 use atelier_core::{tools, NodeError, NodeErrorName};

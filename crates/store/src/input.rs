@@ -28,6 +28,6 @@ impl StoredInput {
     /// again gets a new id, so a file being deleted is never the file a new registration
     /// writes.
     pub fn key(&self) -> String {
-        format!("inputs/{}/{}-{}", self.account_id, self.id, self.digest)
+        atelier_core::keys::input(self.account_id, self.id, &self.digest)
     }
 }

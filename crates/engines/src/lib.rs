@@ -23,8 +23,8 @@
 //! re-probed within a second), (`endpoint.rs`); the pool that spreads a tool's nodes and
 //! reports its capacity (`pool.rs`); parameters to a model's inputs and files back to artifacts
 //! (`mapping.rs`); the executors `Cog` (`cog.rs`), `Comfyui` (`comfyui.rs`, with the endpoint's
-//! one websocket, kept as the endpoint's engine state) and `Onnx` (`onnx.rs`, `tract`
-//! in-process); model servers' callbacks into this process (`callbacks.rs`, Cog's progress);
+//! one websocket, kept as the endpoint's engine state) and `Onnx` (`onnx.rs`, in-process
+//! through `atelier-saliency`'s ONNX runner); model servers' callbacks into this process (`callbacks.rs`, Cog's progress);
 //! health checks and the validation against live servers (`check.rs`); `Engines`, which
 //! installs the executors on the `Registry` and is the API's `EngineDirectory`.
 //!

@@ -17,22 +17,20 @@
 
 use std::sync::Arc;
 
-use atelier_imaging::image::{DynamicImage, GrayImage, Rgb32FImage, RgbImage, RgbaImage};
+use atelier_imaging::image::{DynamicImage, Rgb32FImage, RgbImage, RgbaImage};
 use atelier_imaging::OutputFormat;
+use atelier_saliency::{normalised_map, ImageNetwork};
 use atelier_tools::{Artifact, Execution, Executor, ToolError};
 use bytes::Bytes;
-use tract_onnx::prelude::*;
 
 use crate::settings::{EndpointSettings, OnnxOutput};
-
-type Plan = Arc<TypedRunnableModel>;
 
 /// A loaded model; cheap to share (`run` takes `&self`, keeps no state between calls).
 pub struct Onnx(Arc<Model>);
 
 struct Model {
     name: String,
-    plan: Plan,
+    net: ImageNetwork,
     width: u32,
     height: u32,
     mean: [f32; 3],
@@ -72,21 +70,8 @@ impl Model {
                 }
             )
         };
-        let plan = tract_onnx::onnx()
-            .model_for_read(&mut std::io::Cursor::new(bytes))
-            .map_err(|e| invalid(format!("{e:#}")))?
-            .with_input_fact(0, f32::fact([1, 3, height as usize, width as usize]).into())
-            .map_err(|e| invalid(format!("{e:#}")))?
-            .into_optimized()
-            .map_err(|e| invalid(format!("{e:#}")))?
-            .into_runnable()
-            .map_err(|e| invalid(format!("{e:#}")))?;
-        let fact = plan.model().output_fact(0).map_err(|e| invalid(format!("{e:#}")))?;
-        let shape: Vec<usize> = fact
-            .shape
-            .as_concrete()
-            .map(<[usize]>::to_vec)
-            .ok_or_else(|| invalid(format!("its first output has no fixed shape ({:?})", fact.shape)))?;
+        let net = ImageNetwork::load(&bytes, width, height).map_err(invalid)?;
+        let shape = net.output_shape().to_vec();
         let scale = match (settings.output, shape.as_slice()) {
             (OnnxOutput::Mask, [1, 1, h, w] | [1, h, w]) if *h == height as usize && *w == width as usize => {
                 1.0
@@ -98,7 +83,7 @@ impl Model {
         };
         Ok(Self {
             name: name.to_string(),
-            plan,
+            net,
             width,
             height,
             mean: settings.mean.unwrap_or([0.0; 3]),
@@ -112,34 +97,14 @@ impl Model {
     fn infer(&self, img: &DynamicImage) -> Result<Artifact, ToolError> {
         let (w, h) = (self.width as usize, self.height as usize);
         let small = atelier_imaging::resize(img, self.width, self.height).to_rgb8();
-        let mut data = vec![0f32; 3 * w * h];
-        for (i, px) in small.pixels().enumerate() {
-            for c in 0..3 {
-                data[c * w * h + i] = (f32::from(px[c]) / 255.0 - self.mean[c]) / self.std[c];
-            }
-        }
-        let input =
-            Tensor::from_shape(&[1, 3, h, w], &data).map_err(|e| ToolError::Failed(format!("{e:#}")))?;
-        let outputs = self
-            .plan
-            .run(tvec!(input.into()))
-            .map_err(|e| ToolError::Failed(format!("the model {} failed: {e:#}", self.name)))?;
-        let view =
-            outputs[0].to_plain_array_view::<f32>().map_err(|e| ToolError::Failed(format!("{e:#}")))?;
-        let values: Vec<f32> = view.iter().copied().collect();
+        let values = self
+            .net
+            .run(&small, 255.0, self.mean, self.std)
+            .map_err(|e| ToolError::Failed(format!("the model {} failed: {e}", self.name)))?;
         let rgb = img.to_rgb8();
         match self.output {
             OnnxOutput::Mask => {
-                let (lo, hi) = values
-                    .iter()
-                    .filter(|v| v.is_finite())
-                    .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-                let span = if hi > lo { hi - lo } else { 1.0 };
-                let map: Vec<u8> = values
-                    .iter()
-                    .map(|&v| (((v - lo) / span) * 255.0).round().clamp(0.0, 255.0) as u8)
-                    .collect();
-                let mask = GrayImage::from_raw(self.width, self.height, map)
+                let mask = normalised_map(&values, self.width, self.height)
                     .ok_or_else(|| ToolError::Failed("the model's mask has the wrong size".into()))?;
                 let mask =
                     atelier_imaging::resize(&DynamicImage::ImageLuma8(mask), rgb.width(), rgb.height())

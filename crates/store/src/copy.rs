@@ -29,7 +29,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use atelier_core::status::TaskState;
+use atelier_core::status::{LedgerKind, TaskState};
 use futures::TryStreamExt;
 use serde::Serialize;
 use sqlx::postgres::PgRow;
@@ -326,8 +326,8 @@ pub async fn copy_to_postgres(source: &SqliteStore, target: &PgStore) -> Result<
             )));
         }
     }
-    let accounts = account_totals(sqlx::query(TOTALS_SQL).fetch_all(&mut *src).await?)?;
-    let copied = account_totals(sqlx::query(TOTALS_SQL).fetch_all(&mut *dst).await?)?;
+    let accounts = account_totals(sqlx::query(&TOTALS_SQL).fetch_all(&mut *src).await?)?;
+    let copied = account_totals(sqlx::query(&TOTALS_SQL).fetch_all(&mut *dst).await?)?;
     if accounts != copied {
         let differs = accounts.iter().zip(&copied).find(|(a, b)| a != b).map_or_else(
             || "the accounts differ".to_string(),
@@ -345,15 +345,21 @@ pub async fn copy_to_postgres(source: &SqliteStore, target: &PgStore) -> Result<
 }
 
 /// Balances and ledger sums per account; valid on both databases.
-const TOTALS_SQL: &str = "SELECT a.id, a.name, a.balance,
-        CAST(COALESCE(SUM(CASE WHEN l.kind = 'grant' THEN l.amount END), 0) AS BIGINT) AS granted,
-        CAST(COALESCE(SUM(CASE WHEN l.kind = 'reserve' THEN l.amount END), 0) AS BIGINT) AS reserved,
-        CAST(COALESCE(SUM(CASE WHEN l.kind = 'charge' THEN l.amount END), 0) AS BIGINT) AS charged,
-        CAST(COALESCE(SUM(CASE WHEN l.kind = 'release' THEN l.amount END), 0) AS BIGINT) AS released,
+static TOTALS_SQL: crate::statements::Sql = crate::statements::sql!(
+    "SELECT a.id, a.name, a.balance,
+        CAST(COALESCE(SUM(CASE WHEN l.kind = '{grant}' THEN l.amount END), 0) AS BIGINT) AS granted,
+        CAST(COALESCE(SUM(CASE WHEN l.kind = '{reserve}' THEN l.amount END), 0) AS BIGINT) AS reserved,
+        CAST(COALESCE(SUM(CASE WHEN l.kind = '{charge}' THEN l.amount END), 0) AS BIGINT) AS charged,
+        CAST(COALESCE(SUM(CASE WHEN l.kind = '{release}' THEN l.amount END), 0) AS BIGINT) AS released,
         COUNT(l.id) AS entries
     FROM accounts a LEFT JOIN ledger l ON l.account_id = a.id
     GROUP BY a.id, a.name, a.balance
-    ORDER BY a.id";
+    ORDER BY a.id",
+    grant = LedgerKind::Grant,
+    reserve = LedgerKind::Reserve,
+    charge = LedgerKind::Charge,
+    release = LedgerKind::Release
+);
 
 fn account_totals<R: TotalsRow>(rows: Vec<R>) -> Result<Vec<AccountTotals>, sqlx::Error> {
     rows.iter().map(TotalsRow::totals).collect()

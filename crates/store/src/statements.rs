@@ -112,10 +112,12 @@ pub(crate) const LEDGER_PAGE: &str =
      WHERE l.account_id = $1 AND l.id < $2 AND ($3 IS NULL OR l.kind = $3) AND ($4 IS NULL OR l.run_id = $4)
      ORDER BY l.id DESC LIMIT $5";
 /// `$1` account, `$2` since: tokens charged per UTC day.
-pub(crate) const USAGE_TOKENS: &str =
+pub(crate) static USAGE_TOKENS: Sql = sql!(
     "SELECT created_at / 86400000000 AS day, CAST(SUM(amount) AS BIGINT) AS tokens FROM ledger
-     WHERE account_id = $1 AND kind = 'charge' AND created_at >= $2
-     GROUP BY created_at / 86400000000 ORDER BY day";
+     WHERE account_id = $1 AND kind = '{charge}' AND created_at >= $2
+     GROUP BY created_at / 86400000000 ORDER BY day",
+    charge = atelier_core::status::LedgerKind::Charge
+);
 /// `$1` account, `$2` since: nodes per tool, by the UTC day their run was created.
 pub(crate) const USAGE_NODES: &str =
     "SELECT r.created_at / 86400000000 AS day, n.tool, COUNT(*) AS nodes FROM nodes n
@@ -524,12 +526,14 @@ pub(crate) const RUN_DELIVERY_ATTEMPTS: &str =
      FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
      WHERE d.run_id = $1 ORDER BY a.delivery_id, a.attempt";
 /// `$1` now, `$2` claim lapses at, `$3` limit; `{lock}` the backend's lock clause.
-pub(crate) const CLAIM_DELIVERIES: &str =
+pub(crate) static CLAIM_DELIVERIES: Sql = sql!(
     "UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = $2
-     WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_at <= $1
-                  ORDER BY next_at, id LIMIT $3{lock})
+     WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = '{pending}' AND next_at <= $1
+                  ORDER BY next_at, id LIMIT $3{{lock}})
      RETURNING id, message_id, run_id, account_id, url, event, node, node_status, attempts, created_at,
-               (SELECT trace_parent FROM runs WHERE runs.id = webhook_deliveries.run_id) AS trace_parent";
+               (SELECT trace_parent FROM runs WHERE runs.id = webhook_deliveries.run_id) AS trace_parent",
+    pending = crate::webhook::DeliveryState::Pending.as_str()
+);
 /// `$1` delivery, `$2` attempt, `$3` at, `$4` status code, `$5` error, `$6` duration (ms).
 pub(crate) const INSERT_DELIVERY_ATTEMPT: &str =
     "INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms)
@@ -537,13 +541,17 @@ pub(crate) const INSERT_DELIVERY_ATTEMPT: &str =
 /// `$1` state, `$2` next due (pending), `$3` finished at (or NULL), `$4` delivery, `$5` its
 /// attempt: fenced, so a claim that lapsed and was taken again, or an attempt already
 /// recorded, changes nothing.
-pub(crate) const END_DELIVERY_ATTEMPT: &str =
+pub(crate) static END_DELIVERY_ATTEMPT: Sql = sql!(
     "UPDATE webhook_deliveries SET state = $1, next_at = $2, finished_at = $3
-     WHERE id = $4 AND attempts = $5 AND state = 'pending'
-       AND NOT EXISTS (SELECT 1 FROM webhook_attempts WHERE delivery_id = $4 AND attempt = $5)";
+     WHERE id = $4 AND attempts = $5 AND state = '{pending}'
+       AND NOT EXISTS (SELECT 1 FROM webhook_attempts WHERE delivery_id = $4 AND attempt = $5)",
+    pending = crate::webhook::DeliveryState::Pending.as_str()
+);
 /// When the soonest pending delivery is due.
-pub(crate) const NEXT_DELIVERY_DUE: &str =
-    "SELECT MIN(next_at) FROM webhook_deliveries WHERE state = 'pending'";
+pub(crate) static NEXT_DELIVERY_DUE: Sql = sql!(
+    "SELECT MIN(next_at) FROM webhook_deliveries WHERE state = '{pending}'",
+    pending = crate::webhook::DeliveryState::Pending.as_str()
+);
 
 #[cfg(test)]
 mod lane_tests {

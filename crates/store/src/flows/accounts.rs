@@ -129,7 +129,7 @@ impl<B: Backend> Accounts for B {
     async fn usage(&self, account_id: i64, since: Micros) -> Result<Usage> {
         const DAY: i64 = 86_400_000_000;
         let mut read = self.read().await?;
-        let tokens: Vec<DayTokens> = read.fetch_all(USAGE_TOKENS, args![account_id, since]).await?;
+        let tokens: Vec<DayTokens> = read.fetch_all(&USAGE_TOKENS, args![account_id, since]).await?;
         let nodes: Vec<DayNodes> = read.fetch_all(USAGE_NODES, args![account_id, since]).await?;
         Ok(Usage {
             tokens: tokens.into_iter().map(|DayTokens(day, n)| (day * DAY, n)).collect(),

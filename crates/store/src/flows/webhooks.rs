@@ -82,7 +82,7 @@ impl<B: Backend> Webhooks for B {
         let attempt_no = i64::from(delivery.attempt);
         let mut tx = self.begin().await?;
         let ended = tx
-            .execute(END_DELIVERY_ATTEMPT, args![state.as_str(), next, finished, delivery.id, attempt_no])
+            .execute(&END_DELIVERY_ATTEMPT, args![state.as_str(), next, finished, delivery.id, attempt_no])
             .await?;
         if ended == 0 {
             return Ok(false);
@@ -121,6 +121,6 @@ impl<B: Backend> Webhooks for B {
     }
 
     async fn next_delivery_due(&self) -> Result<Option<Micros>> {
-        self.read().await?.fetch_optional(NEXT_DELIVERY_DUE, args![]).await.map(Option::flatten)
+        self.read().await?.fetch_optional(&NEXT_DELIVERY_DUE, args![]).await.map(Option::flatten)
     }
 }

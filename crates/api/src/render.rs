@@ -202,7 +202,6 @@ pub fn v2_status(blob: &BlobStore, run: &RunRecord, family: Family) -> wire::V2S
 /// `GET /api/v3/tools`: each tool with the kind of engine that runs it and the fidelity of
 /// what it makes there.
 pub fn tools(prices: &Prices, engines: &dyn EngineDirectory) -> Vec<wire::Tool> {
-    let text = |value: serde_json::Value| value.as_str().unwrap_or_default().to_string();
     TOOLS
         .iter()
         .map(|t| {
@@ -211,8 +210,8 @@ pub fn tools(prices: &Prices, engines: &dyn EngineDirectory) -> Vec<wire::Tool> 
                 name: t.name.to_string(),
                 description: t.description.to_string(),
                 engine: route.kind.as_str().to_string(),
-                fidelity: text(serde_json::json!(route.fidelity)),
-                output: text(serde_json::json!(t.output)),
+                fidelity: route.fidelity.as_str().to_string(),
+                output: t.output.as_str().to_string(),
                 price: prices.rule(t),
                 primary_image: t.primary_image.map(str::to_string),
                 params: t.params.iter().map(wire::ToolParam::from).collect(),

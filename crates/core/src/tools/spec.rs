@@ -1,15 +1,14 @@
 //! What a tool is, as data: its parameters, what it outputs, its price rule and the fidelity
 //! of the built-in engine's output ([`ToolSpec`]).
 
-use serde::Serialize;
 use serde_json::Value;
 
 use super::id::ToolId;
 use crate::params::{ParamSpec, ParamType, Params};
+use crate::status::string_enum;
 
 /// How faithful the built-in engine's output is for a tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fidelity {
     /// Real processing, usable as is.
     Production,
@@ -18,13 +17,16 @@ pub enum Fidelity {
     Preview,
 }
 
+string_enum!(Fidelity { Production => "production", Preview => "preview" });
+
 /// What a tool's `output` holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OutputKind {
     Image,
     Video,
 }
+
+string_enum!(OutputKind { Image => "image", Video => "video" });
 
 /// Every tool has one output, `output`: a list of URLs.
 pub const OUTPUT: &str = "output";

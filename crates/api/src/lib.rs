@@ -49,7 +49,7 @@ use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Router;
 pub use limits::{Decision, RateLimiter};
 pub use settings::{ApiConfig, Engines, RateLimit};
 pub use state::AppState;
@@ -75,7 +75,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(probes::readyz))
         .route("/internal/engines/callback/{id}/{token}", axum::routing::post(probes::engine_callback))
         .merge(pull::routes())
-        .route("/openapi.json", get(|| async { Json(openapi::document()) }));
+        .route("/openapi.json", get(|| async { render::json_bytes(openapi::document_bytes()) }));
     if metrics_on {
         router =
             router.route("/metrics", get(metrics::scrape)).layer(axum::middleware::from_fn(metrics::track));

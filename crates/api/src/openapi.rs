@@ -257,6 +257,14 @@ fn console_paths(paths: &mut Map<String, Value>) {
     paths.insert("/console/api/runs/{run_id}/rerun".into(), json!({"post": rerun}));
 }
 
+/// [`document`] as the bytes `/openapi.json` answers, made once: the document depends on
+/// nothing configured, and generating its schemas is not free.
+pub fn document_bytes() -> axum::body::Bytes {
+    static BYTES: std::sync::LazyLock<axum::body::Bytes> =
+        std::sync::LazyLock::new(|| crate::render::to_bytes(&document()));
+    BYTES.clone()
+}
+
 /// The OpenAPI 3.1 document of the whole interface.
 pub fn document() -> Value {
     let mut paths = Map::new();

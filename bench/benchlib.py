@@ -166,7 +166,7 @@ class Atelier:
         memory = self.storage == "memory" and os.path.isdir("/dev/shm")
         self._data = tempfile.TemporaryDirectory(dir="/dev/shm" if memory else None)
         self.data = self._data.name
-        self.env = dict(os.environ, ATELIER__ENGINE__WORKERS=str(self.workers),
+        self.env = dict(os.environ, ATELIER__WORKER__WORKERS=str(self.workers),
                         ATELIER__LIMITS__REQUESTS_PER_SECOND="0", RUST_LOG=self.log)
         self.flags = ["--data-dir", self.data] + (["--config", self.config] if self.config else [])
         try:

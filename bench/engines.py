@@ -328,7 +328,7 @@ def main():
                 _, d_tput = measure(direct, jobs, concurrency)
                 config = config_file(tmp, kind, url)
                 with benchlib.Atelier(workers=concurrency, config=config,
-                                      env={"ATELIER__ENGINE__POLL_MS": "1000"}) as svc:
+                                      env={"ATELIER__WORKER__POLL_MS": "1000"}) as svc:
                     a_lat, _ = measure(lambda: through_atelier(svc, esrgan), jobs, 1)
                     _, a_tput = measure(lambda: through_atelier(svc, esrgan), jobs, concurrency)
             finally:

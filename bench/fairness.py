@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fairness between accounts: how much one account's flood raises another account's run
 latency. One `atelier serve` process (the release binary, embedded SQLite) with
-`engine.workers` slots; every node takes `engine.simulated_latency_ms`, which stands for
+`worker.workers` slots; every node takes `worker.simulated_latency_ms`, which stands for
 the time a GPU model spends on it.
 
 For each soft cap (`limits.running_nodes_per_account`; 0 = off, claims still take the
@@ -55,7 +55,7 @@ def one_run(base, key, body):
 
 
 def measure(cap, args, image):
-    env = {"ATELIER__ENGINE__SIMULATED_LATENCY_MS": str(args.latency_ms),
+    env = {"ATELIER__WORKER__SIMULATED_LATENCY_MS": str(args.latency_ms),
            "ATELIER__LIMITS__RUNNING_NODES_PER_ACCOUNT": str(cap)}
     body = {"type": "node", "target": "upscale", "input": {"image": image}}
     with benchlib.Atelier(workers=args.slots, env=env, tokens=1_000_000) as svc:
@@ -86,8 +86,8 @@ def measure(cap, args, image):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--slots", type=int, default=4, help="engine.workers of the server")
-    parser.add_argument("--latency-ms", type=int, default=1000, help="engine.simulated_latency_ms")
+    parser.add_argument("--slots", type=int, default=4, help="worker.workers of the server")
+    parser.add_argument("--latency-ms", type=int, default=1000, help="worker.simulated_latency_ms")
     parser.add_argument("--flood", type=int, default=300, help="runs account A submits at once")
     parser.add_argument("--samples", type=int, default=20, help="runs of account B per phase")
     parser.add_argument("--caps", default="0,3", help="limits.running_nodes_per_account values, comma-separated")

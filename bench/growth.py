@@ -6,7 +6,7 @@ of a workflow, and the peak memory of one running task.
     bench/growth.py --accept-only [--no-build] [--json PATH]   (accepting a run's memory alone)
 
 Everything goes through the service: the release binary, `atelier serve` on the embedded
-store (SQLite + local disk) with one worker slot (ATELIER__ENGINE__WORKERS=1), a client on
+store (SQLite + local disk) with one worker slot (ATELIER__WORKER__WORKERS=1), a client on
 the same machine that sends `POST /api/v3/run`, watches the run's row in the store every
 10 ms, and reads the finished run with `GET /api/v3/status/{id}`. (A status request loads the
 run's parameters, inline images included: polling it every 10 ms would add load in proportion
@@ -207,7 +207,7 @@ def workflow_body(name, image):
 
 
 def server_env():
-    return {"ATELIER__ENGINE__WORKERS": "1"}
+    return {"ATELIER__WORKER__WORKERS": "1"}
 
 
 def summarize(samples):
@@ -305,7 +305,7 @@ def memory_of(body_fn, workflow=None):
 
 def submit_memory(body):
     """Fresh API-only server (no worker slot): idle VmRSS and VmHWM once the run is accepted (KiB)."""
-    with benchlib.Atelier(workers=0, env={"ATELIER__ENGINE__WORKERS": "0"}) as svc:
+    with benchlib.Atelier(workers=0, env={"ATELIER__WORKER__WORKERS": "0"}) as svc:
         time.sleep(0.3)
         pid = svc.server.pid
         idle = benchlib.rss_kib(pid)
@@ -497,7 +497,7 @@ def report(args, sizes, counts, repeats, images, timing, memory, wf_time, wf_mem
           f"Machine: {benchlib.machine()}; run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
           f"load average at the end {os.getloadavg()[0]:.1f}.\n")
     print("`atelier serve` (release build) on the embedded store (SQLite + local disk) with one worker slot "
-          "(`ATELIER__ENGINE__WORKERS=1`); the client on the same machine sends `POST /api/v3/run` with the "
+          "(`ATELIER__WORKER__WORKERS=1`); the client on the same machine sends `POST /api/v3/run` with the "
           "image as raw base64, watches the run's row in the store every 10 ms and then reads the result with "
           "`GET /api/v3/status/{id}` (status requests are not used for the waiting: their cost grows with the "
           "inline input, see below). Inputs: portrait 2:3 PNGs of "

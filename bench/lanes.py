@@ -2,8 +2,8 @@
 """Priority lanes: a catalogue's bulk flood against shoppers' interactive runs.
 
 One `atelier serve` process (the release binary, embedded SQLite) with `--slots` worker
-slots; every node is a no-op that takes `--service-ms` (`engine.noop_tools` and
-`engine.simulated_latency_ms`: the time a GPU model would spend on it). `--bulk` runs are
+slots; every node is a no-op that takes `--service-ms` (`worker.noop_tools` and
+`worker.simulated_latency_ms`: the time a GPU model would spend on it). `--bulk` runs are
 queued at once, then interactive runs arrive at `--rate` per second for `--seconds`, while
 the bulk queue is still deep. Two modes:
 
@@ -57,8 +57,8 @@ def body(image, priority):
 
 
 def measure(mode, one_account, args, image):
-    env = {"ATELIER__ENGINE__SIMULATED_LATENCY_MS": str(args.service_ms),
-           "ATELIER__ENGINE__NOOP_TOOLS": "true", "ATELIER__ENGINE__POLL_MS": "50"}
+    env = {"ATELIER__WORKER__SIMULATED_LATENCY_MS": str(args.service_ms),
+           "ATELIER__WORKER__NOOP_TOOLS": "true", "ATELIER__WORKER__POLL_MS": "50"}
     lanes = mode == "lanes"
     with benchlib.Atelier(workers=args.slots, env=env, tokens=10_000_000) as svc:
         catalogue = svc.create_account("catalogue")
@@ -118,7 +118,7 @@ def measure(mode, one_account, args, image):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--slots", type=int, default=20, help="engine.workers of the server")
+    parser.add_argument("--slots", type=int, default=20, help="worker.workers of the server")
     parser.add_argument("--service-ms", type=int, default=500, help="each no-op node's simulated model time")
     parser.add_argument("--bulk", type=int, default=5000, help="bulk runs queued at once")
     parser.add_argument("--rate", type=float, default=2.0, help="interactive runs per second")

@@ -9,7 +9,7 @@ server), and one worker process with `--slots` slots, either
             completions all through the API's /worker/v1 (no database or bucket settings).
 
 `--runs` `upscale` runs are submitted at once; each node is a no-op that takes
-`--service-ms` (`engine.noop_tools` and `engine.simulated_latency_ms`: the time a GPU
+`--service-ms` (`worker.noop_tools` and `worker.simulated_latency_ms`: the time a GPU
 model would spend, without this machine's CPU). Measured: from the first submission until
 the last run has succeeded (read from the database every 50 ms), each mode `--repeat`
 times, alternating. Target: the pull worker at least 0.9x the database worker's runs/s.
@@ -31,8 +31,8 @@ import benchlib  # noqa: E402
 
 
 def measure(mode, args, image):
-    env = {"ATELIER__ENGINE__SIMULATED_LATENCY_MS": str(args.service_ms),
-           "ATELIER__ENGINE__NOOP_TOOLS": "true", "ATELIER__ENGINE__POLL_MS": "1000"}
+    env = {"ATELIER__WORKER__SIMULATED_LATENCY_MS": str(args.service_ms),
+           "ATELIER__WORKER__NOOP_TOOLS": "true", "ATELIER__WORKER__POLL_MS": "1000"}
     with benchlib.Atelier(backend="postgres", api_only=True, workers=args.slots, env=env,
                           tokens=1_000_000) as svc:
         if mode == "pull":

@@ -4,7 +4,7 @@
 
 For each worker count it submits the same runs at once through the API and times from the
 first submission until the last run has succeeded (read from the database every 50 ms).
-Tools run with `engine.simulated_latency_ms` added, which stands for the time a GPU model
+Tools run with `worker.simulated_latency_ms` added, which stands for the time a GPU model
 spends on a node without using this machine's CPU; with `--latency-ms 0` the built-in CPU
 engine's own cost is measured instead, and the machine's cores bound the result.
 
@@ -26,7 +26,7 @@ import benchlib  # noqa: E402
 
 
 def measure(workers, args, image):
-    env = {"ATELIER__ENGINE__SIMULATED_LATENCY_MS": str(args.latency_ms), "ATELIER__ENGINE__POLL_MS": "1000"}
+    env = {"ATELIER__WORKER__SIMULATED_LATENCY_MS": str(args.latency_ms), "ATELIER__WORKER__POLL_MS": "1000"}
     with benchlib.Atelier(backend="postgres", api_only=True, worker_processes=workers, workers=args.slots,
                           env=env, tokens=1_000_000) as svc:
         time.sleep(1.0)  # the workers connect and start listening for wake-ups
@@ -57,8 +57,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--workers", default="1,2,4", help="worker process counts, comma-separated")
-    parser.add_argument("--slots", type=int, default=4, help="engine.workers of each worker process")
-    parser.add_argument("--latency-ms", type=int, default=500, help="engine.simulated_latency_ms")
+    parser.add_argument("--slots", type=int, default=4, help="worker.workers of each worker process")
+    parser.add_argument("--latency-ms", type=int, default=500, help="worker.simulated_latency_ms")
     parser.add_argument("--no-build", action="store_true")
     args = parser.parse_args()
     counts = [int(c) for c in args.workers.split(",")]

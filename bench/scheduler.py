@@ -3,7 +3,7 @@
 
     bench/scheduler.py [--quick] [--no-build] [--json PATH] [--slots 4] [--redis-db 13]
 
-Every Atelier here runs with `engine.noop_tools = true` (a benchmarking setting: each
+Every Atelier here runs with `worker.noop_tools = true` (a benchmarking setting: each
 built-in tool returns a 1x1 PNG at once instead of doing its work; see docs/decisions/processes-and-operations.md),
 so what is measured is the engine around the tools: claim, input download, output upload,
 completion and the DAG's advance. Saved workflows are built of `upscale` nodes fed a 1x1
@@ -37,7 +37,7 @@ PNG. Sections, on the embedded default (one `serve`, SQLite + local disk) and on
    and the median reported. On the embedded `serve` (for reference) its own --slots slots
    run them as they arrive. Target: PostgreSQL with outputs in memory >= 1x Celery.
 3. Parallel speed-up: a workflow of k independent nodes and a chain of the same k nodes,
-   each node taking `engine.simulated_latency_ms` (sleeps, no CPU) with k slots or more;
+   each node taking `worker.simulated_latency_ms` (sleeps, no CPU) with k slots or more;
    wall time is the run's `finished_at - created_at`; speed-up = chain ÷ parallel, ideal k.
 4. The peer, in the same run: Celery (defaults: prefork pool, prefetch 4) with a Redis
    broker and result backend on 127.0.0.1:6379, database --redis-db (flushed before and
@@ -71,7 +71,7 @@ import benchlib  # noqa: E402
 from benchlib import call  # noqa: E402
 
 IMAGE = benchlib.png_base64(1, 1)
-NOOP = {"ATELIER__ENGINE__NOOP_TOOLS": "true"}
+NOOP = {"ATELIER__WORKER__NOOP_TOOLS": "true"}
 TARGET_MS = {"embedded": 1.0, "postgres": 20.0}
 # What bounds the delays, from measurements of the pipeline and the machine (BENCHMARKS.md,
 # "Targets missed"); printed under a backend's miss.
@@ -207,7 +207,7 @@ def measure_embedded(a):
         log(f"embedded: queue throughput ({a.batch_runs} runs of {a.width} nodes, {a.slots} slots)")
         res["rate"] = {"serve": drain_rate(svc, queue_batch(svc, a.width, a.batch_runs))}
     log(f"embedded: parallel speed-up (k = {a.ks}, {a.latency_ms} ms per node)")
-    env = dict(NOOP, ATELIER__ENGINE__SIMULATED_LATENCY_MS=str(a.latency_ms))
+    env = dict(NOOP, ATELIER__WORKER__SIMULATED_LATENCY_MS=str(a.latency_ms))
     with benchlib.Atelier(workers=max(a.ks), env=env) as svc:
         res["speedup"] = speedups(svc, a.ks, a.reps)
     return res
@@ -241,7 +241,7 @@ def measure_postgres(a):
             res["rate"][procs] = rates
             res["moto_ms"][procs] = statistics.median(moto_ms)
         log(f"postgres: parallel speed-up (k = {a.ks}, {a.latency_ms} ms per node)")
-        svc.env["ATELIER__ENGINE__SIMULATED_LATENCY_MS"] = str(a.latency_ms)
+        svc.env["ATELIER__WORKER__SIMULATED_LATENCY_MS"] = str(a.latency_ms)
         worker = svc.add_worker(slots=max(a.ks))
         res["speedup"] = speedups(svc, a.ks, a.reps)
         benchlib.stop([worker])
@@ -403,7 +403,7 @@ def main():
     out.append("## Scheduler and queue: Atelier vs Celery + Redis\n")
     out.append(f"Command: `bench/scheduler.py{' --quick' if a.quick else ''}`. "
                f"Machine: {benchlib.machine()}. Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n")
-    out.append(f"Nodes do no work (`engine.noop_tools = true`: each tool returns a 1x1 PNG), so these figures are "
+    out.append(f"Nodes do no work (`worker.noop_tools = true`: each tool returns a 1x1 PNG), so these figures are "
                f"the engine's own cost. Atelier: {a.slots} slots per process; embedded = one `serve` (SQLite + local "
                f"disk); PostgreSQL = `serve --no-workers` + `atelier worker` processes, outputs on S3 (moto's server). "
                f"Peer: Celery {cel['version']} (prefork, concurrency {a.slots} per worker process, prefetch 4), Redis "

@@ -27,7 +27,7 @@ export default async function globalSetup() {
   const server = spawn(bin, ['--data-dir', dir, 'serve', '--listen', '127.0.0.1:0', '--workers', '2'], {
     env: {
       ...process.env,
-      ATELIER__ENGINE__SIMULATED_LATENCY_MS: '1500',
+      ATELIER__WORKER__SIMULATED_LATENCY_MS: '1500',
       ATELIER__CONSOLE__SIGN_IN_FAILURES_PER_MINUTE: '100',
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -76,7 +76,7 @@ def server() -> Iterator[Server]:
         pytest.fail(f"no atelier binary at {binary}: build it (cargo build -p atelier-cli) or set ATELIER_BIN")
     data_dir = Path(tempfile.mkdtemp(prefix="atelier-py-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATELIER__")}
-    env["ATELIER__ENGINE__SIMULATED_LATENCY_MS"] = str(SIMULATED_LATENCY_MS)
+    env["ATELIER__WORKER__SIMULATED_LATENCY_MS"] = str(SIMULATED_LATENCY_MS)
     env.setdefault("RUST_LOG", "warn")
     proc = subprocess.Popen(
         [

@@ -1,17 +1,18 @@
-//! A run body whose long `input` strings stay in the request's bytes.
+//! A run's long `input` strings held once, behind placeholders.
 //!
 //! Parsing a body into JSON values copies every string out of it, so a run sent with a
 //! 12 MiB inline image held 24 MiB until it was stored. [`RunBody`] parses the body the same
-//! way except for the direct string values of its `input` object that are longer than
-//! [`KEPT_INLINE_BYTES`] and need no unescaping: each stays a slice of the body
-//! ([`BodySlices`]) and the value holds a placeholder naming it. `inputs::move_inline_images`
-//! stores an image from its slice as sent and puts every other placeholder back as the
-//! string it stands for, before anything else reads the values; the idempotency fingerprint
-//! hashes what a placeholder stands for. A placeholder carries a random token drawn for the
+//! way except for the direct string values of its `input` object that are worth keeping
+//! aside (longer than [`KEPT_INLINE_BYTES`], not blank) and need no unescaping: each stays a
+//! slice of the body ([`BodySlices`]) and the value holds a placeholder naming it.
+//! [`BodySlices::lift`] does the same for a request parsed otherwise (a v2 body, the
+//! console's), taking the strings out of their values. The run is compiled on the
+//! placeholders; `crate::inputs` then checks and stores the images from what they stand for
+//! and puts every other placeholder back as its string. The idempotency fingerprint hashes
+//! what a placeholder stands for. A placeholder carries a random token drawn for the
 //! request, so no value a client sends can be taken for one.
 
 use std::fmt;
-use std::ops::Range;
 
 use atelier_core::ids;
 use axum::body::Bytes;
@@ -26,27 +27,60 @@ pub const KEPT_INLINE_BYTES: usize = atelier_store::STATUS_PARAM_MAX_BYTES as us
 
 const PLACEHOLDER_PREFIX: &str = "atelier-body:";
 
-/// The slices of a request's body that placeholders in its values stand for.
-#[derive(Debug, Clone, Default)]
+/// Whether a string value of `input` is held aside behind a placeholder: one long enough to
+/// be moved to the object store if it is an image, and not blank (a blank value must read
+/// as blank to the checks that run on placeholders).
+fn kept_aside(text: &str) -> bool {
+    text.len() > KEPT_INLINE_BYTES && !text.trim().is_empty()
+}
+
+/// The strings that placeholders in a request's values stand for: slices of its body, or
+/// strings taken out of its values.
+#[derive(Debug, Clone)]
 pub struct BodySlices {
+    /// The body the slices are cut from (empty when there is none).
     body: Bytes,
-    /// `atelier-body:<random>:`; a placeholder is this and the slice's index.
+    /// `atelier-body:<random>:`; a placeholder is this and the string's index.
     prefix: String,
-    ranges: Vec<Range<usize>>,
+    values: Vec<Bytes>,
+}
+
+impl Default for BodySlices {
+    /// Slices of no body, for the strings [`BodySlices::lift`] takes.
+    fn default() -> Self {
+        Self::new(Bytes::new())
+    }
 }
 
 impl BodySlices {
     fn new(body: Bytes) -> Self {
-        Self { body, prefix: format!("{PLACEHOLDER_PREFIX}{}:", ids::generation_id()), ranges: Vec::new() }
+        Self { body, prefix: format!("{PLACEHOLDER_PREFIX}{}:", ids::generation_id()), values: Vec::new() }
     }
 
-    /// The bytes `value` stands for, when it is one of this body's placeholders.
+    /// The bytes `value` stands for, when it is one of this request's placeholders.
     pub fn get(&self, value: &str) -> Option<Bytes> {
-        if self.ranges.is_empty() {
+        if self.values.is_empty() {
             return None;
         }
         let index: usize = value.strip_prefix(self.prefix.as_str())?.parse().ok()?;
-        self.ranges.get(index).map(|range| self.body.slice(range.clone()))
+        self.values.get(index).cloned()
+    }
+
+    /// Takes each long string value of `input` out, leaving a placeholder in its place, as
+    /// [`RunBody`] leaves for the strings it keeps in the body.
+    pub fn lift(&mut self, input: &mut Map<String, Value>) {
+        for value in input.values_mut() {
+            let Value::String(text) = value else { continue };
+            if kept_aside(text) && self.get(text).is_none() {
+                self.values.push(Bytes::from(std::mem::take(text).into_bytes()));
+                *text = self.placeholder();
+            }
+        }
+    }
+
+    /// The placeholder of the last string kept.
+    fn placeholder(&self) -> String {
+        format!("{}{}", self.prefix, self.values.len() - 1)
     }
 
     /// `value` as sent: the string a placeholder stands for, or `value` itself.
@@ -64,8 +98,8 @@ impl BodySlices {
         if end > self.body.len() {
             return None;
         }
-        self.ranges.push(start..end);
-        Some(format!("{}{}", self.prefix, self.ranges.len() - 1))
+        self.values.push(self.body.slice(start..end));
+        Some(self.placeholder())
     }
 }
 
@@ -227,7 +261,7 @@ impl<'de> Visitor<'de> for InputValue<'_> {
     }
 
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Value, E> {
-        if v.len() > KEPT_INLINE_BYTES {
+        if kept_aside(v) {
             if let Some(placeholder) = self.slices.keep(v) {
                 return Ok(Value::String(placeholder));
             }
@@ -322,6 +356,32 @@ mod tests {
         assert_eq!(second.fields["input"]["forged"], sent.as_str());
         let forged_index = format!("{}{}", second.slices.prefix, 7);
         assert!(second.slices.get(&forged_index).is_none(), "an index past the slices");
+    }
+
+    #[test]
+    fn blank_strings_stay_values_and_lifted_strings_read_back() {
+        let blank = " ".repeat(KEPT_INLINE_BYTES + 10);
+        let long = "QUJD".repeat(400);
+        let body = parse(&serde_json::json!({"input": {"blank": blank, "image": long}}).to_string());
+        assert_eq!(body.fields["input"]["blank"], blank.as_str(), "a blank string is checked as blank");
+
+        // A request parsed otherwise: its long strings are taken out of the values.
+        let mut slices = body.slices;
+        let mut input = serde_json::json!({"prompt": long, "short": "abc", "blank": blank, "n": 1});
+        let input = input.as_object_mut().unwrap();
+        slices.lift(input);
+        let placeholder = input["prompt"].as_str().unwrap().to_owned();
+        assert!(placeholder.starts_with(PLACEHOLDER_PREFIX));
+        assert_eq!(&slices.get(&placeholder).unwrap()[..], long.as_bytes());
+        assert_eq!(
+            (&input["short"], &input["blank"], &input["n"]),
+            (&Value::from("abc"), &Value::from(blank), &Value::from(1))
+        );
+        slices.lift(input);
+        assert_eq!(input["prompt"], placeholder.as_str(), "a placeholder is not lifted again");
+        let mut value = input["prompt"].clone();
+        slices.resolve(&mut value);
+        assert_eq!(value, long.as_str());
     }
 
     #[test]

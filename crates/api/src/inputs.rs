@@ -1,21 +1,26 @@
-//! Inline images out of the database: at acceptance, each image sent inline (base64 or a data
-//! URI) to an image parameter is written to the object store as sent, under a key of its
-//! account and its SHA-256 (a repeated submission stores it once), and the run's parameters
-//! hold a reference instead (`atelier-input:<key>`, see `atelier_core::params`). Status polls
-//! then read short rows whatever the images' size; the worker puts each value back before
-//! the node runs, so a node sees (and derives its seed from) its parameters as they were sent.
+//! The image values of a run, read once at acceptance.
 //!
-//! Only values that are valid inline images (within the byte limit, a format the tools read)
-//! and longer than [`KEPT_INLINE_BYTES`] are moved; anything else stays in place for the usual
-//! checks to refuse with the usual error. A value moved here is taken out of the request, so
-//! accepting a run holds its image about once.
+//! A run is compiled on its input with the long strings still placeholders
+//! ([`crate::body`]), so the plan says which values feed image parameters. [`check`] reads
+//! each of those values once, fetching nothing: inline data by its decoded size and first
+//! bytes (decoded a few KiB at a time, [`atelier_inputs::probe_inline`]), a URL by its scheme
+//! and address against the input policy (DESIGN 3.8). Once every check has passed, [`store`]
+//! writes the inline images longer than [`KEPT_INLINE_BYTES`] to the object store as sent,
+//! under a key of their account and their SHA-256 (a repeated submission stores one), and
+//! [`settle`] puts every value in place: a stored image's reference
+//! (`atelier-input:<key>`, see `atelier_core::params`), any other placeholder's string.
+//! Status polls then read short rows whatever the images' size; the worker puts each
+//! reference back before the node runs, so a node sees (and derives its seed from) its
+//! parameters as they were sent. Accepting a run holds its image about once, and a request
+//! refused writes nothing.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
+use atelier_core::media;
 use atelier_core::params::{stored_input_reference, Params};
-use atelier_core::plan::{node_image_input, workflow_image_input};
-use atelier_core::tools;
-use atelier_core::workflow::WorkflowDef;
+use atelier_core::plan::Plan;
+use atelier_core::{tools, RequestError};
+use atelier_inputs::{ImageSource, InputError, InputPolicy};
 use atelier_store::Account;
 use bytes::Bytes;
 use serde_json::Value;
@@ -25,83 +30,141 @@ use crate::body::{BodySlices, KEPT_INLINE_BYTES};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The inline images of a request, moved to the object store.
+/// The image values of a plan, checked: the inline images to store, by the value (a
+/// placeholder, or the string itself) that stands for each in the plan.
 #[derive(Debug, Default)]
-pub struct MovedInputs {
+pub struct CheckedImages {
+    to_store: Vec<(String, &'static str)>,
+}
+
+/// The inline images of a request, stored.
+#[derive(Debug, Default)]
+pub struct StoredImages {
     /// The stored inputs the run uses (`NewRun::inputs`).
     pub ids: Vec<i64>,
-    /// The references written into the request: the only `atelier-input:` values the
-    /// image checks let through.
-    pub references: HashSet<String>,
+    /// Value in the plan → the reference it is replaced with.
+    references: HashMap<String, String>,
 }
 
-/// Moves the inline images of `input` (a run of `tool`, or of workflow `def`) to the object
-/// store, replacing each with its reference.
-pub async fn move_inline_images(
+/// Checks every image value of `plan` (whose placeholders stand for `slices`) without
+/// fetching it. Errors name `param` for a single-tool run (`node_run`), `node.param` for a
+/// workflow's node.
+pub async fn check(
+    state: &AppState,
+    plan: &Plan,
+    slices: &BodySlices,
+    node_run: bool,
+) -> Result<CheckedImages, ApiError> {
+    let policy = &state.config.inputs;
+    let mut checked = CheckedImages::default();
+    let mut seen = HashSet::new();
+    for node in &plan.nodes {
+        let Ok(spec) = tools::tool(&node.tool) else { continue };
+        for param in spec.image_params() {
+            let Some(Value::String(value)) = node.params.get(param.name) else { continue };
+            // A workflow input feeding several nodes is read once.
+            if !seen.insert(value.as_str()) {
+                continue;
+            }
+            let field =
+                if node_run { param.name.to_string() } else { format!("{}.{}", node.name, param.name) };
+            let kept = slices.get(value);
+            let sent = match &kept {
+                // A placeholder stands for a JSON string's unescaped contents: UTF-8.
+                Some(bytes) => std::str::from_utf8(bytes).unwrap_or_default(),
+                None => value,
+            };
+            if let Some(format) = inline_format(sent, &field, policy)? {
+                if sent.len() > KEPT_INLINE_BYTES {
+                    checked.to_store.push((value.clone(), format));
+                }
+                continue;
+            }
+            check_reference(sent, &field, policy).await?;
+        }
+    }
+    Ok(checked)
+}
+
+/// The format of `text` when it is inline data (base64 or a data URI), checked as the tools
+/// will read it: within the byte limit and a format they read. `None` when it is not inline.
+fn inline_format(text: &str, field: &str, policy: &InputPolicy) -> Result<Option<&'static str>, ApiError> {
+    let Some(probe) = atelier_inputs::probe_inline(text) else { return Ok(None) };
+    check_inline(probe.len, &probe.head, field, policy).map(Some)
+}
+
+fn check_inline(
+    len: usize,
+    head: &[u8],
+    field: &str,
+    policy: &InputPolicy,
+) -> Result<&'static str, ApiError> {
+    let invalid = |reason: String| ApiError::InvalidImage { field: field.to_string(), reason };
+    if len as u64 > policy.max_bytes {
+        return Err(invalid(format!("the image is larger than {} bytes", policy.max_bytes)));
+    }
+    media::sniff(head)
+        .map(|format| format.extension())
+        .ok_or_else(|| invalid("not a JPEG, PNG, WebP or GIF image".into()))
+}
+
+/// Checks an image value that is not inline data: a URL the policy allows.
+async fn check_reference(text: &str, field: &str, policy: &InputPolicy) -> Result<(), ApiError> {
+    // A URL of another scheme (file:, ftp:, gopher:, an `atelier-input:` reference a client
+    // made up, ...) is a URL the policy refuses (`InvalidInput`, like a private address);
+    // anything else that is not a URL, a data URI or base64 is not an image (`InvalidImage`).
+    let source = atelier_inputs::parse(text).map_err(|e| match e {
+        InputError::UnsupportedScheme(_) => ApiError::Request(RequestError::invalid(field, e.to_string())),
+        other => ApiError::InvalidImage { field: field.to_string(), reason: other.to_string() },
+    })?;
+    match source {
+        ImageSource::Url(url) => atelier_inputs::check_url(&url, policy)
+            .await
+            .map_err(|e| ApiError::Request(RequestError::invalid(field, e.to_string()))),
+        // What the probe reads as inline, `parse` does too; kept total all the same.
+        ImageSource::Inline(bytes) => check_inline(bytes.len(), &bytes, field, policy).map(|_| ()),
+    }
+}
+
+/// Stores the images `checked` found for the run of `account`, each as sent.
+pub async fn store(
     state: &AppState,
     account: &Account,
-    input: &mut Params,
     slices: &BodySlices,
-    tool: Option<&str>,
-    def: Option<&WorkflowDef>,
-) -> Result<MovedInputs, ApiError> {
-    let tool = tool.and_then(|t| tools::tool(t).ok());
-    let mut moved = MovedInputs::default();
-    for (key, value) in input.iter_mut() {
-        let feeds_image = match (tool, def) {
-            (Some(tool), _) => node_image_input(tool, key),
-            (None, Some(def)) => workflow_image_input(def, key),
-            (None, None) => false,
-        };
-        let Value::String(text) = value else { continue };
-        // A long string the body kept (`crate::body`): stored from the body's bytes when it
-        // is an image, else put back as the string it stands for.
-        let kept = slices.get(text);
-        let sent: &str = match &kept {
-            Some(bytes) => std::str::from_utf8(bytes).unwrap_or_default(),
-            None => text,
-        };
-        let format = if feeds_image && sent.len() > KEPT_INLINE_BYTES {
-            inline_image_format(state, sent)
-        } else {
-            None
-        };
-        let Some(format) = format else {
-            slices.resolve(value);
-            continue;
-        };
-        let digest: String = Sha256::digest(sent.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
-        let size = i64::try_from(sent.len()).unwrap_or(i64::MAX);
-        let stored = state.store.register_input(account.id, &digest, format, size).await?;
-        let key = stored.key();
+    checked: CheckedImages,
+) -> Result<StoredImages, ApiError> {
+    let mut stored = StoredImages::default();
+    for (value, format) in checked.to_store {
+        // Every long string is behind a placeholder (`BodySlices::lift`); the copy is a
+        // fallback only.
+        let bytes = slices.get(&value).unwrap_or_else(|| Bytes::from(value.clone().into_bytes()));
+        let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+        let input = state.store.register_input(account.id, &digest, format, size).await?;
+        let key = input.key();
         // A row that existed may have lost its file (a write that failed after the row was
         // created): write it again when it is not there.
-        if stored.created || !state.blob.exists(&key).await.map_err(storage)? {
-            let bytes = match kept {
-                Some(bytes) => bytes,
-                None => Bytes::from(std::mem::take(text).into_bytes()),
-            };
+        if input.created || !state.blob.exists(&key).await.map_err(storage)? {
             state.blob.put(&key, bytes).await.map_err(storage)?;
         }
-        let reference = stored_input_reference(&key);
-        *value = Value::String(reference.clone());
-        moved.references.insert(reference);
-        if !moved.ids.contains(&stored.id) {
-            moved.ids.push(stored.id);
+        stored.references.insert(value, stored_input_reference(&key));
+        if !stored.ids.contains(&input.id) {
+            stored.ids.push(input.id);
         }
     }
-    Ok(moved)
+    Ok(stored)
 }
 
-/// The format of `text` when it is an inline image the checks would let through: within the
-/// byte limit and a format the tools read. Checked without decoding it whole
-/// ([`atelier_inputs::probe_inline`]): accepting a run holds the request's image once.
-fn inline_image_format(state: &AppState, text: &str) -> Option<&'static str> {
-    let probe = atelier_inputs::probe_inline(text)?;
-    if probe.len as u64 > state.config.inputs.max_bytes {
-        return None;
+/// Puts the values of `params` in place: a stored image's reference for its value, the
+/// string it stands for for any other placeholder.
+pub fn settle(params: &mut Params, slices: &BodySlices, stored: &StoredImages) {
+    for value in params.values_mut() {
+        let Value::String(text) = value else { continue };
+        match stored.references.get(text.as_str()) {
+            Some(reference) => reference.clone_into(text),
+            None => slices.resolve(value),
+        }
     }
-    atelier_core::media::sniff(&probe.head).map(|format| format.extension())
 }
 
 fn storage(e: atelier_blob::BlobError) -> ApiError {

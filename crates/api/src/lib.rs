@@ -17,7 +17,8 @@
 //! operations (`ops.rs`); webhooks (`webhooks.rs`: the request fields, the secret and delivery
 //! endpoints, and a finished run's delivery body); live events and waiting requests over the
 //! change feed (`events.rs`); finished runs' statuses kept once rendered (`finished.rs`);
-//! inline images moved to the object store at acceptance (`inputs.rs`); the error shape, mapped
+//! the image values of a run checked once and its inline images stored at acceptance
+//! (`inputs.rs`; long input strings held once, behind placeholders, `body.rs`); the error shape, mapped
 //! once (`error.rs`); records into the wire shapes (`render.rs`); the OpenAPI document's
 //! operations (`openapi.rs`; its schemas come from `wire`).
 //!

@@ -1,15 +1,13 @@
 //! Transport-free operations behind the endpoints.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use atelier_core::params::Params;
 use atelier_core::plan::{compile_node, compile_workflow, Plan};
 use atelier_core::status::Priority;
-use atelier_core::tools;
+use atelier_core::tools::{self, Prices, ToolSpec};
 use atelier_core::workflow::WorkflowDef;
 use atelier_core::{ids, RequestError};
-use atelier_inputs::{ImageSource, InputError};
 use atelier_store::{Account, IdempotentAnswer, NewRun, RunKind, RunWebhook};
 use atelier_wire as wire;
 use serde_json::{Map, Value};
@@ -26,8 +24,8 @@ pub struct RunRequest {
     pub kind: RunKind,
     pub target: String,
     /// The input; a long string in it may be a placeholder for a slice of the request's
-    /// body (`slices`), put back or stored by `inputs::move_inline_images` before anything
-    /// else reads it.
+    /// body (`slices`): the run is compiled on placeholders, and `crate::inputs` stores the
+    /// images they stand for and puts the other strings back.
     pub input: Params,
     pub slices: BodySlices,
     /// Where the run's events are sent (`webhook_url`, `webhook_events`).
@@ -119,15 +117,38 @@ impl RunRequest {
     }
 }
 
-/// Compiles a request into a plan: validation and pricing, no writes.
-pub async fn plan(state: &AppState, account: &Account, request: &RunRequest) -> Result<Plan, ApiError> {
-    match request.kind {
-        RunKind::Node => Ok(compile_node(&request.target, &request.input, &state.config.prices)?),
-        RunKind::Workflow => {
-            let def = load_workflow(state, account, &request.target).await?;
-            Ok(compile_workflow(&def, &request.input, &state.config.prices)?)
+/// What a run request runs, found once: a tool, or a workflow the account can see.
+pub enum Target {
+    Tool(&'static ToolSpec),
+    Workflow(WorkflowDef),
+}
+
+impl Target {
+    /// The tool or the workflow `request` names.
+    pub async fn find(state: &AppState, account: &Account, request: &RunRequest) -> Result<Self, ApiError> {
+        Ok(match request.kind {
+            RunKind::Node => Self::Tool(tools::tool(&request.target)?),
+            RunKind::Workflow => Self::Workflow(load_workflow(state, account, &request.target).await?),
+        })
+    }
+
+    /// The priced plan of a run of this target on `input`: validation and pricing, no writes.
+    pub fn compile(&self, input: &Params, prices: &Prices) -> Result<Plan, RequestError> {
+        match self {
+            Self::Tool(tool) => compile_node(tool.name, input, prices),
+            Self::Workflow(def) => compile_workflow(def, input, prices),
         }
     }
+
+    /// Whether this is a single-tool run, whose errors name parameters without a node.
+    pub fn is_tool(&self) -> bool {
+        matches!(self, Self::Tool(_))
+    }
+}
+
+/// Compiles a request into a plan: validation and pricing, no writes.
+pub async fn plan(state: &AppState, account: &Account, request: &RunRequest) -> Result<Plan, ApiError> {
+    Ok(Target::find(state, account, request).await?.compile(&request.input, &state.config.prices)?)
 }
 
 pub async fn load_workflow(state: &AppState, account: &Account, name: &str) -> Result<WorkflowDef, ApiError> {
@@ -137,56 +158,6 @@ pub async fn load_workflow(state: &AppState, account: &Account, name: &str) -> R
         .await?
         .ok_or_else(|| RequestError::WorkflowNotFound(name.to_string()))?;
     WorkflowDef::parse(row.definition).map_err(|e| ApiError::Internal(format!("stored workflow {name}: {e}")))
-}
-
-/// Checks every image value of a plan without fetching it: the value's
-/// form, inline bytes' size and format, and a URL's scheme and address
-/// against the input policy (DESIGN 3.8). `moved` are the references this request's inline
-/// images were replaced with ([`crate::inputs`]); any other reference is refused.
-pub async fn check_images(
-    state: &AppState,
-    plan: &Plan,
-    node_run: bool,
-    moved: &HashSet<String>,
-) -> Result<(), ApiError> {
-    let policy = &state.config.inputs;
-    for node in &plan.nodes {
-        let Ok(spec) = tools::tool(&node.tool) else { continue };
-        for param in spec.image_params() {
-            let Some(Value::String(value)) = node.params.get(param.name) else { continue };
-            if moved.contains(value) {
-                continue;
-            }
-            let field =
-                if node_run { param.name.to_string() } else { format!("{}.{}", node.name, param.name) };
-            let invalid = |reason: String| ApiError::InvalidImage { field: field.clone(), reason };
-            // A URL of another scheme (file:, ftp:, gopher:, ...) is a URL the policy
-            // refuses (`InvalidInput`, like a private address); anything else that is not a
-            // URL, a data URI or base64 is not an image (`InvalidImage`).
-            let source = atelier_inputs::parse(value).map_err(|e| match e {
-                InputError::UnsupportedScheme(_) => {
-                    ApiError::Request(RequestError::invalid(&field, e.to_string()))
-                }
-                other => invalid(other.to_string()),
-            })?;
-            match source {
-                ImageSource::Url(url) => {
-                    atelier_inputs::check_url(&url, policy)
-                        .await
-                        .map_err(|e| ApiError::Request(RequestError::invalid(&field, e.to_string())))?;
-                }
-                ImageSource::Inline(bytes) => {
-                    if bytes.len() as u64 > policy.max_bytes {
-                        return Err(invalid(format!("the image is larger than {} bytes", policy.max_bytes)));
-                    }
-                    if atelier_core::media::sniff(&bytes).is_none() {
-                        return Err(invalid("not a JPEG, PNG, WebP or GIF image".into()));
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Accepted run: its id and any warnings.
@@ -235,23 +206,26 @@ pub async fn submit(
     idempotency_key: Option<&str>,
 ) -> Result<Accepted, ApiError> {
     let Submission { mut request, family, echo, id } = submission;
-    let def = match request.kind {
-        RunKind::Workflow => Some(load_workflow(state, account, &request.target).await?),
-        RunKind::Node => None,
-    };
-    let tool = (request.kind == RunKind::Node).then_some(request.target.as_str());
-    let moved =
-        inputs::move_inline_images(state, account, &mut request.input, &request.slices, tool, def.as_ref())
-            .await?;
-    let prices = &state.config.prices;
-    let plan = match &def {
-        Some(def) => compile_workflow(def, &request.input, prices)?,
-        None => compile_node(&request.target, &request.input, prices)?,
-    };
-    check_images(state, &plan, request.kind == RunKind::Node, &moved.references).await?;
+    let target = Target::find(state, account, &request).await?;
+    // Compiled on placeholders (the long strings held once, in `slices`), then every image
+    // value is read once, and only a request that passes every check stores anything.
+    request.slices.lift(&mut request.input);
+    let slices = &request.slices;
+    let mut plan = target.compile(&request.input, &state.config.prices).map_err(|e| {
+        // An error that quotes a value quotes it as sent.
+        let mut input = request.input.clone();
+        inputs::settle(&mut input, slices, &inputs::StoredImages::default());
+        target.compile(&input, &state.config.prices).err().unwrap_or(e)
+    })?;
+    let images = inputs::check(state, &plan, slices, target.is_tool()).await?;
     if let Some(webhook) = &request.webhook {
         webhook.check(&state.config.inputs).await?;
     }
+    let stored = inputs::store(state, account, slices, images).await?;
+    for node in &mut plan.nodes {
+        inputs::settle(&mut node.params, slices, &stored);
+    }
+    inputs::settle(&mut request.input, slices, &stored);
     for warning in &plan.warnings {
         tracing::warn!(account = %account.name, target = %request.target, "{warning}");
     }
@@ -279,7 +253,7 @@ pub async fn submit(
             node_ids,
             echo,
             idempotency: idempotency_key.map(|key| IdempotentAnswer { key, status: 200, body: &answer }),
-            inputs: &moved.ids,
+            inputs: &stored.ids,
             webhook: request.webhook.as_ref().map(|w| RunWebhook { url: w.url.as_str(), events: w.events }),
             // The request's span: the run's nodes and deliveries continue its trace.
             trace_parent: atelier_telemetry::traces::traceparent(&tracing::Span::current()),

@@ -1,7 +1,7 @@
 //! The pull workers' protocol, `/worker/v1/…`: a worker beside its model server
 //! (`atelier worker --server URL --token T`) leases the tasks of its token's tools over
 //! HTTP(S), with no database or bucket credentials and no inbound port
-//! ([`atelier_engine::remote`] is its client; docs/DEPLOY.md, "Pull workers").
+//! ([`atelier_worker::remote`] is its client; docs/DEPLOY.md, "Pull workers").
 //!
 //! Every request carries `Authorization: Bearer atw_…`, a worker token
 //! (`atelier admin worker-token create --tools …`); nothing else is accepted here, and a

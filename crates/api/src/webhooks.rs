@@ -2,7 +2,7 @@
 //! the endpoints `GET /api/v3/webhooks/secret`, `POST /api/v3/webhooks/secret/rotate` and
 //! `GET /api/v3/runs/{id}/webhooks`, and the body of a `completed` delivery, which is the run's
 //! status as its status endpoint answers it ([`completed_body`]). The deliveries themselves are
-//! made by `atelier_engine::Deliverer`, in every `serve` and `worker` process.
+//! made by `atelier_worker::Deliverer`, in every `serve` and `worker` process.
 
 use std::time::Duration;
 

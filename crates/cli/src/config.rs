@@ -1,6 +1,10 @@
 //! Configuration: defaults → `atelier.toml` → `ATELIER__SECTION__KEY`
 //! environment variables → command-line flags. Every key is documented in
 //! `atelier.example.toml` at the repository root.
+//!
+//! `[worker]` was called `[engine]` before "engine" came to mean a model server only; the
+//! old name is still read, from the file and from `ATELIER__ENGINE__*` variables
+//! ([`Renamed`]). Where one source names a key under both, `[worker]`'s value is used.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -9,7 +13,8 @@ use std::time::Duration;
 
 use atelier_core::tools::{PriceSetting, Prices};
 use figment::providers::{Env, Format, Serialized, Toml};
-use figment::Figment;
+use figment::value::{Dict, Map, Value};
+use figment::{Figment, Metadata, Profile, Provider};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -18,7 +23,8 @@ pub struct Config {
     pub server: Server,
     pub storage: Storage,
     pub database: Database,
-    pub engine: Engine,
+    /// This process's workers (`[worker]`; read from `[engine]` too, its old name).
+    pub worker: Worker,
     pub inputs: Inputs,
     pub outputs: Outputs,
     pub limits: Limits,
@@ -131,7 +137,7 @@ impl StorageS3 {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Engine {
+pub struct Worker {
     /// Nodes run at once by this process; 0 = API only.
     pub workers: usize,
     /// Tool name → the most nodes of that tool this process runs at once (within
@@ -320,12 +326,12 @@ impl Default for Storage {
     }
 }
 
-/// `engine.subject_model` value for the model built into the binary.
+/// `worker.subject_model` value for the model built into the binary.
 pub const SUBJECT_MODEL_BUILTIN: &str = "builtin";
-/// `engine.subject_model` value for no learned model.
+/// `worker.subject_model` value for no learned model.
 pub const SUBJECT_MODEL_NONE: &str = "none";
 
-impl Default for Engine {
+impl Default for Worker {
     fn default() -> Self {
         Self {
             workers: 4,
@@ -381,6 +387,57 @@ impl Default for Limits {
     }
 }
 
+/// A provider whose section `old` is read as section `new`: a section renamed in a new
+/// version and still accepted under its old name. Within the provider, a key given under
+/// both names keeps `new`'s value; the metadata (the file's path, the variables' prefix) is
+/// the inner provider's, so errors still name where a value came from.
+struct Renamed<P> {
+    inner: P,
+    old: &'static str,
+    new: &'static str,
+}
+
+impl<P: Provider> Provider for Renamed<P> {
+    fn metadata(&self) -> Metadata {
+        self.inner.metadata()
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        let mut data = self.inner.data()?;
+        for dict in data.values_mut() {
+            if let Some(old) = dict.remove(self.old) {
+                let merged = match dict.remove(self.new) {
+                    Some(new) => under(new, old),
+                    None => old,
+                };
+                dict.insert(self.new.to_string(), merged);
+            }
+        }
+        Ok(data)
+    }
+
+    fn profile(&self) -> Option<Profile> {
+        self.inner.profile()
+    }
+}
+
+/// `over` with the keys only `below` has added, at every depth.
+fn under(over: Value, below: Value) -> Value {
+    match (over, below) {
+        (Value::Dict(tag, mut over), Value::Dict(_, below)) => {
+            for (key, value) in below {
+                let merged = match over.remove(&key) {
+                    Some(kept) => under(kept, value),
+                    None => value,
+                };
+                over.insert(key, merged);
+            }
+            Value::Dict(tag, over)
+        }
+        (over, _) => over,
+    }
+}
+
 impl Config {
     /// Loads defaults, then the file (if it exists), then the environment.
     pub fn load(file: Option<&std::path::Path>) -> Result<Self, String> {
@@ -388,9 +445,7 @@ impl Config {
         if file.is_some() && !path.exists() {
             return Err(format!("configuration file {} does not exist", path.display()));
         }
-        let config: Config = Figment::from(Serialized::defaults(Config::default()))
-            .merge(Toml::file(&path))
-            .merge(Env::prefixed("ATELIER__").split("__"))
+        let config: Config = Self::figment(Toml::file(&path), Env::prefixed("ATELIER__").split("__"))
             .extract()
             .map_err(|e| {
                 let mut msg = format!("invalid configuration: {e}");
@@ -404,30 +459,37 @@ impl Config {
         Ok(config)
     }
 
+    /// The defaults, then `file`, then `env`, each with `[engine]` read as `[worker]`.
+    fn figment(file: impl Provider, env: impl Provider) -> Figment {
+        Figment::from(Serialized::defaults(Config::default()))
+            .merge(Renamed { inner: file, old: "engine", new: "worker" })
+            .merge(Renamed { inner: env, old: "engine", new: "worker" })
+    }
+
     pub fn validate(&self) -> Result<(), String> {
-        let e = &self.engine;
+        let e = &self.worker;
         if e.lease_secs == 0 || e.heartbeat_secs == 0 || e.heartbeat_secs >= e.lease_secs {
-            return Err("engine.heartbeat_secs must be at least 1 and less than engine.lease_secs (ATELIER__ENGINE__HEARTBEAT_SECS, ATELIER__ENGINE__LEASE_SECS)".into());
+            return Err("worker.heartbeat_secs must be at least 1 and less than worker.lease_secs (ATELIER__WORKER__HEARTBEAT_SECS, ATELIER__WORKER__LEASE_SECS)".into());
         }
         if let Some(unknown) = e.tool_slots.keys().find(|tool| atelier_core::tools::tool(tool).is_err()) {
             let known: Vec<&str> = atelier_core::tools::TOOLS.iter().map(|t| t.name).collect();
             return Err(format!(
-                "engine.tool_slots: unknown tool {unknown:?}; the tools are {} (ATELIER__ENGINE__TOOL_SLOTS__{})",
+                "worker.tool_slots: unknown tool {unknown:?}; the tools are {} (ATELIER__WORKER__TOOL_SLOTS__{})",
                 known.join(", "),
                 unknown.to_uppercase()
             ));
         }
         if e.subject_model.trim().is_empty() {
             return Err(format!(
-                "engine.subject_model must be \"{SUBJECT_MODEL_BUILTIN}\", \"{SUBJECT_MODEL_NONE}\" or the path of a U2-Net ONNX file (ATELIER__ENGINE__SUBJECT_MODEL)"
+                "worker.subject_model must be \"{SUBJECT_MODEL_BUILTIN}\", \"{SUBJECT_MODEL_NONE}\" or the path of a U2-Net ONNX file (ATELIER__WORKER__SUBJECT_MODEL)"
             ));
         }
         if e.max_attempts == 0 {
-            return Err("engine.max_attempts must be at least 1 (ATELIER__ENGINE__MAX_ATTEMPTS)".into());
+            return Err("worker.max_attempts must be at least 1 (ATELIER__WORKER__MAX_ATTEMPTS)".into());
         }
         if !(0.0..=1.0).contains(&e.lower_lane_share) {
             return Err(
-                "engine.lower_lane_share must be between 0 and 1 (ATELIER__ENGINE__LOWER_LANE_SHARE)".into(),
+                "worker.lower_lane_share must be between 0 and 1 (ATELIER__WORKER__LOWER_LANE_SHARE)".into(),
             );
         }
         let l = &self.limits;
@@ -574,14 +636,13 @@ mod tests {
                 setting.unwrap_or(line).to_string() + "\n"
             })
             .collect();
-        let config: Config = Figment::from(Serialized::defaults(Config::default()))
-            .merge(Toml::string(&uncommented))
+        let config: Config = Config::figment(Toml::string(&uncommented), Serialized::defaults(Dict::new()))
             .extract()
             .unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
         config.validate().unwrap();
         assert_eq!(config.storage.s3.endpoint, "http://127.0.0.1:9000");
         let tool_slots: Vec<(&str, usize)> =
-            config.engine.tool_slots.iter().map(|(tool, &n)| (tool.as_str(), n)).collect();
+            config.worker.tool_slots.iter().map(|(tool, &n)| (tool.as_str(), n)).collect();
         assert_eq!(tool_slots, [("video", 1), ("virtual_tryon_pro", 2)]);
         assert_eq!(config.engines.keys().collect::<Vec<_>>(), ["birefnet", "gpu1"]);
         assert_eq!(config.tools["upscale"].inputs["image"].node.as_deref(), Some("1"));
@@ -608,14 +669,45 @@ mod tests {
     }
 
     #[test]
+    fn the_old_engine_section_is_read_as_worker() {
+        // Two sources, the later one standing for the environment.
+        let file = |text: &str| Toml::string(text);
+        let env = |section: &str, workers: u64| Toml::string(&format!("[{section}]\nworkers = {workers}\n"));
+        let none = || Toml::string("");
+        let load = |file, env| -> Config { Config::figment(file, env).extract().unwrap() };
+
+        let old = load(file("[engine]\nworkers = 2\n[engine.tool_slots]\nvideo = 1\n"), none());
+        assert_eq!((old.worker.workers, old.worker.tool_slots.get("video")), (2, Some(&1)));
+        // Both names in one source: [worker] wins key by key, at every depth.
+        let both = load(
+            file(
+                "[engine]\nworkers = 2\nlease_secs = 40\n[engine.tool_slots]\nvideo = 1\nupscale = 5\n\
+                 [worker]\nworkers = 3\n[worker.tool_slots]\nupscale = 2\n",
+            ),
+            none(),
+        );
+        assert_eq!((both.worker.workers, both.worker.lease_secs), (3, 40));
+        let slots: Vec<(&str, usize)> =
+            both.worker.tool_slots.iter().map(|(t, &n)| (t.as_str(), n)).collect();
+        assert_eq!(slots, [("upscale", 2), ("video", 1)]);
+        // A later source wins whichever name either uses (ATELIER__ENGINE__WORKERS over [worker]).
+        assert_eq!(load(file("[worker]\nworkers = 3\n"), env("engine", 7)).worker.workers, 7);
+        assert_eq!(load(file("[engine]\nworkers = 3\n"), env("worker", 8)).worker.workers, 8);
+        // A wrong value under the old name is reported under the new one.
+        let err =
+            Config::figment(file("[engine]\nworkers = \"many\"\n"), none()).extract::<Config>().unwrap_err();
+        assert_eq!(err.path, ["worker", "workers"]);
+    }
+
+    #[test]
     fn tool_slots_name_known_tools_only() {
         let mut config = Config::default();
-        config.engine.tool_slots = BTreeMap::from([("video".into(), 0), ("upscale".into(), 2)]);
+        config.worker.tool_slots = BTreeMap::from([("video".into(), 0), ("upscale".into(), 2)]);
         config.validate().unwrap();
-        config.engine.tool_slots.insert("vidoe".into(), 1);
+        config.worker.tool_slots.insert("vidoe".into(), 1);
         let err = config.validate().unwrap_err();
         for part in
-            ["engine.tool_slots", "\"vidoe\"", "background_removal", "ATELIER__ENGINE__TOOL_SLOTS__VIDOE"]
+            ["worker.tool_slots", "\"vidoe\"", "background_removal", "ATELIER__WORKER__TOOL_SLOTS__VIDOE"]
         {
             assert!(err.contains(part), "{part} missing from: {err}");
         }

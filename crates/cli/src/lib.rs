@@ -1,5 +1,5 @@
 //! The `atelier` program's wiring: configuration, system templates, and the
-//! assembly of store, blob store, engine and HTTP server into one process.
+//! assembly of store, blob store, workers and HTTP server into one process.
 //! Logic lives in the library crates; this crate only connects them.
 //!
 //! ## What is where
@@ -25,11 +25,11 @@ use anyhow::Context;
 use atelier_api::settings::MetricsConfig;
 use atelier_api::{ApiConfig, AppState, RateLimit};
 use atelier_blob::BlobStore;
-use atelier_engine::{CompletedBody, Deliverer, DeliveryConfig};
-use atelier_engine::{Engine, EngineConfig, Maintenance};
 use atelier_inputs::{Fetcher, InputPolicy};
 use atelier_store::{PgStore, SharedStore, SqliteStore, StoreConfig};
 use atelier_tools::{BuiltinOptions, Registry};
+use atelier_worker::{CompletedBody, Deliverer, DeliveryConfig};
+use atelier_worker::{Maintenance, WorkerConfig, Workers};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -40,12 +40,12 @@ pub use config::{Config, DatabaseKind};
 pub async fn open_store(config: &Config) -> anyhow::Result<SharedStore> {
     let store_config = StoreConfig {
         retention: config.retention(),
-        max_attempts: config.engine.max_attempts,
+        max_attempts: config.worker.max_attempts,
         max_unfinished_runs: config.limits.unfinished_runs_per_account,
         max_queued_runs: config.limits.queued_runs_per_account,
         max_queued_runs_per_key: config.limits.queued_runs_per_key,
         max_running_nodes: config.limits.running_nodes_per_account,
-        lower_lane_share_permille: (config.engine.lower_lane_share * 1000.0).round() as u32,
+        lower_lane_share_permille: (config.worker.lower_lane_share * 1000.0).round() as u32,
     };
     match config.database().map_err(anyhow::Error::msg)? {
         DatabaseKind::Sqlite(path) => {
@@ -85,30 +85,30 @@ pub fn input_policy(config: &Config) -> InputPolicy {
     }
 }
 
-/// The built-in engine with its learned subject model loaded (`engine.subject_model`).
+/// The built-in engine with its learned subject model loaded (`worker.subject_model`).
 pub fn builtin_tools(config: &Config) -> anyhow::Result<Registry> {
     Ok(Registry::builtin(BuiltinOptions {
-        simulated_latency: Duration::from_millis(config.engine.simulated_latency_ms),
-        noop: config.engine.noop_tools,
+        simulated_latency: Duration::from_millis(config.worker.simulated_latency_ms),
+        noop: config.worker.noop_tools,
         limits: atelier_imaging::Limits {
             max_pixels: config.inputs.max_pixels,
             max_side: config.inputs.max_side,
             max_frames: config.inputs.max_frames,
             max_total_pixels: config.inputs.max_total_pixels,
         },
-        subject: subject_model(&config.engine.subject_model)?,
+        subject: subject_model(&config.worker.subject_model)?,
     }))
 }
 
-/// Loads the learned subject model named by `engine.subject_model`: `builtin` (shared by
+/// Loads the learned subject model named by `worker.subject_model`: `builtin` (shared by
 /// every service in the process: loading it is the same work each time), `none`, or a file.
 pub fn subject_model(setting: &str) -> anyhow::Result<Option<Arc<dyn atelier_imaging::SubjectModel>>> {
     use atelier_imaging::SubjectModel as _;
     static BUILTIN: std::sync::OnceLock<Arc<atelier_saliency::U2Net>> = std::sync::OnceLock::new();
     let hint = || {
         format!(
-            "cannot load the subject model (engine.subject_model = {setting:?}; \
-             ATELIER__ENGINE__SUBJECT_MODEL takes \"{}\", \"{}\" for the backdrop model alone, \
+            "cannot load the subject model (worker.subject_model = {setting:?}; \
+             ATELIER__WORKER__SUBJECT_MODEL takes \"{}\", \"{}\" for the backdrop model alone, \
              or the path of a U2-Net ONNX file)",
             config::SUBJECT_MODEL_BUILTIN,
             config::SUBJECT_MODEL_NONE
@@ -270,8 +270,8 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
     Ok(Running { addr, metrics_addr, store, blob, tasks: Tasks { shutdown, handles: tasks } })
 }
 
-/// Starts a worker process's part of the service on an already-open store: the engine's
-/// workers (`engine.workers` slots) and the maintenance services, no HTTP. `tools` defaults
+/// Starts a worker process's part of the service on an already-open store: the
+/// workers (`worker.workers` slots) and the maintenance services, no HTTP. `tools` defaults
 /// to the built-in engine.
 pub async fn start_worker(
     config: &Config,
@@ -341,7 +341,7 @@ async fn serve_metrics(
     Ok(bound)
 }
 
-/// A running `atelier worker`: engine workers and maintenance.
+/// A running `atelier worker`: workers and maintenance.
 pub struct WorkerProcess {
     /// Where `/metrics` is served (`[metrics] listen`).
     pub metrics_addr: Option<SocketAddr>,
@@ -367,25 +367,22 @@ struct Wiring<'a> {
     callbacks_at: Option<&'a str>,
 }
 
-/// Spawns the engine (when `engine.workers > 0`), the maintenance services (lease rescuer,
-/// output sweeper, idempotency-key janitor) and the webhook deliverer onto `tasks`, stopping
-/// with `shutdown`.
-/// The engine's settings from `[engine]`.
-fn engine_config(config: &Config) -> EngineConfig {
-    EngineConfig {
-        slots: config.engine.workers,
-        tool_slots: config.engine.tool_slots.clone(),
-        lease: Duration::from_secs(config.engine.lease_secs),
-        heartbeat: Duration::from_secs(config.engine.heartbeat_secs),
-        poll: Duration::from_millis(config.engine.poll_ms.max(10)),
-        node_timeout: Duration::from_secs(config.engine.node_timeout_secs),
-        retry_backoff: Duration::from_millis(config.engine.retry_backoff_ms),
-        shutdown_grace: Duration::from_secs(config.engine.shutdown_grace_secs),
+/// The workers' settings from `[worker]` (or its old name `[engine]`).
+fn worker_config(config: &Config) -> WorkerConfig {
+    WorkerConfig {
+        slots: config.worker.workers,
+        tool_slots: config.worker.tool_slots.clone(),
+        lease: Duration::from_secs(config.worker.lease_secs),
+        heartbeat: Duration::from_secs(config.worker.heartbeat_secs),
+        poll: Duration::from_millis(config.worker.poll_ms.max(10)),
+        node_timeout: Duration::from_secs(config.worker.node_timeout_secs),
+        retry_backoff: Duration::from_millis(config.worker.retry_backoff_ms),
+        shutdown_grace: Duration::from_secs(config.worker.shutdown_grace_secs),
     }
 }
 
 /// Starts a pull worker: workers that lease the tasks of `token`'s tools from the API at
-/// `server` (`/worker/v1`, [`atelier_engine::remote`]) and run them on this process's tools
+/// `server` (`/worker/v1`, [`atelier_worker::remote`]) and run them on this process's tools
 /// (`[engines]` and `[tools]` route them to the model servers beside it). No database or
 /// storage is opened, and no maintenance or webhook delivery runs here.
 pub async fn start_pull_worker(
@@ -394,7 +391,7 @@ pub async fn start_pull_worker(
     token: &str,
     tools: Option<Registry>,
 ) -> anyhow::Result<WorkerProcess> {
-    let queue = atelier_engine::remote::Remote::new(server, token).map_err(anyhow::Error::msg)?;
+    let queue = atelier_worker::remote::Remote::new(server, token).map_err(anyhow::Error::msg)?;
     let engines = engines(config).await?;
     let shutdown = CancellationToken::new();
     let mut tasks = engines.watch(shutdown.clone());
@@ -405,11 +402,14 @@ pub async fn start_pull_worker(
         None => builtin_tools(config)?,
     };
     engines.install(&mut tools, fetcher.clone(), None).map_err(anyhow::Error::msg)?;
-    let engine = Engine::with_queue(Arc::new(queue), tools, fetcher, engine_config(config));
-    tasks.push(tokio::spawn(engine.run(shutdown.clone())));
+    let workers = Workers::with_queue(Arc::new(queue), tools, fetcher, worker_config(config));
+    tasks.push(tokio::spawn(workers.run(shutdown.clone())));
     Ok(WorkerProcess { metrics_addr: None, tasks: Tasks { shutdown, handles: tasks } })
 }
 
+/// Spawns the workers (when `worker.workers > 0`), the maintenance services (lease rescuer,
+/// output sweeper, idempotency-key janitor) and the webhook deliverer onto `tasks`, stopping
+/// with `shutdown`.
 fn spawn_workers(
     config: &Config,
     store: &SharedStore,
@@ -419,8 +419,8 @@ fn spawn_workers(
     shutdown: &CancellationToken,
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> anyhow::Result<()> {
-    let engine_config = engine_config(config);
-    if config.engine.workers > 0 {
+    let worker_config = worker_config(config);
+    if config.worker.workers > 0 {
         let fetcher =
             Arc::new(Fetcher::new(input_policy(config)).map_err(|e| anyhow::anyhow!("input fetcher: {e}"))?);
         let mut tools = match tools {
@@ -431,15 +431,15 @@ fn spawn_workers(
             .engines
             .install(&mut tools, fetcher.clone(), wiring.callbacks_at)
             .map_err(anyhow::Error::msg)?;
-        let engine = Engine::new(store.clone(), blob.clone(), tools, fetcher, engine_config.clone());
-        tasks.push(tokio::spawn(engine.run(shutdown.clone())));
+        let workers = Workers::new(store.clone(), blob.clone(), tools, fetcher, worker_config.clone());
+        tasks.push(tokio::spawn(workers.run(shutdown.clone())));
     }
     let maintenance = Maintenance {
         store: store.clone(),
         blob: blob.clone(),
-        rescue_interval: (engine_config.lease / 2).max(Duration::from_millis(100)),
+        rescue_interval: (worker_config.lease / 2).max(Duration::from_millis(100)),
         sweep_interval: Duration::from_secs(config.outputs.sweep_interval_secs.max(1)),
-        janitor_interval: atelier_engine::JANITOR_INTERVAL,
+        janitor_interval: atelier_worker::JANITOR_INTERVAL,
     };
     tasks.push(tokio::spawn(maintenance.run(shutdown.clone())));
     // Webhook deliveries, from every process: each is claimed by one.

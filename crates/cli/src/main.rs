@@ -75,7 +75,7 @@ struct ServeArgs {
 
 #[derive(Args)]
 struct WorkerArgs {
-    /// Nodes run at once (default: engine.workers).
+    /// Nodes run at once (default: worker.workers).
     #[arg(long)]
     workers: Option<usize>,
     /// A pull worker: lease tasks from the API at this URL (https://atelier.example) instead
@@ -314,17 +314,17 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
         config.server.listen = listen;
     }
     if let Some(workers) = args.workers {
-        config.engine.workers = workers;
+        config.worker.workers = workers;
     }
     if args.no_workers {
-        config.engine.workers = 0;
+        config.worker.workers = 0;
     }
     if args.allow_private_urls {
         config.inputs.allow_private_addresses = true;
     }
     // The tools first: a subject model that cannot be loaded stops the start before anything
     // is written.
-    let tools = if config.engine.workers > 0 { Some(atelier_cli::builtin_tools(&config)?) } else { None };
+    let tools = if config.worker.workers > 0 { Some(atelier_cli::builtin_tools(&config)?) } else { None };
     let store = open_store(&config).await?;
     if store.account_count().await? == 0 {
         // API processes starting together on an empty shared database race here: one
@@ -354,13 +354,13 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
 async fn worker(mut config: Config, args: WorkerArgs) -> anyhow::Result<()> {
     let traces = init_logging(&config, "worker")?;
     if let Some(workers) = args.workers {
-        config.engine.workers = workers;
+        config.worker.workers = workers;
     }
     if args.allow_private_urls {
         config.inputs.allow_private_addresses = true;
     }
-    if config.engine.workers == 0 {
-        bail!("a worker needs at least one slot (--workers N, engine.workers)");
+    if config.worker.workers == 0 {
+        bail!("a worker needs at least one slot (--workers N, worker.workers)");
     }
     let tools = atelier_cli::builtin_tools(&config)?;
     let running = match (&args.server, &args.token) {
@@ -368,14 +368,14 @@ async fn worker(mut config: Config, args: WorkerArgs) -> anyhow::Result<()> {
             let running = atelier_cli::start_pull_worker(&config, server, token, Some(tools)).await?;
             println!(
                 "Atelier pull worker running with {} slots, leasing from {server}",
-                config.engine.workers
+                config.worker.workers
             );
             running
         }
         _ => {
             let store = open_store(&config).await?;
             let running = atelier_cli::start_worker(&config, store, Some(tools)).await?;
-            println!("Atelier worker running with {} slots", config.engine.workers);
+            println!("Atelier worker running with {} slots", config.worker.workers);
             running
         }
     };

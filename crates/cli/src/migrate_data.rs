@@ -62,7 +62,7 @@ pub async fn migrate_data(config: &Config, from: &Path) -> anyhow::Result<Migrat
     };
     let store_config = StoreConfig {
         retention: config.retention(),
-        max_attempts: config.engine.max_attempts,
+        max_attempts: config.worker.max_attempts,
         ..StoreConfig::default()
     };
 

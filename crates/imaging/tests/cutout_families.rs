@@ -3,7 +3,7 @@
 //! backdrops, strong vignettes and gradients, products cut by the frame, JPEG artefacts.
 //!
 //! Both cut-out paths are evaluated on the same scenes: the classical one
-//! (`remove_background`, `engine.subject_model = "none"`) on all [`SCENES_PER_FAMILY`] seeds
+//! (`remove_background`, `worker.subject_model = "none"`) on all [`SCENES_PER_FAMILY`] seeds
 //! of every family, and the default one with the learned subject model fused in
 //! (`remove_background_with`) on the first [`LEARNED_SCENES`] seeds of each family
 //! (`ATELIER_LEARNED_SCENES=50` for all of them: about a second and a half of CPU a scene).

@@ -149,11 +149,11 @@ pub fn test_config(dir: &std::path::Path) -> Config {
     let mut config = Config::default();
     config.storage.data_dir = dir.to_path_buf();
     config.server.listen = "127.0.0.1:0".parse().unwrap();
-    config.engine.poll_ms = 20;
-    config.engine.retry_backoff_ms = 10;
-    config.engine.lease_secs = 5;
-    config.engine.heartbeat_secs = 1;
-    config.engine.shutdown_grace_secs = 1;
+    config.worker.poll_ms = 20;
+    config.worker.retry_backoff_ms = 10;
+    config.worker.lease_secs = 5;
+    config.worker.heartbeat_secs = 1;
+    config.worker.shutdown_grace_secs = 1;
     config
 }
 

@@ -1,6 +1,6 @@
 //! The pull workers' protocol (`/worker/v1`): what `atelier worker --api` sends the API and
 //! what the API answers (the API's side is `crates/api/src/pull.rs`, the worker's
-//! `crates/engine/src/remote.rs`). Not part of the public interface, so not in the OpenAPI
+//! `crates/worker/src/remote.rs`). Not part of the public interface, so not in the OpenAPI
 //! document. A claimed task and an attempt's outcome are the store's own types (`T`, `O`),
 //! which both sides share.
 

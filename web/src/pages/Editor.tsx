@@ -8,25 +8,19 @@ import {
   MiniMap,
   ReactFlow,
   ReactFlowProvider,
-  applyEdgeChanges,
-  applyNodeChanges,
   useReactFlow,
   type Connection as RFConnection,
   type Edge,
-  type EdgeChange,
   type Node,
-  type NodeChange,
 } from '@xyflow/react';
 import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
 import type { SessionContext } from '../lib/session';
-import { History } from '../editor/history';
 import { autoLayout } from '../editor/layout';
 import {
   IN_HANDLE,
   OUTPUT_HANDLE,
   VALUE_HANDLE,
   defaultNodeName,
-  duplicate,
   edgeId,
   fromDocument,
   locate,
@@ -43,6 +37,8 @@ import { CanvasContext, nodeTypes, type CanvasInfo } from '../editor/nodes';
 import { NodeInspector } from '../editor/Inspector';
 import { Palette } from '../editor/Palette';
 import { WorkflowPanel } from '../editor/WorkflowPanel';
+import { useShortcuts } from '../editor/shortcuts';
+import { EMPTY, useGraph } from '../editor/useGraph';
 import {
   ApiError,
   explain,
@@ -57,8 +53,6 @@ import {
 } from '../lib/api';
 import { useLoad } from '../lib/hooks';
 import { Link, navigate, queryOf } from '../lib/router';
-
-const EMPTY: Graph = { nodes: [], edges: [] };
 
 export function Editor(props: { name: string | null; route: string; ctx: SessionContext }) {
   return (
@@ -76,17 +70,15 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
   const list = useLoad(() => get<WorkflowSummary[]>('/v3/workflows'), [name]);
   const isTemplate = !!name && !!list.data?.some((w) => w.name === name && w.system_workflow);
 
-  const [graph, setGraph] = useState<Graph>(EMPTY);
+  const { graph, act, reset, undo, redo, canUndo, canRedo, record, onNodesChange, onEdgesChange, beforeDelete, copy, paste, toggleBypass } =
+    useGraph();
   const [description, setDescription] = useState('');
   const [loadError, setLoadError] = useState<string | null>(null);
   const [loaded, setLoaded] = useState(false);
-  const history = useRef(new History<Graph>());
-  const [, setTick] = useState(0);
   const [validation, setValidation] = useState<Validation | null>(null);
   const [notices, setNotices] = useState<Map<string, string>>(new Map());
   const [message, setMessage] = useState<{ text: string; error?: boolean } | null>(null);
   const [saveAs, setSaveAs] = useState(name && !from ? name : from ? `${from} copy` : '');
-  const clipboard = useRef<Graph | null>(null);
   /** The name just saved under: opening it is not a reload (the canvas and its undo stay). */
   const savedAs = useRef<string | null>(null);
   const flow = useReactFlow();
@@ -103,16 +95,15 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
       return;
     }
     setLoaded(false);
-    history.current = new History<Graph>();
     if (!source) {
-      setGraph(EMPTY);
+      reset(EMPTY);
       setDescription('');
       setLoaded(true);
       return;
     }
     get<{ workflow: WorkflowDoc }>(`/v3/workflow/${segment(source)}`).then(
       (d) => {
-        setGraph(fromDocument(d.workflow, place));
+        reset(fromDocument(d.workflow, place));
         setDescription(d.workflow.description ?? '');
         setLoaded(true);
         setLoadError(null);
@@ -122,25 +113,6 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
     );
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [source, tools.data]);
-
-  /** Applies a user action: the state before it becomes one undo step. */
-  const act = useCallback((next: Graph | ((g: Graph) => Graph)) => {
-    setGraph((current) => {
-      const value = typeof next === 'function' ? next(current) : next;
-      if (value !== current) history.current.record(current);
-      return value;
-    });
-    setTick((t) => t + 1);
-  }, []);
-
-  const undo = useCallback(() => {
-    setGraph((current) => history.current.undo(current) ?? current);
-    setTick((t) => t + 1);
-  }, []);
-  const redo = useCallback(() => {
-    setGraph((current) => history.current.redo(current) ?? current);
-    setTick((t) => t + 1);
-  }, []);
 
   const doc = useMemo(() => toDocument(graph, { description }), [graph, description]);
   const targetName = (saveAs || name || 'untitled').trim();
@@ -185,24 +157,6 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
 
   const info: CanvasInfo = { tools: toolMap, issues: issues.map, notices, fed };
   const problems = (validation?.errors.length ?? 0) > 0;
-
-  // React Flow's changes are applied as they come; the state before an action is recorded
-  // when it starts: a drag when it starts, a deletion (of nodes with their edges) before it.
-  const onNodesChange = useCallback((changes: NodeChange[]) => {
-    setGraph((g) => {
-      const nodes = applyNodeChanges(changes, g.nodes as unknown as Node[]) as unknown as GraphNode[];
-      const alive = new Set(nodes.map((n) => n.id));
-      return { nodes, edges: g.edges.filter((e) => alive.has(e.source) && alive.has(e.target)) };
-    });
-  }, []);
-  const onEdgesChange = useCallback((changes: EdgeChange[]) => {
-    setGraph((g) => ({ ...g, edges: applyEdgeChanges(changes, g.edges as unknown as Edge[]) as unknown as GraphEdge[] }));
-  }, []);
-  const beforeDelete = useCallback(async () => {
-    history.current.record(graph);
-    setTick((t) => t + 1);
-    return true;
-  }, [graph]);
 
   const notify = (id: string, text: string | null) => {
     setNotices((old) => {
@@ -277,37 +231,10 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
   const selected = graph.nodes.filter((n) => n.selected);
   const update = (id: string, change: (n: GraphNode) => GraphNode) => act((g) => ({ ...g, nodes: g.nodes.map((n) => (n.id === id ? change(n) : n)) }));
 
-  const toggleBypass = useCallback(() => {
-    const ids = new Set(graph.nodes.filter((n) => n.selected && n.data.kind === 'tool').map((n) => n.id));
-    if (!ids.size) return;
-    act((g) => ({ ...g, nodes: g.nodes.map((n) => (ids.has(n.id) && n.data.kind === 'tool' ? { ...n, data: { ...n.data, bypassed: !n.data.bypassed } } : n)) }));
-  }, [graph, act]);
-
-  const copy = useCallback(() => {
-    const ids = new Set(graph.nodes.filter((n) => n.selected && n.data.kind === 'tool').map((n) => n.id));
-    if (!ids.size) return;
-    clipboard.current = {
-      nodes: graph.nodes.filter((n) => ids.has(n.id)),
-      edges: graph.edges.filter((e) => ids.has(e.source) && ids.has(e.target)),
-    };
-    setMessage({ text: `Copied ${ids.size} node${ids.size > 1 ? 's' : ''}.` });
-  }, [graph]);
-
-  const paste = useCallback(() => {
-    const clip = clipboard.current;
-    if (!clip) return;
-    act((g) => {
-      // Names are taken from what the canvas holds now (the copied nodes may be gone).
-      const known = new Set(g.nodes.map((n) => n.id));
-      const source: Graph = { nodes: [...g.nodes, ...clip.nodes.filter((n) => !known.has(n.id))], edges: clip.edges };
-      const copies = duplicate(source, new Set(clip.nodes.map((n) => n.id)), { x: 40, y: 40 });
-      return { nodes: [...g.nodes.map((n) => ({ ...n, selected: false })), ...copies.nodes], edges: [...g.edges, ...copies.edges] };
-    });
-  }, [act]);
-
+  const fit = () => flow.fitView({ padding: 0.2 });
   const layout = () => {
     act((g) => autoLayout(g, paramCount));
-    window.setTimeout(() => flow.fitView({ padding: 0.2 }), 50);
+    window.setTimeout(fit, 50);
   };
 
   const save = useCallback(async () => {
@@ -337,24 +264,18 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
     }
   }, [targetName, problems, name, list, graph, description]);
 
-  // Keyboard shortcuts, outside text fields.
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      const el = e.target as HTMLElement | null;
-      if (el && (el.tagName === 'INPUT' || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT' || el.isContentEditable)) return;
-      const mod = e.ctrlKey || e.metaKey;
-      const key = e.key.toLowerCase();
-      if (mod && key === 'z' && !e.shiftKey) { e.preventDefault(); undo(); }
-      else if (mod && (key === 'y' || (key === 'z' && e.shiftKey))) { e.preventDefault(); redo(); }
-      else if (mod && key === 'c') { copy(); }
-      else if (mod && key === 'v') { e.preventDefault(); paste(); }
-      else if (mod && key === 'b') { e.preventDefault(); toggleBypass(); }
-      else if (mod && key === 's') { e.preventDefault(); void save(); }
-      else if (!mod && e.shiftKey && key === 'f') { e.preventDefault(); flow.fitView({ padding: 0.2 }); }
-      else if (!mod && e.shiftKey && key === 'l') { e.preventDefault(); layout(); }
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
+  useShortcuts({
+    undo,
+    redo,
+    copy: () => {
+      const n = copy();
+      if (n) setMessage({ text: `Copied ${n} node${n > 1 ? 's' : ''}.` });
+    },
+    paste,
+    bypass: toggleBypass,
+    save: () => void save(),
+    fit,
+    layout,
   });
 
   const onDrop = (e: DragEvent) => {
@@ -378,10 +299,10 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
           <button type="button" onClick={() => void save()} disabled={problems || !graph.nodes.length || (isTemplate && targetName === name)} title={isTemplate && targetName === name ? 'Templates are read-only: save under another name' : 'Save (Ctrl+S)'}>
             Save
           </button>
-          <button type="button" onClick={undo} disabled={!history.current.canUndo} title="Undo (Ctrl+Z)">Undo</button>
-          <button type="button" onClick={redo} disabled={!history.current.canRedo} title="Redo (Ctrl+Shift+Z)">Redo</button>
+          <button type="button" onClick={undo} disabled={!canUndo} title="Undo (Ctrl+Z)">Undo</button>
+          <button type="button" onClick={redo} disabled={!canRedo} title="Redo (Ctrl+Shift+Z)">Redo</button>
           <button type="button" onClick={layout} title="Auto-layout (Shift+L)">Auto-layout</button>
-          <button type="button" onClick={() => flow.fitView({ padding: 0.2 })} title="Fit to view (Shift+F)">Fit view</button>
+          <button type="button" onClick={fit} title="Fit to view (Shift+F)">Fit view</button>
           <span className="price" data-testid="editor-price" aria-live="polite">
             {validation?.estimate ? `from ${validation.estimate.tokens} tokens a run` : ''}
           </span>
@@ -402,10 +323,7 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
               onNodesChange={onNodesChange}
               onEdgesChange={onEdgesChange}
               onConnect={onConnect}
-              onNodeDragStart={() => {
-                history.current.record(graph);
-                setTick((t) => t + 1);
-              }}
+              onNodeDragStart={record}
               onBeforeDelete={beforeDelete}
               deleteKeyCode={['Delete', 'Backspace']}
               multiSelectionKeyCode={['Shift', 'Meta', 'Control']}

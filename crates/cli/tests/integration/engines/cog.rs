@@ -149,7 +149,7 @@ async fn a_cancel_reaches_the_server_within_a_second() {
 #[tokio::test]
 async fn a_node_timeout_cancels_the_prediction() {
     let Some(server) = CogServer::start("tryon_echo.py") else { return };
-    let app = app_with(&server.url, tryon_route(set(100, 0.1)), |c| c.engine.node_timeout_secs = 1).await;
+    let app = app_with(&server.url, tryon_route(set(100, 0.1)), |c| c.worker.node_timeout_secs = 1).await;
     let id = app.run(&tryon()).await;
     let status = app.wait(&id).await;
     let ended = Instant::now();
@@ -189,7 +189,7 @@ async fn a_server_that_is_down_at_start_is_waited_for_without_spending_attempts(
     let port = atelier_testkit::servers::free_port();
     let url = format!("http://127.0.0.1:{port}");
     // Nothing listens yet: the start is not refused, and the node waits in the queue.
-    let app = app_with(&url, tryon_route(set(2, 0.0)), |c| c.engine.max_attempts = 1).await;
+    let app = app_with(&url, tryon_route(set(2, 0.0)), |c| c.worker.max_attempts = 1).await;
     let id = app.run(&tryon()).await;
     let waiting = waits_for_the_engine(&app, &id).await;
     // Longer than three attempts with backoff took when a missing engine failed them.
@@ -211,7 +211,7 @@ async fn a_server_that_is_down_at_start_is_waited_for_without_spending_attempts(
 async fn a_server_killed_mid_job_and_back_30_s_later_finishes_the_node_uncounted() {
     let Some(mut server) = CogServer::start("tryon_echo.py") else { return };
     // One attempt: the restart must not spend it.
-    let app = app_with(&server.url, tryon_route(set(20, 0.1)), |c| c.engine.max_attempts = 1).await;
+    let app = app_with(&server.url, tryon_route(set(20, 0.1)), |c| c.worker.max_attempts = 1).await;
     let balance = app.balance().await;
     let id = app.run(&tryon()).await;
     watch(&app, &id, |s| s["progress"].as_f64().is_some_and(|p| p > 0.0)).await;
@@ -284,7 +284,7 @@ async fn a_node_that_waits_longer_than_wait_secs_fails_and_is_not_charged() {
 async fn a_server_slow_to_become_healthy_is_waited_for() {
     let Some(mut server) = CogServer::start("tryon_echo.py") else { return };
     server.kill();
-    let app = app_with(&server.url, tryon_route(set(2, 0.0)), |c| c.engine.max_attempts = 1).await;
+    let app = app_with(&server.url, tryon_route(set(2, 0.0)), |c| c.worker.max_attempts = 1).await;
     let id = app.run(&tryon()).await;
     waits_for_the_engine(&app, &id).await;
     // The model takes 8 s to load; the health check says STARTING meanwhile.
@@ -319,7 +319,7 @@ async fn with_two_endpoints_and_one_down_every_node_runs_on_the_other() {
                 "virtual_tryon".into(),
                 tryon_route(json!({"engine": ["idm", "idm2"], "set": {"steps": 2, "step_seconds": 0.0}})),
             );
-            c.engine.max_attempts = 1;
+            c.worker.max_attempts = 1;
         },
         None,
         100,
@@ -391,7 +391,7 @@ async fn nodes_waiting_for_a_busy_model_server_do_not_hold_up_built_in_nodes() {
     let Some(server) = CogServer::start("tryon_echo.py") else { return };
     // Six 2-second try-ons on one endpoint that runs one at a time, then an upscale on the
     // built-in engine, with the default four worker slots.
-    let app = app_with(&server.url, tryon_route(set(20, 0.1)), |c| c.engine.workers = 4).await;
+    let app = app_with(&server.url, tryon_route(set(20, 0.1)), |c| c.worker.workers = 4).await;
     let started = Instant::now();
     let mut tryons = Vec::new();
     for seed in 0..6 {

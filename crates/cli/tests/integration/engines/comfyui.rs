@@ -176,7 +176,7 @@ async fn a_node_timeout_interrupts_the_prompt() {
     let app = app_with(
         &server,
         vec![("virtual_tryon", tryon_route(json!({"40.steps": 200, "40.step_seconds": 0.1})))],
-        |c| c.engine.node_timeout_secs = 2,
+        |c| c.worker.node_timeout_secs = 2,
     )
     .await;
     let status = app.wait(&app.run(&tryon()).await).await;
@@ -300,9 +300,9 @@ fn serve(dir: &std::path::Path, config: &std::path::Path) -> (std::process::Chil
         .arg(dir)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .envs([
-            ("ATELIER__ENGINE__LEASE_SECS", "2"),
-            ("ATELIER__ENGINE__HEARTBEAT_SECS", "1"),
-            ("ATELIER__ENGINE__POLL_MS", "100"),
+            ("ATELIER__WORKER__LEASE_SECS", "2"),
+            ("ATELIER__WORKER__HEARTBEAT_SECS", "1"),
+            ("ATELIER__WORKER__POLL_MS", "100"),
             ("RUST_LOG", "warn"),
         ])
         .stdout(std::process::Stdio::piped())
@@ -415,7 +415,7 @@ async fn a_server_killed_mid_job_and_back_30_s_later_finishes_the_node_uncounted
     let app = app_with(
         &server,
         vec![("virtual_tryon", tryon_route(json!({"40.steps": 40, "40.step_seconds": 0.1})))],
-        |c| c.engine.max_attempts = 1,
+        |c| c.worker.max_attempts = 1,
     )
     .await;
     let id = app.run(&tryon()).await;

@@ -34,7 +34,7 @@ async fn a_node_run_goes_from_accepted_to_succeeded_with_a_readable_output() {
 
 #[tokio::test]
 async fn with_noop_tools_a_node_succeeds_with_a_1x1_png_instead_of_its_work() {
-    let app = TestApp::start_with(|c| c.engine.noop_tools = true, None, 10).await;
+    let app = TestApp::start_with(|c| c.worker.noop_tools = true, None, 10).await;
     let id = app.run(&upscale(2)).await;
     let status = app.wait(&id).await;
     assert_eq!(status["overall_status"], "succeeded");
@@ -237,7 +237,7 @@ async fn insufficient_tokens_answer_402_and_create_nothing() {
 
 #[tokio::test]
 async fn fifty_concurrent_submits_against_a_balance_of_ten() {
-    let app = TestApp::start_with(|c| c.engine.workers = 0, None, 10).await;
+    let app = TestApp::start_with(|c| c.worker.workers = 0, None, 10).await;
     let body = upscale(2);
     let calls = (0..50).map(|_| app.post("/api/v3/run", &body));
     let results = futures::future::join_all(calls).await;
@@ -321,7 +321,7 @@ async fn configured_prices_are_shown_estimated_and_charged() {
 
 #[tokio::test]
 async fn cancel_stops_a_run_and_releases_its_tokens() {
-    let app = TestApp::start_with(|c| c.engine.simulated_latency_ms = 5_000, None, 10).await;
+    let app = TestApp::start_with(|c| c.worker.simulated_latency_ms = 5_000, None, 10).await;
     let id = app.run(&upscale(2)).await;
     let (code, status) = app.post(&format!("/api/v3/cancel/{id}"), &json!({})).await;
     assert_eq!(code, 200);
@@ -389,7 +389,7 @@ async fn every_documented_operation_is_routed() {
 #[tokio::test]
 async fn a_queued_run_shows_its_place_in_the_queue_and_a_running_one_does_not() {
     // API only: nothing claims, so runs stay queued in the order they came.
-    let app = TestApp::start_with(|c| c.engine.workers = 0, None, 100).await;
+    let app = TestApp::start_with(|c| c.worker.workers = 0, None, 100).await;
     let body = json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}});
     let first = app.run(&body).await;
     let second = app.run(&body).await;
@@ -409,7 +409,7 @@ async fn a_queued_run_shows_its_place_in_the_queue_and_a_running_one_does_not() 
 async fn a_run_queues_in_the_lane_its_body_or_its_key_names() {
     use atelier_core::status::Priority;
     // API only: runs stay queued where the test can read them.
-    let app = TestApp::start_with(|c| c.engine.workers = 0, None, 100).await;
+    let app = TestApp::start_with(|c| c.worker.workers = 0, None, 100).await;
     let body = |priority: Option<&str>| {
         let mut body = upscale(2);
         if let Some(p) = priority {

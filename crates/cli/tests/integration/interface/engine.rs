@@ -152,7 +152,7 @@ async fn put_flow(app: &TestApp, name: &str, flow: serde_json::Value) {
 async fn independent_nodes_run_at_the_same_time() {
     let mut tools = registry();
     tools.set(ToolId::Upscale, Arc::new(Rendezvous(Arc::new(Barrier::new(2)))));
-    let app = TestApp::start_with(|c| c.engine.workers = 4, Some(tools), 100).await;
+    let app = TestApp::start_with(|c| c.worker.workers = 4, Some(tools), 100).await;
     put_flow(
         &app,
         "pair",
@@ -209,7 +209,7 @@ async fn retryable_errors_are_retried_with_backoff() {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut tools = registry();
     tools.set(ToolId::Upscale, Arc::new(Flaky { calls: calls.clone(), ok_after: 3 }));
-    let app = TestApp::start_with(|c| c.engine.max_attempts = 3, Some(tools), 10).await;
+    let app = TestApp::start_with(|c| c.worker.max_attempts = 3, Some(tools), 10).await;
     let id =
         app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
     let status = app.wait(&id).await;
@@ -223,7 +223,7 @@ async fn retries_run_out_and_the_node_fails() {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut tools = registry();
     tools.set(ToolId::Upscale, Arc::new(Flaky { calls: calls.clone(), ok_after: 100 }));
-    let app = TestApp::start_with(|c| c.engine.max_attempts = 2, Some(tools), 10).await;
+    let app = TestApp::start_with(|c| c.worker.max_attempts = 2, Some(tools), 10).await;
     let id =
         app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
     let status = app.wait(&id).await;
@@ -237,7 +237,7 @@ async fn retries_run_out_and_the_node_fails() {
 async fn a_node_that_runs_too_long_times_out() {
     let mut tools = registry();
     tools.set(ToolId::Upscale, Arc::new(Sleeps));
-    let app = TestApp::start_with(|c| c.engine.node_timeout_secs = 1, Some(tools), 10).await;
+    let app = TestApp::start_with(|c| c.worker.node_timeout_secs = 1, Some(tools), 10).await;
     let id =
         app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
     let status = app.wait(&id).await;
@@ -265,7 +265,7 @@ fn base64_of(bytes: &[u8]) -> String {
 async fn shutdown_gives_unfinished_work_back_without_counting_an_attempt() {
     let mut tools = registry();
     tools.set(ToolId::Upscale, Arc::new(Sleeps));
-    let mut app = TestApp::start_with(|c| c.engine.shutdown_grace_secs = 0, Some(tools), 10).await;
+    let mut app = TestApp::start_with(|c| c.worker.shutdown_grace_secs = 0, Some(tools), 10).await;
     let id =
         app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
     let mut running = false;
@@ -296,8 +296,8 @@ async fn a_tool_limit_holds_while_other_tools_keep_running() {
     tools.set(ToolId::Upscale, Arc::new(UpscaleBesideVideo(probe.clone(), Arc::new(Barrier::new(2)))));
     let app = TestApp::start_with(
         |c| {
-            c.engine.workers = 4;
-            c.engine.tool_slots.insert("video".into(), 1);
+            c.worker.workers = 4;
+            c.worker.tool_slots.insert("video".into(), 1);
         },
         Some(tools),
         100,
@@ -331,7 +331,7 @@ async fn a_tool_limit_holds_while_other_tools_keep_running() {
 async fn a_tool_with_no_slots_is_left_queued_for_other_processes() {
     let app = TestApp::start_with(
         |c| {
-            c.engine.tool_slots.insert("video".into(), 0);
+            c.worker.tool_slots.insert("video".into(), 0);
         },
         None,
         100,

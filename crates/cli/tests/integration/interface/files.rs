@@ -60,9 +60,9 @@ async fn expired_outputs_answer_410_and_are_swept() {
     let blob = &app.running.as_ref().unwrap().blob;
     let key = url.split("/files/").nth(1).unwrap();
     assert!(blob.exists(key).await.unwrap());
-    assert_eq!(atelier_engine::sweep_expired(store.as_ref(), blob).await.unwrap(), 1);
+    assert_eq!(atelier_worker::sweep_expired(store.as_ref(), blob).await.unwrap(), 1);
     assert!(!blob.exists(key).await.unwrap());
-    assert_eq!(atelier_engine::sweep_expired(store.as_ref(), blob).await.unwrap(), 0, "swept once");
+    assert_eq!(atelier_worker::sweep_expired(store.as_ref(), blob).await.unwrap(), 0, "swept once");
     // Status keeps the URLs and expires_at.
     let (_, status) = app.get(&format!("/api/v3/status/{id}")).await;
     assert_eq!(status["output"][0], url.as_str());
@@ -120,17 +120,93 @@ async fn inline_images_are_kept_in_the_object_store_and_swept_with_their_runs() 
 
     // Deleted once both runs were swept (and it went unused past the cut-off).
     let later = atelier_store::now_micros() + 1_000_000;
-    assert_eq!(atelier_engine::sweep_unused_inputs(store.as_ref(), blob, later).await.unwrap(), 0);
+    assert_eq!(atelier_worker::sweep_unused_inputs(store.as_ref(), blob, later).await.unwrap(), 0);
     for id in [&first, &second] {
         store.set_expiry(id, atelier_store::now_micros() - 1).await.unwrap();
     }
-    atelier_engine::sweep_expired(store.as_ref(), blob).await.unwrap();
+    atelier_worker::sweep_expired(store.as_ref(), blob).await.unwrap();
     let recent = atelier_store::now_micros() - 3_600_000_000;
     assert_eq!(
-        atelier_engine::sweep_unused_inputs(store.as_ref(), blob, recent).await.unwrap(),
+        atelier_worker::sweep_unused_inputs(store.as_ref(), blob, recent).await.unwrap(),
         0,
         "used within the grace period"
     );
-    assert_eq!(atelier_engine::sweep_unused_inputs(store.as_ref(), blob, later).await.unwrap(), 1);
+    assert_eq!(atelier_worker::sweep_unused_inputs(store.as_ref(), blob, later).await.unwrap(), 1);
     assert!(!blob.exists(key).await.unwrap());
+}
+
+/// A run is compiled on placeholders for its long strings, and its images are stored only
+/// once every check has passed: a request refused for a parameter, for its second image or
+/// for its webhook URL stores nothing; an error quotes a long value as it was sent; the node
+/// gets its long text as sent and its image as a reference; a v2 request's image (its long
+/// strings taken out of the parsed body) is stored like a v3 one.
+#[tokio::test]
+async fn images_are_stored_only_for_requests_that_pass_every_check() {
+    let app = TestApp::start_with(|c| c.worker.workers = 0, None, 1000).await;
+    let blob = &app.running.as_ref().unwrap().blob;
+    let image = png_base64(640, 480);
+    let not_an_image = "QUJD".repeat(400);
+    let refused = [
+        (
+            json!({"type": "node", "target": "upscale", "input": {"image": image, "scale": 3}}),
+            "InvalidInput",
+            "scale",
+        ),
+        (
+            json!({"type": "node", "target": "virtual_tryon", "input": {"model_image": image, "garment_image": not_an_image}}),
+            "InvalidImage",
+            "garment_image",
+        ),
+        (
+            json!({"type": "node", "target": "upscale", "input": {"image": image}, "webhook_url": "http://127.0.0.1:9/hook"}),
+            "InvalidInput",
+            "webhook_url",
+        ),
+    ];
+    for (body, name, field) in refused {
+        let (code, answer) = app.post("/api/v3/run", &body).await;
+        let error = &answer["error"];
+        assert_eq!(
+            (code, error["name"].as_str(), error["field"].as_str()),
+            (422, Some(name), Some(field)),
+            "{answer}"
+        );
+    }
+    assert!(blob.list(Some("inputs")).await.unwrap().is_empty(), "a refused request stores nothing");
+
+    let long_choice = "tops".repeat(400);
+    let body = json!({"type": "node", "target": "virtual_tryon", "input": {"model_image": image, "garment_image": image, "category": long_choice}});
+    let (code, answer) = app.post("/api/v3/run", &body).await;
+    assert_eq!((code, answer["error"]["field"].as_str()), (422, Some("category")), "{answer}");
+    let text = answer.to_string();
+    assert!(
+        text.contains(&long_choice) && !text.contains("atelier-body:"),
+        "quoted as sent: {}",
+        &text[..200]
+    );
+
+    let description = format!("{} silk", "flowing ".repeat(200));
+    let body = json!({"type": "node", "target": "virtual_tryon", "input": {"model_image": image, "garment_image": image, "garment_description": description}});
+    let v3_run = app.run(&body).await;
+    let v2 = json!({"category": "top", "model_image": image, "garment_image": png_base64(8, 8)});
+    let (code, answer) = app.post("/api/v2/tryon/run", &v2).await;
+    assert_eq!(code, 200, "{answer}");
+    let store = app.store();
+    let claimed = store.claim_batch("test", std::time::Duration::from_secs(30), &[], 10).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    for task in &claimed {
+        let params = &task.node.params;
+        let model = params["model_image"].as_str().unwrap();
+        assert!(model.starts_with("atelier-input:inputs/"), "{model}");
+        if task.run_id == v3_run {
+            assert_eq!(params["garment_image"].as_str(), Some(model), "one image, one reference");
+            assert_eq!(params["garment_description"], description.as_str(), "long text as sent");
+        } else {
+            assert!(
+                !params["garment_image"].as_str().unwrap().starts_with("atelier-input:"),
+                "a small one stays"
+            );
+        }
+    }
+    assert_eq!(blob.list(Some("inputs")).await.unwrap().len(), 1, "the image of both runs, stored once");
 }

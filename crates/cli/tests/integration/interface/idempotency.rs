@@ -320,10 +320,10 @@ async fn expired_keys_are_deleted_by_the_janitor_and_free_again() {
     assert_eq!(record.expires_at - record.started_at, 24 * 3600 * 1_000_000, "kept 24 hours");
 
     store.set_idempotency_expiry(account, "yesterday", atelier_store::now_micros() - 1).await.unwrap();
-    assert_eq!(atelier_engine::delete_expired_idempotency_keys(store.as_ref()).await.unwrap(), 1);
+    assert_eq!(atelier_worker::delete_expired_idempotency_keys(store.as_ref()).await.unwrap(), 1);
     assert_eq!(store.idempotency_record(account, "yesterday").await.unwrap(), None);
     assert!(store.idempotency_record(account, "today").await.unwrap().is_some());
-    assert_eq!(atelier_engine::delete_expired_idempotency_keys(store.as_ref()).await.unwrap(), 0);
+    assert_eq!(atelier_worker::delete_expired_idempotency_keys(store.as_ref()).await.unwrap(), 0);
 
     // The key is free: a new request under it runs, even with another body.
     let fresh = run(&app, "yesterday", &upscale(4)).await;

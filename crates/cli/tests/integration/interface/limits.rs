@@ -179,7 +179,7 @@ async fn rate_limits_off_means_no_headers() {
 async fn the_hard_cap_admits_exactly_its_number_of_concurrent_runs() {
     let app = TestApp::start_with(
         |c| {
-            c.engine.workers = 0;
+            c.worker.workers = 0;
             c.limits.unfinished_runs_per_account = 3;
         },
         None,
@@ -237,7 +237,7 @@ async fn the_hard_cap_admits_exactly_its_number_of_concurrent_runs() {
 async fn runs_beyond_the_soft_cap_wait_while_another_account_runs() {
     let app = TestApp::start_with(
         |c| {
-            c.engine.workers = 0;
+            c.worker.workers = 0;
             c.limits.running_nodes_per_account = 2;
         },
         None,
@@ -272,7 +272,7 @@ async fn runs_beyond_the_soft_cap_wait_while_another_account_runs() {
 /// account's run.
 #[tokio::test]
 async fn a_flood_of_queued_runs_does_not_hold_back_another_account() {
-    let app = TestApp::start_with(|c| c.engine.workers = 0, None, 1000).await;
+    let app = TestApp::start_with(|c| c.worker.workers = 0, None, 1000).await;
     let body = upscale();
     for chunk in 0..10 {
         let calls = (0..20).map(|_| app.post("/api/v3/run", &body));
@@ -295,7 +295,7 @@ async fn a_full_queue_refuses_runs_with_429_queue_full_and_reserves_nothing() {
     // API only: runs stay queued.
     let app = TestApp::start_with(
         |c| {
-            c.engine.workers = 0;
+            c.worker.workers = 0;
             c.limits.queued_runs_per_account = 2;
         },
         None,
@@ -329,7 +329,7 @@ async fn a_full_queue_refuses_runs_with_429_queue_full_and_reserves_nothing() {
 async fn a_keys_full_queue_refuses_its_runs_and_not_another_keys() {
     let app = TestApp::start_with(
         |c| {
-            c.engine.workers = 0;
+            c.worker.workers = 0;
             c.limits.queued_runs_per_key = 1;
         },
         None,
@@ -353,7 +353,7 @@ async fn a_keys_full_queue_refuses_its_runs_and_not_another_keys() {
 #[tokio::test]
 async fn a_node_no_worker_starts_within_start_within_secs_fails_not_started_uncharged() {
     // API only: nothing claims the runs.
-    let app = TestApp::start_with(|c| c.engine.workers = 0, None, 100).await;
+    let app = TestApp::start_with(|c| c.worker.workers = 0, None, 100).await;
     let mut body = upscale();
     body["start_within_secs"] = json!(1);
     let id = app.run(&body).await;

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 /// An API-only service (nothing claims but the test) and a worker token for `tools`.
 async fn app_and_token(tools: &[&str]) -> (TestApp, String) {
-    let app = TestApp::start_with(|c| c.engine.workers = 0, None, 100).await;
+    let app = TestApp::start_with(|c| c.worker.workers = 0, None, 100).await;
     let (_, token) = app
         .store()
         .create_worker_token(&tools.iter().map(|t| t.to_string()).collect::<Vec<_>>())

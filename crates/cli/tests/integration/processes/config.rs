@@ -1,6 +1,6 @@
-//! `[engine] tool_slots` as the program reads it: from `atelier.toml`, from
-//! `ATELIER__ENGINE__TOOL_SLOTS__<TOOL>` variables, and refused at start-up
-//! when it names an unknown tool.
+//! `[worker] tool_slots` as the program reads it: from `atelier.toml`, from
+//! `ATELIER__WORKER__TOOL_SLOTS__<TOOL>` variables, under the section's old name
+//! `[engine]` too, and refused at start-up when it names an unknown tool.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -13,25 +13,43 @@ fn slots(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
     pairs.iter().map(|&(tool, n)| (tool.to_string(), n)).collect()
 }
 
+/// `Config::load` with `vars` set in this process's environment.
+fn load_with(file: &std::path::Path, vars: &[(&str, &str)]) -> Result<Config, String> {
+    for (key, value) in vars {
+        std::env::set_var(key, value);
+    }
+    let loaded = Config::load(Some(file));
+    for (key, _) in vars {
+        std::env::remove_var(key);
+    }
+    loaded
+}
+
 // The only test here that changes this process's environment: it runs alone.
 #[test]
-fn tool_slots_come_from_the_file_and_the_environment() {
+fn tool_slots_come_from_the_file_and_the_environment_under_either_name() {
     let _alone = atelier_testkit::service::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("atelier.toml");
-    std::fs::write(&file, "[engine.tool_slots]\nvideo = 2\nupscale = 3\n").unwrap();
-    assert_eq!(Config::load(Some(&file)).unwrap().engine.tool_slots, slots(&[("upscale", 3), ("video", 2)]));
+    std::fs::write(&file, "[worker.tool_slots]\nvideo = 2\nupscale = 3\n").unwrap();
+    assert_eq!(load_with(&file, &[]).unwrap().worker.tool_slots, slots(&[("upscale", 3), ("video", 2)]));
 
-    std::env::set_var("ATELIER__ENGINE__TOOL_SLOTS__VIDEO", "1");
-    std::env::set_var("ATELIER__ENGINE__TOOL_SLOTS__BACKGROUND_REMOVAL", "0");
-    let loaded = Config::load(Some(&file));
-    std::env::remove_var("ATELIER__ENGINE__TOOL_SLOTS__VIDEO");
-    std::env::remove_var("ATELIER__ENGINE__TOOL_SLOTS__BACKGROUND_REMOVAL");
+    let vars = [
+        ("ATELIER__WORKER__TOOL_SLOTS__VIDEO", "1"),
+        ("ATELIER__WORKER__TOOL_SLOTS__BACKGROUND_REMOVAL", "0"),
+    ];
     assert_eq!(
-        loaded.unwrap().engine.tool_slots,
+        load_with(&file, &vars).unwrap().worker.tool_slots,
         slots(&[("background_removal", 0), ("upscale", 3), ("video", 1)]),
         "the environment adds to the file and wins over it"
     );
+
+    // The old section name, in the file and in the variables, reads the same.
+    std::fs::write(&file, "[engine.tool_slots]\nvideo = 2\nupscale = 3\n[engine]\nworkers = 6\n").unwrap();
+    let vars = [("ATELIER__ENGINE__TOOL_SLOTS__VIDEO", "1"), ("ATELIER__ENGINE__LEASE_SECS", "45")];
+    let old = load_with(&file, &vars).unwrap();
+    assert_eq!(old.worker.tool_slots, slots(&[("upscale", 3), ("video", 1)]));
+    assert_eq!((old.worker.workers, old.worker.lease_secs), (6, 45));
 }
 
 fn migrate(dir: &std::path::Path, env: &[(&str, &str)], config: Option<&std::path::Path>) -> (bool, String) {
@@ -48,22 +66,22 @@ fn migrate(dir: &std::path::Path, env: &[(&str, &str)], config: Option<&std::pat
 #[test]
 fn unknown_tools_in_tool_slots_stop_start_up() {
     let dir = tempfile::tempdir().unwrap();
-    let (ok, stderr) = migrate(dir.path(), &[("ATELIER__ENGINE__TOOL_SLOTS__VIDEO", "0")], None);
+    let (ok, stderr) = migrate(dir.path(), &[("ATELIER__WORKER__TOOL_SLOTS__VIDEO", "0")], None);
     assert!(ok, "a known tool is accepted: {stderr}");
 
-    let (ok, stderr) = migrate(dir.path(), &[("ATELIER__ENGINE__TOOL_SLOTS__VIDOE", "1")], None);
+    let (ok, stderr) = migrate(dir.path(), &[("ATELIER__WORKER__TOOL_SLOTS__VIDOE", "1")], None);
     assert!(!ok);
     assert!(
-        stderr.contains("unknown tool \"vidoe\"") && stderr.contains("ATELIER__ENGINE__TOOL_SLOTS__VIDOE"),
+        stderr.contains("unknown tool \"vidoe\"") && stderr.contains("ATELIER__WORKER__TOOL_SLOTS__VIDOE"),
         "{stderr}"
     );
 
-    let (ok, stderr) = migrate(dir.path(), &[("ATELIER__ENGINE__TOOL_SLOTS__VIDEO", "many")], None);
+    let (ok, stderr) = migrate(dir.path(), &[("ATELIER__WORKER__TOOL_SLOTS__VIDEO", "many")], None);
     assert!(!ok);
-    assert!(stderr.contains("ATELIER__ENGINE__TOOL_SLOTS__VIDEO"), "{stderr}");
+    assert!(stderr.contains("ATELIER__WORKER__TOOL_SLOTS__VIDEO"), "{stderr}");
 
     let file = dir.path().join("atelier.toml");
-    std::fs::write(&file, "[engine.tool_slots]\nupscale = 1\nsketch = 1\n").unwrap();
+    std::fs::write(&file, "[worker.tool_slots]\nupscale = 1\nsketch = 1\n").unwrap();
     let (ok, stderr) = migrate(dir.path(), &[], Some(&file));
     assert!(!ok);
     assert!(stderr.contains("unknown tool \"sketch\"") && stderr.contains("sketch_to_dress"), "{stderr}");
@@ -88,7 +106,7 @@ fn the_kubernetes_configmap_holds_a_valid_configuration() {
     let config = Config::load(Some(&file)).unwrap();
     assert_eq!(config.storage.url, "s3://atelier-outputs/prod");
     assert_eq!(config.server.listen.to_string(), "0.0.0.0:8080");
-    assert_eq!(config.engine.shutdown_grace_secs, 30);
+    assert_eq!(config.worker.shutdown_grace_secs, 30);
 }
 
 /// Runs `atelier serve` with `env` until it exits or `--listen` fails; returns whether it
@@ -111,12 +129,12 @@ fn serve_stops(dir: &std::path::Path, env: &[(&str, &str)]) -> (bool, String) {
 fn a_subject_model_that_cannot_be_loaded_stops_start_up() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let (ok, stderr) = serve_stops(&data, &[("ATELIER__ENGINE__SUBJECT_MODEL", "/nonexistent/u2net.onnx")]);
+    let (ok, stderr) = serve_stops(&data, &[("ATELIER__WORKER__SUBJECT_MODEL", "/nonexistent/u2net.onnx")]);
     assert!(!ok);
     assert!(
         stderr.contains("cannot load the subject model")
             && stderr.contains("/nonexistent/u2net.onnx")
-            && stderr.contains("ATELIER__ENGINE__SUBJECT_MODEL"),
+            && stderr.contains("ATELIER__WORKER__SUBJECT_MODEL"),
         "{stderr}"
     );
     assert!(!data.join("atelier.db").exists(), "nothing is written before the model loads");
@@ -124,7 +142,7 @@ fn a_subject_model_that_cannot_be_loaded_stops_start_up() {
     let garbage = dir.path().join("model.onnx");
     std::fs::write(&garbage, b"not a model").unwrap();
     let garbage = garbage.to_str().unwrap();
-    let (ok, stderr) = serve_stops(&data, &[("ATELIER__ENGINE__SUBJECT_MODEL", garbage)]);
+    let (ok, stderr) = serve_stops(&data, &[("ATELIER__WORKER__SUBJECT_MODEL", garbage)]);
     assert!(!ok);
     assert!(stderr.contains("is not a usable subject model") && stderr.contains(garbage), "{stderr}");
 
@@ -132,15 +150,15 @@ fn a_subject_model_that_cannot_be_loaded_stops_start_up() {
         .arg("--data-dir")
         .arg(&data)
         .arg("worker")
-        .env("ATELIER__ENGINE__SUBJECT_MODEL", garbage)
+        .env("ATELIER__WORKER__SUBJECT_MODEL", garbage)
         .output()
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot load the subject model"));
 
-    let (ok, stderr) = migrate(dir.path(), &[("ATELIER__ENGINE__SUBJECT_MODEL", " ")], None);
+    let (ok, stderr) = migrate(dir.path(), &[("ATELIER__WORKER__SUBJECT_MODEL", " ")], None);
     assert!(!ok);
-    assert!(stderr.contains("engine.subject_model must be"), "{stderr}");
+    assert!(stderr.contains("worker.subject_model must be"), "{stderr}");
 }
 
 /// `builtin`, `none` and a file holding a model all load.

@@ -86,8 +86,8 @@ impl Drop for Cluster {
     }
 }
 
-/// Engine settings shared by every process of a cluster.
-struct Engine {
+/// Worker leases shared by every process of a cluster.
+struct Leases {
     lease_secs: u64,
     heartbeat_secs: u64,
 }
@@ -95,7 +95,7 @@ struct Engine {
 impl Cluster {
     /// A cluster with no process yet and an account with [`GRANT`] tokens, or `None` (after
     /// saying why) when PostgreSQL or moto is missing and not required.
-    fn start(engine: Engine) -> Option<Cluster> {
+    fn start(worker: Leases) -> Option<Cluster> {
         // Alone: lease timings need the machine's cores, and only one cluster at a time.
         let turn = atelier_testkit::service::exclusive();
         let moto = MotoServer::start(BUCKET)?;
@@ -105,16 +105,16 @@ impl Cluster {
             ("ATELIER__STORAGE__S3__REGION", "us-east-1"),
             ("ATELIER__STORAGE__S3__ACCESS_KEY_ID", "test"),
             ("ATELIER__STORAGE__S3__SECRET_ACCESS_KEY", "test"),
-            ("ATELIER__ENGINE__POLL_MS", "100"),
-            ("ATELIER__ENGINE__LEASE_SECS", &engine.lease_secs.to_string()),
-            ("ATELIER__ENGINE__HEARTBEAT_SECS", &engine.heartbeat_secs.to_string()),
+            ("ATELIER__WORKER__POLL_MS", "100"),
+            ("ATELIER__WORKER__LEASE_SECS", &worker.lease_secs.to_string()),
+            ("ATELIER__WORKER__HEARTBEAT_SECS", &worker.heartbeat_secs.to_string()),
             // Rescues caused by a starved heartbeat on a busy CI machine are legitimate;
             // they must not fail a node.
-            ("ATELIER__ENGINE__MAX_ATTEMPTS", "5"),
+            ("ATELIER__WORKER__MAX_ATTEMPTS", "5"),
             // These tests are about the queue, not the imagery: hundreds of cut-outs through
             // the learned subject model (seconds each on a shared 2-core machine) would only
             // stretch them past their deadlines. The model has its own tests.
-            ("ATELIER__ENGINE__SUBJECT_MODEL", "none"),
+            ("ATELIER__WORKER__SUBJECT_MODEL", "none"),
             ("RUST_LOG", "info,tower_http=warn,sqlx=warn"),
             ("NO_COLOR", "1"),
         ];
@@ -653,7 +653,7 @@ fn task(c: &Cluster, run: &str, node: &str) -> Vec<String> {
 /// once (attempt 1, no error, one "node finished" line), and the books balance.
 #[test]
 fn two_apis_and_two_workers_complete_200_mixed_runs_once() {
-    let Some(mut c) = Cluster::start(Engine { lease_secs: 10, heartbeat_secs: 2 }) else { return };
+    let Some(mut c) = Cluster::start(Leases { lease_secs: 10, heartbeat_secs: 2 }) else { return };
     let started = Instant::now();
     c.start_api();
     c.start_api();
@@ -689,10 +689,10 @@ fn two_apis_and_two_workers_complete_200_mixed_runs_once() {
 /// run succeeds and the books balance.
 #[test]
 fn kill_9_of_a_worker_mid_load_loses_no_run_and_charges_each_node_once() {
-    let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
+    let Some(mut c) = Cluster::start(Leases { lease_secs: 2, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
     let leader = c.start_apis_leading_maintenance();
-    let slow = [("ATELIER__ENGINE__SIMULATED_LATENCY_MS", "150")];
+    let slow = [("ATELIER__WORKER__SIMULATED_LATENCY_MS", "150")];
     let victim = c.start_worker("victim", 2, &slow);
     c.start_worker("survivor", 2, &slow);
     let runs = load(80, 8);
@@ -738,11 +738,11 @@ fn kill_9_of_a_worker_mid_load_loses_no_run_and_charges_each_node_once() {
 /// outputs and all.
 #[test]
 fn kill_9_of_a_pull_worker_mid_load_loses_no_run_and_charges_each_node_once() {
-    let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
+    let Some(mut c) = Cluster::start(Leases { lease_secs: 2, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
     c.start_apis_leading_maintenance();
     let token = c.worker_token("upscale,background_removal,reframe,virtual_tryon");
-    let slow = [("ATELIER__ENGINE__SIMULATED_LATENCY_MS", "150")];
+    let slow = [("ATELIER__WORKER__SIMULATED_LATENCY_MS", "150")];
     let (first_api, second_api) = (c.apis[0], c.apis[1]);
     c.start_worker("db", 2, &slow);
     let victim = c.start_pull_worker("pull", 2, first_api, &token, &slow);
@@ -807,10 +807,10 @@ fn snapshot(c: &Cluster, run: &str) -> (Vec<Vec<String>>, BTreeMap<String, Strin
 /// off"); either is accepted. The fenced completion itself is covered by the store's suite.
 #[test]
 fn a_worker_stopped_past_its_lease_is_rescued_and_its_late_completion_changes_nothing() {
-    let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
+    let Some(mut c) = Cluster::start(Leases { lease_secs: 2, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
     c.start_apis_leading_maintenance();
-    let stale = c.start_worker("stale", 1, &[("ATELIER__ENGINE__SIMULATED_LATENCY_MS", "3000")]);
+    let stale = c.start_worker("stale", 1, &[("ATELIER__WORKER__SIMULATED_LATENCY_MS", "3000")]);
     let image = png_base64(24, 32, [3, 5, 200]);
     let run = c.submit(&[product_reframes(&image)]).remove(0);
 
@@ -871,7 +871,7 @@ fn a_worker_stopped_past_its_lease_is_rescued_and_its_late_completion_changes_no
 /// books balance.
 #[test]
 fn a_full_restart_with_500_runs_queued_completes_each_once() {
-    let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
+    let Some(mut c) = Cluster::start(Leases { lease_secs: 2, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
     let first = [c.start_api(), c.start_api()];
     let runs = load(500, 25);
@@ -914,7 +914,7 @@ fn a_full_restart_with_500_runs_queued_completes_each_once() {
 /// (available, attempt not counted, epoch bumped) and completes on another worker as attempt 1.
 #[test]
 fn sigterm_lets_a_short_node_finish_and_gives_a_long_one_back_without_an_attempt() {
-    let Some(mut c) = Cluster::start(Engine { lease_secs: 3, heartbeat_secs: 1 }) else { return };
+    let Some(mut c) = Cluster::start(Leases { lease_secs: 3, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
     c.start_apis_leading_maintenance();
     let image = png_base64(24, 32, [4, 6, 10]);
@@ -923,7 +923,7 @@ fn sigterm_lets_a_short_node_finish_and_gives_a_long_one_back_without_an_attempt
     let patient = c.start_worker(
         "patient",
         1,
-        &[("ATELIER__ENGINE__SIMULATED_LATENCY_MS", "1500"), ("ATELIER__ENGINE__SHUTDOWN_GRACE_SECS", "20")],
+        &[("ATELIER__WORKER__SIMULATED_LATENCY_MS", "1500"), ("ATELIER__WORKER__SHUTDOWN_GRACE_SECS", "20")],
     );
     let short = c.submit(&[upscale(&image)]).remove(0);
     let owner = format!("{}-", c.pid(patient));
@@ -945,7 +945,7 @@ fn sigterm_lets_a_short_node_finish_and_gives_a_long_one_back_without_an_attempt
     let hasty = c.start_worker(
         "hasty",
         1,
-        &[("ATELIER__ENGINE__SIMULATED_LATENCY_MS", "20000"), ("ATELIER__ENGINE__SHUTDOWN_GRACE_SECS", "1")],
+        &[("ATELIER__WORKER__SIMULATED_LATENCY_MS", "20000"), ("ATELIER__WORKER__SHUTDOWN_GRACE_SECS", "1")],
     );
     let owner = format!("{}-", c.pid(hasty));
     c.wait_until("the hasty worker runs the node", Duration::from_secs(20), || {
@@ -986,7 +986,7 @@ fn signal_of(status: ExitStatus) -> Option<i32> {
 /// and each node is charged once.
 #[test]
 fn a_worker_dying_between_publishing_outputs_and_committing_is_rescued_and_publishes_once() {
-    let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
+    let Some(mut c) = Cluster::start(Leases { lease_secs: 2, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
     c.start_apis_leading_maintenance();
     let doomed = c.start_worker("doomed", 1, &[("ATELIER_FAILPOINT", "after_publish")]);
@@ -1041,9 +1041,9 @@ fn a_worker_dying_between_publishing_outputs_and_committing_is_rescued_and_publi
 /// per worker, so a crash loses no bystander), charged once.
 #[test]
 fn a_poison_node_that_kills_every_worker_fails_after_max_attempts_while_other_runs_succeed() {
-    let Some(mut c) = Cluster::start(Engine { lease_secs: 2, heartbeat_secs: 1 }) else { return };
+    let Some(mut c) = Cluster::start(Leases { lease_secs: 2, heartbeat_secs: 1 }) else { return };
     let started = Instant::now();
-    c.set_env("ATELIER__ENGINE__MAX_ATTEMPTS", "3");
+    c.set_env("ATELIER__WORKER__MAX_ATTEMPTS", "3");
     c.start_apis_leading_maintenance();
     let poison_env = [("ATELIER_FAILPOINT", "abort_on_tool:video")];
     let args = ["worker", "--workers", "1"];

@@ -82,7 +82,7 @@ async fn webhooks_events_and_polls_hold_across_api_and_worker_processes_on_postg
         // Output URLs are the same whichever process renders them.
         ("ATELIER__SERVER__PUBLIC_URL", "http://atelier.test"),
         // Workers poll rarely: a wake-up comes from a notification or not at all.
-        ("ATELIER__ENGINE__POLL_MS", "5000"),
+        ("ATELIER__WORKER__POLL_MS", "5000"),
         ("ATELIER__TRACES__ENDPOINT", collector_url.as_str()),
         // Spans are sent every 100 ms (the processes are killed, not stopped, at the end).
         ("OTEL_BSP_SCHEDULE_DELAY", "100"),

@@ -153,9 +153,9 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
     assert!(!ok && err.contains("--account"), "{err}");
 
     let bad_config = dir.path().join("bad.toml");
-    std::fs::write(&bad_config, "[engine]\nworkers = \"many\"\n").unwrap();
+    std::fs::write(&bad_config, "[worker]\nworkers = \"many\"\n").unwrap();
     let (ok, _, err) = atelier(dir.path(), &["--config", bad_config.to_str().unwrap(), "migrate"]);
-    assert!(!ok && err.contains("ATELIER__ENGINE__WORKERS"), "{err}");
+    assert!(!ok && err.contains("ATELIER__WORKER__WORKERS"), "{err}");
 }
 
 #[test]
@@ -271,10 +271,10 @@ fn a_run_survives_kill_9_and_completes_once_after_restart() {
     assert!(ok);
     let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
     let env = [
-        ("ATELIER__ENGINE__SIMULATED_LATENCY_MS", "700"),
-        ("ATELIER__ENGINE__LEASE_SECS", "2"),
-        ("ATELIER__ENGINE__HEARTBEAT_SECS", "1"),
-        ("ATELIER__ENGINE__POLL_MS", "50"),
+        ("ATELIER__WORKER__SIMULATED_LATENCY_MS", "700"),
+        ("ATELIER__WORKER__LEASE_SECS", "2"),
+        ("ATELIER__WORKER__HEARTBEAT_SECS", "1"),
+        ("ATELIER__WORKER__POLL_MS", "50"),
     ];
     let (mut first, addr) = serve(dir.path(), &env, &[]);
     let image = png_base64(48, 60, [5, 4, 90]);
@@ -365,7 +365,7 @@ fn serve_keeps_outputs_in_s3_compatible_storage() {
         ("ATELIER__STORAGE__S3__ENDPOINT", moto.endpoint.as_str()),
         ("ATELIER__STORAGE__S3__ACCESS_KEY_ID", "test"),
         ("ATELIER__STORAGE__S3__SECRET_ACCESS_KEY", "test"),
-        ("ATELIER__ENGINE__POLL_MS", "50"),
+        ("ATELIER__WORKER__POLL_MS", "50"),
     ];
     let (mut child, addr) = serve(dir.path(), &env, &["--storage-url", "s3://atelier-e2e/prod"]);
     let image = png_base64(24, 30, [9, 7, 40]);
@@ -415,7 +415,7 @@ fn api_only_serve_and_a_separate_worker_process_share_the_work() {
     let dir = tempfile::tempdir().unwrap();
     let (_, out, _) = atelier(dir.path(), &["admin", "account", "create", "w", "--tokens", "5", "--json"]);
     let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
-    let env = [("ATELIER__ENGINE__POLL_MS", "50")];
+    let env = [("ATELIER__WORKER__POLL_MS", "50")];
     let (mut api, addr) = serve(dir.path(), &env, &["--no-workers"]);
     let image = png_base64(20, 20, [9, 9, 9]);
     let body = json!({"type": "node", "target": "upscale", "input": {"image": image}});
@@ -428,7 +428,7 @@ fn api_only_serve_and_a_separate_worker_process_share_the_work() {
         .arg("--data-dir")
         .arg(dir.path())
         .args(["worker", "--workers", "1"])
-        .env("ATELIER__ENGINE__POLL_MS", "50")
+        .env("ATELIER__WORKER__POLL_MS", "50")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -482,7 +482,7 @@ fn api_and_two_workers_on_postgres_and_s3_complete_every_run_once() {
         ("ATELIER__STORAGE__S3__ENDPOINT", moto.endpoint.as_str()),
         ("ATELIER__STORAGE__S3__ACCESS_KEY_ID", "test"),
         ("ATELIER__STORAGE__S3__SECRET_ACCESS_KEY", "test"),
-        ("ATELIER__ENGINE__POLL_MS", "200"),
+        ("ATELIER__WORKER__POLL_MS", "200"),
     ];
     let (ok, out, err) = atelier(
         dir.path(),
@@ -601,7 +601,7 @@ fn migrate_data_moves_an_embedded_installation_to_postgres_and_s3() {
     let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
 
     // The embedded installation does some work.
-    let (mut child, old_addr) = serve(embedded.path(), &[("ATELIER__ENGINE__POLL_MS", "50")], &[]);
+    let (mut child, old_addr) = serve(embedded.path(), &[("ATELIER__WORKER__POLL_MS", "50")], &[]);
     let image = png_base64(30, 24, [8, 9, 70]);
     let bodies = [
         json!({"type": "node", "target": "upscale", "input": {"image": image, "scale": 2}}),
@@ -636,7 +636,7 @@ fn migrate_data_moves_an_embedded_installation_to_postgres_and_s3() {
         ("ATELIER__STORAGE__S3__ENDPOINT", moto.endpoint.as_str()),
         ("ATELIER__STORAGE__S3__ACCESS_KEY_ID", "test"),
         ("ATELIER__STORAGE__S3__SECRET_ACCESS_KEY", "test"),
-        ("ATELIER__ENGINE__POLL_MS", "50"),
+        ("ATELIER__WORKER__POLL_MS", "50"),
     ];
     let target = ["--database-url", db.as_str(), "--storage-url", "s3://atelier-move/prod"];
     let scratch = tempfile::tempdir().unwrap();

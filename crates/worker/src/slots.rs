@@ -1,7 +1,7 @@
 //! Per-tool concurrency slots: how many nodes of each tool this process runs
-//! at once, beside the total of `EngineConfig::slots`.
+//! at once, beside the total of `WorkerConfig::slots`.
 //!
-//! A tool is bounded by `EngineConfig::tool_slots`, by its executor's
+//! A tool is bounded by `WorkerConfig::tool_slots`, by its executor's
 //! [`Capacity`] (a model server's usable endpoints: none while they are all
 //! down), or by both (the smaller). Only the dispatcher takes a slot, and only
 //! after it claimed a task of a tool that was not [`ToolSlots::full`] when it

@@ -4,7 +4,7 @@
 //! They exist only with the `failpoints` cargo feature, which the CLI's test
 //! build turns on (a dev-dependency feature); `cargo build` and release
 //! binaries contain none of this. With the feature, `ATELIER_FAILPOINT`
-//! (read once, when the engine is built; comma-separated) arms them:
+//! (read once, when the workers are built; comma-separated) arms them:
 //!
 //! - `after_publish`: abort the process after a node's outputs are written to
 //!   the blob store and before its completion is committed, the window where

@@ -1,4 +1,4 @@
-//! The engine: workers that claim tasks from the store's queue, run the
+//! The workers: they claim tasks from the store's queue, run the
 //! node's tool, publish its outputs to the blob store and complete the task
 //! (which advances the run's DAG), plus the background loops every process
 //! runs: the maintenance services that keep the queue and the storage healthy
@@ -24,7 +24,7 @@
 //! Where a worker's tasks and files come from (`queue.rs`: the store and object storage, or the
 //! API for a pull worker, `remote.rs`), the worker dispatcher and its tool slots (`slots.rs`:
 //! `tool_slots` and model servers' capacity, which the claim's skip list names), the expiry of
-//! nodes that waited `wait_secs` for an engine, execution of one task (`worker.rs`: stored
+//! nodes that waited `wait_secs` for an engine, execution of one task (`dispatch.rs`: stored
 //! inline images put back, inputs, fan-out, the execution context (attempt key, deadline,
 //! progress written at most twice a second, cancel fired on a cancel or a timeout), heartbeat
 //! and an immediate lease check on the store's stop signal, retry backoff, publishing outputs),
@@ -37,12 +37,12 @@
 
 mod completions;
 pub mod deliverer;
+mod dispatch;
 mod failpoint;
 mod maintenance;
 mod queue;
 pub mod remote;
 mod slots;
-mod worker;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -62,7 +62,7 @@ pub use maintenance::{
 pub use queue::{Direct, WorkQueue};
 
 #[derive(Debug, Clone)]
-pub struct EngineConfig {
+pub struct WorkerConfig {
     /// Tasks run at once by this process.
     pub slots: usize,
     /// Tool → the most nodes of that tool run at once by this process, within `slots`;
@@ -79,7 +79,7 @@ pub struct EngineConfig {
     pub shutdown_grace: Duration,
 }
 
-impl Default for EngineConfig {
+impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
             slots: 4,
@@ -96,12 +96,12 @@ impl Default for EngineConfig {
 
 /// What workers need, shared.
 #[derive(Clone)]
-pub struct Engine {
+pub struct Workers {
     /// Where tasks come from and outputs go: the database and object storage, or the API.
     pub(crate) queue: Arc<dyn WorkQueue>,
     pub(crate) tools: Registry,
     pub(crate) fetcher: Arc<Fetcher>,
-    pub(crate) config: EngineConfig,
+    pub(crate) config: WorkerConfig,
     pub(crate) worker_id: String,
     /// Crash-test failpoints (inert unless built with the `failpoints` feature and armed).
     pub(crate) failpoints: failpoint::Failpoints,
@@ -112,24 +112,24 @@ pub struct Engine {
     pub(crate) bounded: bool,
 }
 
-impl Engine {
-    /// A database worker's engine: claims from `store`, files in `blob`.
+impl Workers {
+    /// A database worker process's workers: they claim from `store` and keep files in `blob`.
     pub fn new(
         store: SharedStore,
         blob: BlobStore,
         tools: Registry,
         fetcher: Arc<Fetcher>,
-        config: EngineConfig,
+        config: WorkerConfig,
     ) -> Self {
         Self::with_queue(Arc::new(Direct { store, blob }), tools, fetcher, config)
     }
 
-    /// An engine whose tasks and files go through `queue` (a pull worker's: the API).
+    /// Workers whose tasks and files go through `queue` (a pull worker's: the API).
     pub fn with_queue(
         queue: Arc<dyn WorkQueue>,
         tools: Registry,
         fetcher: Arc<Fetcher>,
-        config: EngineConfig,
+        config: WorkerConfig,
     ) -> Self {
         let worker_id = format!("{}-{}", std::process::id(), &atelier_core::ids::generation_id()[4..12]);
         let completions = completions::Completions::new(&worker_id, config.lease);
@@ -149,6 +149,6 @@ impl Engine {
     /// Runs workers until `shutdown` is canceled, then lets in-flight tasks
     /// finish within the grace period and releases the rest.
     pub async fn run(self, shutdown: CancellationToken) {
-        worker::dispatch(self, shutdown).await;
+        dispatch::dispatch(self, shutdown).await;
     }
 }

@@ -3,7 +3,7 @@
 //! A database worker ([`Direct`]) claims from the store and reads and writes object storage
 //! itself. A pull worker ([`crate::remote::Remote`]) does both through Atelier's API with a
 //! worker token, so a GPU box needs no inbound port and no database or bucket credentials.
-//! The engine sees one [`WorkQueue`] either way: the same slots, leases, heartbeats, fenced
+//! The workers see one [`WorkQueue`] either way: the same slots, leases, heartbeats, fenced
 //! completions and lost-work returns.
 
 use std::time::Duration;

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument as _};
 
 use crate::slots::ToolSlots;
-use crate::Engine;
+use crate::Workers;
 
 /// Claims tasks while slots are free; waits for a wake-up, a tool slot given
 /// back, an endpoint coming back or the poll interval when nothing it may take
@@ -37,16 +37,16 @@ use crate::Engine;
 /// task ends claims its next task in the transaction that records the end
 /// (`crate::completions`); otherwise a claim takes one task, so that the next
 /// claim knows which tools are full.
-pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
-    let slots = Arc::new(Semaphore::new(engine.config.slots.max(1)));
+pub(crate) async fn dispatch(workers: Workers, shutdown: CancellationToken) {
+    let slots = Arc::new(Semaphore::new(workers.config.slots.max(1)));
     let bounded: BTreeMap<String, Arc<dyn atelier_tools::Executor>> =
-        engine.tools.bounded().into_iter().map(|(tool, e)| (tool.spec().name.to_string(), e)).collect();
-    let tool_slots = ToolSlots::new(engine.config.tool_slots.clone(), bounded);
+        workers.tools.bounded().into_iter().map(|(tool, e)| (tool.spec().name.to_string(), e)).collect();
+    let tool_slots = ToolSlots::new(workers.config.tool_slots.clone(), bounded);
     if tool_slots.any() {
-        info!(slots = engine.config.slots, tool_slots = ?engine.config.tool_slots, "per-tool slots");
+        info!(slots = workers.config.slots, tool_slots = ?workers.config.tool_slots, "per-tool slots");
     }
-    let capacity_changed = engine.tools.capacity_changed().clone();
-    let expirer = tokio::spawn(expire_waits(engine.clone(), tool_slots.clone(), shutdown.clone()));
+    let capacity_changed = workers.tools.capacity_changed().clone();
+    let expirer = tokio::spawn(expire_waits(workers.clone(), tool_slots.clone(), shutdown.clone()));
     let mut running = tokio::task::JoinSet::new();
     loop {
         // `biased`: once shutdown is signalled, no branch that leads to a claim is taken.
@@ -63,14 +63,14 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
             }
         }
         let skip_names: Vec<&str> = skip.iter().map(String::as_str).collect();
-        match engine
+        match workers
             .queue
-            .claim_batch(&engine.worker_id, engine.config.lease, &skip_names, permits.len())
+            .claim_batch(&workers.worker_id, workers.config.lease, &skip_names, permits.len())
             .await
         {
             Ok(tasks) if shutdown.is_cancelled() => {
                 for task in &tasks {
-                    give_back(&engine, task).await;
+                    give_back(&workers, task).await;
                 }
                 break;
             }
@@ -78,13 +78,13 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
                 // Slots beyond the tasks claimed are given back as `permits` drops.
                 for (task, permit) in tasks.into_iter().zip(permits.drain(..)) {
                     let tool_permit = tool_slots.take(&task.node.tool);
-                    let engine = engine.clone();
+                    let workers = workers.clone();
                     let shutdown = shutdown.clone();
                     running.spawn(async move {
                         let mut next = Some(task);
                         while let Some(task) = next {
                             let span = node_span(&task);
-                            next = execute(&engine, task, &shutdown).instrument(span).await;
+                            next = execute(&workers, task, &shutdown).instrument(span).await;
                         }
                         drop(tool_permit);
                         drop(permit);
@@ -99,16 +99,16 @@ pub(crate) async fn dispatch(engine: Engine, shutdown: CancellationToken) {
                 tokio::select! {
                     biased;
                     _ = shutdown.cancelled() => break,
-                    _ = engine.queue.task_ready() => {}
+                    _ = workers.queue.task_ready() => {}
                     _ = tool_slots.freed(), if some_skipped => {}
                     _ = capacity_changed.notified(), if some_skipped => {}
-                    _ = tokio::time::sleep(engine.config.poll) => {}
+                    _ = tokio::time::sleep(workers.config.poll) => {}
                 }
             }
             Err(e) => {
                 drop(permits);
                 warn!(error = %e, "claiming a task failed");
-                tokio::time::sleep(engine.config.poll).await;
+                tokio::time::sleep(workers.config.poll).await;
             }
         }
         while running.try_join_next().is_some() {}
@@ -125,7 +125,7 @@ const EXPIRE_EVERY: Duration = Duration::from_secs(1);
 /// they have waited that long themselves (`EngineUnavailable`, not charged). Every worker
 /// process with the tool routed does this for its own view of the endpoints; a node is
 /// failed once (`TaskQueue::fail_waiting` re-reads each under its run's lock).
-async fn expire_waits(engine: Engine, tool_slots: Arc<ToolSlots>, shutdown: CancellationToken) {
+async fn expire_waits(workers: Workers, tool_slots: Arc<ToolSlots>, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval(EXPIRE_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -145,7 +145,7 @@ async fn expire_waits(engine: Engine, tool_slots: Arc<ToolSlots>, shutdown: Canc
             );
             // In pages, so that one transaction never holds a long queue's runs.
             loop {
-                match engine.queue.fail_waiting(&down.tool, since, &error, EXPIRE_PAGE).await {
+                match workers.queue.fail_waiting(&down.tool, since, &error, EXPIRE_PAGE).await {
                     Ok(n) if n > 0 => {
                         info!(tool = %down.tool, nodes = n, "failed nodes that waited too long for an engine");
                         metrics::counter!("atelier_engine_wait_expired_total", "tool" => down.tool.clone())
@@ -225,30 +225,30 @@ fn node_span(task: &ClaimedTask) -> tracing::Span {
 /// Runs a claimed task in the caller's slot and records how it ended; returns the slot's next
 /// task when the completion claimed one (`crate::completions`: without per-tool slots, and
 /// unless shutdown began).
-async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToken) -> Option<ClaimedTask> {
+async fn execute(workers: &Workers, task: ClaimedTask, shutdown: &CancellationToken) -> Option<ClaimedTask> {
     let started = std::time::Instant::now();
     // Fired before the work is dropped when the run was canceled or the node ran out of time,
     // so that an executor with remote work stops it (`atelier_tools::Context`).
     let cancel = CancellationToken::new();
     let (progress_tx, mut progress) = watch::channel(None::<f32>);
-    let deadline = tokio::time::Instant::now() + engine.config.node_timeout;
+    let deadline = tokio::time::Instant::now() + workers.config.node_timeout;
     // The work and its heartbeats borrow the task; the block ends them before the task is
     // handed to the completion writer.
     let ended = {
-        let work = run_node(engine, &task, Attempt { cancel: &cancel, progress: progress_tx, deadline });
+        let work = run_node(workers, &task, Attempt { cancel: &cancel, progress: progress_tx, deadline });
         tokio::pin!(work);
         let out_of_time = tokio::time::sleep_until(deadline);
         tokio::pin!(out_of_time);
-        let mut beat = tokio::time::interval(engine.config.heartbeat);
+        let mut beat = tokio::time::interval(workers.config.heartbeat);
         beat.tick().await;
-        let mut stops = engine.queue.stops();
+        let mut stops = workers.queue.stops();
         // Progress is written at most every PROGRESS_EVERY; the latest value waits meanwhile.
         let mut unwritten: Option<f32> = None;
         let write_progress = tokio::time::sleep(Duration::ZERO);
         tokio::pin!(write_progress);
         let grace = async {
             shutdown.cancelled().await;
-            tokio::time::sleep(engine.config.shutdown_grace).await;
+            tokio::time::sleep(workers.config.shutdown_grace).await;
         };
         tokio::pin!(grace);
         loop {
@@ -258,7 +258,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
                     cancel.cancel();
                     break Ended::Done(Err(Failure::new(
                         NodeErrorName::Timeout,
-                        format!("the node did not finish within {} s", engine.config.node_timeout.as_secs()),
+                        format!("the node did not finish within {} s", workers.config.node_timeout.as_secs()),
                         false,
                     )));
                 }
@@ -266,15 +266,15 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
                 changed = stops.changed() => {
                     if changed.is_err() {
                         // The store is gone; heartbeats will say so.
-                        stops = engine.queue.stops();
+                        stops = workers.queue.stops();
                     }
-                    if let Ok(false) = engine.queue.heartbeat(&task, engine.config.lease).await {
-                        break lease_lost(engine, &task, &cancel).await;
+                    if let Ok(false) = workers.queue.heartbeat(&task, workers.config.lease).await {
+                        break lease_lost(workers, &task, &cancel).await;
                     }
                 }
-                _ = beat.tick() => match engine.queue.heartbeat(&task, engine.config.lease).await {
+                _ = beat.tick() => match workers.queue.heartbeat(&task, workers.config.lease).await {
                     Ok(true) => {}
-                    Ok(false) => break lease_lost(engine, &task, &cancel).await,
+                    Ok(false) => break lease_lost(workers, &task, &cancel).await,
                     Err(e) => warn!(error = %e, "heartbeat failed"),
                 },
                 Ok(()) = progress.changed() => {
@@ -282,7 +282,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
                 }
                 _ = &mut write_progress, if unwritten.is_some() => {
                     if let Some(value) = unwritten.take() {
-                        if let Err(e) = engine.queue.record_progress(&task, value).await {
+                        if let Err(e) = workers.queue.record_progress(&task, value).await {
                             warn!(error = %e, "recording progress failed");
                         }
                     }
@@ -299,19 +299,19 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
             return None;
         }
         Ended::Shutdown => {
-            give_back(engine, &task).await;
+            give_back(workers, &task).await;
             return None;
         }
         Ended::Done(Ok(keys)) => {
-            engine.failpoints.after_publish(&task);
+            workers.failpoints.after_publish(&task);
             Outcome::Succeeded(keys)
         }
-        Ended::Done(Err(f)) if f.lost && losses_in_a_row(engine, &task).await < MAX_LOSSES => {
-            return_lost(engine, &task, &f).await;
+        Ended::Done(Err(f)) if f.lost && losses_in_a_row(workers, &task).await < MAX_LOSSES => {
+            return_lost(workers, &task, &f).await;
             return None;
         }
         Ended::Done(Err(f)) => {
-            let backoff = backoff(engine.config.retry_backoff, task.attempt, task.task_id);
+            let backoff = backoff(workers.config.retry_backoff, task.attempt, task.task_id);
             Outcome::Failed { error: NodeError::new(f.name, f.message), retryable: f.retryable, backoff }
         }
     };
@@ -321,7 +321,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
         Outcome::Failed { retryable: true, .. } if task.attempt < task.max_attempts => "retried",
         Outcome::Failed { .. } => "failed",
     };
-    let engine_kind = engine_kind(engine, &task);
+    let engine_kind = engine_kind(workers, &task);
     let span = tracing::Span::current();
     span.record("atelier.engine", engine_kind);
     span.record("atelier.outcome", kind);
@@ -334,8 +334,8 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
         (task.run_id.clone(), node.clone(), task.node.tool.clone(), task.attempt);
     // With bounded tools, the next claim must name the tools that are full: the dispatcher
     // makes it.
-    let wants_next = !engine.bounded && !shutdown.is_cancelled();
-    let next = match engine.completions.complete(&engine.queue, task, outcome, wants_next).await {
+    let wants_next = !workers.bounded && !shutdown.is_cancelled();
+    let next = match workers.completions.complete(&workers.queue, task, outcome, wants_next).await {
         Ok((true, next)) => {
             let elapsed = started.elapsed();
             info!(%run, node, %tool, attempt, succeeded, ms = elapsed.as_millis() as u64, "node finished");
@@ -358,7 +358,7 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
     };
     match next {
         Some(next) if shutdown.is_cancelled() => {
-            give_back(engine, &next).await;
+            give_back(workers, &next).await;
             None
         }
         next => next,
@@ -366,12 +366,12 @@ async fn execute(engine: &Engine, task: ClaimedTask, shutdown: &CancellationToke
 }
 
 /// The kind of engine that runs the task's tool, as metrics and spans label it.
-fn engine_kind(engine: &Engine, task: &ClaimedTask) -> &'static str {
+fn engine_kind(workers: &Workers, task: &ClaimedTask) -> &'static str {
     task.node
         .tool
         .parse::<tools::ToolId>()
         .ok()
-        .and_then(|tool| engine.tools.get(tool))
+        .and_then(|tool| workers.tools.get(tool))
         .map_or("builtin", |executor| executor.engine())
 }
 
@@ -381,8 +381,8 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 /// The lease is gone. When the run was canceled, the executor's remote work is stopped too;
 /// after a rescue (this worker stalled) another worker resumes the attempt, so it is left
 /// running.
-async fn lease_lost(engine: &Engine, task: &ClaimedTask, cancel: &CancellationToken) -> Ended {
-    match engine.queue.task_state(task.task_id).await {
+async fn lease_lost(workers: &Workers, task: &ClaimedTask, cancel: &CancellationToken) -> Ended {
+    match workers.queue.task_state(task.task_id).await {
         Ok(Some(TaskState::Canceled)) | Ok(None) => cancel.cancel(),
         Ok(_) => {}
         Err(e) => warn!(error = %e, "reading why a lease was lost failed; leaving remote work running"),
@@ -396,8 +396,8 @@ async fn lease_lost(engine: &Engine, task: &ClaimedTask, cancel: &CancellationTo
 const MAX_LOSSES: usize = 5;
 
 /// How many times in a row, since its last counted attempt, the node's work was lost.
-async fn losses_in_a_row(engine: &Engine, task: &ClaimedTask) -> usize {
-    match engine.queue.task_errors(task).await {
+async fn losses_in_a_row(workers: &Workers, task: &ClaimedTask) -> usize {
+    match workers.queue.task_errors(task).await {
         Ok(errors) => errors.iter().rev().take_while(|e| e["counted"] == Value::Bool(false)).count(),
         Err(e) => {
             warn!(error = %e, "reading the node's attempts failed; counting the loss as an attempt");
@@ -408,17 +408,17 @@ async fn losses_in_a_row(engine: &Engine, task: &ClaimedTask) -> usize {
 
 /// The engine lost the work before it answered: the node goes back to the queue without
 /// counting an attempt, and is claimed again once its tool has room (a usable endpoint).
-async fn return_lost(engine: &Engine, task: &ClaimedTask, failure: &Failure) {
+async fn return_lost(workers: &Workers, task: &ClaimedTask, failure: &Failure) {
     let error = NodeError::new(failure.name, failure.message.clone());
     info!(run = %task.run_id, node = %task.node.name, error = %failure.message, "the engine lost the work; the node waits for it");
     tracing::Span::current().record("atelier.outcome", "lost");
     let labels = [
         ("tool", task.node.tool.clone()),
-        ("engine", engine_kind(engine, task).to_string()),
+        ("engine", engine_kind(workers, task).to_string()),
         ("outcome", "lost".to_string()),
     ];
     metrics::counter!("atelier_node_attempts_total", &labels).increment(1);
-    match engine.queue.return_lost(task, &error).await {
+    match workers.queue.return_lost(task, &error).await {
         Ok(true) => {}
         Ok(false) => {
             info!(run = %task.run_id, node = %task.node.name, "giving back fenced off: the claim was lost")
@@ -429,8 +429,8 @@ async fn return_lost(engine: &Engine, task: &ClaimedTask, failure: &Failure) {
 
 /// Gives a task back at shutdown (unfinished after the grace period, or claimed while
 /// shutdown began), without counting an attempt.
-async fn give_back(engine: &Engine, task: &ClaimedTask) {
-    if let Err(e) = engine.queue.release(task).await {
+async fn give_back(workers: &Workers, task: &ClaimedTask) {
+    if let Err(e) = workers.queue.release(task).await {
         warn!(error = %e, "releasing a task at shutdown failed; its lease will expire");
     }
 }
@@ -451,9 +451,13 @@ struct Attempt<'a> {
 
 /// Loads the node's inputs, runs its tool once per fan-out element, and
 /// writes the outputs. Returns the blob keys.
-async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> Result<Vec<String>, Failure> {
-    engine.failpoints.before_tool(task);
-    let node = &with_stored_inputs(engine, task).await?;
+async fn run_node(
+    workers: &Workers,
+    task: &ClaimedTask,
+    attempt: Attempt<'_>,
+) -> Result<Vec<String>, Failure> {
+    workers.failpoints.before_tool(task);
+    let node = &with_stored_inputs(workers, task).await?;
     let spec =
         tools::tool(&node.tool).map_err(|e| Failure::new(NodeErrorName::ToolFailed, e.to_string(), false))?;
 
@@ -464,12 +468,12 @@ async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> 
         if let Some(keys) = task.upstream.get(param.name) {
             let mut list = Vec::with_capacity(keys.len());
             for key in keys {
-                list.push(engine.queue.get_blob(task, key).await?);
+                list.push(workers.queue.get_blob(task, key).await?);
             }
             images.insert(param.name.to_string(), list);
         } else if let Some(Value::String(value)) = node.params.get(param.name) {
             let source = atelier_inputs::parse(value)?;
-            images.insert(param.name.to_string(), vec![engine.fetcher.load(&source).await?]);
+            images.insert(param.name.to_string(), vec![workers.fetcher.load(&source).await?]);
         }
     }
 
@@ -477,10 +481,10 @@ async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> 
         let primary = spec.primary_image.unwrap_or("image");
         let inputs = images.remove(primary).unwrap_or_default();
         let artifacts = inputs.into_iter().map(|bytes| Artifact { ext: sniff_ext(&bytes), bytes }).collect();
-        return publish(engine, task, artifacts).await;
+        return publish(workers, task, artifacts).await;
     }
 
-    let executor = engine.tools.get(spec.id).ok_or_else(|| {
+    let executor = workers.tools.get(spec.id).ok_or_else(|| {
         Failure::new(
             NodeErrorName::EngineUnavailable,
             format!("no engine is configured for tool {}", node.tool),
@@ -490,7 +494,7 @@ async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> 
     let fanned = images.iter().find(|(_, list)| list.len() > 1).map(|(k, _)| k.clone());
     let runs = fanned.as_ref().map_or(1, |k| images[k].len());
     let base_seed = seed_of(node);
-    let resumes = if executor.resumable() { resumable_attempt(engine, task).await? } else { 0 };
+    let resumes = if executor.resumable() { resumable_attempt(workers, task).await? } else { 0 };
     let progress = Arc::new(attempt.progress);
     let mut artifacts = Vec::new();
     for index in 0..runs {
@@ -530,15 +534,15 @@ async fn run_node(engine: &Engine, task: &ClaimedTask, attempt: Attempt<'_>) -> 
         };
         artifacts.extend(executor.run(execution).await?);
     }
-    publish(engine, task, artifacts).await
+    publish(workers, task, artifacts).await
 }
 
 /// Which attempt of the node's work this claim makes, counting only attempts that ended in a
 /// recorded failure: a claim that follows a lost worker (a crash, a stall) or a shutdown makes
 /// the same attempt again, so a resumable executor re-attaches to the job it left on the model
 /// server instead of starting it twice.
-async fn resumable_attempt(engine: &Engine, task: &ClaimedTask) -> Result<usize, Failure> {
-    let errors = engine.queue.task_errors(task).await.map_err(|e| {
+async fn resumable_attempt(workers: &Workers, task: &ClaimedTask) -> Result<usize, Failure> {
+    let errors = workers.queue.task_errors(task).await.map_err(|e| {
         Failure::new(NodeErrorName::ToolFailed, format!("reading the node's attempts: {e}"), true)
     })?;
     let worker_lost = NodeErrorName::WorkerLost.as_str();
@@ -550,14 +554,14 @@ async fn resumable_attempt(engine: &Engine, task: &ClaimedTask) -> Result<usize,
 }
 
 async fn publish(
-    engine: &Engine,
+    workers: &Workers,
     task: &ClaimedTask,
     artifacts: Vec<Artifact>,
 ) -> Result<Vec<String>, Failure> {
     let mut keys = Vec::with_capacity(artifacts.len());
     for (i, artifact) in artifacts.into_iter().enumerate() {
         let key = output_key(&task.run_id, &task.node.name, i, artifact.ext);
-        engine.queue.put_blob(task, &key, artifact.bytes).await?;
+        workers.queue.put_blob(task, &key, artifact.bytes).await?;
         keys.push(key);
     }
     Ok(keys)
@@ -567,7 +571,7 @@ async fn publish(
 /// was sent (`atelier_api`'s inline images): the node runs on, and derives its seed from,
 /// its parameters as sent.
 async fn with_stored_inputs<'a>(
-    engine: &Engine,
+    workers: &Workers,
     task: &'a ClaimedTask,
 ) -> Result<Cow<'a, NodeRecord>, Failure> {
     let node = &task.node;
@@ -579,7 +583,7 @@ async fn with_stored_inputs<'a>(
     for value in node.params.values_mut() {
         let Value::String(text) = value else { continue };
         let Some(key) = stored_input_key(text) else { continue };
-        let bytes = engine.queue.get_blob(task, key).await?;
+        let bytes = workers.queue.get_blob(task, key).await?;
         let sent = String::from_utf8(bytes.to_vec()).map_err(|_| {
             Failure::new(
                 NodeErrorName::ToolFailed,

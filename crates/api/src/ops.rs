@@ -120,7 +120,7 @@ impl RunRequest {
 /// What a run request runs, found once: a tool, or a workflow the account can see.
 pub enum Target {
     Tool(&'static ToolSpec),
-    Workflow(WorkflowDef),
+    Workflow(Box<WorkflowDef>),
 }
 
 impl Target {
@@ -128,7 +128,9 @@ impl Target {
     pub async fn find(state: &AppState, account: &Account, request: &RunRequest) -> Result<Self, ApiError> {
         Ok(match request.kind {
             RunKind::Node => Self::Tool(tools::tool(&request.target)?),
-            RunKind::Workflow => Self::Workflow(load_workflow(state, account, &request.target).await?),
+            RunKind::Workflow => {
+                Self::Workflow(Box::new(load_workflow(state, account, &request.target).await?))
+            }
         })
     }
 

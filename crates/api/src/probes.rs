@@ -2,43 +2,41 @@
 //! (`/readyz`), and the model servers' callbacks into this process
 //! (`/internal/engines/callback/{id}/{token}`).
 
+use atelier_wire as wire;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::json;
 
 use crate::state::AppState;
 
 /// Alive: the process answers.
-pub async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({"status": "ok"}))
+pub async fn healthz() -> Json<wire::probes::Health> {
+    Json(wire::probes::Health::ok())
 }
 
 /// Ready when the database answers. Configured model-server endpoints are reported under
 /// `engines` but do not make the service unready: nodes routed to an endpoint that is down
 /// wait in the queue for it (their tools are listed under `waiting_for_engine`), and other
 /// tools keep working.
-pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
-    let engines = state.config.engines.0.health();
+pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<wire::probes::Readiness>) {
+    use wire::probes::{Readiness, Ready};
     let (code, status) = match state.store.ping().await {
-        Ok(()) => (StatusCode::OK, "ready"),
+        Ok(()) => (StatusCode::OK, Ready::Ready),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+            (StatusCode::SERVICE_UNAVAILABLE, Ready::Unavailable)
         }
     };
-    let mut body = json!({"status": status});
-    if !engines.is_empty() {
-        body["engines"] = json!(engines);
-        let directory = &state.config.engines.0;
-        let waiting: Vec<&str> = atelier_core::tools::ToolId::ALL
+    let directory = &state.config.engines.0;
+    let engines = Some(directory.health()).filter(|e| !e.is_empty());
+    let waiting_for_engine = engines.is_some().then(|| {
+        atelier_core::tools::ToolId::ALL
             .iter()
             .filter(|t| directory.waiting_for_engine(**t))
-            .map(|t| t.as_str())
-            .collect();
-        body["waiting_for_engine"] = json!(waiting);
-    }
-    (code, Json(body))
+            .map(|t| t.as_str().to_string())
+            .collect()
+    });
+    (code, Json(Readiness { status, engines, waiting_for_engine }))
 }
 
 /// A model server's callback for a job of this process (`atelier_engines::callbacks`: Cog

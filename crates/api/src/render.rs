@@ -209,9 +209,9 @@ pub fn tools(prices: &Prices, engines: &dyn EngineDirectory) -> Vec<wire::Tool> 
             wire::Tool {
                 name: t.name.to_string(),
                 description: t.description.to_string(),
-                engine: route.kind.as_str().to_string(),
-                fidelity: route.fidelity.as_str().to_string(),
-                output: t.output.as_str().to_string(),
+                engine: route.kind.into(),
+                fidelity: route.fidelity.into(),
+                output: t.output.into(),
                 price: prices.rule(t),
                 primary_image: t.primary_image.map(str::to_string),
                 params: t.params.iter().map(wire::ToolParam::from).collect(),

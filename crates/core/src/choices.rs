@@ -39,6 +39,80 @@ pub enum FileFormat {
 
 string_enum!(FileFormat { Png => "png", Jpeg => "jpeg", Webp => "webp" });
 
+/// How a garment is sized on the person (`garment_size` of `virtual_tryon_pro_fit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum GarmentSize {
+    #[default]
+    M,
+    S,
+    L,
+    XL,
+}
+
+string_enum!(GarmentSize { M => "M", S => "S", L => "L", XL => "XL" });
+
+/// The variant of the basic try-on (`model_name` of `virtual_tryon`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TryOnModel {
+    #[default]
+    Beta,
+    Turbo,
+}
+
+string_enum!(TryOnModel { Beta => "Beta", Turbo => "Turbo" });
+
+/// The detail of a virtual model (`model_name` of `virtual_model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ModelTier {
+    #[default]
+    Standard,
+    Pro,
+    Plus,
+}
+
+string_enum!(ModelTier { Standard => "Standard", Pro => "Pro", Plus => "Plus" });
+
+/// How a sketch was made (`mode` of `sketch_to_dress`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SketchMode {
+    /// A clean digital drawing.
+    #[default]
+    Draw,
+    /// A photographed or scanned drawing.
+    Upload,
+}
+
+string_enum!(SketchMode { Draw => "draw", Upload => "upload" });
+
+/// The palette a sketch is coloured in when its prompt names no colour (`gender` of
+/// `sketch_to_dress`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SketchGender {
+    Female,
+    Male,
+}
+
+string_enum!(SketchGender { Female => "female", Male => "male" });
+
+/// The camera move of a video (`motion` of `video`); `auto` takes one from the prompt, or
+/// from the seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Motion {
+    Auto,
+    ZoomIn,
+    ZoomOut,
+    PanLeft,
+    PanRight,
+}
+
+string_enum!(Motion {
+    Auto => "auto",
+    ZoomIn => "zoom_in",
+    ZoomOut => "zoom_out",
+    PanLeft => "pan_left",
+    PanRight => "pan_right",
+});
+
 /// The categories of the try-ons without accessories.
 pub const GARMENT_CATEGORIES: &[&str] = Category::NAMES.split_at(3).0;
 
@@ -55,5 +129,8 @@ mod tests {
         assert_eq!(TRANSPARENT_FORMATS, ["png", "webp"]);
         assert_eq!("extend".parse::<ReframeMode>(), Ok(ReframeMode::Extend));
         assert!("stretch".parse::<ReframeMode>().is_err());
+        assert_eq!("XL".parse::<GarmentSize>(), Ok(GarmentSize::XL));
+        assert!("xl".parse::<GarmentSize>().is_err(), "as the schema checks: case and all");
+        assert_eq!(Motion::NAMES, ["auto", "zoom_in", "zoom_out", "pan_left", "pan_right"]);
     }
 }

@@ -23,7 +23,7 @@
 //! the v2 statuses, errors, tools, workflows (document, description, list, validation,
 //! estimate), webhooks (secret, deliveries, node events) and the console's own (session,
 //! keys, ledger, usage, run detail); and, outside the public interface and its document, the
-//! pull workers' protocol ([`worker`]).
+//! pull workers' protocol ([`worker`]) and the operators' probes ([`probes`]).
 //!
 //! ## What is where
 //!
@@ -43,6 +43,7 @@ pub mod console;
 mod enums;
 pub mod errors;
 mod names;
+pub mod probes;
 pub mod runs;
 pub mod schema;
 pub mod tools;
@@ -57,7 +58,7 @@ pub use runs::{
     NamedOutput, NodeEvent, NodeResult, NodeState, Priority, RunError, RunHandle, RunKind, RunList,
     RunRequest, RunState, RunStatus, RunSummary, WaitingFor, WebhookEventKind,
 };
-pub use tools::{ParamKind, Tool, ToolParam};
+pub use tools::{EngineKind, Fidelity, OutputKind, ParamKind, Tool, ToolParam};
 pub use v2::{TokenBalance, V2Output, V2State, V2Status};
 pub use webhooks::{
     DeliveryState, NodeEventType, WebhookAttempt, WebhookDelivery, WebhookDeliveryList, WebhookNodeEvent,

@@ -197,6 +197,9 @@ mod tests {
         }
         assert!(!text.contains("\"unknown\""), "the Unknown variants are read, never written");
         assert_eq!(schemas["RunState"]["enum"], serde_json::json!(atelier_core::status::NodeStatus::NAMES));
+        assert_eq!(schemas["Fidelity"]["enum"], serde_json::json!(atelier_core::tools::Fidelity::NAMES));
+        assert_eq!(schemas["OutputKind"]["enum"], serde_json::json!(atelier_core::tools::OutputKind::NAMES));
+        assert_eq!(schemas["EngineKind"]["enum"], serde_json::json!(["builtin", "comfyui", "cog", "onnx"]));
     }
 
     #[test]

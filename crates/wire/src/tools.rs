@@ -5,6 +5,92 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::enums::wire_enum;
+
+/// The kind of engine that runs a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// The built-in CPU engine.
+    Builtin,
+    /// A ComfyUI server.
+    Comfyui,
+    /// A Cog prediction server.
+    Cog,
+    /// An ONNX model run by the service itself.
+    Onnx,
+    /// An engine this version does not know.
+    #[serde(other)]
+    #[schemars(skip)]
+    Unknown,
+}
+
+wire_enum!(EngineKind { Builtin => "builtin", Comfyui => "comfyui", Cog => "cog", Onnx => "onnx" });
+
+impl From<atelier_core::engines::EngineKind> for EngineKind {
+    fn from(kind: atelier_core::engines::EngineKind) -> Self {
+        use atelier_core::engines::EngineKind as Core;
+        match kind {
+            Core::Builtin => Self::Builtin,
+            Core::Comfyui => Self::Comfyui,
+            Core::Cog => Self::Cog,
+            Core::Onnx => Self::Onnx,
+        }
+    }
+}
+
+/// How faithful a tool's output is on the engine that runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Fidelity {
+    /// What the tool's name promises, backed by tests on real photographs.
+    Production,
+    /// An approximation: right in kind and size, not in quality.
+    Preview,
+    /// A fidelity this version does not know.
+    #[serde(other)]
+    #[schemars(skip)]
+    Unknown,
+}
+
+wire_enum!(Fidelity { Production => "production", Preview => "preview" });
+
+impl From<atelier_core::tools::Fidelity> for Fidelity {
+    fn from(fidelity: atelier_core::tools::Fidelity) -> Self {
+        use atelier_core::tools::Fidelity as Core;
+        match fidelity {
+            Core::Production => Self::Production,
+            Core::Preview => Self::Preview,
+        }
+    }
+}
+
+/// What a tool's `output` holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputKind {
+    /// Image files.
+    Image,
+    /// MP4 videos.
+    Video,
+    /// A kind this version does not know.
+    #[serde(other)]
+    #[schemars(skip)]
+    Unknown,
+}
+
+wire_enum!(OutputKind { Image => "image", Video => "video" });
+
+impl From<atelier_core::tools::OutputKind> for OutputKind {
+    fn from(kind: atelier_core::tools::OutputKind) -> Self {
+        use atelier_core::tools::OutputKind as Core;
+        match kind {
+            Core::Image => Self::Image,
+            Core::Video => Self::Video,
+        }
+    }
+}
+
 /// The type of a tool parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -112,15 +198,12 @@ pub struct Tool {
     /// What it does.
     #[serde(default)]
     pub description: String,
-    /// The kind of engine that runs it (`builtin`, `comfyui`, `cog`, `onnx`).
-    #[serde(default)]
-    pub engine: String,
-    /// `production` or `preview`: how faithful its output is on that engine.
-    #[serde(default)]
-    pub fidelity: String,
-    /// `image` or `video`.
-    #[serde(default)]
-    pub output: String,
+    /// The kind of engine that runs it.
+    pub engine: EngineKind,
+    /// How faithful its output is on that engine.
+    pub fidelity: Fidelity,
+    /// What its `output` holds.
+    pub output: OutputKind,
     /// The price rule in words (`1 per run, 2 at scale 4`).
     #[serde(default)]
     pub price: String,

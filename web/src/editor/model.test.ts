@@ -19,12 +19,12 @@ import {
 const templates = join(__dirname, '../../../templates');
 const identity = (g: Graph) => g;
 
-function tool(name: string, output: string, params: [string, Tool['params'][number]['type']][]): Tool {
+function tool(name: string, output: Tool['output'], params: [string, Tool['params'][number]['type']][]): Tool {
   return {
     name,
     description: '',
     engine: 'builtin',
-    fidelity: 'placeholder',
+    fidelity: 'preview',
     output,
     price: '1 per run',
     primary_image: params.find(([, t]) => t === 'image')?.[0] ?? null,

@@ -12,6 +12,9 @@ export interface Deleted {
 /** The state of a webhook delivery. */
 export type DeliveryState = "pending" | "delivered" | "failed";
 
+/** The kind of engine that runs a tool. */
+export type EngineKind = "builtin" | "comfyui" | "cog" | "onnx";
+
 /** The error object of an error answer: a stable machine name, a message, and the fields that name's errors carry. */
 export interface Error {
   /** The stable machine name (`InsufficientTokens`, `RunNotFound`, …). */
@@ -53,6 +56,9 @@ export interface Estimate {
   /** The account's available balance (absent in a validation's estimate). */
   balance?: number;
 }
+
+/** How faithful a tool's output is on the engine that runs it. */
+export type Fidelity = "production" | "preview";
 
 /** An API key of the account, by prefix (the key itself is shown once, when made). */
 export interface Key {
@@ -165,6 +171,9 @@ export interface NodeResult {
 
 /** The state of one node of a run. */
 export type NodeState = "pending" | "queued" | "running" | "succeeded" | "failed" | "skipped" | "canceled";
+
+/** What a tool's `output` holds. */
+export type OutputKind = "image" | "video";
 
 /** The type of a tool parameter. */
 export type ParamKind = "image" | "select" | "number" | "string" | "boolean";
@@ -342,12 +351,12 @@ export interface Tool {
   name: string;
   /** What it does. */
   description: string;
-  /** The kind of engine that runs it (`builtin`, `comfyui`, `cog`, `onnx`). */
-  engine: string;
-  /** `production` or `preview`: how faithful its output is on that engine. */
-  fidelity: string;
-  /** `image` or `video`. */
-  output: string;
+  /** The kind of engine that runs it. */
+  engine: EngineKind;
+  /** How faithful its output is on that engine. */
+  fidelity: Fidelity;
+  /** What its `output` holds. */
+  output: OutputKind;
   /** The price rule in words (`1 per run, 2 at scale 4`). */
   price: string;
   /** The parameter a bypassed node passes through. */

@@ -204,6 +204,9 @@ VALUE_SCHEMAS: FrozenSet[str] = frozenset(
         "NamedOutput",
         "V2Output",
         "NodeEventType",
+        "EngineKind",
+        "Fidelity",
+        "OutputKind",
     }
 )
 

@@ -430,10 +430,11 @@ class Tool:
 
     name: str
     description: str
-    #: Kind of engine that runs it (``builtin``, ...).
+    #: Kind of engine that runs it: ``builtin``, ``comfyui``, ``cog`` or ``onnx``.
     engine: Any
-    #: ``production`` or ``preview`` on the built-in engine.
+    #: ``production`` or ``preview``: how faithful its output is on that engine.
     fidelity: Any
+    #: ``image`` or ``video``.
     output: Any
     #: The price rule in words (``"1 per run, 2 at scale 4"``).
     price: Any

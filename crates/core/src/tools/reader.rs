@@ -43,6 +43,15 @@ impl<'a> ParamReader<'a> {
         text.parse().map_err(|_| format!("{name}: {text:?} is not one of its values"))
     }
 
+    /// [`Self::choice`] of a parameter the tool may not have (a mapping shared by tools whose
+    /// schemas differ): `None` when its schema has no such parameter.
+    pub fn choice_if_any<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>, String> {
+        match self.spec.param(name) {
+            Some(_) => self.choice(name).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// A number parameter; 0 when absent without a default.
     pub fn number(&self, name: &str) -> f64 {
         self.get(name).and_then(|v| v.as_f64()).unwrap_or(0.0)

@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use super::id::ToolId;
 use super::spec::{Fidelity, Lit, OutputKind, Outputs, Price, ToolSpec};
+use crate::choices::{GarmentSize, ModelTier, Motion, SketchGender, SketchMode, TryOnModel};
 use crate::params::{Default, ParamSpec, ParamType};
 use crate::RequestError;
 
@@ -130,7 +131,7 @@ static VIRTUAL_TRYON: ToolSpec = ToolSpec {
     name: "virtual_tryon",
     description: "Dress the person of model_image in the garment of garment_image.",
     params: &[
-        select("model_name", &["Beta", "Turbo"], false, Default::Str("Beta")),
+        select("model_name", TryOnModel::NAMES, false, Default::Str("Beta")),
         image("model_image", true),
         image("garment_image", true),
         select("category", TRYON_CATEGORIES, true, Default::Str("tops")),
@@ -162,7 +163,7 @@ static VIRTUAL_TRYON_PRO_FIT: ToolSpec = ToolSpec {
     description: "Pro try-on with precise garment sizing.",
     params: pro_params!(
         PRO_FIT_ASPECTS,
-        select("garment_size", &["M", "S", "L", "XL"], false, Default::Str("M"))
+        select("garment_size", GarmentSize::NAMES, false, Default::Str("M"))
     ),
     output: OutputKind::Image,
     primary_image: Some("model_image"),
@@ -176,7 +177,7 @@ static VIRTUAL_MODEL: ToolSpec = ToolSpec {
     name: "virtual_model",
     description: "Generate fashion model images from a text description.",
     params: &[
-        select("model_name", &["Standard", "Pro", "Plus"], false, Default::Str("Standard")),
+        select("model_name", ModelTier::NAMES, false, Default::Str("Standard")),
         text("ethnicity", true, Default::None),
         select("gender", &["Female", "Male"], true, Default::None),
         text("dresstype", true, Default::None),
@@ -223,8 +224,8 @@ static SKETCH_TO_DRESS: ToolSpec = ToolSpec {
     description: "Turn a fashion sketch into a rendered dress.",
     params: &[
         image("image", true),
-        select("gender", &["female", "male"], false, Default::Str("female")),
-        select("mode", &["draw", "upload"], false, Default::Str("draw")),
+        select("gender", SketchGender::NAMES, false, Default::Str("female")),
+        select("mode", SketchMode::NAMES, false, Default::Str("draw")),
         text("improve_prompt", false, Default::None),
         SEED,
     ],
@@ -286,12 +287,7 @@ static VIDEO: ToolSpec = ToolSpec {
             false,
             Default::Num(5.0),
         ),
-        select(
-            "motion",
-            &["auto", "zoom_in", "zoom_out", "pan_left", "pan_right"],
-            false,
-            Default::Str("auto"),
-        ),
+        select("motion", Motion::NAMES, false, Default::Str("auto")),
         text("prompt", false, Default::None),
         SEED,
     ],

@@ -1,5 +1,6 @@
 //! Virtual model preview: a stylised, parameter-driven fashion figure.
 
+pub use atelier_core::choices::ModelTier;
 use image::{DynamicImage, RgbImage};
 
 use crate::draw::{Canvas, Shape};
@@ -11,30 +12,6 @@ use crate::renders::look::Look;
 pub const MODEL_WIDTH: u32 = 768;
 /// Output height of [`virtual_model`].
 pub const MODEL_HEIGHT: u32 = 1024;
-
-/// Detail level of the drawing (`model_name` of the tool).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum ModelTier {
-    /// The base figure.
-    #[default]
-    Standard,
-    /// Adds eyebrows, a nose and a shadow under the chin.
-    Pro,
-    /// Pro's details plus a hair highlight and a waist seam on the garment.
-    Plus,
-}
-
-impl ModelTier {
-    /// Parses `"Standard"`, `"Pro"` or `"Plus"` (any case).
-    pub fn from_name(name: &str) -> Option<ModelTier> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "standard" => Some(ModelTier::Standard),
-            "pro" => Some(ModelTier::Pro),
-            "plus" => Some(ModelTier::Plus),
-            _ => None,
-        }
-    }
-}
 
 /// Text parameters of a virtual model.
 #[derive(Debug, Clone, Copy, Default)]

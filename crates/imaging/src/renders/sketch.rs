@@ -1,5 +1,6 @@
 //! Sketch-to-dress preview: colours the regions enclosed by a line drawing.
 
+pub use atelier_core::choices::SketchMode;
 use image::{DynamicImage, Rgb, RgbImage};
 
 use crate::composite::flatten;
@@ -53,29 +54,6 @@ fn otsu(hist: &[u64; 256]) -> f32 {
         }
     }
     best_t
-}
-
-/// How the sketch was made (`mode` of the tool).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum SketchMode {
-    /// A clean digital drawing: lines are taken as drawn, gaps of one pixel are closed.
-    #[default]
-    Draw,
-    /// A photographed or scanned drawing: uneven paper lighting is flattened first (each pixel
-    /// divided by a heavily blurred estimate of the paper), gaps of up to two pixels in the
-    /// lines are closed, and the paper in the output is evened out the same way.
-    Upload,
-}
-
-impl SketchMode {
-    /// Parses `"draw"` or `"upload"` (any case).
-    pub fn from_name(name: &str) -> Option<SketchMode> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "draw" => Some(SketchMode::Draw),
-            "upload" => Some(SketchMode::Upload),
-            _ => None,
-        }
-    }
 }
 
 /// Parameters of [`sketch_to_dress`].

@@ -1,5 +1,6 @@
 //! Virtual try-on preview: the garment cut-out fitted row by row to the person's silhouette.
 
+pub use atelier_core::choices::{GarmentSize, TryOnModel};
 use image::imageops::FilterType;
 use image::{DynamicImage, Rgb, RgbImage, RgbaImage};
 
@@ -11,65 +12,6 @@ use crate::palette;
 use crate::renders::look::Look;
 use crate::renders::multipose::{pose_hint, repose};
 use crate::renders::{exact_aspect, garment_region, weighted_mean, GarmentRegion};
-
-/// Garment size of the precise-sizing try-on: scales the fitted garment's width and length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum GarmentSize {
-    /// × 0.92.
-    S,
-    /// × 1.0.
-    #[default]
-    M,
-    /// × 1.08.
-    L,
-    /// × 1.15.
-    XL,
-}
-
-impl GarmentSize {
-    /// Parses `"S"`, `"M"`, `"L"` or `"XL"` (any case).
-    pub fn from_name(name: &str) -> Option<GarmentSize> {
-        match name.trim().to_ascii_uppercase().as_str() {
-            "S" => Some(GarmentSize::S),
-            "M" => Some(GarmentSize::M),
-            "L" => Some(GarmentSize::L),
-            "XL" => Some(GarmentSize::XL),
-            _ => None,
-        }
-    }
-
-    /// Scale of the garment relative to the silhouette's width and the band's length.
-    pub fn factor(self) -> f32 {
-        match self {
-            GarmentSize::S => 0.92,
-            GarmentSize::M => 1.0,
-            GarmentSize::L => 1.08,
-            GarmentSize::XL => 1.15,
-        }
-    }
-}
-
-/// Variant of the basic try-on (`model_name` of `virtual_tryon`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum TryOnModel {
-    /// Catmull-Rom garment resampling and full-resolution shading.
-    #[default]
-    Beta,
-    /// The quicker, softer variant: bilinear garment resampling and shading taken from a
-    /// blurred (σ = 2 px) luminance.
-    Turbo,
-}
-
-impl TryOnModel {
-    /// Parses `"Beta"` or `"Turbo"` (any case).
-    pub fn from_name(name: &str) -> Option<TryOnModel> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "beta" => Some(TryOnModel::Beta),
-            "turbo" => Some(TryOnModel::Turbo),
-            _ => None,
-        }
-    }
-}
 
 /// Parameters of [`tryon`].
 #[derive(Debug, Clone, Copy)]
@@ -187,7 +129,7 @@ fn fit_garment(out: &mut RgbImage, model: &DynamicImage, garment: &DynamicImage,
     let (w, h) = out.dimensions();
     let mask = subject_mask(model);
     let reg = garment_region(&mask, opts.region);
-    let size = opts.size.factor();
+    let size = size_factor(opts.size);
     let mut rng = Rng::keyed(seed, "tryon", &[]);
     let jitter = rng.range(0.97, 1.03);
     let band_h = reg.rect.height() as f32;
@@ -314,5 +256,15 @@ fn grade_toward(img: &mut RgbImage, style: &RgbImage, strength: f32) {
             let graded = (v - m_img[c]) * gain[c] + m_sty[c];
             p[c] = to_u8(v + (graded - v) * strength);
         }
+    }
+}
+
+/// The scale of a garment of `size` relative to the silhouette's width and the band's length.
+fn size_factor(size: GarmentSize) -> f32 {
+    match size {
+        GarmentSize::S => 0.92,
+        GarmentSize::M => 1.0,
+        GarmentSize::L => 1.08,
+        GarmentSize::XL => 1.15,
     }
 }

@@ -187,15 +187,15 @@ mod tests {
     }
 
     fn model_description(p: &Params) -> imaging::ModelDescription<'_> {
-        virtual_model::description(&read(ToolId::VirtualModel, p))
+        virtual_model::description(&read(ToolId::VirtualModel, p)).unwrap()
     }
 
     fn sketch_options(p: &Params) -> imaging::SketchOptions<'_> {
-        sketch_to_dress::options(&read(ToolId::SketchToDress, p))
+        sketch_to_dress::options(&read(ToolId::SketchToDress, p)).unwrap()
     }
 
     fn video_motion(p: &Params) -> Motion {
-        video::motion(&read(ToolId::Video, p))
+        video::motion(&read(ToolId::Video, p)).unwrap()
     }
 
     #[test]
@@ -210,6 +210,16 @@ mod tests {
             choice(&read(ToolId::Reframe, &defaults), "mode"),
             Ok(atelier_core::choices::ReframeMode::Auto)
         ));
+        // The renders' own selects: read through their enums, never a fallback.
+        let odd = params(
+            json!({"garment_size": "xl", "model_name": "Ultra", "mode": "paint", "gender": "other", "motion": "spin"}),
+        );
+        assert!(tryon::options(&read(ToolId::VirtualTryonProFit, &odd), None, None).is_err());
+        assert!(virtual_model::description(&read(ToolId::VirtualModel, &odd)).is_err());
+        assert!(sketch_to_dress::options(&read(ToolId::SketchToDress, &odd)).is_err());
+        assert!(
+            matches!(video::motion(&read(ToolId::Video, &odd)), Err(ToolError::Failed(m)) if m.contains("spin"))
+        );
     }
 
     #[test]
@@ -217,7 +227,6 @@ mod tests {
         let p = params(json!({
             "category": "bottoms",
             "garment_size": "XL",
-            "model_name": "Turbo",
             "garment_description": "navy stripes",
             "aspect_ratio": "16:9",
         }));
@@ -225,7 +234,14 @@ mod tests {
         let o = tryon_options(&p, Some(&pose), None);
         assert_eq!(o.region, GarmentRegion::Bottom);
         assert_eq!(o.size, GarmentSize::XL);
-        assert_eq!(o.model, TryOnModel::Turbo);
+        assert_eq!(o.model, TryOnModel::Beta, "the Pro Fit has no model_name");
+        let basic = params(json!({"model_name": "Turbo"}));
+        let basic = tryon::options(&read(ToolId::VirtualTryon, &basic), None, None).unwrap();
+        assert_eq!(
+            (basic.model, basic.size),
+            (TryOnModel::Turbo, GarmentSize::M),
+            "nor the first a garment_size"
+        );
         assert_eq!(o.description, "navy stripes");
         assert_eq!(o.aspect, Some((16, 9)));
         assert!(o.pose.is_some() && o.style.is_none());

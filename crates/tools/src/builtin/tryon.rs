@@ -3,7 +3,7 @@
 //! `model_name` only on the first), and an absent one reads as its default.
 
 use atelier_core::tools::ParamReader;
-use atelier_imaging::{self as imaging, GarmentSize, TryOn, TryOnModel};
+use atelier_imaging::{self as imaging, TryOn};
 use image::DynamicImage;
 
 use super::{aspect, choice, png, region, Input};
@@ -25,8 +25,9 @@ pub(super) fn options<'a>(
 ) -> Result<TryOn<'a>, ToolError> {
     Ok(TryOn {
         region: region(choice(p, "category")?),
-        size: GarmentSize::from_name(p.text("garment_size")).unwrap_or_default(),
-        model: TryOnModel::from_name(p.text("model_name")).unwrap_or_default(),
+        // Each only on the tool that offers it; the others size as M with the Beta model.
+        size: p.choice_if_any("garment_size").map_err(ToolError::Failed)?.unwrap_or_default(),
+        model: p.choice_if_any("model_name").map_err(ToolError::Failed)?.unwrap_or_default(),
         description: p.text("garment_description"),
         pose,
         style,

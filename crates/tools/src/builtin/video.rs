@@ -1,17 +1,18 @@
 //! `video`: a short MP4 clip of camera moves over an image.
 
+use atelier_core::choices;
 use atelier_core::tools::ParamReader;
 use atelier_video::{Motion, VideoSpec};
 use bytes::Bytes;
 
-use super::Input;
+use super::{choice, Input};
 use crate::{Artifact, ToolError};
 
 pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
     let img = x.required("image")?.to_rgb8();
     let spec = VideoSpec {
         duration_s: x.params.number("duration") as f32,
-        motion: motion(&x.params),
+        motion: motion(&x.params)?,
         seed: x.seed(),
         ..VideoSpec::default()
     };
@@ -21,10 +22,16 @@ pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
 
 /// The video's move: `motion`, or for `auto` the first move the prompt names (`zoom in` /
 /// `push in`, `zoom out` / `pull back`, `pan left`, `pan right`), else `auto`.
-pub(super) fn motion(p: &ParamReader<'_>) -> Motion {
-    let motion = p.text("motion").parse::<Motion>().unwrap_or(Motion::Auto);
-    if motion != Motion::Auto {
-        return motion;
+pub(super) fn motion(p: &ParamReader<'_>) -> Result<Motion, ToolError> {
+    let chosen = match choice(p, "motion")? {
+        choices::Motion::Auto => None,
+        choices::Motion::ZoomIn => Some(Motion::ZoomIn),
+        choices::Motion::ZoomOut => Some(Motion::ZoomOut),
+        choices::Motion::PanLeft => Some(Motion::PanLeft),
+        choices::Motion::PanRight => Some(Motion::PanRight),
+    };
+    if let Some(motion) = chosen {
+        return Ok(motion);
     }
     let words: Vec<String> = p
         .text("prompt")
@@ -34,13 +41,13 @@ pub(super) fn motion(p: &ParamReader<'_>) -> Motion {
         .collect();
     // The earliest two-word phrase wins.
     for pair in words.windows(2) {
-        return match (pair[0].as_str(), pair[1].as_str()) {
+        return Ok(match (pair[0].as_str(), pair[1].as_str()) {
             ("zoom" | "push", "in") => Motion::ZoomIn,
             ("zoom" | "pull", "out" | "back") => Motion::ZoomOut,
             ("pan", "left") => Motion::PanLeft,
             ("pan", "right") => Motion::PanRight,
             _ => continue,
-        };
+        });
     }
-    Motion::Auto
+    Ok(Motion::Auto)
 }

@@ -1,0 +1,43 @@
+//! The operators' probes, `/healthz` and `/readyz`: outside the public interface and its
+//! document, read by load balancers and orchestrators.
+
+use atelier_core::engines::EndpointHealth;
+use serde::Serialize;
+
+/// `/healthz`: the process answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Health {
+    /// Always `ok`.
+    pub status: String,
+}
+
+impl Health {
+    /// The answer of a live process.
+    pub fn ok() -> Self {
+        Self { status: "ok".into() }
+    }
+}
+
+/// `/readyz`: whether the database answers, and how the model servers are.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Readiness {
+    /// `ready` or `unavailable` (answered with 503).
+    pub status: Ready,
+    /// Each configured model-server endpoint; absent when none is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engines: Option<Vec<EndpointHealth>>,
+    /// The tools whose nodes wait for a model server now (none of their endpoints is
+    /// healthy); absent when no model server is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for_engine: Option<Vec<String>>,
+}
+
+/// Whether the service can take work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ready {
+    /// The database answers.
+    Ready,
+    /// The database does not answer.
+    Unavailable,
+}

@@ -291,7 +291,7 @@ pub fn describe(name: &str, def: &WorkflowDef) -> Result<wire::WorkflowDescripti
     let inputs = def.inputs();
     Ok(wire::WorkflowDescription {
         name: name.to_string(),
-        workflow: serde_json::to_value(def).and_then(serde_json::from_value).map_err(internal)?,
+        workflow: def.into(),
         sample_payload: serde_json::from_value(def.sample_payload(name)).map_err(internal)?,
         inputs: wire::WorkflowInputs {
             mandatory: inputs.mandatory,

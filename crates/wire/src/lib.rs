@@ -65,6 +65,6 @@ pub use webhooks::{
     WebhookSecret,
 };
 pub use workflows::{
-    parse_descriptor, Deleted, Estimate, ValidationProblem, WorkflowDefinition, WorkflowDescription,
-    WorkflowInputs, WorkflowSummary, WorkflowValidation,
+    parse_descriptor, Deleted, Estimate, NodeMode, ValidationProblem, WorkflowDefinition,
+    WorkflowDescription, WorkflowInputs, WorkflowNode, WorkflowSummary, WorkflowValidation, WorkflowVariable,
 };

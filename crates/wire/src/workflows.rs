@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::enums::wire_enum;
 use crate::runs::RunRequest;
 use crate::tools::ParamKind;
 
@@ -21,11 +22,11 @@ pub struct WorkflowDefinition {
     /// What it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Input variables: name → `{type, targets}`.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
-    pub variables: Map<String, Value>,
-    /// The nodes (`{name, tool, params, links, bypass}`).
-    pub nodes: Vec<Value>,
+    /// Input variables: one value a run gives, sent to several parameters.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub variables: IndexMap<String, WorkflowVariable>,
+    /// The nodes, each a tool run.
+    pub nodes: Vec<WorkflowNode>,
     /// Output name → `Node.output`.
     #[serde(default)]
     pub outputs: IndexMap<String, String>,
@@ -33,6 +34,88 @@ pub struct WorkflowDefinition {
     /// and outputs): [x, y]. Kept and returned; runs ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<IndexMap<String, [f64; 2]>>,
+}
+
+/// A node of a workflow: one tool run, its parameters set or linked to other nodes' outputs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkflowNode {
+    /// Its name, unique in the workflow (`Name.param` input keys and `Name.output` links use it).
+    pub name: String,
+    /// The tool it runs.
+    pub tool: String,
+    /// Parameter values it sets; a run's input may override them.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub params: Map<String, Value>,
+    /// Parameter → `Upstream.output`: the parameter takes that node's output.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub links: IndexMap<String, String>,
+    /// Whether it runs.
+    #[serde(default)]
+    pub mode: NodeMode,
+}
+
+/// Whether a workflow node runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeMode {
+    /// It runs.
+    #[default]
+    Active,
+    /// It does not run and costs nothing: its primary image input passes through.
+    Bypassed,
+    /// A mode this version does not know.
+    #[serde(other)]
+    #[schemars(skip)]
+    Unknown,
+}
+
+wire_enum!(NodeMode { Active => "active", Bypassed => "bypassed" });
+
+/// An input variable of a workflow: a run gives it once, and each target parameter gets it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkflowVariable {
+    /// The type of every target parameter.
+    #[serde(rename = "type")]
+    pub kind: ParamKind,
+    /// The `Node.param` keys that receive the value.
+    pub targets: Vec<String>,
+}
+
+impl From<&atelier_core::workflow::WorkflowDef> for WorkflowDefinition {
+    fn from(def: &atelier_core::workflow::WorkflowDef) -> Self {
+        use atelier_core::workflow::Mode;
+        let variables = def
+            .variables
+            .iter()
+            .map(|(name, var)| {
+                let variable =
+                    WorkflowVariable { kind: ParamKind::parse(&var.ty), targets: var.targets.clone() };
+                (name.clone(), variable)
+            })
+            .collect();
+        let nodes = def
+            .nodes
+            .iter()
+            .map(|node| WorkflowNode {
+                name: node.name.clone(),
+                tool: node.tool.clone(),
+                params: node.params.clone(),
+                links: node.links.clone(),
+                mode: match node.mode {
+                    Mode::Active => NodeMode::Active,
+                    Mode::Bypassed => NodeMode::Bypassed,
+                },
+            })
+            .collect();
+        Self {
+            name: def.name.clone(),
+            description: Some(def.description.clone()).filter(|d| !d.is_empty()),
+            variables,
+            nodes,
+            outputs: def.outputs.clone(),
+            layout: Some(def.layout.clone()).filter(|l| !l.is_empty()),
+        }
+    }
 }
 
 /// The `inputs` of a workflow description: key → descriptor such as `<type:image , default
@@ -153,6 +236,36 @@ pub struct WorkflowValidation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The document as the server writes it is the document as core keeps it, field for
+    /// field: the shipped templates, and one with every optional part.
+    #[test]
+    fn a_definition_is_written_as_core_writes_it() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../templates");
+        let mut documents: Vec<Value> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+            .collect();
+        assert!(documents.len() >= 3, "the templates are read");
+        documents.push(serde_json::json!({
+            "name": "all", "description": "every part",
+            "variables": {"photo": {"type": "image", "targets": ["Up.image"]}},
+            "nodes": [{"name": "Up", "tool": "upscale", "params": {"scale": 2}},
+                      {"name": "Sq", "tool": "reframe", "links": {"image": "Up.output"}, "mode": "bypassed"}],
+            "outputs": {"big": "Up.output"},
+            "layout": {"Up": [1.0, 2.5], "$var:photo": [0.0, 0.0]},
+        }));
+        for document in documents {
+            let def = atelier_core::workflow::WorkflowDef::parse(document).unwrap();
+            let core = serde_json::to_value(&def).unwrap();
+            let wire = serde_json::to_value(WorkflowDefinition::from(&def)).unwrap();
+            assert_eq!(wire, core);
+            let read: WorkflowDefinition = serde_json::from_value(core).unwrap();
+            assert_eq!(read, WorkflowDefinition::from(&def), "read back the same");
+        }
+    }
 
     #[test]
     fn descriptors_give_type_and_default() {

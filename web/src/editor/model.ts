@@ -9,7 +9,7 @@
 // - output nodes: one per friendly output name; a target handle `in` from a tool node.
 // Edges: tool → tool parameter (a link), variable → tool parameter, tool → output.
 
-import type { ParamSpec, ParamType, Tool } from '../lib/api';
+import type { ParamSpec, ParamType, Tool, WorkflowDocument } from '../lib/api';
 
 export interface Point {
   x: number;
@@ -58,20 +58,8 @@ export interface Graph {
   edges: GraphEdge[];
 }
 
-export interface WorkflowDoc {
-  name?: string;
-  description?: string;
-  variables?: Record<string, { type: string; targets: string[] }>;
-  nodes: {
-    name: string;
-    tool: string;
-    params?: Record<string, unknown>;
-    links?: Record<string, string>;
-    mode?: 'active' | 'bypassed';
-  }[];
-  outputs?: Record<string, string>;
-  layout?: Record<string, [number, number]>;
-}
+/** The saved document (`crates/wire/src/workflows.rs`), as the editor writes it. */
+export type WorkflowDoc = WorkflowDocument;
 
 export const OUTPUT_HANDLE = 'output';
 export const VALUE_HANDLE = 'value';

@@ -103,6 +103,11 @@ export type RunList = wire.RunList;
 export type RunSummary = wire.RunSummary;
 export type WorkflowSummary = wire.WorkflowSummary;
 export type WorkflowDescription = wire.WorkflowDescription;
+/** A workflow document as the editor writes it: the service's, with each node's `mode`
+ * optional (`active` when left out), as the service reads it. */
+export type WorkflowDocument = Omit<wire.Workflow, 'nodes'> & {
+  nodes: (Omit<wire.WorkflowNode, 'mode'> & { mode?: wire.NodeMode })[];
+};
 export type WorkflowValidation = wire.Validation;
 export type Key = wire.Key;
 export type LedgerEntry = wire.LedgerEntry;

@@ -151,6 +151,9 @@ export interface NodeEvent {
 /** The `type` of a `node` webhook body. */
 export type NodeEventType = "node";
 
+/** Whether a workflow node runs. */
+export type NodeMode = "active" | "bypassed";
+
 /** A node of a workflow run's status (`nodes[name]`). */
 export interface NodeResult {
   /** The node's generation id (`gen_…`), also a status id of its own. */
@@ -517,10 +520,10 @@ export interface Workflow {
   name?: string;
   /** What it does. */
   description?: string;
-  /** Input variables: name → `{type, targets}`. */
-  variables?: Record<string, unknown>;
-  /** The nodes (`{name, tool, params, links, bypass}`). */
-  nodes: unknown[];
+  /** Input variables: one value a run gives, sent to several parameters. */
+  variables?: Record<string, WorkflowVariable>;
+  /** The nodes, each a tool run. */
+  nodes: WorkflowNode[];
   /** Output name → `Node.output`. */
   outputs?: Record<string, string>;
   /** Extension: where an editor placed each node (`$var:NAME` and `$out:NAME` for variables and outputs): [x, y]. Kept and returned; runs ignore it. */
@@ -553,6 +556,20 @@ export interface WorkflowInputs {
 
 export type WorkflowList = WorkflowSummary[];
 
+/** A node of a workflow: one tool run, its parameters set or linked to other nodes' outputs. */
+export interface WorkflowNode {
+  /** Its name, unique in the workflow (`Name.param` input keys and `Name.output` links use it). */
+  name: string;
+  /** The tool it runs. */
+  tool: string;
+  /** Parameter values it sets; a run's input may override them. */
+  params?: Record<string, unknown>;
+  /** Parameter → `Upstream.output`: the parameter takes that node's output. */
+  links?: Record<string, string>;
+  /** Whether it runs. */
+  mode: NodeMode;
+}
+
 /** An item of `GET /api/v3/workflows`. */
 export interface WorkflowSummary {
   /** The workflow's id. */
@@ -563,4 +580,12 @@ export interface WorkflowSummary {
   system_workflow: boolean;
   /** When it was saved. */
   created_at: string;
+}
+
+/** An input variable of a workflow: a run gives it once, and each target parameter gets it. */
+export interface WorkflowVariable {
+  /** The type of every target parameter. */
+  type: ParamKind;
+  /** The `Node.param` keys that receive the value. */
+  targets: string[];
 }

@@ -164,9 +164,12 @@ SCHEMAS: Dict[str, Tuple[type, ...]] = {
     "V2Run_sketchtodress": (),
 }
 
-#: Schemas whose fields the client knows without a model class: the run body it writes, and
-#: the error object (attributes of :class:`AtelierError`).
+#: Schemas whose fields the client knows without a model class: the run body it writes, the
+#: error object (attributes of :class:`AtelierError`), and a workflow's nodes and variables
+#: (plain dicts in :class:`WorkflowDefinition`, written and read as the document has them).
 KNOWN_FIELDS: Dict[str, FrozenSet[str]] = {
+    "WorkflowNode": frozenset({"name", "tool", "params", "links", "mode"}),
+    "WorkflowVariable": frozenset({"type", "targets"}),
     "RunRequest": frozenset(
         {"type", "target", "input", "webhook_url", "webhook_events", "priority", "start_within_secs"}
     ),
@@ -207,6 +210,7 @@ VALUE_SCHEMAS: FrozenSet[str] = frozenset(
         "EngineKind",
         "Fidelity",
         "OutputKind",
+        "NodeMode",
     }
 )
 

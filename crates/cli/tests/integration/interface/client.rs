@@ -219,7 +219,7 @@ async fn workflows_are_validated_saved_described_listed_and_deleted() {
     assert_eq!(validation.description.as_ref().unwrap().name, "Été 2027 + more");
     assert_eq!(validation.estimate.as_ref().unwrap().tokens, 2);
     let mut broken = definition.clone();
-    broken.nodes[1]["links"]["image"] = json!("Nope.output");
+    broken.nodes[1].links.insert("image".into(), "Nope.output".into());
     let validation = client.validate_workflow(&broken, None).await.unwrap();
     assert!(!validation.valid && validation.description.is_none());
     assert!(validation.errors.iter().any(|p| p.field.as_deref() == Some("Square.image")), "{validation:?}");

@@ -236,8 +236,16 @@ async fn progress(State(state): State<AppState>, worker: Worker, Json(body): Jso
     answer(Held { held: state.store.record_progress(&task, value.clamp(0.0, 1.0)).await? })
 }
 
-async fn state_of(State(state): State<AppState>, _worker: Worker, Json(body): Json<StateRequest>) -> Answer {
-    answer(TaskStateAnswer { state: state.store.task_state(body.task_id).await? })
+/// The state of a task of the token's tools (a worker that lost its lease reads it to tell a
+/// cancel from a rescue); another tool's task is refused, as if the worker held it.
+async fn state_of(State(state): State<AppState>, worker: Worker, Json(body): Json<StateRequest>) -> Answer {
+    match state.store.task_tool(body.task_id).await? {
+        Some(tool) if !worker.serves(&tool) => Err(Refused::Forbidden(format!(
+            "task {} is of {tool}, not of this worker token's tools",
+            body.task_id
+        ))),
+        _ => answer(TaskStateAnswer { state: state.store.task_state(body.task_id).await? }),
+    }
 }
 
 async fn errors(State(state): State<AppState>, worker: Worker, Json(body): Json<TaskRef>) -> Answer {

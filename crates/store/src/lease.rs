@@ -263,6 +263,10 @@ impl<B: Backend> TaskQueue for B {
         state.map(|s| parse_text(&s)).transpose()
     }
 
+    async fn task_tool(&self, task_id: i64) -> Result<Option<String>> {
+        self.read().await?.fetch_optional(TASK_TOOL, args![task_id]).await
+    }
+
     async fn running_task(&self, task_id: i64, epoch: i64) -> Result<Option<ClaimedTask>> {
         let mut conn = self.read().await?;
         let claim: Option<ClaimRow> = conn.fetch_optional(&RUNNING_TASK, args![task_id, epoch]).await?;

@@ -394,6 +394,9 @@ pub(crate) static FAIL_EXPIRED: Sql = sql!(
 );
 pub(crate) const TASK_ERRORS: &str = "SELECT errors FROM tasks WHERE run_id = $1 AND node = $2";
 pub(crate) const TASK_STATE: &str = "SELECT state FROM tasks WHERE id = $1";
+/// The tool of task `$1`'s node.
+pub(crate) const TASK_TOOL: &str =
+    "SELECT n.tool FROM tasks t JOIN nodes n ON n.run_id = t.run_id AND n.name = t.node WHERE t.id = $1";
 /// Task `$1` while it runs under lease epoch `$2`, as a claim returns it.
 pub(crate) static RUNNING_TASK: Sql = sql!(
     "SELECT id, lease_epoch, attempt, max_attempts, run_id, account_id, node,

@@ -268,6 +268,9 @@ pub trait TaskQueue: Send + Sync {
     /// The state of a task now (`None` if it no longer exists): what a worker that lost its
     /// lease reads to tell a cancel from a rescue.
     async fn task_state(&self, task_id: i64) -> Result<Option<atelier_core::status::TaskState>>;
+    /// The tool of a task's node (`None` if the task no longer exists): a pull worker is told
+    /// the state of its own tools' tasks only.
+    async fn task_tool(&self, task_id: i64) -> Result<Option<String>>;
     /// Task `task_id` as its worker holds it, while it runs under lease `epoch` (a pull
     /// worker names its task by these; the rest is read here, never taken from the worker).
     async fn running_task(&self, task_id: i64, epoch: i64) -> Result<Option<ClaimedTask>>;

@@ -117,7 +117,8 @@ pub struct HeldErrors {
     pub errors: Vec<Value>,
 }
 
-/// `POST /state`: the state of a task, which a worker asks after losing its claim.
+/// `POST /state`: the state of a task of the token's tools, which a worker asks after losing its
+/// claim (another tool's task is refused with 403).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateRequest {
     /// The task.

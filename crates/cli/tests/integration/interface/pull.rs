@@ -155,6 +155,17 @@ async fn a_worker_leases_only_its_tools_and_writes_only_its_tasks_outputs() {
     assert_eq!(call(&app, "POST", "/worker/v1/heartbeat", Some(&token), Some(body)).await.1["held"], false);
     assert_eq!(put(mine, epoch).await, 403, "no writes after the end");
 
+    // Task states: of its own tools' tasks only (the upscale, queued first, has the id before).
+    let state = |task_id: i64| {
+        call(&app, "POST", "/worker/v1/state", Some(&token), Some(json!({ "task_id": task_id })))
+    };
+    let (code, answer) = state(id).await;
+    assert_eq!((code, answer["state"].as_str()), (200, Some("completed")), "{answer}");
+    let (code, answer) = state(id - 1).await;
+    assert_eq!(code, 403, "another tool's task: {answer}");
+    let (code, answer) = state(id + 1000).await;
+    assert_eq!((code, &answer["state"]), (200, &Value::Null), "no such task: {answer}");
+
     // Failing waiting nodes: of its own tools only, and only as EngineUnavailable.
     let error = json!({"name": "EngineUnavailable", "message": "down"});
     let fail = |tool: &str, error: Value| json!({"tool": tool, "waiting_since": i64::MAX, "error": error, "limit": 10});

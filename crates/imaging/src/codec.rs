@@ -45,19 +45,6 @@ impl OutputFormat {
             OutputFormat::Webp => "image/webp",
         }
     }
-
-    /// Parses a format name or extension (`png`, `jpg`, `jpeg`, `webp`, any case,
-    /// optionally with a leading dot or an `image/` prefix).
-    pub fn from_name(name: &str) -> Option<OutputFormat> {
-        let n = name.trim().trim_start_matches('.').to_ascii_lowercase();
-        let n = n.strip_prefix("image/").unwrap_or(&n);
-        match n {
-            "png" => Some(OutputFormat::Png),
-            "jpg" | "jpeg" => Some(OutputFormat::Jpeg),
-            "webp" => Some(OutputFormat::Webp),
-            _ => None,
-        }
-    }
 }
 
 fn decode_error(e: ImageError, width: u32, height: u32) -> ImagingError {

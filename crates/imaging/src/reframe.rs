@@ -25,18 +25,6 @@ pub enum ReframeMode {
     Extend,
 }
 
-impl ReframeMode {
-    /// Parses `"auto"`, `"crop"` or `"extend"` (any case; `"outpaint"`/`"pad"` mean extend).
-    pub fn from_name(name: &str) -> Option<ReframeMode> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "auto" => Some(ReframeMode::Auto),
-            "crop" => Some(ReframeMode::Crop),
-            "extend" | "outpaint" | "pad" => Some(ReframeMode::Extend),
-            _ => None,
-        }
-    }
-}
-
 /// Minimum fraction of the original area a crop must keep for [`ReframeMode::Auto`] to crop.
 pub const AUTO_MIN_KEEP: f64 = 0.8;
 
@@ -413,8 +401,6 @@ mod tests {
         assert!(matches!(parse_aspect("0:1"), Err(ImagingError::InvalidArgument(_))));
         assert!(parse_aspect("wide").is_err());
         assert!(parse_aspect("1000:1").is_err());
-        assert_eq!(ReframeMode::from_name("Extend"), Some(ReframeMode::Extend));
-        assert_eq!(ReframeMode::from_name("zoom"), None);
     }
 
     #[test]

@@ -37,18 +37,6 @@ pub enum GarmentRegion {
 }
 
 impl GarmentRegion {
-    /// Parses `"top"`, `"bottom"`, `"dress"` or `"accessory"` (any case; a few synonyms such as
-    /// `"upper"`, `"lower"`, `"full"`, `"necklace"` are accepted).
-    pub fn from_name(name: &str) -> Option<GarmentRegion> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "top" | "upper" | "upper_body" | "shirt" => Some(GarmentRegion::Top),
-            "bottom" | "lower" | "lower_body" | "pants" | "skirt" => Some(GarmentRegion::Bottom),
-            "dress" | "full" | "full_body" | "dresses" => Some(GarmentRegion::Dress),
-            "accessory" | "accessories" | "necklace" | "scarf" => Some(GarmentRegion::Accessory),
-            _ => None,
-        }
-    }
-
     /// Vertical extent as fractions of the person's bounding-box height.
     fn band(self) -> (f32, f32) {
         match self {

@@ -71,7 +71,8 @@ impl BodySlices {
     pub fn lift(&mut self, input: &mut Map<String, Value>) {
         for value in input.values_mut() {
             let Value::String(text) = value else { continue };
-            if kept_aside(text) && self.get(text).is_none() {
+            // A placeholder is short: it is never taken again.
+            if kept_aside(text) {
                 self.values.push(Bytes::from(std::mem::take(text).into_bytes()));
                 *text = self.placeholder();
             }

@@ -5,7 +5,8 @@
 //! each of those values once, fetching nothing: inline data by its decoded size and first
 //! bytes (decoded a few KiB at a time, [`atelier_inputs::probe_inline`]), a URL by its scheme
 //! and address against the input policy (DESIGN 3.8). Once every check has passed, [`store`]
-//! writes the inline images longer than [`KEPT_INLINE_BYTES`] to the object store as sent,
+//! writes the inline images held aside behind placeholders (longer than
+//! [`KEPT_INLINE_BYTES`](crate::body::KEPT_INLINE_BYTES)) to the object store as sent,
 //! under a key of their account and their SHA-256 (a repeated submission stores one), and
 //! [`settle`] puts every value in place: a stored image's reference
 //! (`atelier-input:<key>`, see `atelier_core::params`), any other placeholder's string.
@@ -26,15 +27,15 @@ use bytes::Bytes;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::body::{BodySlices, KEPT_INLINE_BYTES};
+use crate::body::BodySlices;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The image values of a plan, checked: the inline images to store, by the value (a
-/// placeholder, or the string itself) that stands for each in the plan.
+/// The image values of a plan, checked: the inline images to store, each by the placeholder
+/// that stands for it in the plan, with the bytes it stands for and its format.
 #[derive(Debug, Default)]
 pub struct CheckedImages {
-    to_store: Vec<(String, &'static str)>,
+    to_store: Vec<(String, Bytes, &'static str)>,
 }
 
 /// The inline images of a request, stored.
@@ -75,8 +76,9 @@ pub async fn check(
                 None => value,
             };
             if let Some(format) = inline_format(sent, &field, policy)? {
-                if sent.len() > KEPT_INLINE_BYTES {
-                    checked.to_store.push((value.clone(), format));
+                // Held aside (longer than `KEPT_INLINE_BYTES`): stored. Shorter: kept in the row.
+                if let Some(bytes) = kept {
+                    checked.to_store.push((value.clone(), bytes, format));
                 }
                 continue;
             }
@@ -130,14 +132,10 @@ async fn check_reference(text: &str, field: &str, policy: &InputPolicy) -> Resul
 pub async fn store(
     state: &AppState,
     account: &Account,
-    slices: &BodySlices,
     checked: CheckedImages,
 ) -> Result<StoredImages, ApiError> {
     let mut stored = StoredImages::default();
-    for (value, format) in checked.to_store {
-        // Every long string is behind a placeholder (`BodySlices::lift`); the copy is a
-        // fallback only.
-        let bytes = slices.get(&value).unwrap_or_else(|| Bytes::from(value.clone().into_bytes()));
+    for (value, bytes, format) in checked.to_store {
         let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
         let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
         let input = state.store.register_input(account.id, &digest, format, size).await?;

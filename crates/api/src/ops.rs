@@ -223,7 +223,7 @@ pub async fn submit(
     if let Some(webhook) = &request.webhook {
         webhook.check(&state.config.inputs).await?;
     }
-    let stored = inputs::store(state, account, slices, images).await?;
+    let stored = inputs::store(state, account, images).await?;
     for node in &mut plan.nodes {
         inputs::settle(&mut node.params, slices, &stored);
     }

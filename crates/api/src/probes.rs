@@ -33,7 +33,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<wire::pr
         atelier_core::tools::ToolId::ALL
             .iter()
             .filter(|t| directory.waiting_for_engine(**t))
-            .map(|t| t.as_str().to_string())
+            .map(|t| t.as_str())
             .collect()
     });
     (code, Json(Readiness { status, engines, waiting_for_engine }))

@@ -8,13 +8,13 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Health {
     /// Always `ok`.
-    pub status: String,
+    pub status: &'static str,
 }
 
 impl Health {
     /// The answer of a live process.
     pub fn ok() -> Self {
-        Self { status: "ok".into() }
+        Self { status: "ok" }
     }
 }
 
@@ -29,7 +29,7 @@ pub struct Readiness {
     /// The tools whose nodes wait for a model server now (none of their endpoints is
     /// healthy); absent when no model server is configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting_for_engine: Option<Vec<String>>,
+    pub waiting_for_engine: Option<Vec<&'static str>>,
 }
 
 /// Whether the service can take work.

@@ -24,6 +24,7 @@ from atelier_client import (
     RunNotFound,
     Unauthorized,
     UnknownTool,
+    UploadNotFound,
     V2Status,
     WorkflowNotFound,
     WorkflowRunStatus,
@@ -333,3 +334,41 @@ def test_async_client_end_to_end(server: Server, png: str, saved_workflow: str) 
             assert (await slow.wait(**WAIT)).canceled
 
     asyncio.run(main())
+
+
+# --- uploads --------------------------------------------------------------------------------------
+
+
+def test_an_upload_is_named_in_a_run_by_both_clients(client: Client, server: Server, tmp_path: Any) -> None:
+    from helpers import png_bytes
+
+    image = png_bytes(40, 30)
+    upload = client.upload(image)
+    assert (upload.format, upload.width, upload.height, upload.size) == ("png", 40, 30, len(image))
+    assert upload.input == "upload:" + upload.id and len(upload.id) == 64
+    assert client.get_upload(upload.id) == upload
+    path = tmp_path / "garment.png"
+    path.write_bytes(image)
+    assert client.upload(path).id == upload.id, "the same bytes are the same upload"
+    final = client.run("upscale", {"image": upload.input, "scale": 2}).wait(**WAIT)
+    assert isinstance(final, NodeRunStatus) and final.overall_status == "succeeded", final.raw
+
+    async def from_async() -> None:
+        async with AsyncClient(server.base_url, server.api_key) as aclient:
+            again = await aclient.upload(image)
+            assert again.id == upload.id
+            assert (await aclient.get_upload(upload.id)).input == upload.input
+
+    asyncio.run(from_async())
+
+
+def test_upload_refusals_are_typed(client: Client) -> None:
+    with pytest.raises(InvalidImage) as bad:
+        client.upload(b"not an image")
+    assert bad.value.field == "file" and bad.value.status_code == 422
+    with pytest.raises(UploadNotFound) as missing:
+        client.get_upload("0" * 64)
+    assert missing.value.status_code == 404
+    with pytest.raises(UploadNotFound) as in_run:
+        client.run("upscale", {"image": "upload:" + "0" * 64})
+    assert in_run.value.field == "image"

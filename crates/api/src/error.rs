@@ -30,6 +30,10 @@ pub enum ApiError {
     Conflict(String),
     #[error("run '{0}' not found")]
     RunNotFound(String),
+    /// An upload this account did not make, or whose time is over; in a run, `field` is the
+    /// image input that names it.
+    #[error("{}upload '{id}' not found: this account never uploaded it, or its time is over", field.as_ref().map(|f| format!("{f}: ")).unwrap_or_default())]
+    UploadNotFound { id: String, field: Option<String> },
     #[error("insufficient tokens: the run costs {required}, the balance is {balance}")]
     InsufficientTokens { required: i64, balance: i64 },
     #[error("the request body is larger than {limit} bytes")]
@@ -101,7 +105,7 @@ impl ApiError {
             Self::KeyNotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::SignInLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::RunNotFound(_) | Self::FileNotFound => StatusCode::NOT_FOUND,
+            Self::RunNotFound(_) | Self::FileNotFound | Self::UploadNotFound { .. } => StatusCode::NOT_FOUND,
             Self::InsufficientTokens { .. } => StatusCode::PAYMENT_REQUIRED,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidImage { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -125,6 +129,7 @@ impl ApiError {
             Self::KeyNotFound(_) => ErrorName::KeyNotFound,
             Self::Conflict(_) => ErrorName::Conflict,
             Self::RunNotFound(_) => ErrorName::RunNotFound,
+            Self::UploadNotFound { .. } => ErrorName::UploadNotFound,
             Self::InsufficientTokens { .. } => ErrorName::InsufficientTokens,
             Self::PayloadTooLarge { .. } => ErrorName::PayloadTooLarge,
             Self::InvalidImage { .. } => ErrorName::InvalidImage,
@@ -155,6 +160,9 @@ impl ApiError {
             Self::InvalidImage { field, reason } => {
                 body.field = Some(field.clone());
                 body.reason = Some(reason.clone());
+            }
+            Self::UploadNotFound { field, .. } => {
+                body.field = field.clone();
             }
             Self::InsufficientTokens { required, balance } => {
                 body.required = Some(*required);
@@ -202,6 +210,7 @@ impl ApiError {
             | Self::KeyNotFound(_)
             | Self::Conflict(_)
             | Self::RunNotFound(_)
+            | Self::UploadNotFound { .. }
             | Self::InsufficientTokens { .. }
             | Self::PayloadTooLarge { .. }
             | Self::InvalidImage { .. }

@@ -137,7 +137,7 @@ impl FromRequest<AppState> for RunBody {
     }
 }
 
-async fn body_bytes(req: Request, state: &AppState) -> Result<Bytes, ApiError> {
+pub(crate) async fn body_bytes(req: Request, state: &AppState) -> Result<Bytes, ApiError> {
     Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::PayloadTooLarge { limit: state.config.max_body_bytes }

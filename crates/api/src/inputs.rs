@@ -10,7 +10,9 @@
 //! under a key of their account and their SHA-256 (a repeated submission stores one), and
 //! [`settle`] puts every value in place: a stored image's reference
 //! (`atelier-input:<key>`, see `atelier_core::params`), any other placeholder's string.
-//! Status polls then read short rows whatever the images' size; the worker puts each
+//! An upload named by `upload:<id>` ([`crate::uploads`]) must be one of the account's, within
+//! its time; the plan refers to its file the same way, and the input the run keeps names it
+//! as sent. Status polls then read short rows whatever the images' size; the worker puts each
 //! reference back before the node runs, so a node sees (and derives its seed from) its
 //! parameters as they were sent. Accepting a run holds its image about once, and a request
 //! refused writes nothing.
@@ -22,7 +24,8 @@ use atelier_core::params::{stored_input_reference, Params};
 use atelier_core::plan::Plan;
 use atelier_core::{tools, RequestError};
 use atelier_inputs::{ImageSource, InputError, InputPolicy};
-use atelier_store::Account;
+use atelier_store::{Account, StoredInput};
+use atelier_wire::UPLOAD_PREFIX;
 use bytes::Bytes;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -30,28 +33,36 @@ use sha2::{Digest, Sha256};
 use crate::body::BodySlices;
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::uploads;
 
 /// The image values of a plan, checked: the inline images to store, each by the placeholder
-/// that stands for it in the plan, with the bytes it stands for and its format.
+/// that stands for it in the plan, with the bytes it stands for and its format; and the
+/// uploads named (`upload:<id>`), each by its value.
 #[derive(Debug, Default)]
 pub struct CheckedImages {
     to_store: Vec<(String, Bytes, &'static str)>,
+    uploads: Vec<(String, StoredInput)>,
 }
 
-/// The inline images of a request, stored.
+/// The inline images of a request, stored, and the uploads it names.
 #[derive(Debug, Default)]
 pub struct StoredImages {
     /// The stored inputs the run uses (`NewRun::inputs`).
     pub ids: Vec<i64>,
-    /// Value in the plan → the reference it is replaced with.
+    /// Value in the plan → the reference it is replaced with, in the plan and in the input
+    /// the run keeps.
     references: HashMap<String, String>,
+    /// `upload:<id>` → the reference it is replaced with in the plan only: the input the run
+    /// keeps names the upload as sent.
+    uploads: HashMap<String, String>,
 }
 
 /// Checks every image value of `plan` (whose placeholders stand for `slices`) without
-/// fetching it. Errors name `param` for a single-tool run (`node_run`), `node.param` for a
-/// workflow's node.
+/// fetching it; an upload it names (`upload:<id>`) must be one of `account`'s. Errors name
+/// `param` for a single-tool run (`node_run`), `node.param` for a workflow's node.
 pub async fn check(
     state: &AppState,
+    account: &Account,
     plan: &Plan,
     slices: &BodySlices,
     node_run: bool,
@@ -75,6 +86,11 @@ pub async fn check(
                 Some(bytes) => std::str::from_utf8(bytes).unwrap_or_default(),
                 None => value,
             };
+            if let Some(id) = sent.strip_prefix(UPLOAD_PREFIX) {
+                let upload = uploads::resolve(state, account, id, &field).await?;
+                checked.uploads.push((value.clone(), upload));
+                continue;
+            }
             if let Some(format) = inline_format(sent, &field, policy)? {
                 // Held aside (longer than `KEPT_INLINE_BYTES`): stored. Shorter: kept in the row.
                 if let Some(bytes) = kept {
@@ -150,15 +166,35 @@ pub async fn store(
             stored.ids.push(input.id);
         }
     }
+    for (value, upload) in checked.uploads {
+        stored.uploads.insert(value, stored_input_reference(&upload.key()));
+        if !stored.ids.contains(&upload.id) {
+            stored.ids.push(upload.id);
+        }
+    }
     Ok(stored)
 }
 
-/// Puts the values of `params` in place: a stored image's reference for its value, the
-/// string it stands for for any other placeholder.
+/// Puts the values of a node's `params` in place: a stored image's or an upload's reference
+/// for its value, the string it stands for for any other placeholder.
 pub fn settle(params: &mut Params, slices: &BodySlices, stored: &StoredImages) {
+    settle_values(params, slices, stored, true);
+}
+
+/// [`settle`] for the input a run keeps (and echoes, and runs again from the console): an
+/// upload stays named as it was sent.
+pub fn settle_input(input: &mut Params, slices: &BodySlices, stored: &StoredImages) {
+    settle_values(input, slices, stored, false);
+}
+
+fn settle_values(params: &mut Params, slices: &BodySlices, stored: &StoredImages, uploads: bool) {
     for value in params.values_mut() {
         let Value::String(text) = value else { continue };
-        match stored.references.get(text.as_str()) {
+        let reference = stored
+            .references
+            .get(text.as_str())
+            .or_else(|| uploads.then(|| stored.uploads.get(text.as_str())).flatten());
+        match reference {
             Some(reference) => reference.clone_into(text),
             None => slices.resolve(value),
         }

@@ -18,7 +18,8 @@
 //! endpoints, and a finished run's delivery body); live events and waiting requests over the
 //! change feed (`events.rs`); finished runs' statuses kept once rendered (`finished.rs`);
 //! the image values of a run checked once and its inline images stored at acceptance
-//! (`inputs.rs`; long input strings held once, behind placeholders, `body.rs`); the error shape, mapped
+//! (`inputs.rs`; long input strings held once, behind placeholders, `body.rs`); uploaded
+//! images (`uploads.rs`); the error shape, mapped
 //! once (`error.rs`); records into the wire shapes (`render.rs`); the OpenAPI document's
 //! operations (`openapi.rs`; its schemas come from `wire`).
 //!
@@ -42,6 +43,7 @@ mod pull;
 pub mod render;
 pub mod settings;
 pub mod state;
+pub mod uploads;
 mod v2;
 mod v3;
 pub mod webhooks;
@@ -52,7 +54,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::Router;
 pub use limits::{Decision, RateLimiter};
-pub use settings::{ApiConfig, Engines, RateLimit};
+pub use settings::{ApiConfig, Engines, RateLimit, UploadPolicy};
 pub use state::AppState;
 
 /// The whole interface.

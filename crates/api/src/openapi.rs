@@ -88,7 +88,9 @@ fn tool_schema(params: &[atelier_core::params::ParamSpec]) -> Value {
     for p in params {
         let view = ToolParam::from(p);
         let mut schema = match view.kind {
-            ParamKind::Image => json!({"type": "string", "description": "Public URL, data URI or base64"}),
+            ParamKind::Image => {
+                json!({"type": "string", "description": "Public URL, data URI, base64, or upload:<id> (POST /api/v3/uploads)"})
+            }
             ParamKind::Select => json!({"type": "string", "enum": view.values}),
             ParamKind::Number => json!({"type": "number"}),
             ParamKind::Boolean => json!({"type": "boolean"}),
@@ -380,6 +382,26 @@ pub fn document() -> Value {
         json!({"get": op("Tools, their parameters, prices and fidelity", None, "ToolList", &[401])}),
     );
     paths.insert("/api/v3/estimate".into(), json!({"post": op("Price a run without starting it", Some("RunRequest"), "Estimate", &[400, 401, 404, 422])}));
+    let mut upload =
+        op("Upload an image, to name it in runs as upload:<id>", None, "Upload", &[400, 401, 413, 422]);
+    upload["description"] = json!(format!(
+        "Extension. The image is the body (raw bytes, any content type but multipart), or the part named `{}` of a \
+multipart/form-data body. It is checked as an image input is (JPEG, PNG, WebP or GIF by its first bytes; the input byte, \
+pixel and side limits, read from its header), kept for the account under its SHA-256 (the same bytes again: the same \
+id, stored once, kept longer), and may be named by the image inputs of runs (tools and workflows, v3 and v2) as `upload:<id>` until `expires_at` \
+(24 hours from the last upload by default). Another account's id is 404 UploadNotFound.",
+        crate::uploads::FILE_PART
+    ));
+    upload["requestBody"] = json!({"required": true, "content": {
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        "image/*": {"schema": {"type": "string", "format": "binary"}},
+        "multipart/form-data": {"schema": {"type": "object", "required": [crate::uploads::FILE_PART],
+            "properties": {crate::uploads::FILE_PART: {"type": "string", "format": "binary"}}}}}});
+    paths.insert("/api/v3/uploads".into(), json!({"post": upload}));
+    paths.insert(
+        "/api/v3/uploads/{id}".into(),
+        json!({"get": path_param(op("An upload of this account, while runs may name it", None, "Upload", &[401, 404]), "id")}),
+    );
     for family in Family::ALL {
         let path = family.path();
         paths.insert(

@@ -219,7 +219,7 @@ pub async fn submit(
         inputs::settle(&mut input, slices, &inputs::StoredImages::default());
         target.compile(&input, &state.config.prices).err().unwrap_or(e)
     })?;
-    let images = inputs::check(state, &plan, slices, target.is_tool()).await?;
+    let images = inputs::check(state, account, &plan, slices, target.is_tool()).await?;
     if let Some(webhook) = &request.webhook {
         webhook.check(&state.config.inputs).await?;
     }
@@ -227,7 +227,7 @@ pub async fn submit(
     for node in &mut plan.nodes {
         inputs::settle(&mut node.params, slices, &stored);
     }
-    inputs::settle(&mut request.input, slices, &stored);
+    inputs::settle_input(&mut request.input, slices, &stored);
     for warning in &plan.warnings {
         tracing::warn!(account = %account.name, target = %request.target, "{warning}");
     }

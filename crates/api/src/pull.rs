@@ -303,7 +303,7 @@ async fn stops(State(state): State<AppState>, _worker: Worker, Query(query): Que
     answer(Stops { stops: now })
 }
 
-/// A file of a held task: an output of its run, or a stored input of its account.
+/// A file of a held task: an output of its run, or a stored input or upload of its account.
 async fn get_blob(
     State(state): State<AppState>,
     worker: Worker,
@@ -312,7 +312,8 @@ async fn get_blob(
 ) -> Result<Response, Refused> {
     let task = worker.held(&state, query.task_id, query.epoch).await?.ok_or_else(fenced)?;
     let readable = key.starts_with(&atelier_core::keys::run_outputs(&task.run_id))
-        || key.starts_with(&atelier_core::keys::account_inputs(task.account_id));
+        || key.starts_with(&atelier_core::keys::account_inputs(task.account_id))
+        || key.starts_with(&atelier_core::keys::account_uploads(task.account_id));
     if !readable {
         return Err(Refused::Forbidden(format!("{key} is not a file of task {}", task.task_id)));
     }

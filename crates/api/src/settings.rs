@@ -2,6 +2,7 @@
 //! its configuration. Reads nothing else of the crate, so every module can read it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use atelier_core::engines::{BuiltinOnly, EngineDirectory};
 use atelier_core::tools::Prices;
@@ -34,6 +35,31 @@ pub struct ApiConfig {
     /// The longest `Prefer: wait` a run request may ask for (at most
     /// [`MAX_WAIT_SECS`]); 0 turns waiting off.
     pub max_wait_secs: u64,
+    /// Uploaded images (`POST /api/v3/uploads`).
+    pub uploads: UploadPolicy,
+}
+
+/// How uploads are checked and kept. Their bytes are held to the input policy's
+/// `max_bytes`, like any image input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UploadPolicy {
+    /// How long an upload may be named by runs after it was (last) uploaded.
+    pub keep: Duration,
+    /// Most pixels (`width * height`), read from the image's header.
+    pub max_pixels: u64,
+    /// Most pixels a side.
+    pub max_side: u32,
+}
+
+impl UploadPolicy {
+    /// Default [`UploadPolicy::keep`]: 24 hours.
+    pub const DEFAULT_KEEP: Duration = Duration::from_secs(24 * 3600);
+}
+
+impl Default for UploadPolicy {
+    fn default() -> Self {
+        Self { keep: Self::DEFAULT_KEEP, max_pixels: 40_000_000, max_side: 8192 }
+    }
 }
 
 /// The engines as the API sees them (`atelier_core::engines`).
@@ -64,6 +90,7 @@ impl Default for ApiConfig {
             console: ConsoleConfig::default(),
             max_wait_secs: MAX_WAIT_SECS,
             metrics: None,
+            uploads: UploadPolicy::default(),
         }
     }
 }

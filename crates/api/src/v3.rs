@@ -35,6 +35,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/api/v3/workflows/validate", post(validate_workflow))
         .route("/api/v3/tools", get(tools))
         .route("/api/v3/estimate", post(estimate))
+        .merge(crate::uploads::routes())
 }
 
 async fn run(

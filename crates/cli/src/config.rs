@@ -179,6 +179,8 @@ pub struct Inputs {
     pub max_frames: u32,
     /// Most pixels over all the frames of an animated input.
     pub max_total_pixels: u64,
+    /// How long an upload may be named by runs after its last upload, in hours.
+    pub upload_keep_hours: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -362,6 +364,7 @@ impl Default for Inputs {
             max_side: 8192,
             max_frames: 100,
             max_total_pixels: 400_000_000,
+            upload_keep_hours: 24,
         }
     }
 }
@@ -506,6 +509,9 @@ impl Config {
             return Err(
                 "outputs.retention_hours must be at least 1 (ATELIER__OUTPUTS__RETENTION_HOURS)".into()
             );
+        }
+        if !(1..=24 * 365).contains(&self.inputs.upload_keep_hours) {
+            return Err("inputs.upload_keep_hours must be from 1 to 8760 (a year) (ATELIER__INPUTS__UPLOAD_KEEP_HOURS)".into());
         }
         self.prices()?;
         self.routing().validate()?;
@@ -710,6 +716,20 @@ mod tests {
             ["worker.tool_slots", "\"vidoe\"", "background_removal", "ATELIER__WORKER__TOOL_SLOTS__VIDOE"]
         {
             assert!(err.contains(part), "{part} missing from: {err}");
+        }
+    }
+
+    #[test]
+    fn uploads_are_kept_from_an_hour_to_a_year() {
+        let mut config = Config::default();
+        for hours in [1, 24, 8760] {
+            config.inputs.upload_keep_hours = hours;
+            config.validate().unwrap();
+        }
+        for hours in [0, 8761] {
+            config.inputs.upload_keep_hours = hours;
+            let err = config.validate().unwrap_err();
+            assert!(err.contains("ATELIER__INPUTS__UPLOAD_KEEP_HOURS"), "{err}");
         }
     }
 }

@@ -240,6 +240,11 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         console: config.console.settings(media_origins(&config)),
         max_wait_secs: config.server.max_wait_secs.min(atelier_api::settings::MAX_WAIT_SECS),
         metrics: metrics.clone().filter(|_| config.metrics.listen.is_none()),
+        uploads: atelier_api::UploadPolicy {
+            keep: Duration::from_secs(config.inputs.upload_keep_hours.saturating_mul(3600)),
+            max_pixels: config.inputs.max_pixels,
+            max_side: config.inputs.max_side,
+        },
     };
     let engine_directory = api_config.engines.clone();
     let state = AppState::new(store.clone(), blob.clone(), api_config);

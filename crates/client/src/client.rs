@@ -14,8 +14,8 @@ use url::Url;
 use crate::error::Error;
 use crate::models::{
     Deleted, Estimate, Priority, RunHandle, RunKind, RunList, RunState, RunStatus, TokenBalance, Tool,
-    V2Status, WebhookDelivery, WebhookDeliveryList, WebhookEventKind, WebhookSecret, WorkflowDefinition,
-    WorkflowDescription, WorkflowSummary, WorkflowValidation,
+    Upload, V2Status, WebhookDelivery, WebhookDeliveryList, WebhookEventKind, WebhookSecret,
+    WorkflowDefinition, WorkflowDescription, WorkflowSummary, WorkflowValidation,
 };
 
 /// The timeout of each call unless the builder says otherwise.
@@ -516,6 +516,31 @@ impl Client {
         let mut status: V2Status = decode(value.clone(), "the v2 status")?;
         status.raw = value;
         Ok(status)
+    }
+
+    // --- uploads --------------------------------------------------------------------------
+
+    /// `POST /api/v3/uploads`: sends an image once by its bytes; its [`Upload::input`]
+    /// (`upload:<id>`) names it in the image inputs of runs until
+    /// [`Upload::expires_at`]. The same bytes again are the same upload, kept longer.
+    pub async fn upload(&self, image: bytes::Bytes) -> Result<Upload, Error> {
+        let request = self
+            .request(Method::POST, self.url(&["api", "v3", "uploads"]), Duration::ZERO)
+            .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+            .body(image);
+        decode(self.call(request, "the upload").await?.1, "the upload")
+    }
+
+    /// [`Client::upload`] of the file at `path`.
+    pub async fn upload_file(&self, path: &Path) -> Result<Upload, Error> {
+        let bytes =
+            tokio::fs::read(path).await.map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        self.upload(bytes.into()).await
+    }
+
+    /// `GET /api/v3/uploads/{id}`: an upload of this account, while runs may name it.
+    pub async fn get_upload(&self, id: &str) -> Result<Upload, Error> {
+        self.get(&["api", "v3", "uploads", id], "the upload").await
     }
 
     // --- outputs --------------------------------------------------------------------------

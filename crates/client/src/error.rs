@@ -74,6 +74,15 @@ pub enum Error {
         /// The server's message.
         message: String,
     },
+    /// 404: no upload of that id for this account (never uploaded by it, or its time is
+    /// over); in a run, `field` is the image input that names it.
+    #[error("UploadNotFound: {message}")]
+    UploadNotFound {
+        /// The server's message.
+        message: String,
+        /// In a run: the input that names the upload.
+        field: Option<String>,
+    },
     /// 413: the request body is over the server's limit.
     #[error("PayloadTooLarge: {message}")]
     PayloadTooLarge {
@@ -302,6 +311,7 @@ impl Error {
             ErrorName::UnknownTool => Self::UnknownTool { message },
             ErrorName::WorkflowNotFound => Self::WorkflowNotFound { message },
             ErrorName::RunNotFound => Self::RunNotFound { message },
+            ErrorName::UploadNotFound => Self::UploadNotFound { message, field },
             ErrorName::PayloadTooLarge => Self::PayloadTooLarge { message },
             ErrorName::InvalidInput => Self::InvalidInput {
                 message,
@@ -348,6 +358,7 @@ impl Error {
             Self::UnknownTool { .. } => ErrorName::UnknownTool,
             Self::WorkflowNotFound { .. } => ErrorName::WorkflowNotFound,
             Self::RunNotFound { .. } => ErrorName::RunNotFound,
+            Self::UploadNotFound { .. } => ErrorName::UploadNotFound,
             Self::PayloadTooLarge { .. } => ErrorName::PayloadTooLarge,
             Self::InvalidInput { .. } => ErrorName::InvalidInput,
             Self::InvalidImage { .. } => ErrorName::InvalidImage,
@@ -387,6 +398,7 @@ impl Error {
             | Self::UnknownTool { message }
             | Self::WorkflowNotFound { message }
             | Self::RunNotFound { message }
+            | Self::UploadNotFound { message, .. }
             | Self::PayloadTooLarge { message }
             | Self::InvalidInput { message, .. }
             | Self::InvalidImage { message, .. }
@@ -427,6 +439,7 @@ impl Error {
             Self::UnknownTool { .. }
             | Self::WorkflowNotFound { .. }
             | Self::RunNotFound { .. }
+            | Self::UploadNotFound { .. }
             | Self::KeyNotFound { .. }
             | Self::FileNotFound { .. } => 404,
             Self::ReadOnlyTemplate { .. } | Self::IdempotencyConflict { .. } | Self::Conflict { .. } => 409,

@@ -72,6 +72,10 @@ operations! {
         query [] headers [] request None, response Some("ToolList");
     "POST" "/api/v3/estimate" => [estimate, estimate_workflow]
         query [] headers [] request Some("RunRequest"), response Some("Estimate");
+    "POST" "/api/v3/uploads" => [upload, upload_file]
+        query [] headers [] request None, response Some("Upload");
+    "GET" "/api/v3/uploads/{id}" => [get_upload]
+        query [] headers [] request None, response Some("Upload");
     "GET" "/api/v3/webhooks/secret" => [webhook_secret]
         query [] headers [] request None, response Some("WebhookSecret");
     "POST" "/api/v3/webhooks/secret/rotate" => [rotate_webhook_secret]

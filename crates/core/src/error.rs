@@ -17,6 +17,7 @@ string_enum! {
         UnknownTool,
         WorkflowNotFound,
         RunNotFound,
+        UploadNotFound,
         PayloadTooLarge,
         InvalidInput,
         InvalidImage,

@@ -1,6 +1,7 @@
-//! Where things are kept in object storage: the one place that spells an object key. Two
-//! kinds of object: the outputs of runs (`outputs/{run}/{node}/{index}.{ext}`) and the inline
-//! images of runs (`inputs/{account}/{id}-{digest}`). Object storage validates keys
+//! Where things are kept in object storage: the one place that spells an object key. Three
+//! kinds of object: the outputs of runs (`outputs/{run}/{node}/{index}.{ext}`), the inline
+//! images of runs (`inputs/{account}/{id}-{digest}`) and uploaded images
+//! (`uploads/{account}/{id}-{digest}`). Object storage validates keys
 //! (`atelier_blob::validate_key`); this only says where each thing goes.
 
 /// The key of a generated output: `outputs/{run}/{node}/{index}.{ext}`.
@@ -33,6 +34,22 @@ pub fn account_inputs(account_id: i64) -> String {
     format!("inputs/{account_id}/")
 }
 
+/// The key of an uploaded image: `uploads/{account}/{id}-{digest}`.
+pub fn upload(account_id: i64, id: i64, digest: &str) -> String {
+    format!("{}{id}-{digest}", account_uploads(account_id))
+}
+
+/// The prefix of every uploaded image of one account: `uploads/{account}/`.
+pub fn account_uploads(account_id: i64) -> String {
+    format!("uploads/{account_id}/")
+}
+
+/// Whether `key` is an uploaded image's (its object holds the image's bytes; an inline
+/// image's holds the value as sent).
+pub fn is_upload(key: &str) -> bool {
+    key.starts_with("uploads/")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,5 +64,8 @@ mod tests {
         assert_eq!(run_of_output("outputs/"), None);
         assert_eq!(input(7, 42, "ab"), "inputs/7/42-ab");
         assert!(input(7, 42, "ab").starts_with(&account_inputs(7)));
+        assert_eq!(upload(7, 42, "ab"), "uploads/7/42-ab");
+        assert!(upload(7, 42, "ab").starts_with(&account_uploads(7)));
+        assert!(is_upload(&upload(7, 42, "ab")) && !is_upload(&input(7, 42, "ab")));
     }
 }

@@ -128,7 +128,7 @@ pub use feed::{ChangeFeed, RunWatch};
 pub use idempotency::{
     IdempotencyClaim, IdempotencyRecord, IdempotencyStart, IdempotentAnswer, StoredAnswer,
 };
-pub use input::StoredInput;
+pub use input::{InputKind, NewUpload, StoredInput};
 pub use postgres::{PgStore, RUNS_CHANNEL, STOPS_CHANNEL, TASKS_CHANNEL, WEBHOOKS_CHANNEL};
 pub use run::{NewRun, NodeRecord, RunQuery, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
 pub use sqlite::SqliteStore;

@@ -16,6 +16,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0011_queue_limits.sql"),
     include_str!("../migrations/sqlite/0012_worker_tokens.sql"),
     include_str!("../migrations/sqlite/0013_claim_by_lane.sql"),
+    include_str!("../migrations/sqlite/0014_uploads.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -32,4 +33,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0011_queue_limits.sql"),
     include_str!("../migrations/postgres/0012_worker_tokens.sql"),
     include_str!("../migrations/postgres/0013_claim_by_lane.sql"),
+    include_str!("../migrations/postgres/0014_uploads.sql"),
 ];

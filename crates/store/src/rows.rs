@@ -7,7 +7,7 @@ use crate::account::Account;
 use crate::account::{KeyHolder, KeyRecord, LedgerEntry, Session};
 use crate::error::{Result, StoreError};
 use crate::idempotency::{IdempotencyRecord, StoredAnswer};
-use crate::input::StoredInput;
+use crate::input::{InputKind, StoredInput};
 use crate::run::NodeState;
 use crate::run::{NodeRecord, RunRecord, RunSummary};
 use crate::sql::{json_col, parse_text, FromRow, RowRead};
@@ -360,9 +360,17 @@ impl FromRow for StoredInput {
         Ok(StoredInput {
             id: row.int("id")?,
             account_id: row.int("account_id")?,
+            kind: match row.text("kind")? {
+                "upload" => InputKind::Upload,
+                _ => InputKind::Inline,
+            },
             digest: row.text("digest")?.to_owned(),
             ext: row.text("ext")?.to_owned(),
+            size: row.int("size")?,
+            width: row.opt_int("width")?,
+            height: row.opt_int("height")?,
             created_at: row.int("created_at")?,
+            keep_until: row.int("keep_until")?,
             created: false,
         })
     }

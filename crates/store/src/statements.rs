@@ -480,28 +480,58 @@ pub(crate) const LIST_WORKFLOWS: &str = "SELECT id, account_id, name, definition
         OR (account_id IS NULL AND NOT EXISTS
             (SELECT 1 FROM workflows o WHERE o.account_id = $1 AND o.name = w.name))";
 
-// Inline images of runs.
+// Images kept for runs: inline images and uploads.
+
+/// The columns of a `StoredInput`.
+const INPUT_COLUMNS: &str = "id, account_id, kind, digest, ext, size, width, height, created_at, keep_until";
 
 /// `$1` account, `$2` digest, `$3` extension, `$4` size, `$5` now: the input's row, created
 /// or marked used.
-pub(crate) const REGISTER_INPUT: &str =
+pub(crate) static REGISTER_INPUT: Sql = sql!(
     "INSERT INTO inputs (account_id, digest, ext, size, created_at, last_used) VALUES ($1, $2, $3, $4, $5, $5)
      ON CONFLICT (account_id, digest) DO UPDATE SET last_used = excluded.last_used
-     RETURNING id, account_id, digest, ext, created_at";
+     RETURNING {INPUT_COLUMNS}"
+);
+/// `$1` account, `$2` digest, `$3` extension, `$4` size, `$5` width, `$6` height, `$7` keep
+/// until, `$8` now: the upload's row, created or marked used, kept until the later of its
+/// times.
+pub(crate) static REGISTER_UPLOAD: Sql = sql!(
+    "INSERT INTO inputs (account_id, kind, digest, ext, size, width, height, keep_until, created_at, last_used)
+     VALUES ($1, 'upload', $2, $3, $4, $5, $6, $7, $8, $8)
+     ON CONFLICT (account_id, digest) DO UPDATE SET last_used = excluded.last_used,
+         keep_until = CASE WHEN excluded.keep_until > inputs.keep_until
+                           THEN excluded.keep_until ELSE inputs.keep_until END
+     RETURNING {INPUT_COLUMNS}"
+);
+/// `$1` account, `$2` digest, `$3` now: the account's upload of that digest still within
+/// its time.
+pub(crate) static FIND_UPLOAD: Sql = sql!(
+    "SELECT {INPUT_COLUMNS} FROM inputs
+     WHERE account_id = $1 AND digest = $2 AND kind = 'upload' AND keep_until > $3"
+);
+/// [`FIND_UPLOAD`], marking the upload used now (the sweeper leaves it for a while, so a run
+/// accepted meanwhile finds its file).
+pub(crate) static USE_UPLOAD: Sql = sql!(
+    "UPDATE inputs SET last_used = $3
+     WHERE account_id = $1 AND digest = $2 AND kind = 'upload' AND keep_until > $3
+     RETURNING {INPUT_COLUMNS}"
+);
 /// `$1` run, `$2` input.
 pub(crate) const INSERT_RUN_INPUT: &str = "INSERT INTO run_inputs (run_id, input_id) VALUES ($1, $2)";
 /// No run that is not swept yet uses input `i`.
 const INPUT_UNUSED: &str = "NOT EXISTS (SELECT 1 FROM run_inputs ri JOIN runs r ON r.id = ri.run_id
                                     WHERE ri.input_id = i.id AND NOT r.swept)";
-/// Inputs unused since `$1` that no unswept run uses, up to `$2`, longest unused first.
+/// Inputs unused since `$1` (uploads: and past their time by then) that no unswept run uses,
+/// up to `$2`, longest unused first.
 pub(crate) static UNUSED_INPUTS: Sql = sql!(
-    "SELECT id, account_id, digest, ext, created_at FROM inputs i
-     WHERE last_used < $1 AND {INPUT_UNUSED} ORDER BY last_used LIMIT $2"
+    "SELECT {INPUT_COLUMNS} FROM inputs i
+     WHERE last_used < $1 AND keep_until < $1 AND {INPUT_UNUSED} ORDER BY last_used LIMIT $2"
 );
 /// Input `$1`, if it is still unused since `$2`. On PostgreSQL a registration that marked it
 /// used meanwhile holds its row; the delete waits for it, then finds `last_used` moved on.
-pub(crate) static DELETE_UNUSED_INPUT: Sql =
-    sql!("DELETE FROM inputs AS i WHERE i.id = $1 AND i.last_used < $2 AND {INPUT_UNUSED}");
+pub(crate) static DELETE_UNUSED_INPUT: Sql = sql!(
+    "DELETE FROM inputs AS i WHERE i.id = $1 AND i.last_used < $2 AND i.keep_until < $2 AND {INPUT_UNUSED}"
+);
 
 // Webhooks.
 

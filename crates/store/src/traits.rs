@@ -23,7 +23,7 @@ use crate::config::StoreConfig;
 use crate::error::Result;
 use crate::feed::ChangeFeed;
 use crate::idempotency::{IdempotencyClaim, IdempotencyRecord, IdempotencyStart};
-use crate::input::StoredInput;
+use crate::input::{NewUpload, StoredInput};
 use crate::run::{NewRun, RunQuery, RunRecord, RunSummary};
 use crate::task::{ClaimedTask, NextClaim, Outcome};
 use crate::webhook::{AttemptEnd, Delivery, DeliveryAttempt, DeliveryRecord, WebhookSecret};
@@ -329,7 +329,7 @@ pub trait IdempotencyKeys: Send + Sync {
     async fn set_idempotency_expiry(&self, account_id: i64, key: &str, expires_at: Micros) -> Result<()>;
 }
 
-/// Inline images of runs, kept in the object store (see [`StoredInput`]).
+/// Images kept for runs in the object store: inline images and uploads (see [`StoredInput`]).
 #[async_trait]
 pub trait InputFiles: Send + Sync {
     /// Registers an image of `account_id` whose SHA-256 is `digest` (hex): its row, created
@@ -342,8 +342,17 @@ pub trait InputFiles: Send + Sync {
         ext: &str,
         size: i64,
     ) -> Result<StoredInput>;
-    /// Inputs unused since `before` that no unswept run uses (the sweeper deletes them), up to
-    /// `limit`.
+    /// Registers an uploaded image: its row, created when new (`StoredInput::created`: its
+    /// file is to be written), marked used now and kept until the later of its time and
+    /// `upload.keep_until`.
+    async fn register_upload(&self, upload: &NewUpload<'_>) -> Result<StoredInput>;
+    /// The account's upload whose SHA-256 is `digest`, while it is within its time.
+    async fn find_upload(&self, account_id: i64, digest: &str) -> Result<Option<StoredInput>>;
+    /// [`InputFiles::find_upload`], marking it used now: a run accepted with it names it in
+    /// [`NewRun::inputs`] before the sweeper may take it.
+    async fn use_upload(&self, account_id: i64, digest: &str) -> Result<Option<StoredInput>>;
+    /// Inputs unused since `before` (uploads: and past their time by then) that no unswept run
+    /// uses (the sweeper deletes them), up to `limit`.
     async fn unused_inputs(&self, before: Micros, limit: i64) -> Result<Vec<StoredInput>>;
     /// Deletes an input's row when it is still unused since `before` and no unswept run
     /// uses it; whether it did (then its file may be deleted: a registration from now on

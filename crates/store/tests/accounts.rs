@@ -210,7 +210,9 @@ async fn postgres_stores_starting_together_migrate_once() {
             .fetch_all(&mut admin)
             .await
             .unwrap();
-    assert_eq!(versions, (1..=13).collect::<Vec<i32>>());
+    // Every migration file, once (tests run in the crate's directory).
+    let files = std::fs::read_dir("migrations/postgres").unwrap().count() as i32;
+    assert_eq!(versions, (1..=files).collect::<Vec<i32>>());
     assert_eq!(a.migrate().await.unwrap(), 0);
 
     // A URL can select the schema too.

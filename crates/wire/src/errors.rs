@@ -18,7 +18,8 @@ pub struct ErrorBody {
     /// MissingInputs: the absent keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<Vec<String>>,
-    /// InvalidInput and InvalidImage: the value at fault.
+    /// InvalidInput and InvalidImage: the value at fault; UploadNotFound in a run: the image
+    /// input that names the upload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
     /// InvalidInput and InvalidImage: why.

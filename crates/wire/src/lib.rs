@@ -21,7 +21,7 @@
 //!
 //! Which shapes are here: runs (request, handle, status, node result, events, run list),
 //! the v2 statuses, errors, tools, workflows (document, description, list, validation,
-//! estimate), webhooks (secret, deliveries, node events) and the console's own (session,
+//! estimate), uploads, webhooks (secret, deliveries, node events) and the console's own (session,
 //! keys, ledger, usage, run detail); and, outside the public interface and its document, the
 //! pull workers' protocol ([`worker`]) and the operators' probes ([`probes`]).
 //!
@@ -48,6 +48,7 @@ pub mod runs;
 pub mod schema;
 pub mod tools;
 pub mod typescript;
+pub mod uploads;
 pub mod v2;
 pub mod webhooks;
 pub mod worker;
@@ -59,6 +60,7 @@ pub use runs::{
     RunRequest, RunState, RunStatus, RunSummary, WaitingFor, WebhookEventKind,
 };
 pub use tools::{EngineKind, Fidelity, OutputKind, ParamKind, Tool, ToolParam};
+pub use uploads::{Upload, UPLOAD_PREFIX};
 pub use v2::{TokenBalance, V2Output, V2State, V2Status};
 pub use webhooks::{
     DeliveryState, NodeEventType, WebhookAttempt, WebhookDelivery, WebhookDeliveryList, WebhookNodeEvent,

@@ -14,6 +14,7 @@ use crate::console;
 use crate::errors::{ErrorBody, ErrorResponse};
 use crate::runs::{NodeEvent, RunHandle, RunList, RunRequest, RunStatus};
 use crate::tools::Tool;
+use crate::uploads::Upload;
 use crate::v2::{TokenBalance, V2Status};
 use crate::webhooks::{WebhookDeliveryList, WebhookNodeEvent, WebhookSecret};
 use crate::workflows::{
@@ -171,6 +172,7 @@ const ROOTS: &[Add] = &[
     add::<WorkflowValidation>,
     add::<Deleted>,
     add::<Estimate>,
+    add::<Upload>,
     add::<WebhookSecret>,
     add::<WebhookDeliveryList>,
     add::<WebhookNodeEvent>,

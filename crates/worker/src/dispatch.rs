@@ -12,6 +12,7 @@ use atelier_core::{tools, NodeError, NodeErrorName};
 use atelier_inputs::InputError;
 use atelier_store::{ClaimedTask, NodeRecord, Outcome};
 use atelier_tools::{Artifact, Context, Execution, Progress, ToolError};
+use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -569,7 +570,7 @@ async fn publish(
 
 /// The node with every stored-input reference in its parameters replaced by the value as it
 /// was sent (`atelier_api`'s inline images): the node runs on, and derives its seed from,
-/// its parameters as sent.
+/// its parameters as sent. An upload's reference is replaced by its bytes in base64.
 async fn with_stored_inputs<'a>(
     workers: &Workers,
     task: &'a ClaimedTask,
@@ -584,6 +585,11 @@ async fn with_stored_inputs<'a>(
         let Value::String(text) = value else { continue };
         let Some(key) = stored_input_key(text) else { continue };
         let bytes = workers.queue.get_blob(task, key).await?;
+        // An upload is kept as its bytes: the node reads it as base64, as if sent inline.
+        if atelier_core::keys::is_upload(key) {
+            *value = Value::String(base64::engine::general_purpose::STANDARD.encode(&bytes));
+            continue;
+        }
         let sent = String::from_utf8(bytes.to_vec()).map_err(|_| {
             Failure::new(
                 NodeErrorName::ToolFailed,

@@ -18,12 +18,12 @@ export type EngineKind = "builtin" | "comfyui" | "cog" | "onnx";
 /** The error object of an error answer: a stable machine name, a message, and the fields that name's errors carry. */
 export interface Error {
   /** The stable machine name (`InsufficientTokens`, `RunNotFound`, …). */
-  name: "InvalidRequest" | "MissingInputs" | "Unauthorized" | "InsufficientTokens" | "UnknownTool" | "WorkflowNotFound" | "RunNotFound" | "PayloadTooLarge" | "InvalidInput" | "InvalidImage" | "ReadOnlyTemplate" | "IdempotencyConflict" | "IdempotencyKeyReused" | "RateLimited" | "ConcurrencyLimited" | "QueueFull" | "FileNotFound" | "OutputExpired" | "SessionRequired" | "Forbidden" | "KeyNotFound" | "Conflict" | "InternalError";
+  name: "InvalidRequest" | "MissingInputs" | "Unauthorized" | "InsufficientTokens" | "UnknownTool" | "WorkflowNotFound" | "RunNotFound" | "UploadNotFound" | "PayloadTooLarge" | "InvalidInput" | "InvalidImage" | "ReadOnlyTemplate" | "IdempotencyConflict" | "IdempotencyKeyReused" | "RateLimited" | "ConcurrencyLimited" | "QueueFull" | "FileNotFound" | "OutputExpired" | "SessionRequired" | "Forbidden" | "KeyNotFound" | "Conflict" | "InternalError";
   /** What went wrong, in words. */
   message: string;
   /** MissingInputs: the absent keys. */
   missing?: string[];
-  /** InvalidInput and InvalidImage: the value at fault. */
+  /** InvalidInput and InvalidImage: the value at fault; UploadNotFound in a run: the image input that names the upload. */
   field?: string;
   /** InvalidInput and InvalidImage: why. */
   reason?: string;
@@ -386,6 +386,26 @@ export interface ToolParam {
   min?: number;
   /** A number's greatest value. */
   max?: number;
+}
+
+/** An uploaded image. */
+export interface Upload {
+  /** The upload's id: the SHA-256 of its bytes, hex. The same bytes uploaded again by the same account get the same id (and are stored once). */
+  id: string;
+  /** The value to give an image input of a run (a tool's or a workflow's): `upload:<id>`. */
+  input: string;
+  /** The image's format: `png`, `jpg`, `webp` or `gif`. */
+  format: string;
+  /** Its size in bytes. */
+  size: number;
+  /** Its width in pixels. */
+  width: number;
+  /** Its height in pixels. */
+  height: number;
+  /** When these bytes were first uploaded (while they were kept). */
+  created_at: string;
+  /** Until when runs may name it; uploading the same bytes again extends it. */
+  expires_at: string;
 }
 
 /** Tokens charged and nodes run per UTC day, every day of the window listed. */

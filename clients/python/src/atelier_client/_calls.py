@@ -28,6 +28,7 @@ from .models import (
     StatusEvent,
     TokenBalance,
     Tool,
+    Upload,
     V2Status,
     WebhookDelivery,
     WebhookDeliveryList,
@@ -71,6 +72,8 @@ class Call(Generic[T]):
     path: str
     parse: Callable[[httpx.Response], T]
     json: Any = None
+    #: A body of bytes instead of JSON.
+    content: Optional[bytes] = None
     params: Optional[Dict[str, Any]] = None
     headers: Dict[str, str] = field(default_factory=dict)
     #: Seconds added to the client's timeout (``Prefer: wait`` requests).
@@ -223,6 +226,22 @@ def estimate(kind: str, target: str, input: Mapping[str, Any]) -> Call[Estimate]
         lambda r: Estimate.from_raw(_obj(r)),
         json={"type": kind, "target": target, "input": dict(input)},
     )
+
+
+def upload(image: bytes) -> Call[Upload]:
+    """``POST /api/v3/uploads``: the image's bytes as the body."""
+    return Call(
+        "POST",
+        "/api/v3/uploads",
+        lambda r: Upload.from_raw(_obj(r)),
+        content=bytes(image),
+        headers={"Content-Type": "application/octet-stream"},
+    )
+
+
+def get_upload(upload_id: str) -> Call[Upload]:
+    """``GET /api/v3/uploads/{id}``."""
+    return Call("GET", f"/api/v3/uploads/{seg(upload_id)}", lambda r: Upload.from_raw(_obj(r)))
 
 
 def status(run_id: str) -> Call[RunStatus]:

@@ -8,7 +8,9 @@ Change this file, then run ``python3 unasync.py``.
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 from typing import Any, AsyncGenerator, AsyncIterator, Dict, Generic, Iterable, List, Mapping, Optional, TypeVar, Union
 
 import anyio
@@ -28,6 +30,7 @@ from .models import (
     RunSummary,
     StatusEvent,
     Tool,
+    Upload,
     V2Status,
     WebhookDelivery,
     WebhookSecret,
@@ -234,6 +237,7 @@ class AsyncClient:
             call.method,
             self.base_url + call.path,
             json=call.json,
+            content=call.content,
             params=call.params,
             headers=self._headers(call.headers),
             timeout=self._timeout(call.extra_timeout),
@@ -486,6 +490,19 @@ class AsyncClient:
         """``POST /api/v3/workflows/validate``: every problem of a document (saves nothing);
         ``name`` is the name it would be saved under."""
         return await self._call(calls.validate_workflow(definition, name))
+
+    # --- uploads -----------------------------------------------------------------------
+
+    async def upload(self, image: Union[bytes, str, "os.PathLike[str]"]) -> Upload:
+        """``POST /api/v3/uploads``: sends an image once, by its bytes (or the file at a
+        path). Give ``upload.input`` (``upload:<id>``) to an image input until
+        ``upload.expires_at``; the same bytes again are the same upload, kept longer."""
+        data = image if isinstance(image, (bytes, bytearray)) else Path(image).read_bytes()
+        return await self._call(calls.upload(bytes(data)))
+
+    async def get_upload(self, upload_id: str) -> Upload:
+        """``GET /api/v3/uploads/{id}``: an upload of this account, while runs may name it."""
+        return await self._call(calls.get_upload(upload_id))
 
     # --- v2 ----------------------------------------------------------------------------
 

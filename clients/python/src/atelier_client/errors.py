@@ -22,6 +22,7 @@ __all__ = [
     "UnknownTool",
     "WorkflowNotFound",
     "RunNotFound",
+    "UploadNotFound",
     "PayloadTooLarge",
     "InvalidInput",
     "InvalidImage",
@@ -173,6 +174,13 @@ class RunNotFound(AtelierError):
     error_name = "RunNotFound"
 
 
+class UploadNotFound(AtelierError):
+    """404: no upload of that id for this account (never uploaded by it, or its time is
+    over); in a run, ``.field`` is the image input that names it."""
+
+    error_name = "UploadNotFound"
+
+
 class PayloadTooLarge(AtelierError):
     """413: the request body is over the server's limit."""
 
@@ -281,6 +289,7 @@ ERROR_CLASSES: Dict[str, Type[AtelierError]] = {
         UnknownTool,
         WorkflowNotFound,
         RunNotFound,
+        UploadNotFound,
         PayloadTooLarge,
         InvalidInput,
         InvalidImage,

@@ -596,6 +596,38 @@ class Estimate:
 
 
 @dataclass
+class Upload:
+    """``POST /api/v3/uploads``: an image sent once by its bytes. Give ``input``
+    (``upload:<id>``) to an image input of a run (a tool's or a workflow's) until ``expires_at``."""
+
+    #: The SHA-256 of the bytes, hex: the same bytes are the same upload.
+    id: str
+    input: str
+    #: ``png``, ``jpg``, ``webp`` or ``gif``.
+    format: str
+    size: int
+    width: int
+    height: int
+    created_at: str
+    expires_at: str
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "Upload":
+        return cls(
+            id=str(raw.get("id", "")),
+            input=str(raw.get("input", "")),
+            format=str(raw.get("format", "")),
+            size=int(raw.get("size", 0)),
+            width=int(raw.get("width", 0)),
+            height=int(raw.get("height", 0)),
+            created_at=str(raw.get("created_at", "")),
+            expires_at=str(raw.get("expires_at", "")),
+            raw=dict(raw),
+        )
+
+
+@dataclass
 class RunSummary:
     """An item of ``GET /api/v3/runs``."""
 

@@ -201,6 +201,41 @@ async fn refusals_are_typed_errors_with_their_fields() {
     assert!(matches!(e, Error::Unauthorized { .. }), "{e:?}");
     let e = Client::new("ftp://example.com", "k").unwrap_err();
     assert!(matches!(e, Error::Config(_)), "{e:?}");
+    match client.upload(Bytes::from_static(b"not an image")).await {
+        Err(Error::InvalidImage { field, .. }) => assert_eq!(field, "file"),
+        other => panic!("{other:?}"),
+    }
+    let e = client.get_upload(&"0".repeat(64)).await.unwrap_err();
+    assert!(matches!(e, Error::UploadNotFound { field: None, .. }), "{e:?}");
+    match client
+        .run("upscale", json!({"image": format!("upload:{}", "0".repeat(64))}), RunOptions::default())
+        .await
+    {
+        Err(e @ Error::UploadNotFound { .. }) => {
+            assert_eq!((e.name(), e.status()), (Some("UploadNotFound"), Some(404)));
+            assert!(matches!(&e, Error::UploadNotFound { field: Some(f), .. } if f == "image"), "{e:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_uploaded_file_is_named_in_a_run() {
+    let app = TestApp::start().await;
+    let client = client(&app);
+    let path = app.dir.path().join("garment.png");
+    std::fs::write(&path, png_bytes(96, 64)).unwrap();
+    let upload = client.upload_file(&path).await.unwrap();
+    assert_eq!((upload.width, upload.height, upload.format.as_str()), (96, 64, "png"));
+    assert_eq!(client.get_upload(&upload.id).await.unwrap(), upload);
+    let handle = client
+        .run("upscale", json!({"image": upload.input, "scale": 2}), RunOptions::default())
+        .await
+        .unwrap();
+    let status = client.wait(&handle.id, WaitOptions::default()).await.unwrap();
+    assert_eq!(status.overall_status, RunState::Succeeded, "{:?}", status.raw);
+    let e = client.upload_file(&app.dir.path().join("missing.png")).await.unwrap_err();
+    assert!(matches!(e, Error::Io { .. }), "{e:?}");
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ mod metrics;
 mod pull;
 mod security;
 mod tools;
+mod uploads;
 mod v2;
 mod webhooks;
 mod workflows;

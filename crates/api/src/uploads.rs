@@ -1,0 +1,204 @@
+//! `/api/v3/uploads` (an extension): an image sent once, by its bytes, and named wherever an
+//! image input is accepted (tool and workflow runs, v3 and v2) as `upload:<id>`.
+//!
+//! An upload is checked as an image input is (its format by its magic bytes, its size in
+//! bytes against the input policy, its width and height from its header, so that a
+//! decompression bomb is refused before anything decodes it), then kept under its account
+//! and its SHA-256: the same bytes uploaded again are stored once and get the same id. It may
+//! be named for [`UploadPolicy::keep`](crate::UploadPolicy::keep) from its last upload; a run
+//! that names it keeps it for the run's life. [`resolve`] finds it for a run; another
+//! account's id reads as an unknown one (404 `UploadNotFound`).
+
+use std::io::Cursor;
+
+use atelier_core::media::{self, InputFormat};
+use atelier_core::time::{format_time, micros, now_micros};
+use atelier_store::{Account, NewUpload, StoredInput};
+use atelier_wire as wire;
+use axum::extract::{FromRequest, Multipart, Path, Request, State};
+use axum::http::{header, StatusCode};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+use crate::extract::{body_bytes, Caller};
+use crate::state::AppState;
+use atelier_core::RequestError;
+
+/// The part of a `multipart/form-data` upload that holds the image.
+pub const FILE_PART: &str = "file";
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new().route("/api/v3/uploads", post(create)).route("/api/v3/uploads/{id}", get(show))
+}
+
+/// `POST /api/v3/uploads`: the image is the body (any content type but multipart), or the
+/// part named `file` of a `multipart/form-data` body.
+async fn create(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    request: Request,
+) -> Result<Json<wire::Upload>, ApiError> {
+    let bytes = image_of(&state, request).await?;
+    Ok(Json(accept(&state, &account, bytes).await?))
+}
+
+/// `GET /api/v3/uploads/{id}`: an upload of the caller's account, while it may be named.
+async fn show(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<wire::Upload>, ApiError> {
+    let not_found = || ApiError::UploadNotFound { id: id.clone(), field: None };
+    if !is_upload_id(&id) {
+        return Err(not_found());
+    }
+    let upload = state.store.find_upload(account.id, &id).await?.ok_or_else(not_found)?;
+    Ok(Json(render(&upload)))
+}
+
+/// The image bytes of an upload request.
+async fn image_of(state: &AppState, request: Request) -> Result<Bytes, ApiError> {
+    let multipart = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("multipart/form-data"));
+    if !multipart {
+        return body_bytes(request, state).await;
+    }
+    let too_large = || ApiError::PayloadTooLarge { limit: state.config.max_body_bytes };
+    let unreadable = |e: String| {
+        ApiError::from(RequestError::InvalidRequest(format!("could not read the multipart body: {e}")))
+    };
+    let mut form = Multipart::from_request(request, state).await.map_err(|e| unreadable(e.body_text()))?;
+    loop {
+        let field = form.next_field().await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large()
+            } else {
+                unreadable(e.body_text())
+            }
+        })?;
+        let Some(field) = field else {
+            return Err(RequestError::InvalidRequest(format!(
+                "a multipart upload sends its image in a part named '{FILE_PART}'"
+            ))
+            .into());
+        };
+        if field.name() == Some(FILE_PART) {
+            return field.bytes().await.map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large()
+                } else {
+                    unreadable(e.body_text())
+                }
+            });
+        }
+    }
+}
+
+/// Checks `bytes` as an image input and keeps them for `account`.
+async fn accept(state: &AppState, account: &Account, bytes: Bytes) -> Result<wire::Upload, ApiError> {
+    let (format, width, height) = check(state, &bytes)?;
+    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let keep_until = now_micros().saturating_add(micros(state.config.uploads.keep));
+    let upload = state
+        .store
+        .register_upload(&NewUpload {
+            account_id: account.id,
+            digest: &digest,
+            ext: format.extension(),
+            size: i64::try_from(bytes.len()).unwrap_or(i64::MAX),
+            width: i64::from(width),
+            height: i64::from(height),
+            keep_until,
+        })
+        .await?;
+    let key = upload.key();
+    // A row that existed may have lost its file (a write that failed after the row was
+    // created): write it again when it is not there.
+    if upload.created || !state.blob.exists(&key).await.map_err(storage)? {
+        state.blob.put(&key, bytes).await.map_err(storage)?;
+    }
+    metrics::counter!("atelier_uploads_total", "new" => if upload.created { "true" } else { "false" })
+        .increment(1);
+    Ok(render(&upload))
+}
+
+/// The format and size of an uploaded image, checked as the tools will read it.
+fn check(state: &AppState, bytes: &[u8]) -> Result<(InputFormat, u32, u32), ApiError> {
+    let invalid = |reason: String| ApiError::InvalidImage { field: FILE_PART.to_string(), reason };
+    let max_bytes = state.config.inputs.max_bytes;
+    if bytes.is_empty() {
+        return Err(invalid("the body is empty: send the image's bytes".into()));
+    }
+    if bytes.len() as u64 > max_bytes {
+        return Err(invalid(format!("the image is larger than {max_bytes} bytes")));
+    }
+    let format = media::sniff(bytes).ok_or_else(|| invalid("not a JPEG, PNG, WebP or GIF image".into()))?;
+    let (width, height) = image::ImageReader::with_format(Cursor::new(bytes), image_format(format))
+        .into_dimensions()
+        .map_err(|e| invalid(format!("the image's header cannot be read: {e}")))?;
+    let policy = &state.config.uploads;
+    let pixels = u64::from(width) * u64::from(height);
+    if width == 0 || height == 0 {
+        return Err(invalid(format!("the image is {width}x{height} pixels")));
+    }
+    if width > policy.max_side || height > policy.max_side || pixels > policy.max_pixels {
+        return Err(invalid(format!(
+            "the image is {width}x{height} pixels; at most {} pixels a side and {} pixels in all",
+            policy.max_side, policy.max_pixels
+        )));
+    }
+    Ok((format, width, height))
+}
+
+fn image_format(format: InputFormat) -> image::ImageFormat {
+    match format {
+        InputFormat::Png => image::ImageFormat::Png,
+        InputFormat::Jpeg => image::ImageFormat::Jpeg,
+        InputFormat::Webp => image::ImageFormat::WebP,
+        InputFormat::Gif => image::ImageFormat::Gif,
+    }
+}
+
+/// Whether `id` is shaped like an upload id (64 lowercase hex digits); anything else cannot
+/// exist.
+pub fn is_upload_id(id: &str) -> bool {
+    id.len() == 64 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The upload an image value `upload:<id>` of a run names, marked used (kept for the run).
+/// `field` is the input, for the error.
+pub async fn resolve(
+    state: &AppState,
+    account: &Account,
+    id: &str,
+    field: &str,
+) -> Result<StoredInput, ApiError> {
+    let not_found = || ApiError::UploadNotFound { id: id.to_string(), field: Some(field.to_string()) };
+    if !is_upload_id(id) {
+        return Err(not_found());
+    }
+    state.store.use_upload(account.id, id).await?.ok_or_else(not_found)
+}
+
+fn render(upload: &StoredInput) -> wire::Upload {
+    wire::Upload {
+        id: upload.digest.clone(),
+        input: wire::Upload::input_value(&upload.digest),
+        format: upload.ext.clone(),
+        size: upload.size,
+        width: upload.width.unwrap_or_default(),
+        height: upload.height.unwrap_or_default(),
+        created_at: format_time(upload.created_at),
+        expires_at: format_time(upload.keep_until),
+    }
+}
+
+fn storage(e: atelier_blob::BlobError) -> ApiError {
+    ApiError::Internal(format!("storing an upload: {e}"))
+}

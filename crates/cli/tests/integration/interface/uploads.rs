@@ -1,0 +1,295 @@
+//! Uploads (`/api/v3/uploads`): images sent once by their bytes, checked as inputs are,
+//! kept once per account and content, named in runs as `upload:<id>`, private to their
+//! account, and swept once past their time and unused.
+
+use super::common::{png_base64, png_bytes, TestApp};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// Posts `bytes` as the raw body of an upload.
+async fn upload_raw(app: &TestApp, key: Option<&str>, content_type: &str, bytes: Vec<u8>) -> (u16, Value) {
+    let mut request = app
+        .client
+        .post(format!("{}/api/v3/uploads", app.base))
+        .header("content-type", content_type)
+        .body(bytes);
+    if let Some(key) = key {
+        request = request.header("X-API-KEY", key);
+    }
+    answer(request.send().await.unwrap()).await
+}
+
+/// Posts `bytes` as the part named `part` of a multipart/form-data upload.
+async fn upload_multipart(app: &TestApp, part: &str, bytes: &[u8]) -> (u16, Value) {
+    let boundary = "atelier-test-boundary-7f3a";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\na field before the file\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"{part}\"; filename=\"garment.png\"\r\n\
+         Content-Type: image/png\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let request = app
+        .client
+        .post(format!("{}/api/v3/uploads", app.base))
+        .header("X-API-KEY", &app.key)
+        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+        .body(body);
+    answer(request.send().await.unwrap()).await
+}
+
+async fn answer(response: reqwest::Response) -> (u16, Value) {
+    let code = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (code, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn an_upload_is_kept_once_and_runs_on_its_bytes_as_inline_data_does() {
+    let app = TestApp::start().await;
+    let png = png_bytes(640, 480);
+    let (code, upload) = upload_raw(&app, Some(&app.key), "image/png", png.clone()).await;
+    assert_eq!(code, 200, "{upload}");
+    let id = sha256(&png);
+    assert_eq!(upload["id"], id.as_str(), "content-addressed");
+    assert_eq!(upload["input"], format!("upload:{id}").as_str());
+    assert_eq!(
+        (upload["format"].as_str(), upload["width"].as_i64(), upload["height"].as_i64()),
+        (Some("png"), Some(640), Some(480))
+    );
+    assert_eq!(upload["size"].as_u64(), Some(png.len() as u64));
+    let created =
+        chrono::NaiveDateTime::parse_from_str(upload["created_at"].as_str().unwrap(), "%Y-%m-%dT%H:%M:%S%.f")
+            .unwrap();
+    let expires =
+        chrono::NaiveDateTime::parse_from_str(upload["expires_at"].as_str().unwrap(), "%Y-%m-%dT%H:%M:%S%.f")
+            .unwrap();
+    let kept = (expires - created).num_seconds();
+    assert!((86_399..=86_400).contains(&kept), "kept 24 hours by default: {kept} s");
+
+    // The same bytes again, as a multipart part: the same upload, stored once, kept longer.
+    let (code, again) = upload_multipart(&app, "file", &png).await;
+    assert_eq!(code, 200, "{again}");
+    assert_eq!(again["id"], upload["id"]);
+    assert!(again["expires_at"].as_str() >= upload["expires_at"].as_str());
+    let blob = &app.running.as_ref().unwrap().blob;
+    assert_eq!(blob.list(Some("uploads")).await.unwrap().len(), 1, "stored once");
+    let (code, shown) = app.get(&format!("/api/v3/uploads/{id}")).await;
+    assert_eq!(code, 200, "{shown}");
+    assert_eq!(shown["input"], upload["input"]);
+
+    // A run naming it gives what the same image sent inline gives.
+    let by_upload = app
+        .run(&json!({"type": "node", "target": "upscale", "input": {"image": upload["input"], "scale": 2}}))
+        .await;
+    let inline = app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(640, 480), "scale": 2}})).await;
+    let mut outputs = Vec::new();
+    for run in [&by_upload, &inline] {
+        let status = app.wait(run).await;
+        assert_eq!(status["overall_status"], "succeeded", "{status}");
+        outputs.push(app.fetch(status["output"][0].as_str().unwrap()).await.2);
+    }
+    assert_eq!(outputs[0], outputs[1], "the node ran on the same bytes");
+
+    // The plan refers to the upload's file; the input the run keeps names the upload as sent,
+    // so the console's "run again" names it again.
+    let store = app.store();
+    let account = store.authenticate(&app.key).await.unwrap().unwrap();
+    let run = store.get_run(account.id, &by_upload).await.unwrap();
+    let reference = run.nodes[0].params["image"].as_str().unwrap();
+    assert!(reference.starts_with("atelier-input:uploads/"), "{reference}");
+    assert_eq!(run.echo.as_ref().unwrap()["image"], upload["input"]);
+
+    // In a workflow, as any image value.
+    let (code, saved) = app
+        .call(
+            "PUT",
+            "/api/v3/workflow/cutout-then-upscale",
+            Some(&app.key.clone()),
+            Some(&json!({"nodes": [
+                {"name": "Cut", "tool": "background_removal"},
+                {"name": "Big", "tool": "upscale", "params": {"scale": 2}, "links": {"image": "Cut.output"}}
+            ]})),
+        )
+        .await;
+    assert_eq!(code, 200, "{saved}");
+    let flow = app.run(&json!({"type": "workflow", "target": "cutout-then-upscale", "input": {"Cut.image": upload["input"]}})).await;
+    let status = app.wait(&flow).await;
+    assert_eq!(status["overall_status"], "succeeded", "{status}");
+}
+
+#[tokio::test]
+async fn uploads_refuse_what_an_image_input_refuses() {
+    let app = TestApp::start_with(|c| c.inputs.max_bytes = 200_000, None, 1000).await;
+    let key = app.key.clone();
+    let refused = |answer: &Value, name: &str| {
+        assert_eq!(answer["error"]["name"], name, "{answer}");
+    };
+    let (code, answer) = upload_raw(&app, None, "image/png", png_bytes(8, 8)).await;
+    assert_eq!(code, 401, "{answer}");
+
+    let (code, answer) = upload_raw(&app, Some(&key), "application/octet-stream", Vec::new()).await;
+    assert_eq!(code, 422, "{answer}");
+    refused(&answer, "InvalidImage");
+    assert_eq!(answer["error"]["field"], "file");
+
+    let (code, answer) =
+        upload_raw(&app, Some(&key), "image/png", b"GIF87a is not what this is".repeat(3)).await;
+    assert_eq!(code, 422, "{answer}");
+    refused(&answer, "InvalidImage");
+    let (code, answer) = upload_raw(&app, Some(&key), "text/plain", b"just some text".to_vec()).await;
+    assert_eq!(code, 422, "{answer}");
+    assert!(answer["error"]["reason"].as_str().unwrap().contains("not a JPEG, PNG, WebP or GIF"), "{answer}");
+
+    // A PNG whose header cannot be read.
+    let mut truncated = png_bytes(64, 64);
+    truncated.truncate(20);
+    let (code, answer) = upload_raw(&app, Some(&key), "image/png", truncated).await;
+    assert_eq!(code, 422, "{answer}");
+    assert!(answer["error"]["reason"].as_str().unwrap().contains("header"), "{answer}");
+
+    // Over the byte limit (200 kB here), and over the side limit read from the header.
+    let noisy: Vec<u8> = {
+        let img = image::RgbImage::from_fn(400, 400, |x, y| {
+            let v = (x.wrapping_mul(2_654_435_761) ^ y.wrapping_mul(40_503)) as u8;
+            image::Rgb([v, v.wrapping_mul(7), v.wrapping_mul(13)])
+        });
+        let mut out = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+        out.into_inner()
+    };
+    assert!(noisy.len() > 200_000, "{} bytes", noisy.len());
+    let (code, answer) = upload_raw(&app, Some(&key), "image/png", noisy).await;
+    assert_eq!(code, 422, "{answer}");
+    assert!(answer["error"]["reason"].as_str().unwrap().contains("larger than 200000 bytes"), "{answer}");
+    let (code, answer) = upload_raw(&app, Some(&key), "image/png", png_bytes(9000, 2)).await;
+    assert_eq!(code, 422, "{answer}");
+    assert!(answer["error"]["reason"].as_str().unwrap().contains("9000x2"), "{answer}");
+
+    // A multipart body without its file part.
+    let (code, answer) = upload_multipart(&app, "image", &png_bytes(8, 8)).await;
+    assert_eq!(code, 400, "{answer}");
+    refused(&answer, "InvalidRequest");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("'file'"), "{answer}");
+    assert!(
+        app.running.as_ref().unwrap().blob.list(Some("uploads")).await.unwrap().is_empty(),
+        "nothing kept"
+    );
+}
+
+#[tokio::test]
+async fn a_bomb_is_refused_from_its_header() {
+    // 40,000 x 40,000 pixels of one colour: a few hundred kilobytes that would decode to 4.8 GB.
+    let app = TestApp::start_with(|c| c.inputs.max_side = 50_000, None, 1000).await;
+    let bomb = {
+        let row_bytes = 1 + 40_000 * 3;
+        let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![0_u8; row_bytes];
+        for _ in 0..40_000 {
+            std::io::Write::write_all(&mut encoder, &zeros).unwrap();
+        }
+        let data = encoder.finish().unwrap();
+        png_with_idat(40_000, 40_000, &data)
+    };
+    let (code, answer) = upload_raw(&app, Some(&app.key.clone()), "image/png", bomb).await;
+    assert_eq!(code, 422, "{answer}");
+    assert!(answer["error"]["reason"].as_str().unwrap().contains("40000x40000"), "{answer}");
+}
+
+/// A PNG of `width` x `height` RGB pixels whose image data is `idat` (zlib), chunk CRCs
+/// included.
+fn png_with_idat(width: u32, height: u32, idat: &[u8]) -> Vec<u8> {
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&width.to_be_bytes());
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    for (kind, data) in [(&b"IHDR"[..], &ihdr[..]), (b"IDAT", idat), (b"IEND", &[])] {
+        png.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(kind);
+        hasher.update(data);
+        png.extend_from_slice(kind);
+        png.extend_from_slice(data);
+        png.extend_from_slice(&hasher.finalize().to_be_bytes());
+    }
+    png
+}
+
+#[tokio::test]
+async fn an_upload_is_its_accounts_alone_and_goes_when_its_time_is_over() {
+    let app = TestApp::start().await;
+    let png = png_bytes(64, 48);
+    let (code, upload) = upload_raw(&app, Some(&app.key.clone()), "image/png", png.clone()).await;
+    assert_eq!(code, 200, "{upload}");
+    let id = upload["id"].as_str().unwrap().to_string();
+
+    // Another account: as if it did not exist, in a lookup and in a run.
+    let other = app.other_key(1000).await;
+    let (code, answer) = app.call("GET", &format!("/api/v3/uploads/{id}"), Some(&other), None).await;
+    assert_eq!((code, answer["error"]["name"].as_str()), (404, Some("UploadNotFound")), "{answer}");
+    let body = json!({"type": "node", "target": "upscale", "input": {"image": upload["input"]}});
+    let (code, answer) = app.call("POST", "/api/v3/run", Some(&other), Some(&body)).await;
+    assert_eq!((code, answer["error"]["name"].as_str()), (404, Some("UploadNotFound")), "{answer}");
+    assert_eq!(answer["error"]["field"], "image");
+    assert_eq!(answer["id"], Value::Null, "the run-handle shape");
+    let balance = app.call("GET", "/api/v2/user/tokens", Some(&other), None).await.1;
+    assert_eq!(balance["tokens"], 1000, "nothing reserved");
+    // Ids that cannot exist, and a workflow node's field.
+    for bad in ["upload:", "upload:xyz", &format!("upload:{}", id.to_uppercase())] {
+        let body = json!({"type": "node", "target": "upscale", "input": {"image": bad}});
+        let (code, answer) = app.post("/api/v3/run", &body).await;
+        assert_eq!(
+            (code, answer["error"]["name"].as_str()),
+            (404, Some("UploadNotFound")),
+            "{bad}: {answer}"
+        );
+    }
+    let (code, _) = app.get("/api/v3/uploads/not-an-id").await;
+    assert_eq!(code, 404);
+
+    // Past its time: not found, though no sweep ran yet.
+    let store = app.store();
+    let account = store.authenticate(&app.key).await.unwrap().unwrap();
+    let stale = sha256(b"an upload whose time is over");
+    let past = atelier_store::now_micros() - 1;
+    store
+        .register_upload(&atelier_store::NewUpload {
+            account_id: account.id,
+            digest: &stale,
+            ext: "png",
+            size: 10,
+            width: 1,
+            height: 1,
+            keep_until: past,
+        })
+        .await
+        .unwrap();
+    let (code, answer) = app.get(&format!("/api/v3/uploads/{stale}")).await;
+    assert_eq!((code, answer["error"]["name"].as_str()), (404, Some("UploadNotFound")), "{answer}");
+
+    // The sweeper takes an unused upload only once it is past its time.
+    let blob = &app.running.as_ref().unwrap().blob;
+    let now = atelier_store::now_micros();
+    assert_eq!(
+        atelier_worker::sweep_unused_inputs(store.as_ref(), blob, now).await.unwrap(),
+        1,
+        "the stale one only"
+    );
+    let (code, _) = app.get(&format!("/api/v3/uploads/{id}")).await;
+    assert_eq!(code, 200);
+    let day_after = now + 25 * 3_600_000_000;
+    assert_eq!(atelier_worker::sweep_unused_inputs(store.as_ref(), blob, day_after).await.unwrap(), 1);
+    assert!(blob.list(Some("uploads")).await.unwrap().is_empty());
+    let (code, _) = app.get(&format!("/api/v3/uploads/{id}")).await;
+    assert_eq!(code, 404);
+    // Uploaded again: a new row and file, the same id.
+    let (code, again) = upload_raw(&app, Some(&app.key.clone()), "image/png", png).await;
+    assert_eq!((code, again["id"].as_str()), (200, Some(id.as_str())));
+    assert_eq!(blob.list(Some("uploads")).await.unwrap().len(), 1);
+}

@@ -142,7 +142,8 @@ class Atelier:
     which every process started here shares; with `storage="memory"`, the same with the data
     directory on /dev/shm, a tmpfs, so that writing an output costs no file system work). With `api_only`, `serve --no-workers` is started and
     `worker_processes` separate `atelier worker` processes with `workers` slots each.
-    `env` adds ATELIER__* settings (strings); request rate limits are off unless set there.
+    `env` adds ATELIER__* settings (strings); request rate limits and the result cache are off
+    unless set there.
     `config` names a configuration file (`--config`), for settings that are tables
     (`[engines]`, `[tools]`).
     """
@@ -166,8 +167,11 @@ class Atelier:
         memory = self.storage == "memory" and os.path.isdir("/dev/shm")
         self._data = tempfile.TemporaryDirectory(dir="/dev/shm" if memory else None)
         self.data = self._data.name
+        # The benchmarks repeat the same work to measure the queue, the engines and the
+        # interface: the result cache would fill the repeats. `bench/cache.py` turns it on.
         self.env = dict(os.environ, ATELIER__WORKER__WORKERS=str(self.workers),
-                        ATELIER__LIMITS__REQUESTS_PER_SECOND="0", RUST_LOG=self.log)
+                        ATELIER__LIMITS__REQUESTS_PER_SECOND="0", ATELIER__CACHE__ENABLED="false",
+                        RUST_LOG=self.log)
         self.flags = ["--data-dir", self.data] + (["--config", self.config] if self.config else [])
         try:
             if self.backend == "postgres":

@@ -372,3 +372,15 @@ def test_upload_refusals_are_typed(client: Client) -> None:
     with pytest.raises(UploadNotFound) as in_run:
         client.run("upscale", {"image": "upload:" + "0" * 64})
     assert in_run.value.field == "image"
+
+
+def test_the_same_work_again_comes_from_the_result_cache_unless_told_not_to(client: Client) -> None:
+    from helpers import png_bytes
+
+    image = client.upload(png_bytes(36, 28)).input
+    first = client.run("upscale", {"image": image, "scale": 2, "seed": 11}).wait(**WAIT)
+    again = client.run("upscale", {"image": image, "scale": 2, "seed": 11}).wait(**WAIT)
+    assert isinstance(again, NodeRunStatus) and again.cached_from == first.run_id, again.raw
+    assert again.tokens == 0
+    fresh = client.run("upscale", {"image": image, "scale": 2, "seed": 11}, cache=False).wait(**WAIT)
+    assert isinstance(fresh, NodeRunStatus) and fresh.cached_from is None and fresh.tokens == 1

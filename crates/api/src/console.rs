@@ -351,6 +351,7 @@ async fn ledger(
             kind: e.kind.parse::<LedgerKind>().map_or(wire::LedgerKind::Unknown, wire::LedgerKind::from),
             amount: e.amount,
             created_at: format_time(e.created_at),
+            source_run: e.source_run.clone(),
         })
         .collect();
     Ok(Json(wire::Ledger { entries, next_before: next }))
@@ -437,7 +438,8 @@ fn rerun_input(run: &atelier_store::RunRecord) -> Option<&Map<String, Value>> {
     }
 }
 
-/// Runs a run's target again with the same input: a new run, priced and charged as any.
+/// Runs a run's target again with the same input: a new run, priced as any; its nodes whose
+/// work's outputs are still kept are filled from the result cache and charged nothing.
 async fn rerun(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
@@ -474,6 +476,7 @@ async fn rerun(
         priority: Some(run.priority),
         // Someone waits on the console's page: no deadline to start.
         start_within: None,
+        cache: true,
     };
     let accepted = ops::submit(&state, &session.account, Submission::new(request, None, None), None).await?;
     Ok(Json(accepted.handle()).into_response())

@@ -34,6 +34,8 @@ pub struct RunRequest {
     pub priority: Option<Priority>,
     /// How soon each node must start once queued (`start_within_secs`); `None`: no limit.
     pub start_within: Option<Duration>,
+    /// Whether the result cache may fill the run's nodes (`cache`, true unless `false`).
+    pub cache: bool,
 }
 
 /// The longest `start_within_secs`: a day.
@@ -51,6 +53,16 @@ pub fn take_start_within(body: &mut Map<String, Value>) -> Result<Option<Duratio
                 format!("must be a whole number of seconds from 1 to {MAX_START_WITHIN_SECS}"),
             )),
         },
+    }
+}
+
+/// Takes the optional `cache` of a run body (an extension of the v3 and v2 bodies): `false`
+/// runs every node afresh; absent or `null` is `true`.
+pub fn take_cache(body: &mut Map<String, Value>) -> Result<bool, RequestError> {
+    match body.remove("cache") {
+        None | Some(Value::Null) => Ok(true),
+        Some(Value::Bool(cache)) => Ok(cache),
+        Some(_) => Err(RequestError::invalid("cache", "must be true or false")),
     }
 }
 
@@ -100,6 +112,7 @@ impl RunRequest {
         let webhook = WebhookRequest::take(&mut body)?;
         let priority = take_priority(&mut body)?;
         let start_within = take_start_within(&mut body)?;
+        let cache = take_cache(&mut body)?;
         for key in body.keys() {
             if !["type", "target", "input"].contains(&key.as_str()) {
                 return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")));
@@ -113,7 +126,16 @@ impl RunRequest {
             RunKind::Workflow => atelier_core::workflow::requested_workflow_name("target", &target)?,
             RunKind::Node => target,
         };
-        Ok(Self { kind, target, input, slices: BodySlices::default(), webhook, priority, start_within })
+        Ok(Self {
+            kind,
+            target,
+            input,
+            slices: BodySlices::default(),
+            webhook,
+            priority,
+            start_within,
+            cache,
+        })
     }
 }
 
@@ -262,6 +284,7 @@ pub async fn submit(
             priority: request.priority.unwrap_or(account.priority),
             key_id: account.key_id,
             start_within: request.start_within,
+            cache: request.cache,
         })
         .await?;
     Ok(accepted)

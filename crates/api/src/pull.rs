@@ -194,6 +194,10 @@ async fn complete(
     let mut held = Vec::new();
     let mut slots = Vec::new();
     for completion in body.completions {
+        // Only the service fills a node from its result cache (and charges it nothing).
+        if matches!(completion.outcome, Outcome::Cached { .. }) {
+            return Err(Refused::Invalid("a pull worker reports outputs it made, not cache hits".into()));
+        }
         let task = worker.held(&state, completion.task_id, completion.epoch).await?;
         if let (Some(task), Outcome::Succeeded(keys)) = (&task, &completion.outcome) {
             let prefix = output_prefix(task);

@@ -64,6 +64,7 @@ fn node_result(blob: &BlobStore, node: &NodeRecord) -> wire::NodeResult {
         model_name: node.tool.clone(),
         progress: progress(node),
         waiting_for: None,
+        cached_from: node.cached_from.clone(),
     }
 }
 
@@ -110,6 +111,7 @@ pub fn v3_status(blob: &BlobStore, run: &RunRecord, queue_position: Option<i64>)
         progress: None,
         queue_position,
         waiting_for: None,
+        cached_from: None,
         raw: serde_json::Value::Null,
     };
     match run.kind {
@@ -137,6 +139,7 @@ pub fn v3_status(blob: &BlobStore, run: &RunRecord, queue_position: Option<i64>)
             shape.model_name = Some(node.map_or(run.target.clone(), |n| n.tool.clone()));
             shape.output = Some(node.map(|n| urls(blob, n)).unwrap_or_default());
             shape.progress = node.and_then(progress);
+            shape.cached_from = node.and_then(|n| n.cached_from.clone());
         }
     }
     shape
@@ -162,6 +165,7 @@ pub fn v3_node_status(blob: &BlobStore, run: &RunRecord, node: &NodeRecord) -> w
         progress: progress(node),
         queue_position: None,
         waiting_for: None,
+        cached_from: node.cached_from.clone(),
         raw: serde_json::Value::Null,
     }
 }

@@ -54,7 +54,11 @@ fn redact(body: &Map<String, Value>, family: Family) -> Value {
             let shown = match v.as_str() {
                 Some(s) if is_image(k) => {
                     let lower = s.get(..8).unwrap_or(s).to_ascii_lowercase();
-                    if lower.starts_with("http://") || lower.starts_with("https://") {
+                    // URLs and uploads (`upload:<id>`) are short, and say what was sent.
+                    if lower.starts_with("http://")
+                        || lower.starts_with("https://")
+                        || lower.starts_with("upload:")
+                    {
                         v.clone()
                     } else {
                         json!("<base64>")
@@ -81,6 +85,7 @@ async fn run(
     let webhook = WebhookRequest::take(&mut body)?;
     let priority = crate::ops::take_priority(&mut body)?;
     let start_within = crate::ops::take_start_within(&mut body)?;
+    let cache = crate::ops::take_cache(&mut body)?;
     let (tool, input) = family.into_v3(body)?;
     let request = RunRequest {
         kind: RunKind::Node,
@@ -90,6 +95,7 @@ async fn run(
         webhook,
         priority,
         start_within,
+        cache,
     };
     let submission = Submission::new(request, Some(family.as_str()), Some(echo));
     Ok(idempotency::submit_once(&state, &account, keyed, submission).await?.into_response())

@@ -174,6 +174,13 @@ impl BlobStore {
         Ok(())
     }
 
+    /// Copies object `from` to `to` (on S3, inside the bucket: the bytes do not come through
+    /// this process); `NotFound` when `from` is gone.
+    pub async fn copy(&self, from: &str, to: &str) -> Result<(), BlobError> {
+        let (source, target) = (to_path(from)?, to_path(to)?);
+        self.store.copy(&source, &target).await.map_err(|e| BlobError::from_store(e, "copy", from))
+    }
+
     /// Reads a whole object.
     pub async fn get(&self, key: &str) -> Result<Bytes, BlobError> {
         let path = to_path(key)?;
@@ -411,6 +418,19 @@ mod tests {
             .file_name()
             .to_string_lossy()
             .contains('#')));
+    }
+
+    #[tokio::test]
+    async fn a_copy_has_the_same_bytes_and_a_missing_source_is_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = store(&dir);
+        let (from, to) = (output_key("run1", "a", 0, "png"), output_key("run2", "a", 0, "png"));
+        blobs.put(&from, Bytes::from_static(b"pixels")).await.unwrap();
+        blobs.copy(&from, &to).await.unwrap();
+        assert_eq!(blobs.get(&to).await.unwrap(), Bytes::from_static(b"pixels"));
+        blobs.delete(&from).await.unwrap();
+        assert_eq!(blobs.get(&to).await.unwrap(), Bytes::from_static(b"pixels"), "a copy, not a link");
+        assert!(matches!(blobs.copy(&from, &to).await, Err(BlobError::NotFound)));
     }
 
     #[tokio::test]

@@ -22,6 +22,12 @@ async fn s3_round_trip_with_prefix_ranges_and_prefix_deletion() {
     assert!(matches!(blobs.get_range(&key, 10..12).await, Err(BlobError::NotFound)));
     assert!(matches!(blobs.get("outputs/none/x/0.png").await, Err(BlobError::NotFound)));
     assert_eq!(blobs.url(&key), "http://api.example/files/outputs/run1/node_a/0.png");
+    // A copy inside the bucket, under the same prefix; a missing source is NotFound.
+    let copy = output_key("run2", "node_a", 0, "png");
+    blobs.copy(&key, &copy).await.unwrap();
+    assert_eq!(blobs.get(&copy).await.unwrap(), &b"0123456789"[..]);
+    assert!(matches!(blobs.copy("outputs/none/x/0.png", &copy).await, Err(BlobError::NotFound)));
+    blobs.delete(&copy).await.unwrap();
 
     // The prefix is where the objects really are: a store on the bucket root sees them there.
     let root = BlobStore::open(

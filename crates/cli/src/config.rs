@@ -30,6 +30,8 @@ pub struct Config {
     pub limits: Limits,
     pub console: Console,
     pub webhooks: Webhooks,
+    /// The result cache (`[cache]`).
+    pub cache: Cache,
     pub metrics: Metrics,
     pub traces: Traces,
     /// Tool name → its price (`[prices]`); tools not named keep the built-in price.
@@ -181,6 +183,28 @@ pub struct Inputs {
     pub max_total_pixels: u64,
     /// How long an upload may be named by runs after its last upload, in hours.
     pub upload_keep_hours: u64,
+}
+
+/// `[cache]`: the result cache (docs/CLIENTS.md, "Result cache").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Cache {
+    /// Fill a node from an earlier node of the same work instead of running it (charged 0).
+    pub enabled: bool,
+    /// One cache for all accounts (a hit may copy another account's output). Off: each
+    /// account's own.
+    pub shared: bool,
+    /// Entries are used for at most this many hours (0: as long as their outputs are kept).
+    pub max_age_hours: u64,
+    /// The most bytes of outputs the cache's entries may name; beyond it the oldest entries
+    /// are dropped at each sweep (the outputs stay with their runs). 0: no cap.
+    pub max_bytes: u64,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Self { enabled: true, shared: false, max_age_hours: 0, max_bytes: 0 }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

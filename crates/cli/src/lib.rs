@@ -383,6 +383,19 @@ fn worker_config(config: &Config) -> WorkerConfig {
         node_timeout: Duration::from_secs(config.worker.node_timeout_secs),
         retry_backoff: Duration::from_millis(config.worker.retry_backoff_ms),
         shutdown_grace: Duration::from_secs(config.worker.shutdown_grace_secs),
+        cache: atelier_worker::CacheSettings {
+            enabled: config.cache.enabled,
+            shared: config.cache.shared,
+            max_age: cache_max_age(config),
+        },
+    }
+}
+
+/// How long result cache entries are used: `cache.max_age_hours`, or the outputs' retention.
+fn cache_max_age(config: &Config) -> Duration {
+    match config.cache.max_age_hours {
+        0 => config.retention(),
+        hours => Duration::from_secs(hours.saturating_mul(3600)),
     }
 }
 
@@ -445,6 +458,9 @@ fn spawn_workers(
         rescue_interval: (worker_config.lease / 2).max(Duration::from_millis(100)),
         sweep_interval: Duration::from_secs(config.outputs.sweep_interval_secs.max(1)),
         janitor_interval: atelier_worker::JANITOR_INTERVAL,
+        cache_max_age: cache_max_age(config),
+        cache_max_bytes: (config.cache.max_bytes > 0)
+            .then(|| i64::try_from(config.cache.max_bytes).unwrap_or(i64::MAX)),
     };
     tasks.push(tokio::spawn(maintenance.run(shutdown.clone())));
     // Webhook deliveries, from every process: each is claimed by one.

@@ -134,6 +134,9 @@ pub struct RunOptions {
     /// `start_within_secs` (1 to 86400): a node no worker started within this many seconds
     /// of its queueing fails `NotStarted`, not charged.
     pub start_within_secs: Option<u64>,
+    /// `cache: false` (with `Some(false)`): every node runs afresh instead of being filled
+    /// from the result cache.
+    pub cache: Option<bool>,
     /// Sent as `Idempotency-Key`: the same key and body within 24 h get the first answer
     /// again and start nothing.
     pub idempotency_key: Option<String>,
@@ -656,5 +659,8 @@ fn add_webhook(body: &mut Map<String, Value>, options: &RunOptions) {
     }
     if let Some(secs) = options.start_within_secs {
         body.insert("start_within_secs".into(), Value::from(secs));
+    }
+    if let Some(cache) = options.cache {
+        body.insert("cache".into(), Value::Bool(cache));
     }
 }

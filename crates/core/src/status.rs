@@ -80,6 +80,8 @@ pub enum LedgerKind {
     Reserve,
     Charge,
     Release,
+    /// A node filled from the result cache: 0 tokens, naming the run whose outputs it copied.
+    CacheHit,
 }
 
 /// An enum spelled as text in the interface and the database: `ALL` (in the listed order),
@@ -179,6 +181,7 @@ string_enum!(LedgerKind {
     Reserve => "reserve",
     Charge => "charge",
     Release => "release",
+    CacheHit => "cache_hit",
 });
 
 /// `'a', 'b'`: a set of states as the list of an SQL `IN (…)`.

@@ -141,6 +141,10 @@ impl Engines {
                 }
                 EngineKind::Builtin => continue,
             };
+            let executor = match cache_identity(kind, &names, route) {
+                Some(identity) => Arc::new(Cacheable { inner: executor, identity }),
+                None => executor,
+            };
             registry.set(tool, executor);
         }
         Ok(())
@@ -271,5 +275,67 @@ impl EngineDirectory for Engines {
 
     fn callback(&self, id: &str, token: &str, body: serde_json::Value) -> bool {
         self.hub.deliver(id, token, body)
+    }
+}
+
+/// The result cache's identity of a tool routed to `names` with `route`
+/// ([`atelier_tools::Executor::cache_identity`]), when every one of its endpoints is marked
+/// `cacheable`: the engine kind, the endpoints' names, the route (mapping and constants) and,
+/// for ComfyUI, the template's bytes, hashed. A change of any of them is another identity.
+fn cache_identity(
+    kind: EngineKind,
+    names: &[(&str, &EndpointSettings)],
+    route: &ToolSettings,
+) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    if names.is_empty() || !names.iter().all(|(_, settings)| settings.cacheable) {
+        return None;
+    }
+    let mut hash = Sha256::new();
+    for (name, settings) in names {
+        hash.update(name.as_bytes());
+        hash.update([0]);
+        // What the model is, for ONNX (its file's bytes are read once here, at start).
+        if kind == EngineKind::Onnx {
+            hash.update(std::fs::read(&settings.model).ok()?);
+        }
+    }
+    hash.update(serde_json::to_vec(route).ok()?);
+    if kind == EngineKind::Comfyui {
+        hash.update(std::fs::read(&route.template).ok()?);
+    }
+    let digest: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("{}/{digest}", kind.as_str()))
+}
+
+/// A routed executor whose outputs the operator marked cacheable.
+struct Cacheable {
+    inner: Arc<dyn atelier_tools::Executor>,
+    identity: String,
+}
+
+#[async_trait::async_trait]
+impl atelier_tools::Executor for Cacheable {
+    async fn run(
+        &self,
+        execution: atelier_tools::Execution,
+    ) -> Result<Vec<atelier_tools::Artifact>, atelier_tools::ToolError> {
+        self.inner.run(execution).await
+    }
+
+    fn resumable(&self) -> bool {
+        self.inner.resumable()
+    }
+
+    fn engine(&self) -> &'static str {
+        self.inner.engine()
+    }
+
+    fn capacity(&self) -> atelier_tools::Capacity {
+        self.inner.capacity()
+    }
+
+    fn cache_identity(&self) -> Option<String> {
+        Some(self.identity.clone())
     }
 }

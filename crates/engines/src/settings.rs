@@ -77,6 +77,12 @@ pub struct EndpointSettings {
     /// upscaler's result).
     #[serde(default)]
     pub output: OnnxOutput,
+    /// The operator vouches that this engine's outputs are the same for the same parameters,
+    /// seed and input images (a fixed model and template, deterministic sampling), so the
+    /// result cache may fill a node instead of sending it. Off by default: a model server's
+    /// outputs are only cached where someone says they can be.
+    #[serde(default)]
+    pub cacheable: bool,
 }
 
 /// How an `[engines.NAME]` entry finds its servers.

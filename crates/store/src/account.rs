@@ -49,10 +49,12 @@ pub struct LedgerEntry {
     pub run_id: Option<String>,
     /// The run's tool or workflow, when the line belongs to a run.
     pub target: Option<String>,
-    /// `grant`, `reserve`, `charge` or `release`.
+    /// `grant`, `reserve`, `charge`, `release` or `cache_hit`.
     pub kind: String,
     pub amount: i64,
     pub created_at: Micros,
+    /// `cache_hit`: the run whose outputs were copied.
+    pub source_run: Option<String>,
 }
 
 /// Which ledger lines to read, newest first.

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use atelier_core::status::TaskState;
+use atelier_core::status::{LedgerKind, TaskState};
 use atelier_core::time::{self, now_micros};
 use atelier_core::{NodeError, NodeErrorName};
 use serde_json::Value;
@@ -296,6 +296,17 @@ async fn end_attempt<B: Backend>(
     let (nodes, queued) = match outcome {
         Outcome::Succeeded(keys) => {
             let Some(nodes) = B::end_success(tx, task, keys, now).await? else { return Ok(None) };
+            node_succeeded::<B>(tx, config, run_id, node, task.account_id, nodes, now).await?
+        }
+        Outcome::Cached { outputs, source_run } => {
+            let Some(nodes) = B::end_success(tx, task, outputs, now).await? else { return Ok(None) };
+            tx.execute(MARK_CACHED, args![source_run.as_str(), run_id, node]).await?;
+            let hit = LedgerKind::CacheHit.as_str();
+            tx.execute(
+                INSERT_SOURCED_LEDGER,
+                args![task.account_id, run_id, hit, 0_i64, now, source_run.as_str()],
+            )
+            .await?;
             node_succeeded::<B>(tx, config, run_id, node, task.account_id, nodes, now).await?
         }
         Outcome::Failed { error, .. } => {

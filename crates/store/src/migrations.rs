@@ -17,6 +17,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0012_worker_tokens.sql"),
     include_str!("../migrations/sqlite/0013_claim_by_lane.sql"),
     include_str!("../migrations/sqlite/0014_uploads.sql"),
+    include_str!("../migrations/sqlite/0015_result_cache.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -34,4 +35,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0012_worker_tokens.sql"),
     include_str!("../migrations/postgres/0013_claim_by_lane.sql"),
     include_str!("../migrations/postgres/0014_uploads.sql"),
+    include_str!("../migrations/postgres/0015_result_cache.sql"),
 ];

@@ -29,6 +29,8 @@ pub(crate) fn node_record(row: &dyn RowRead, [status, outputs, error]: [&str; 3]
         params: json_col(row.text("params")?, "node params")?,
         links: json_col(row.text("links")?, "node links")?,
         bypassed: row.boolean("bypassed")?,
+        cache: row.boolean("cache")?,
+        cached_from: row.opt_text("cached_from")?.map(str::to_owned),
         fanout: u32::try_from(row.int("fanout")?).unwrap_or(1),
         price: row.int("price")?,
         status: parse_text(row.text(status)?)?,
@@ -197,6 +199,7 @@ impl FromRow for LedgerEntry {
             kind: row.text("kind")?.to_owned(),
             amount: row.int("amount")?,
             created_at: row.int("created_at")?,
+            source_run: row.opt_text("source_run")?.map(str::to_owned),
         })
     }
 }
@@ -442,5 +445,26 @@ impl FromRow for AttemptRow {
                 duration_ms: row.int("duration_ms")?,
             },
         })
+    }
+}
+
+impl FromRow for crate::cache::CacheEntry {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(crate::cache::CacheEntry {
+            scope: row.int("scope")?,
+            key: row.text("key")?.to_owned(),
+            run_id: row.text("run_id")?.to_owned(),
+            node: row.text("node")?.to_owned(),
+            outputs: json_col(row.text("outputs")?, "cached outputs")?,
+            bytes: row.int("bytes")?,
+            created_at: row.int("created_at")?,
+        })
+    }
+}
+
+/// The cache's size: (`entries`, `bytes`).
+impl FromRow for (i64, i64) {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok((row.int("entries")?, row.int("bytes")?))
     }
 }

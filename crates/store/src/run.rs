@@ -41,6 +41,8 @@ pub struct NewRun<'a> {
     /// How soon each node must be claimed once it is queued; one that is not fails
     /// `NotStarted` (`TaskQueue::fail_unstarted`). `None`: no limit.
     pub start_within: Option<std::time::Duration>,
+    /// Whether the result cache may fill the run's nodes (`"cache": false` turns it off).
+    pub cache: bool,
 }
 
 /// A duration in whole milliseconds, as `runs.start_within_ms` keeps it.
@@ -56,6 +58,12 @@ pub struct NodeRecord {
     pub params: serde_json::Map<String, Value>,
     pub links: IndexMap<String, String>,
     pub bypassed: bool,
+    /// Whether the result cache may fill the node (`false`: its run said `"cache": false`).
+    #[serde(default = "yes")]
+    pub cache: bool,
+    /// The run whose outputs the node's are, when the result cache filled it.
+    #[serde(default)]
+    pub cached_from: Option<String>,
     pub fanout: u32,
     pub price: i64,
     pub status: NodeStatus,
@@ -167,4 +175,8 @@ impl NodeState {
             }
         }
     }
+}
+
+fn yes() -> bool {
+    true
 }

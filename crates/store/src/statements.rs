@@ -107,7 +107,7 @@ pub(crate) const REVOKE_KEY_OF_ACCOUNT: &str =
 pub(crate) const DELETE_KEY_SESSIONS: &str = "DELETE FROM sessions WHERE key_id = $1";
 /// `$1` account, `$2` lines older than this id, `$3` kind or NULL, `$4` run or NULL, `$5` limit.
 pub(crate) const LEDGER_PAGE: &str =
-    "SELECT l.id, l.run_id, r.target, l.kind, l.amount, l.created_at FROM ledger l
+    "SELECT l.id, l.run_id, r.target, l.kind, l.amount, l.created_at, l.source_run FROM ledger l
      LEFT JOIN runs r ON r.id = l.run_id
      WHERE l.account_id = $1 AND l.id < $2 AND ($3 IS NULL OR l.kind = $3) AND ($4 IS NULL OR l.run_id = $4)
      ORDER BY l.id DESC LIMIT $5";
@@ -150,6 +150,9 @@ pub(crate) const BALANCE: &str = "SELECT balance FROM accounts WHERE id = $1";
 /// `$1` account, `$2` run (or NULL), `$3` kind, `$4` amount, `$5` now.
 pub(crate) const INSERT_LEDGER: &str =
     "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES ($1, $2, $3, $4, $5)";
+/// [`INSERT_LEDGER`] with `$6` the run a `cache_hit` copied.
+pub(crate) const INSERT_SOURCED_LEDGER: &str =
+    "INSERT INTO ledger (account_id, run_id, kind, amount, created_at, source_run) VALUES ($1, $2, $3, $4, $5, $6)";
 pub(crate) const LEDGER_FOR_RUN: &str = "SELECT kind, amount FROM ledger WHERE run_id = $1 ORDER BY id";
 
 // Runs and nodes.
@@ -210,6 +213,10 @@ pub(crate) static SUCCEEDED_PRICE: Sql = sql!(
     "SELECT CAST(COALESCE(SUM(price), 0) AS BIGINT) FROM nodes WHERE run_id = $1 AND status = '{}'",
     NodeStatus::Succeeded
 );
+/// Node `$3` of run `$2` was filled from the cache with the outputs of run `$1`: it costs
+/// nothing.
+pub(crate) const MARK_CACHED: &str =
+    "UPDATE nodes SET price = 0, cached_from = $1 WHERE run_id = $2 AND name = $3";
 pub(crate) const SET_CHARGED: &str = "UPDATE runs SET charged = $1 WHERE id = $2";
 pub(crate) const RUN_EXPIRY: &str = "SELECT expires_at FROM runs WHERE id = $1";
 pub(crate) const MARK_SWEPT: &str = "UPDATE runs SET swept = TRUE WHERE id = $1";
@@ -406,7 +413,7 @@ pub(crate) static RUNNING_TASK: Sql = sql!(
 );
 /// The nodes of run `$1`, as a claimed task carries them.
 pub(crate) const NODES_OF_RUN: &str =
-    "SELECT name, gen_id, tool, params, links, bypassed, fanout, price, status,
+    "SELECT name, gen_id, tool, params, links, bypassed, cache, cached_from, fanout, price, status,
             outputs, error, progress_milli
      FROM nodes WHERE run_id = $1 ORDER BY position";
 /// A running node's progress: `$1` thousandths, `$2` run, `$3` node, `$4` task, `$5` epoch;
@@ -532,6 +539,48 @@ pub(crate) static UNUSED_INPUTS: Sql = sql!(
 pub(crate) static DELETE_UNUSED_INPUT: Sql = sql!(
     "DELETE FROM inputs AS i WHERE i.id = $1 AND i.last_used < $2 AND i.keep_until < $2 AND {INPUT_UNUSED}"
 );
+
+// The result cache.
+
+/// The entry is usable: its run's outputs are kept (`$now`).
+macro_rules! cache_entry_kept {
+    ($now:literal) => {
+        concat!(
+            "EXISTS (SELECT 1 FROM runs r WHERE r.id = e.run_id AND NOT r.swept
+                     AND (r.expires_at IS NULL OR r.expires_at > ",
+            $now,
+            "))"
+        )
+    };
+}
+
+/// `$1` scope, `$2` key, `$3` now, `$4` recorded after: the entry, while usable.
+pub(crate) static CACHE_LOOKUP: Sql = sql!(
+    "SELECT scope, key, run_id, node, outputs, bytes, created_at FROM cache_entries e
+     WHERE e.scope = $1 AND e.key = $2 AND e.created_at > $4 AND {}",
+    cache_entry_kept!("$3")
+);
+/// `$1` scope, `$2` key, `$3` run, `$4` node, `$5` outputs, `$6` bytes, `$7` now.
+pub(crate) const CACHE_REMEMBER: &str =
+    "INSERT INTO cache_entries (scope, key, run_id, node, outputs, bytes, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (scope, key) DO UPDATE SET run_id = excluded.run_id, node = excluded.node,
+         outputs = excluded.outputs, bytes = excluded.bytes, created_at = excluded.created_at";
+/// `$1` scope, `$2` key, `$3` the run the entry must still name.
+pub(crate) const CACHE_FORGET: &str =
+    "DELETE FROM cache_entries WHERE scope = $1 AND key = $2 AND run_id = $3";
+/// `$1` now, `$2` recorded before: entries no longer usable, or too old.
+pub(crate) static CACHE_EVICT_GONE: Sql =
+    sql!("DELETE FROM cache_entries AS e WHERE e.created_at < $2 OR NOT {}", cache_entry_kept!("$1"));
+/// `$1` bytes: the oldest entries beyond that many bytes of outputs, newest kept first.
+pub(crate) const CACHE_EVICT_OVER: &str = "DELETE FROM cache_entries WHERE (scope, key) IN (
+         SELECT scope, key FROM (
+             SELECT scope, key, SUM(bytes) OVER (ORDER BY created_at DESC, scope, key) AS kept
+             FROM cache_entries) AS t
+         WHERE t.kept > $1)";
+/// The number of entries and the bytes of outputs they name.
+pub(crate) const CACHE_SIZE: &str =
+    "SELECT COUNT(*) AS entries, CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS bytes FROM cache_entries";
 
 // Webhooks.
 

@@ -42,6 +42,9 @@ pub struct NextClaim<'a> {
 pub enum Outcome {
     /// Outputs were written to these blob keys.
     Succeeded(Vec<String>),
+    /// The result cache filled the node: `outputs` were copied from those of `source_run`'s
+    /// node of the same work. Charged nothing; the ledger records the hit.
+    Cached { outputs: Vec<String>, source_run: String },
     /// A retryable failure is tried again after `backoff` while attempts remain; otherwise
     /// the node fails.
     Failed { error: NodeError, retryable: bool, backoff: Duration },

@@ -19,6 +19,7 @@ use crate::account::{Account, KeyInfo};
 use crate::account::{
     KeyHolder, KeyRecord, LedgerEntry, LedgerQuery, NewSession, Session, SessionLimits, Usage,
 };
+use crate::cache::CacheEntry;
 use crate::config::StoreConfig;
 use crate::error::Result;
 use crate::feed::ChangeFeed;
@@ -45,6 +46,7 @@ pub trait Store:
     + IdempotencyKeys
     + Workflows
     + InputFiles
+    + ResultCache
     + Webhooks
     + WorkerTokens
 {
@@ -59,6 +61,7 @@ impl<
             + IdempotencyKeys
             + Workflows
             + InputFiles
+            + ResultCache
             + Webhooks
             + WorkerTokens,
     > Store for T
@@ -358,6 +361,26 @@ pub trait InputFiles: Send + Sync {
     /// uses it; whether it did (then its file may be deleted: a registration from now on
     /// creates a new row and a new key).
     async fn delete_input(&self, id: i64, before: Micros) -> Result<bool>;
+}
+
+/// The result cache's entries (see [`CacheEntry`]).
+#[async_trait]
+pub trait ResultCache: Send + Sync {
+    /// The entry of `scope` under `key`, when its outputs are still kept (its run is neither
+    /// swept nor past its expiry) and it was recorded after `newer_than`.
+    async fn cache_lookup(&self, scope: i64, key: &str, newer_than: Micros) -> Result<Option<CacheEntry>>;
+    /// Records an entry; one already under its key is replaced (the newest copy of a result
+    /// is kept longest).
+    async fn cache_remember(&self, entry: &CacheEntry) -> Result<()>;
+    /// Deletes the entry of `scope` under `key` when it still names `run_id` (its outputs
+    /// were found missing).
+    async fn cache_forget(&self, scope: i64, key: &str, run_id: &str) -> Result<()>;
+    /// Deletes the entries whose outputs are gone or that were recorded before
+    /// `older_than`, then, with `max_bytes`, the oldest until the rest name at most that
+    /// many bytes of outputs. How many were deleted.
+    async fn cache_evict(&self, older_than: Micros, max_bytes: Option<i64>) -> Result<u64>;
+    /// How many entries there are, and the bytes of outputs they name.
+    async fn cache_size(&self) -> Result<(i64, i64)>;
 }
 
 /// Webhook signing secrets and deliveries (see `flows/webhooks.rs`).

@@ -69,6 +69,7 @@ async fn create(
             priority: Default::default(),
             key_id: None,
             start_within: None,
+            cache: true,
         })
         .await
 }

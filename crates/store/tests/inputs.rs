@@ -48,6 +48,7 @@ async fn submit_with(
         priority: Default::default(),
         key_id: None,
         start_within: None,
+        cache: true,
     };
     store.create_run(&run).await.map(|_| id)
 }

@@ -60,6 +60,7 @@ async fn submit(store: &SharedStore, account: i64, events: Option<WebhookEvents>
         priority: Default::default(),
         key_id: None,
         start_within: None,
+        cache: true,
     };
     store.create_run(&run).await.unwrap();
     id

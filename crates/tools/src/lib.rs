@@ -152,6 +152,14 @@ pub trait Executor: Send + Sync {
         "builtin"
     }
 
+    /// What makes this executor's outputs what they are, when they are the same for the same
+    /// tool, parameters, seed and input images: the result cache keys nodes by it, so a change
+    /// of it (a new version, another model or template) never reuses an older output. `None`
+    /// (the default): the outputs may differ run to run, and nodes are never cached.
+    fn cache_identity(&self) -> Option<String> {
+        None
+    }
+
     /// How many of the tool's nodes this executor can run at once now. The dispatcher claims
     /// a tool's nodes only while it has room, so that a node never holds a worker slot while
     /// it waits for a model server.

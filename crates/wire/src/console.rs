@@ -78,13 +78,23 @@ pub enum LedgerKind {
     Charge,
     /// The part of a reservation not charged.
     Release,
+    /// Extension: a node filled from the result cache, charged nothing (`amount` 0;
+    /// `source_run` names the run whose outputs it copied).
+    #[serde(rename = "cache_hit")]
+    CacheHit,
     /// A kind this version does not know.
     #[serde(other)]
     #[schemars(skip)]
     Unknown,
 }
 
-wire_enum!(LedgerKind { Grant => "grant", Reserve => "reserve", Charge => "charge", Release => "release" });
+wire_enum!(LedgerKind {
+    Grant => "grant",
+    Reserve => "reserve",
+    Charge => "charge",
+    Release => "release",
+    CacheHit => "cache_hit",
+});
 
 impl From<atelier_core::status::LedgerKind> for LedgerKind {
     fn from(k: atelier_core::status::LedgerKind) -> Self {
@@ -94,6 +104,7 @@ impl From<atelier_core::status::LedgerKind> for LedgerKind {
             K::Reserve => Self::Reserve,
             K::Charge => Self::Charge,
             K::Release => Self::Release,
+            K::CacheHit => Self::CacheHit,
         }
     }
 }
@@ -113,6 +124,9 @@ pub struct LedgerEntry {
     pub amount: i64,
     /// When it was written.
     pub created_at: String,
+    /// `cache_hit`: the run whose outputs were copied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_run: Option<String>,
 }
 
 /// A page of the account's ledger, newest first.

@@ -256,6 +256,11 @@ pub struct RunRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = MAX_START_WITHIN_SECS))]
     pub start_within_secs: Option<u64>,
+    /// Extension: `false` runs every node afresh. By default a node whose exact work (tool,
+    /// engine, parameters, seed and input images) this account ran before, and whose outputs
+    /// are still kept, is filled from the result cache: the same outputs, charged nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<bool>,
 }
 
 /// The answer of every accepted run request, v3 and v2.
@@ -337,6 +342,11 @@ pub struct NodeResult {
     /// for; it runs when one is healthy again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_for: Option<WaitingFor>,
+    /// Extension: the node's outputs are copies, from the result cache, of the outputs of
+    /// this run's node that did the same work (same tool, engine, parameters, seed and input
+    /// images); the node was charged nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_from: Option<String>,
 }
 
 /// A named output of a workflow run: its URL, or a list when the node made several.
@@ -420,6 +430,10 @@ pub struct RunStatus {
     /// waits for; it runs when one is healthy again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_for: Option<WaitingFor>,
+    /// Extension, node runs: the node's outputs are copies, from the result cache, of the
+    /// outputs of this run's node that did the same work; the node was charged nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_from: Option<String>,
     /// The answer as it came (kept by a reader; never written).
     #[serde(skip)]
     #[schemars(skip)]
@@ -591,6 +605,7 @@ mod tests {
             webhook_events: Some(vec![WebhookEventKind::Completed, WebhookEventKind::Node]),
             priority: Some(Priority::Interactive),
             start_within_secs: Some(30),
+            cache: None,
         };
         assert_eq!(
             serde_json::to_value(&request).unwrap(),

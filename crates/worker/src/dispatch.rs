@@ -10,7 +10,7 @@ use atelier_core::params::stored_input_key;
 use atelier_core::status::TaskState;
 use atelier_core::{tools, NodeError, NodeErrorName};
 use atelier_inputs::InputError;
-use atelier_store::{ClaimedTask, NodeRecord, Outcome};
+use atelier_store::{CacheEntry, ClaimedTask, NodeRecord, Outcome};
 use atelier_tools::{Artifact, Context, Execution, Progress, ToolError};
 use base64::Engine as _;
 use bytes::Bytes;
@@ -20,6 +20,7 @@ use tokio::sync::{watch, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument as _};
 
+use crate::queue::CacheHit;
 use crate::slots::ToolSlots;
 use crate::Workers;
 
@@ -201,8 +202,14 @@ impl From<atelier_blob::BlobError> for Failure {
     }
 }
 
+/// What a node's work gave: outputs it made, or copies of outputs the result cache holds.
+enum Produced {
+    Ran(Vec<String>),
+    Cached(CacheHit),
+}
+
 enum Ended {
-    Done(Result<Vec<String>, Failure>),
+    Done(Result<Produced, Failure>),
     /// The lease is gone: canceled, or rescued after a stall. Write nothing.
     LeaseLost,
     /// Shutdown outlasted the grace period: give the task back.
@@ -303,9 +310,15 @@ async fn execute(workers: &Workers, task: ClaimedTask, shutdown: &CancellationTo
             give_back(workers, &task).await;
             return None;
         }
-        Ended::Done(Ok(keys)) => {
+        Ended::Done(Ok(Produced::Ran(keys))) => {
             workers.failpoints.after_publish(&task);
             Outcome::Succeeded(keys)
+        }
+        Ended::Done(Ok(Produced::Cached(hit))) => {
+            metrics::counter!("atelier_cache_lookups_total", "result" => "hit").increment(1);
+            metrics::counter!("atelier_cache_bytes_saved_total")
+                .increment(u64::try_from(hit.bytes).unwrap_or(0));
+            Outcome::Cached { outputs: hit.outputs, source_run: hit.source_run }
         }
         Ended::Done(Err(f)) if f.lost && losses_in_a_row(workers, &task).await < MAX_LOSSES => {
             return_lost(workers, &task, &f).await;
@@ -316,9 +329,10 @@ async fn execute(workers: &Workers, task: ClaimedTask, shutdown: &CancellationTo
             Outcome::Failed { error: NodeError::new(f.name, f.message), retryable: f.retryable, backoff }
         }
     };
-    let succeeded = matches!(outcome, Outcome::Succeeded(_));
+    let succeeded = matches!(outcome, Outcome::Succeeded(_) | Outcome::Cached { .. });
     let kind = match &outcome {
         Outcome::Succeeded(_) => "succeeded",
+        Outcome::Cached { .. } => "cached",
         Outcome::Failed { retryable: true, .. } if task.attempt < task.max_attempts => "retried",
         Outcome::Failed { .. } => "failed",
     };
@@ -450,13 +464,10 @@ struct Attempt<'a> {
     deadline: tokio::time::Instant,
 }
 
-/// Loads the node's inputs, runs its tool once per fan-out element, and
-/// writes the outputs. Returns the blob keys.
-async fn run_node(
-    workers: &Workers,
-    task: &ClaimedTask,
-    attempt: Attempt<'_>,
-) -> Result<Vec<String>, Failure> {
+/// Loads the node's inputs, and copies the outputs the result cache holds for the same work,
+/// or runs its tool once per fan-out element, writes the outputs and records them in the
+/// cache.
+async fn run_node(workers: &Workers, task: &ClaimedTask, attempt: Attempt<'_>) -> Result<Produced, Failure> {
     workers.failpoints.before_tool(task);
     let node = &with_stored_inputs(workers, task).await?;
     let spec =
@@ -482,7 +493,7 @@ async fn run_node(
         let primary = spec.primary_image.unwrap_or("image");
         let inputs = images.remove(primary).unwrap_or_default();
         let artifacts = inputs.into_iter().map(|bytes| Artifact { ext: sniff_ext(&bytes), bytes }).collect();
-        return publish(workers, task, artifacts).await;
+        return publish(workers, task, artifacts).await.map(Produced::Ran);
     }
 
     let executor = workers.tools.get(spec.id).ok_or_else(|| {
@@ -495,6 +506,27 @@ async fn run_node(
     let fanned = images.iter().find(|(_, list)| list.len() > 1).map(|(k, _)| k.clone());
     let runs = fanned.as_ref().map_or(1, |k| images[k].len());
     let base_seed = seed_of(node);
+    let cache = workers.config.cache;
+    let cache_key = executor.cache_identity().filter(|_| cache.enabled && node.cache).map(|identity| {
+        let image_params: Vec<&str> = spec.image_params().map(|p| p.name).collect();
+        crate::cache::key(&node.tool, &identity, &node.params, &image_params, base_seed, &images)
+    });
+    let scope = cache.scope(task.account_id);
+    if let Some(key) = &cache_key {
+        let newer_than =
+            atelier_core::time::now_micros().saturating_sub(atelier_core::time::micros(cache.max_age));
+        match workers.queue.cached(task, scope, key, newer_than).await {
+            Ok(Some(hit)) => {
+                info!(run = %task.run_id, node = %node.name, source = %hit.source_run, "filled from the result cache");
+                return Ok(Produced::Cached(hit));
+            }
+            Ok(None) => metrics::counter!("atelier_cache_lookups_total", "result" => "miss").increment(1),
+            Err(e) => {
+                warn!(error = %e, "the result cache failed; running the node");
+                metrics::counter!("atelier_cache_lookups_total", "result" => "error").increment(1);
+            }
+        }
+    }
     let resumes = if executor.resumable() { resumable_attempt(workers, task).await? } else { 0 };
     let progress = Arc::new(attempt.progress);
     let mut artifacts = Vec::new();
@@ -535,7 +567,25 @@ async fn run_node(
         };
         artifacts.extend(executor.run(execution).await?);
     }
-    publish(workers, task, artifacts).await
+    let bytes = artifacts.iter().map(|a| a.bytes.len() as i64).sum();
+    let outputs = publish(workers, task, artifacts).await?;
+    if let Some(key) = cache_key {
+        let entry = CacheEntry {
+            scope,
+            key,
+            run_id: task.run_id.clone(),
+            node: task.node.name.clone(),
+            outputs: outputs.clone(),
+            bytes,
+            created_at: atelier_core::time::now_micros(),
+        };
+        // The outputs are written: an entry naming them is good even if this attempt's
+        // completion is fenced off (another attempt writes the same bytes).
+        if let Err(e) = workers.queue.remember(entry).await {
+            warn!(error = %e, "recording the node in the result cache failed");
+        }
+    }
+    Ok(Produced::Ran(outputs))
 }
 
 /// Which attempt of the node's work this claim makes, counting only attempts that ended in a

@@ -35,6 +35,7 @@
 //!
 //! Not here: HTTP serving, SQL, rendering statuses.
 
+mod cache;
 mod completions;
 pub mod deliverer;
 mod dispatch;
@@ -54,12 +55,13 @@ use atelier_store::SharedStore;
 use atelier_tools::Registry;
 use tokio_util::sync::CancellationToken;
 
+pub use cache::CacheSettings;
 pub use deliverer::{CompletedBody, Deliverer, DeliveryConfig};
 pub use maintenance::{
-    delete_expired_idempotency_keys, sweep_expired, sweep_unused_inputs, Maintenance, INPUT_GRACE,
-    JANITOR_INTERVAL,
+    delete_expired_idempotency_keys, evict_cache, sweep_expired, sweep_unused_inputs, Maintenance,
+    INPUT_GRACE, JANITOR_INTERVAL,
 };
-pub use queue::{Direct, WorkQueue};
+pub use queue::{CacheHit, Direct, WorkQueue};
 
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -77,6 +79,8 @@ pub struct WorkerConfig {
     pub retry_backoff: Duration,
     /// How long in-flight work may finish after shutdown begins.
     pub shutdown_grace: Duration,
+    /// The result cache (`[cache]`).
+    pub cache: CacheSettings,
 }
 
 impl Default for WorkerConfig {
@@ -90,6 +94,7 @@ impl Default for WorkerConfig {
             node_timeout: Duration::from_secs(600),
             retry_backoff: Duration::from_secs(2),
             shutdown_grace: Duration::from_secs(30),
+            cache: CacheSettings::default(),
         }
     }
 }

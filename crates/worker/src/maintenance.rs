@@ -26,6 +26,11 @@ pub struct Maintenance {
     pub rescue_interval: Duration,
     pub sweep_interval: Duration,
     pub janitor_interval: Duration,
+    /// Result cache entries older than this are deleted with each sweep.
+    pub cache_max_age: Duration,
+    /// Beyond this many bytes of outputs named by the result cache, its oldest entries are
+    /// deleted with each sweep; `None`: no cap.
+    pub cache_max_bytes: Option<i64>,
 }
 
 /// How often the janitor deletes expired idempotency keys, by default.
@@ -76,6 +81,9 @@ impl Maintenance {
                     let before = now_micros().saturating_sub(atelier_core::time::micros(INPUT_GRACE));
                     if let Err(e) = sweep_unused_inputs(self.store.as_ref(), &self.blob, before).await {
                         warn!(error = %e, "sweeper failed on inline images");
+                    }
+                    if let Err(e) = evict_cache(self.store.as_ref(), self.cache_max_age, self.cache_max_bytes).await {
+                        warn!(error = %e, "sweeper failed on the result cache");
                     }
                 },
                 _ = janitor.tick() => if self.leads().await {
@@ -144,6 +152,22 @@ pub async fn sweep_unused_inputs(store: &dyn Store, blob: &BlobStore, before: i6
             return Ok(deleted);
         }
     }
+}
+
+/// Deletes the result cache's entries whose outputs are gone, older than `max_age`, or beyond
+/// `max_bytes` (oldest first); returns how many. The outputs themselves live on with their
+/// runs.
+pub async fn evict_cache(
+    store: &dyn Store,
+    max_age: Duration,
+    max_bytes: Option<i64>,
+) -> Result<u64, String> {
+    let older_than = now_micros().saturating_sub(atelier_core::time::micros(max_age));
+    let evicted = store.cache_evict(older_than, max_bytes).await.map_err(|e| e.to_string())?;
+    if evicted > 0 {
+        info!(entries = evicted, "evicted result cache entries");
+    }
+    Ok(evicted)
 }
 
 /// Fails `NotStarted` every node past its deadline to start, a page per transaction (one

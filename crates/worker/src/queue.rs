@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use atelier_blob::{BlobError, BlobStore};
 use atelier_core::status::TaskState;
 use atelier_core::NodeError;
-use atelier_store::{ClaimedTask, Micros, NextClaim, Outcome, Result, SharedStore};
+use atelier_store::{CacheEntry, ClaimedTask, Micros, NextClaim, Outcome, Result, SharedStore};
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -60,6 +60,33 @@ pub trait WorkQueue: Send + Sync + 'static {
         key: &str,
         bytes: Bytes,
     ) -> std::result::Result<(), BlobError>;
+    /// The result cache's entry of `scope` under `key` (recorded after `newer_than`), its
+    /// outputs copied as `task`'s; `None` on a miss, and when the entry's outputs are gone (it
+    /// is then forgotten). A queue without a cache (a pull worker's) never hits.
+    async fn cached(
+        &self,
+        _task: &ClaimedTask,
+        _scope: i64,
+        _key: &str,
+        _newer_than: Micros,
+    ) -> std::result::Result<Option<CacheHit>, String> {
+        Ok(None)
+    }
+    /// Records `entry` in the result cache (a queue without a cache records nothing).
+    async fn remember(&self, _entry: CacheEntry) -> std::result::Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Outputs copied from the result cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheHit {
+    /// The copies, as the task's outputs.
+    pub outputs: Vec<String>,
+    /// The run whose outputs they are copies of.
+    pub source_run: String,
+    /// Their size in all.
+    pub bytes: i64,
 }
 
 /// A database worker's queue: the store and object storage themselves.
@@ -145,5 +172,41 @@ impl WorkQueue for Direct {
         bytes: Bytes,
     ) -> std::result::Result<(), BlobError> {
         self.blob.put(key, bytes).await
+    }
+
+    async fn cached(
+        &self,
+        task: &ClaimedTask,
+        scope: i64,
+        key: &str,
+        newer_than: Micros,
+    ) -> std::result::Result<Option<CacheHit>, String> {
+        let lookup = self.store.cache_lookup(scope, key, newer_than).await;
+        let Some(entry) = lookup.map_err(|e| format!("reading the result cache: {e}"))? else {
+            return Ok(None);
+        };
+        let mut outputs = Vec::with_capacity(entry.outputs.len());
+        for (index, source) in entry.outputs.iter().enumerate() {
+            let ext = source.rsplit_once('.').map_or("bin", |(_, ext)| ext);
+            let copy = atelier_core::keys::output(&task.run_id, &task.node.name, index, ext);
+            match self.blob.copy(source, &copy).await {
+                Ok(()) => outputs.push(copy),
+                Err(BlobError::NotFound) => {
+                    // Outputs deleted behind the database's back: a miss, and no longer an entry.
+                    tracing::warn!(run = %entry.run_id, key, "a cached output is gone; running the node");
+                    self.store
+                        .cache_forget(scope, key, &entry.run_id)
+                        .await
+                        .map_err(|e| format!("forgetting a cache entry: {e}"))?;
+                    return Ok(None);
+                }
+                Err(e) => return Err(format!("copying a cached output: {e}")),
+            }
+        }
+        Ok(Some(CacheHit { outputs, source_run: entry.run_id, bytes: entry.bytes }))
+    }
+
+    async fn remember(&self, entry: CacheEntry) -> std::result::Result<(), String> {
+        self.store.cache_remember(&entry).await.map_err(|e| format!("recording a cache entry: {e}"))
     }
 }

@@ -104,10 +104,12 @@ export interface LedgerEntry {
   amount: number;
   /** When it was written. */
   created_at: string;
+  /** `cache_hit`: the run whose outputs were copied. */
+  source_run?: string;
 }
 
 /** The kind of a ledger line: a run reserves its price when accepted; when it ends, what its succeeded nodes cost is charged and the rest released. */
-export type LedgerKind = "grant" | "reserve" | "charge" | "release";
+export type LedgerKind = "grant" | "reserve" | "charge" | "release" | "cache_hit";
 
 /** A named output of a workflow run: its URL, or a list when the node made several. */
 export type NamedOutput = string | string[];
@@ -170,6 +172,8 @@ export interface NodeResult {
   progress?: number;
   /** Extension: on a queued node whose tool's model servers are all down, what it waits for; it runs when one is healthy again. */
   waiting_for?: WaitingFor;
+  /** Extension: the node's outputs are copies, from the result cache, of the outputs of this run's node that did the same work (same tool, engine, parameters, seed and input images); the node was charged nothing. */
+  cached_from?: string;
 }
 
 /** The state of one node of a run. */
@@ -265,6 +269,8 @@ export interface RunRequest {
   priority?: Priority;
   /** Extension: each node must be started by a worker within this many seconds of being queued; one that is not fails NotStarted (not charged). No limit when absent. */
   start_within_secs?: number;
+  /** Extension: `false` runs every node afresh. By default a node whose exact work (tool, engine, parameters, seed and input images) this account ran before, and whose outputs are still kept, is filled from the result cache: the same outputs, charged nothing. */
+  cache?: boolean;
 }
 
 /** The state of a run (`overall_status`), in the order a run moves through them. The status of one node of a workflow run, addressed by its generation id, is the node's state, which may also be `pending` or `skipped`. */
@@ -306,6 +312,8 @@ export interface RunStatus {
   queue_position?: number;
   /** Extension: on a queued node run whose tool's model servers are all down, what it waits for; it runs when one is healthy again. */
   waiting_for?: WaitingFor;
+  /** Extension, node runs: the node's outputs are copies, from the result cache, of the outputs of this run's node that did the same work; the node was charged nothing. */
+  cached_from?: string;
 }
 
 /** An item of `GET /api/v3/runs`. */

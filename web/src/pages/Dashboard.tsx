@@ -197,6 +197,7 @@ function Ledger() {
             <option value="reserve">reserve</option>
             <option value="charge">charge</option>
             <option value="release">release</option>
+            <option value="cache_hit">cache_hit</option>
           </select>
         </label>
         <label>
@@ -221,8 +222,15 @@ function Ledger() {
             <tr key={e.id} data-kind={e.kind}>
               <td>{when(e.created_at)}</td>
               <td>{e.kind}</td>
-              <td className="num">{e.kind === 'grant' || e.kind === 'release' ? `+${e.amount}` : `−${e.amount}`}</td>
-              <td>{e.run_id ? <Link to={`/runs/${e.run_id}`}>{e.run_id}</Link> : '—'}</td>
+              <td className="num">{ledgerAmount(e)}</td>
+              <td>
+                {e.run_id ? <Link to={`/runs/${e.run_id}`}>{e.run_id}</Link> : '—'}
+                {e.source_run ? (
+                  <>
+                    {' '}(copied from <Link to={`/runs/${e.source_run}`}>{e.source_run}</Link>)
+                  </>
+                ) : null}
+              </td>
               <td>{e.target ?? '—'}</td>
             </tr>
           ))}
@@ -240,4 +248,11 @@ function Ledger() {
       </div>
     </div>
   );
+}
+
+/** A ledger line's tokens as they change the balance: grants and releases add, a cache hit
+ * costs nothing, the rest subtract. */
+function ledgerAmount(e: LedgerEntry): string {
+  if (e.kind === 'cache_hit') return '0';
+  return e.kind === 'grant' || e.kind === 'release' ? `+${e.amount}` : `−${e.amount}`;
 }

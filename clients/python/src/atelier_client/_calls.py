@@ -159,7 +159,7 @@ def _webhook_fields(
 
 
 def _with_queueing(
-    body: Dict[str, Any], priority: Optional[str], start_within_secs: Optional[int]
+    body: Dict[str, Any], priority: Optional[str], start_within_secs: Optional[int], cache: Optional[bool] = None
 ) -> Dict[str, Any]:
     # The lane: ``interactive``, ``normal`` or ``bulk`` (the server checks it: 422
     # InvalidInput otherwise); unset, the server uses the API key's lane. And how soon
@@ -168,6 +168,9 @@ def _with_queueing(
         body["priority"] = priority
     if start_within_secs is not None:
         body["start_within_secs"] = start_within_secs
+    # ``False``: every node runs afresh instead of being filled from the result cache.
+    if cache is not None:
+        body["cache"] = bool(cache)
     return body
 
 
@@ -179,9 +182,10 @@ def _run_body(
     webhook_events: Optional[Iterable[str]],
     priority: Optional[str] = None,
     start_within_secs: Optional[int] = None,
+    cache: Optional[bool] = None,
 ) -> Dict[str, Any]:
     body = _webhook_fields({"type": kind, "target": target, "input": dict(input)}, webhook_url, webhook_events)
-    return _with_queueing(body, priority, start_within_secs)
+    return _with_queueing(body, priority, start_within_secs, cache)
 
 
 def _run_headers(idempotency_key: Optional[str], wait: Optional[int]) -> Dict[str, str]:
@@ -206,13 +210,14 @@ def run(
     wait: Optional[int] = None,
     priority: Optional[str] = None,
     start_within_secs: Optional[int] = None,
+    cache: Optional[bool] = None,
 ) -> Call[RunHandle]:
     """``POST /api/v3/run``."""
     return Call(
         "POST",
         "/api/v3/run",
         lambda r: RunHandle.from_raw(_obj(r)),
-        json=_run_body(kind, target, input, webhook_url, webhook_events, priority, start_within_secs),
+        json=_run_body(kind, target, input, webhook_url, webhook_events, priority, start_within_secs, cache),
         headers=_run_headers(idempotency_key, wait),
         extra_timeout=float(wait or 0),
     )
@@ -338,13 +343,16 @@ def v2_run(
     idempotency_key: Optional[str] = None,
     priority: Optional[str] = None,
     start_within_secs: Optional[int] = None,
+    cache: Optional[bool] = None,
 ) -> Call[RunHandle]:
     """``POST /api/v2/{family}/run``: the family's fields, plus the webhook and queueing fields."""
     return Call(
         "POST",
         f"/api/v2/{_family(family)}/run",
         lambda r: RunHandle.from_raw(_obj(r)),
-        json=_with_queueing(_webhook_fields(dict(input), webhook_url, webhook_events), priority, start_within_secs),
+        json=_with_queueing(
+            _webhook_fields(dict(input), webhook_url, webhook_events), priority, start_within_secs, cache
+        ),
         headers=_run_headers(idempotency_key, None),
     )
 

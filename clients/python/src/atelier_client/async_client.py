@@ -258,6 +258,7 @@ class AsyncClient:
         wait: Optional[int] = None,
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
+        cache: Optional[bool] = None,
     ) -> AsyncRun:
         """Starts a single-tool run (``POST /api/v3/run`` with ``type: node``).
 
@@ -275,6 +276,9 @@ class AsyncClient:
                 ``"bulk"``; unset, the API key's lane (normal unless set).
             start_within_secs: 1..86400: a node no worker started within this many seconds
                 of its queueing fails ``NotStarted``, not charged; unset, no limit.
+            cache: ``False`` runs every node afresh; unset, a node this account ran with
+                the same tool, parameters, seed and images is filled from the result cache
+                (the same outputs, charged nothing).
 
         Returns:
             The :class:`AsyncRun` (``.id``, ``.warnings``, ``.wait()``, ``.cancel()``).
@@ -290,6 +294,7 @@ class AsyncClient:
                 wait=wait,
                 priority=priority,
                 start_within_secs=start_within_secs,
+                cache=cache,
             )
         )
         return self._run(handle)
@@ -305,6 +310,7 @@ class AsyncClient:
         wait: Optional[int] = None,
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
+        cache: Optional[bool] = None,
     ) -> AsyncRun:
         """Starts a saved workflow (``POST /api/v3/run`` with ``type: workflow``).
 
@@ -322,6 +328,7 @@ class AsyncClient:
                 wait=wait,
                 priority=priority,
                 start_within_secs=start_within_secs,
+                cache=cache,
             )
         )
         return self._run(handle)
@@ -520,6 +527,7 @@ class AsyncClient:
         idempotency_key: Optional[str] = None,
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
+        cache: Optional[bool] = None,
     ) -> AsyncV2Run:
         """``POST /api/v2/{family}/run``; ``family`` is one of ``tryon``, ``tryon_pro``,
         ``virtual_model``, ``fabric``, ``sketch_to_dress`` (or its path, ``tryon/pro``...).
@@ -535,6 +543,7 @@ class AsyncClient:
                 idempotency_key=idempotency_key,
                 priority=priority,
                 start_within_secs=start_within_secs,
+                cache=cache,
             )
         )
         return AsyncV2Run(self, handle, family)

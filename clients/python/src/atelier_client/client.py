@@ -255,6 +255,7 @@ class Client:
         wait: Optional[int] = None,
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
+        cache: Optional[bool] = None,
     ) -> Run:
         """Starts a single-tool run (``POST /api/v3/run`` with ``type: node``).
 
@@ -272,6 +273,9 @@ class Client:
                 ``"bulk"``; unset, the API key's lane (normal unless set).
             start_within_secs: 1..86400: a node no worker started within this many seconds
                 of its queueing fails ``NotStarted``, not charged; unset, no limit.
+            cache: ``False`` runs every node afresh; unset, a node this account ran with
+                the same tool, parameters, seed and images is filled from the result cache
+                (the same outputs, charged nothing).
 
         Returns:
             The :class:`Run` (``.id``, ``.warnings``, ``.wait()``, ``.cancel()``).
@@ -287,6 +291,7 @@ class Client:
                 wait=wait,
                 priority=priority,
                 start_within_secs=start_within_secs,
+                cache=cache,
             )
         )
         return self._run(handle)
@@ -302,6 +307,7 @@ class Client:
         wait: Optional[int] = None,
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
+        cache: Optional[bool] = None,
     ) -> Run:
         """Starts a saved workflow (``POST /api/v3/run`` with ``type: workflow``).
 
@@ -319,6 +325,7 @@ class Client:
                 wait=wait,
                 priority=priority,
                 start_within_secs=start_within_secs,
+                cache=cache,
             )
         )
         return self._run(handle)
@@ -517,6 +524,7 @@ class Client:
         idempotency_key: Optional[str] = None,
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
+        cache: Optional[bool] = None,
     ) -> V2Run:
         """``POST /api/v2/{family}/run``; ``family`` is one of ``tryon``, ``tryon_pro``,
         ``virtual_model``, ``fabric``, ``sketch_to_dress`` (or its path, ``tryon/pro``...).
@@ -532,6 +540,7 @@ class Client:
                 idempotency_key=idempotency_key,
                 priority=priority,
                 start_within_secs=start_within_secs,
+                cache=cache,
             )
         )
         return V2Run(self, handle, family)

@@ -176,7 +176,7 @@ KNOWN_FIELDS: Dict[str, FrozenSet[str]] = {
     "WorkflowNode": frozenset({"name", "tool", "params", "links", "mode"}),
     "WorkflowVariable": frozenset({"type", "targets"}),
     "RunRequest": frozenset(
-        {"type", "target", "input", "webhook_url", "webhook_events", "priority", "start_within_secs"}
+        {"type", "target", "input", "webhook_url", "webhook_events", "priority", "start_within_secs", "cache"}
     ),
     "Error": frozenset(ERROR_FIELDS),
     "ErrorResponse": frozenset({"id", "error"}),

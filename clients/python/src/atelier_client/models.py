@@ -165,6 +165,9 @@ class NodeResult:
     progress: Optional[float] = None
     #: ``"engine"`` while queued and the tool's model servers are all down.
     waiting_for: Optional[str] = None
+    #: The run whose outputs these are copies of, when the result cache filled the node
+    #: (charged nothing).
+    cached_from: Optional[str] = None
     raw: Dict[str, Any] = _raw_field()
 
     @classmethod
@@ -177,6 +180,7 @@ class NodeResult:
             model_name=str(raw.get("model_name", "")),
             progress=_opt_float(raw.get("progress")),
             waiting_for=_opt_str(raw.get("waiting_for")),
+            cached_from=_opt_str(raw.get("cached_from")),
             raw=dict(raw),
         )
 
@@ -273,6 +277,9 @@ class NodeRunStatus(_RunState):
     #: The lane it queues in: ``interactive``, ``normal`` or ``bulk``.
     priority: Optional[str] = None
     workflow_run_id: Optional[str] = None
+    #: The run whose outputs these are copies of, when the result cache filled the node
+    #: (charged nothing).
+    cached_from: Optional[str] = None
     raw: Dict[str, Any] = _raw_field()
 
     @property
@@ -298,6 +305,7 @@ class NodeRunStatus(_RunState):
             waiting_for=_opt_str(raw.get("waiting_for")),
             priority=_opt_str(raw.get("priority")),
             workflow_run_id=_opt_str(raw.get("workflow_run_id")),
+            cached_from=_opt_str(raw.get("cached_from")),
             raw=dict(raw),
         )
 

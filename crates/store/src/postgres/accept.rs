@@ -35,7 +35,7 @@ use crate::statements::{sql, Sql};
 
 /// Reserves `$2` tokens on account `$1` and, only when its balance covers them, writes each
 /// run (arrays `$6..$13` and `$29..$33`, one element per run), its ledger entry, its nodes (arrays
-/// `$14..$24`, one element per node, with its run's id) and the tasks of its ready nodes
+/// `$14..$24` and `$34`, one element per node, with its run's id) and the tasks of its ready nodes
 /// (`$25`, `$26`) and the stored inputs it uses (`$27`, `$28`), and wakes the workers. One row when written, none when the balance is
 /// short. Foreign keys are checked at the end of the statement, when the runs' rows exist.
 static ACCEPT_RUNS: Sql = sql!(
@@ -58,11 +58,11 @@ WITH reserve AS (
            run.trace_parent, run.priority, run.key_id, run.start_within_ms
     FROM run
 ), node_row AS (
-    INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
+    INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status, cache)
     SELECT n.* FROM reserve,
         unnest($14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[], $20::text[],
-               $21::boolean[], $22::bigint[], $23::bigint[], $24::text[])
-            AS n(run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
+               $21::boolean[], $22::bigint[], $23::bigint[], $24::text[], $34::boolean[])
+            AS n(run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status, cache)
 ), task_row AS (
     INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane, start_by)
     SELECT t.run_id, t.node, $1, '{available}', $4, $3, $3, run.lane, $3 + run.start_within_ms * 1000
@@ -106,6 +106,8 @@ struct NodeRow {
     params: String,
     links: String,
     bypassed: bool,
+    /// Whether the result cache may fill it (the run's `cache`).
+    cache: bool,
     fanout: i64,
     price: i64,
     /// Ready at once (no links): queued with a task, otherwise pending.
@@ -140,6 +142,7 @@ impl Accepted {
                     params: to_json(&node.params),
                     links: to_json(&node.links),
                     bypassed: node.bypassed,
+                    cache: run.cache,
                     fanout: i64::from(node.fanout),
                     price: node.price,
                     ready: node.links.is_empty(),
@@ -296,6 +299,7 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u
         .bind(runs.iter().map(|r| r.priority.lane() as i16).collect::<Vec<_>>())
         .bind(runs.iter().map(|r| r.key_id).collect::<Vec<_>>())
         .bind(runs.iter().map(|r| r.start_within_ms).collect::<Vec<_>>())
+        .bind(nodes.iter().map(|(_, _, n)| n.cache).collect::<Vec<_>>())
         .fetch_optional(&mut *conn)
         .await?;
     Ok(written.is_some())

@@ -353,7 +353,7 @@ static CLAIM: Sql = sql!(
                     WHERE id IN (SELECT r.id FROM runs r JOIN claimed ON r.id = claimed.run_id
                                  WHERE r.status = '{run_queued}'
                                  FOR NO KEY UPDATE OF r SKIP LOCKED))
-     SELECT c.*, n.name, n.gen_id, n.tool, n.params, n.links, n.bypassed, n.fanout, n.price,
+     SELECT c.*, n.name, n.gen_id, n.tool, n.params, n.links, n.bypassed, n.cache, n.cached_from, n.fanout, n.price,
             n.outputs, n.error, CAST('{node_running}' AS TEXT) AS status, n.progress_milli,
             (SELECT CAST(json_object_agg(u.name, CAST(u.outputs AS json)) AS TEXT) FROM nodes u
              WHERE u.run_id = c.run_id
@@ -581,7 +581,7 @@ impl Backend for PgStore {
                               FROM json_each(params::json) WITH ORDINALITY AS e(key, value, position)
                               WHERE json_typeof(e.value) <> 'string' OR octet_length(e.value #>> '{}') <= $2) END
                             AS params,
-                        links, bypassed, fanout, price, status, outputs, error, progress_milli
+                        links, bypassed, cache, cached_from, fanout, price, status, outputs, error, progress_milli
                  FROM nodes WHERE run_id = $1 ORDER BY position",
                 args![run_id, STATUS_PARAM_MAX_BYTES, STATUS_PARAMS_AS_STORED_BYTES],
             )

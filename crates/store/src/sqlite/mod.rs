@@ -147,11 +147,11 @@ impl Lifecycle for SqliteStore {
 }
 
 /// Inserts a node: run id, name, position, generation id, tool, params, links, bypassed,
-/// fanout, price, status.
+/// fanout, price, status, cache.
 macro_rules! insert_node_sql {
     () => {
-        "INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        "INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status, cache)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     };
 }
 
@@ -455,7 +455,8 @@ impl Backend for SqliteStore {
                 .bind(node.bypassed)
                 .bind(i64::from(node.fanout))
                 .bind(node.price)
-                .bind(if ready { NodeStatus::Queued } else { NodeStatus::Pending }.as_str());
+                .bind(if ready { NodeStatus::Queued } else { NodeStatus::Pending }.as_str())
+                .bind(run.cache);
             let insert = if ready {
                 insert
                     .bind(&run.id)
@@ -490,7 +491,7 @@ impl Backend for SqliteStore {
                                                                   ELSE value END)
                           FROM json_each(n.params)
                           WHERE type <> 'text' OR octet_length(value) <= ?3) END AS params,
-                    n.links, n.bypassed, n.fanout, n.price,
+                    n.links, n.bypassed, n.cache, n.cached_from, n.fanout, n.price,
                     n.status AS node_status, n.outputs AS node_outputs, n.error AS node_error,
                     n.progress_milli
              FROM runs r LEFT JOIN nodes n ON n.run_id = r.id

@@ -165,6 +165,7 @@ pub async fn submit_queued(
         priority: queueing.priority,
         key_id: queueing.key_id,
         start_within: queueing.start_within,
+        cache: true,
     };
     store.create_run(&run).await.map(|_| id)
 }

@@ -47,7 +47,23 @@ impl Executor for Builtin {
             .await
             .map_err(|e| ToolError::Failed(format!("the tool stopped unexpectedly: {e}")))?
     }
+
+    /// Deterministic for a given seed: the package's version and [`OUTPUTS_REVISION`], the
+    /// learned subject model, and whether tools are no-ops. The limits only refuse inputs.
+    fn cache_identity(&self) -> Option<String> {
+        let subject = self.options.subject.as_ref().map_or("none", |model| model.name());
+        Some(format!(
+            "builtin/{}/r{OUTPUTS_REVISION}/subject={subject}{}",
+            env!("CARGO_PKG_VERSION"),
+            if self.options.noop { "/noop" } else { "" }
+        ))
+    }
 }
+
+/// Raised with any change that makes a built-in tool's output differ for the same inputs and
+/// seed (an algorithm, an encoder setting), so that the result cache never serves an output
+/// this version would not make.
+pub const OUTPUTS_REVISION: u32 = 1;
 
 /// The output of every execution when [`BuiltinOptions::noop`] is on: a 1x1 PNG.
 const NOOP_PNG: &[u8] = &[

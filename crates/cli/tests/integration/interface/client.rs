@@ -234,6 +234,15 @@ async fn an_uploaded_file_is_named_in_a_run() {
         .unwrap();
     let status = client.wait(&handle.id, WaitOptions::default()).await.unwrap();
     assert_eq!(status.overall_status, RunState::Succeeded, "{:?}", status.raw);
+    // The same work again comes from the result cache, unless the options say otherwise.
+    let input = json!({"image": upload.input, "scale": 2});
+    let again = client.run("upscale", input.clone(), RunOptions::default()).await.unwrap();
+    let again = client.wait(&again.id, WaitOptions::default()).await.unwrap();
+    assert_eq!((again.cached_from.as_deref(), again.tokens), (Some(handle.id.as_str()), 0));
+    let options = RunOptions { cache: Some(false), ..RunOptions::default() };
+    let fresh = client.run("upscale", input, options).await.unwrap();
+    let fresh = client.wait(&fresh.id, WaitOptions::default()).await.unwrap();
+    assert_eq!((fresh.cached_from, fresh.tokens), (None, 1));
     let e = client.upload_file(&app.dir.path().join("missing.png")).await.unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e:?}");
 }

@@ -139,6 +139,10 @@ async fn a_worker_leases_only_its_tools_and_writes_only_its_tasks_outputs() {
     let (code, answer) =
         call(&app, "POST", "/worker/v1/complete", Some(&token), Some(finish(json!(["inputs/1/1-x"])))).await;
     assert_eq!(code, 403, "outputs elsewhere are refused: {answer}");
+    let hit = json!({"completions": [{"task_id": id, "epoch": epoch,
+        "outcome": {"cached": {"outputs": [mine], "source_run": other}}}]});
+    let (code, answer) = call(&app, "POST", "/worker/v1/complete", Some(&token), Some(hit)).await;
+    assert_eq!(code, 400, "a worker cannot make a node free by calling it a cache hit: {answer}");
     let (code, answer) =
         call(&app, "POST", "/worker/v1/complete", Some(&token), Some(finish(json!([mine])))).await;
     assert_eq!((code, &answer["recorded"]), (200, &json!([true])), "{answer}");

@@ -115,6 +115,9 @@ impl Cluster {
             // the learned subject model (seconds each on a shared 2-core machine) would only
             // stretch them past their deadlines. The model has its own tests.
             ("ATELIER__WORKER__SUBJECT_MODEL", "none"),
+            // Their loads repeat the same work, and they count each node's execution and
+            // charge: the result cache would fill the repeats (it has its own tests).
+            ("ATELIER__CACHE__ENABLED", "false"),
             ("RUST_LOG", "info,tower_http=warn,sqlx=warn"),
             ("NO_COLOR", "1"),
         ];

@@ -483,6 +483,8 @@ fn api_and_two_workers_on_postgres_and_s3_complete_every_run_once() {
         ("ATELIER__STORAGE__S3__ACCESS_KEY_ID", "test"),
         ("ATELIER__STORAGE__S3__SECRET_ACCESS_KEY", "test"),
         ("ATELIER__WORKER__POLL_MS", "200"),
+        // Every run here repeats the same work, and each is to be executed and charged.
+        ("ATELIER__CACHE__ENABLED", "false"),
     ];
     let (ok, out, err) = atelier(
         dir.path(),
@@ -694,13 +696,24 @@ fn migrate_data_moves_an_embedded_installation_to_postgres_and_s3() {
     }
     assert!(!scratch.path().join("objects").exists(), "nothing is read or written locally");
 
-    // New work runs on the new installation.
+    // The result cache came along: the same work again is a copy of the moved outputs, free.
     let handle = post(&format!("{addr}/api/v3/run"), &key, &bodies[0]);
+    let id = handle["id"].as_str().unwrap_or_else(|| panic!("{handle}")).to_string();
+    let status = wait_succeeded(&addr, &key, &id);
+    assert_eq!(status["cached_from"].as_str(), Some(ids[0].as_str()), "{status}");
+    let url = output_urls(&status).pop().unwrap();
+    assert!(fetch(&url).1 == files[0].1, "the same bytes");
+    assert_eq!(get(&format!("{addr}/api/v2/user/tokens"), &key)["tokens"], balance);
+    // New work runs on the new installation.
+    let body = json!({"type": "node", "target": "upscale", "input": {"image": image, "scale": 4}});
+    let handle = post(&format!("{addr}/api/v3/run"), &key, &body);
     let id = handle["id"].as_str().unwrap_or_else(|| panic!("{handle}")).to_string();
     let status = wait_succeeded(&addr, &key, &id);
     let url = output_urls(&status).pop().unwrap();
     assert_eq!(fetch(&url).0, 200);
-    assert_eq!(get(&format!("{addr}/api/v2/user/tokens"), &key)["tokens"], balance - 1);
+    let price = status["tokens"].as_i64().unwrap();
+    assert!(price > 0, "{status}");
+    assert_eq!(get(&format!("{addr}/api/v2/user/tokens"), &key)["tokens"], balance - price);
     child.kill().unwrap();
     child.wait().unwrap();
 }

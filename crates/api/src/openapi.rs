@@ -406,7 +406,7 @@ id, stored once, kept longer), and may be named by the image inputs of runs (too
         let path = family.path();
         paths.insert(
             format!("/api/v2/{path}/run"),
-            json!({"post": idempotent(op(&format!("Start a v2 {path} run"), Some(&format!("V2Run_{}", family.as_str())), "RunHandle", &[400, 401, 402, 409, 413, 422]))}),
+            json!({"post": idempotent(op(&format!("Start a v2 {path} run"), Some(&format!("V2Run_{}", family.as_str())), "RunHandle", &[400, 401, 402, 404, 409, 413, 422]))}),
         );
         paths.insert(
             format!("/api/v2/{path}/status/{{run_id}}"),

@@ -238,8 +238,17 @@ async fn an_upload_is_its_accounts_alone_and_goes_when_its_time_is_over() {
     assert_eq!((code, answer["error"]["name"].as_str()), (404, Some("UploadNotFound")), "{answer}");
     assert_eq!(answer["error"]["field"], "image");
     assert_eq!(answer["id"], Value::Null, "the run-handle shape");
+    // A v2 run too (and its own upload is fine there).
+    let v2 = json!({"category": "top", "model_image": upload["input"], "garment_image": upload["input"]});
+    let (code, answer) = app.call("POST", "/api/v2/tryon/run", Some(&other), Some(&v2)).await;
+    assert_eq!((code, answer["error"]["field"].as_str()), (404, Some("model_image")), "{answer}");
     let balance = app.call("GET", "/api/v2/user/tokens", Some(&other), None).await.1;
     assert_eq!(balance["tokens"], 1000, "nothing reserved");
+    let (code, answer) = app.post("/api/v2/tryon/run", &v2).await;
+    assert_eq!(code, 200, "{answer}");
+    let v2_run = answer["id"].as_str().unwrap().to_string();
+    let (_, status) = app.get(&format!("/api/v2/tryon/status/{v2_run}")).await;
+    assert_eq!(status["input"]["model_image"], upload["input"], "the echo names the upload: {status}");
     // Ids that cannot exist, and a workflow node's field.
     for bad in ["upload:", "upload:xyz", &format!("upload:{}", id.to_uppercase())] {
         let body = json!({"type": "node", "target": "upscale", "input": {"image": bad}});
@@ -284,6 +293,14 @@ async fn an_upload_is_its_accounts_alone_and_goes_when_its_time_is_over() {
     let (code, _) = app.get(&format!("/api/v3/uploads/{id}")).await;
     assert_eq!(code, 200);
     let day_after = now + 25 * 3_600_000_000;
+    assert_eq!(
+        atelier_worker::sweep_unused_inputs(store.as_ref(), blob, day_after).await.unwrap(),
+        0,
+        "the v2 run uses it until it is swept"
+    );
+    app.wait(&v2_run).await;
+    store.set_expiry(&v2_run, atelier_store::now_micros() - 1).await.unwrap();
+    atelier_worker::sweep_expired(store.as_ref(), blob).await.unwrap();
     assert_eq!(atelier_worker::sweep_unused_inputs(store.as_ref(), blob, day_after).await.unwrap(), 1);
     assert!(blob.list(Some("uploads")).await.unwrap().is_empty());
     let (code, _) = app.get(&format!("/api/v3/uploads/{id}")).await;

@@ -28,7 +28,6 @@ use atelier_store::{Account, StoredInput};
 use atelier_wire::UPLOAD_PREFIX;
 use bytes::Bytes;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::body::BodySlices;
 use crate::error::ApiError;
@@ -152,7 +151,7 @@ pub async fn store(
 ) -> Result<StoredImages, ApiError> {
     let mut stored = StoredImages::default();
     for (value, bytes, format) in checked.to_store {
-        let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        let digest = atelier_core::keys::sha256_hex(&bytes);
         let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
         let input = state.store.register_input(account.id, &digest, format, size).await?;
         let key = input.key();

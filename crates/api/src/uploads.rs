@@ -20,7 +20,6 @@ use axum::http::{header, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use bytes::Bytes;
-use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::extract::{body_bytes, Caller};
@@ -103,7 +102,7 @@ async fn image_of(state: &AppState, request: Request) -> Result<Bytes, ApiError>
 /// Checks `bytes` as an image input and keeps them for `account`.
 async fn accept(state: &AppState, account: &Account, bytes: Bytes) -> Result<wire::Upload, ApiError> {
     let (format, width, height) = check(state, &bytes)?;
-    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let digest = atelier_core::keys::sha256_hex(&bytes);
     let keep_until = now_micros().saturating_add(micros(state.config.uploads.keep));
     let upload = state
         .store

@@ -24,6 +24,13 @@ pub fn run_of_output(key: &str) -> Option<&str> {
     key.strip_prefix("outputs/")?.split('/').next().filter(|run| !run.is_empty())
 }
 
+/// The SHA-256 of `bytes`, as lowercase hex: the digest stored inputs and uploads are
+/// addressed by (and the result cache's keys).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
 /// The key of a run's inline image: `inputs/{account}/{id}-{digest}`.
 pub fn input(account_id: i64, id: i64, digest: &str) -> String {
     format!("{}{id}-{digest}", account_inputs(account_id))

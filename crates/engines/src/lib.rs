@@ -304,7 +304,7 @@ fn cache_identity(
     if kind == EngineKind::Comfyui {
         hash.update(std::fs::read(&route.template).ok()?);
     }
-    let digest: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let digest = hex::encode(hash.finalize());
     Some(format!("{}/{digest}", kind.as_str()))
 }
 

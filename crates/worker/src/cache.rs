@@ -1,19 +1,20 @@
 //! The result cache, as a worker uses it. Before a node runs, its work is keyed ([`key`]):
 //! the tool, the executor's identity (`Executor::cache_identity`: the built-in engine's
 //! version, or a model server's route and template), the parameters (image values left out),
-//! the seed, and the SHA-256 of every input image's bytes, so the same image sent as a URL,
-//! inline or uploaded is the same work. A node whose key the account's cache holds, with its
-//! outputs still kept, gets copies of those outputs instead of running, and is charged
+//! the seed, and the SHA-256 of every input image's bytes, so the same image counts as the
+//! same however it was sent (a URL, inline, an upload); a run without a `seed` derives its
+//! seed from its parameters as sent, though, so only with the same seed is it the same work.
+//! A node whose key the account's cache holds, with its outputs still kept, gets copies of those outputs instead of running, and is charged
 //! nothing (`Outcome::Cached`); a node that ran is recorded under its key. A cache that fails
 //! (the database, or outputs that vanished) is a miss: the node runs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
+use atelier_core::keys::sha256_hex;
 use atelier_core::params::Params;
 use bytes::Bytes;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// How workers use the result cache (`[cache]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +70,7 @@ pub fn key(
         .collect();
     let digests: BTreeMap<&str, Vec<String>> = images
         .iter()
-        .map(|(name, list)| (name.as_str(), list.iter().map(|bytes| hex(&Sha256::digest(bytes))).collect()))
+        .map(|(name, list)| (name.as_str(), list.iter().map(|bytes| sha256_hex(bytes)).collect()))
         .collect();
     let work = serde_json::json!({
         "layout": KEY_LAYOUT,
@@ -79,11 +80,7 @@ pub fn key(
         "seed": seed,
         "images": digests,
     });
-    hex(&Sha256::digest(work.to_string().as_bytes()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    sha256_hex(work.to_string().as_bytes())
 }
 
 #[cfg(test)]

@@ -257,20 +257,36 @@ impl Sender {
         Self { client, runtime, failing: AtomicBool::new(false) }
     }
 
-    /// Records an export attempt's result: `None` when the collector took it, else why not.
+    /// Records an export attempt's result (`None` when the collector took it, else why not)
+    /// and logs it when exports start failing or work again.
     fn record(&self, failure: Option<&str>) {
-        match failure {
-            Some(why) if !self.failing.swap(true, Ordering::Relaxed) => tracing::warn!(
-                error = why,
+        match self.note(failure) {
+            Some(ExportHealth::Failing) => tracing::warn!(
+                error = failure.unwrap_or_default(),
                 retried_for_secs = EXPORT_TIMEOUT.as_secs(),
                 "exporting traces failed; a batch the collector does not take is retried, then dropped"
             ),
-            None if self.failing.swap(false, Ordering::Relaxed) => {
-                tracing::info!("exporting traces works again")
-            }
-            _ => {}
+            Some(ExportHealth::WorksAgain) => tracing::info!("exporting traces works again"),
+            None => {}
         }
     }
+
+    /// The change an export attempt's result makes, if any.
+    fn note(&self, failure: Option<&str>) -> Option<ExportHealth> {
+        let failed = failure.is_some();
+        match (self.failing.swap(failed, Ordering::Relaxed), failed) {
+            (false, true) => Some(ExportHealth::Failing),
+            (true, false) => Some(ExportHealth::WorksAgain),
+            _ => None,
+        }
+    }
+}
+
+/// A change in whether exports reach the collector, the only times the log speaks of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExportHealth {
+    Failing,
+    WorksAgain,
 }
 
 #[async_trait::async_trait]

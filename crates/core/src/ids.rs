@@ -25,6 +25,16 @@ pub fn generation_id() -> String {
     format!("gen_{}", random_lower(16))
 }
 
+/// A batch id: `bat_` and 16 characters.
+pub fn batch_id() -> String {
+    format!("bat_{}", random_lower(16))
+}
+
+/// Whether `id` has the shape of a batch id; anything else cannot exist.
+pub fn is_batch_id(id: &str) -> bool {
+    id.strip_prefix("bat_").is_some_and(|b| b.len() == 16 && b.bytes().all(|c| ID_ALPHABET.contains(&c)))
+}
+
 /// Whether `id` has the shape of a run id; anything else cannot exist.
 pub fn is_run_id(id: &str) -> bool {
     let body = id.strip_prefix("wr_").or_else(|| id.strip_prefix("gen_"));

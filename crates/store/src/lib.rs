@@ -92,6 +92,7 @@
 
 mod account;
 mod backend;
+mod batch;
 mod cache;
 mod config;
 mod copy;
@@ -122,6 +123,10 @@ pub use account::{
 };
 pub use atelier_core::status::RunKind;
 pub use atelier_core::time::{format_time, now_micros, Micros};
+pub use batch::{
+    BatchRecord, BatchStatus, BatchSummary, Fed, ItemCounts, ItemQuery, ItemRecord, ItemStatus, NewBatch,
+    NewBatchItem,
+};
 pub use cache::CacheEntry;
 pub use config::StoreConfig;
 pub use copy::{check_target_empty, copy_to_postgres, AccountTotals, CopyError, CopyReport, TableCount};
@@ -139,8 +144,8 @@ pub use sqlx::postgres::PgConnectOptions;
 pub use task::{ClaimedTask, NextClaim, Outcome, QueueStat};
 pub use telemetry::enable_metrics;
 pub use traits::{
-    Accounts, IdempotencyKeys, InputFiles, Lifecycle, ResultCache, Runs, Sessions, SharedStore, Store,
-    TaskQueue, Webhooks, WorkerTokens, Workflows,
+    Accounts, Batches, IdempotencyKeys, InputFiles, Lifecycle, ResultCache, Runs, Sessions, SharedStore,
+    Store, TaskQueue, Webhooks, WorkerTokens, Workflows,
 };
 pub use webhook::{
     AttemptEnd, Delivery, DeliveryAttempt, DeliveryEvent, DeliveryRecord, DeliveryState, RunWebhook,
@@ -151,7 +156,7 @@ pub use workflow::WorkflowRow;
 /// Every trait of the store, so that its methods can be called on a [`SharedStore`].
 pub mod prelude {
     pub use crate::{
-        Accounts, IdempotencyKeys, InputFiles, Lifecycle, ResultCache, Runs, Sessions, Store, TaskQueue,
-        Webhooks, WorkerTokens, Workflows,
+        Accounts, Batches, IdempotencyKeys, InputFiles, Lifecycle, ResultCache, Runs, Sessions, Store,
+        TaskQueue, Webhooks, WorkerTokens, Workflows,
     };
 }

@@ -18,6 +18,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0013_claim_by_lane.sql"),
     include_str!("../migrations/sqlite/0014_uploads.sql"),
     include_str!("../migrations/sqlite/0015_result_cache.sql"),
+    include_str!("../migrations/sqlite/0016_batches.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -36,4 +37,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0013_claim_by_lane.sql"),
     include_str!("../migrations/postgres/0014_uploads.sql"),
     include_str!("../migrations/postgres/0015_result_cache.sql"),
+    include_str!("../migrations/postgres/0016_batches.sql"),
 ];

@@ -525,9 +525,11 @@ pub(crate) static USE_UPLOAD: Sql = sql!(
 );
 /// `$1` run, `$2` input.
 pub(crate) const INSERT_RUN_INPUT: &str = "INSERT INTO run_inputs (run_id, input_id) VALUES ($1, $2)";
-/// No run that is not swept yet uses input `i`.
+/// No run that is not swept yet uses input `i`, and no batch that is not finished names it.
 const INPUT_UNUSED: &str = "NOT EXISTS (SELECT 1 FROM run_inputs ri JOIN runs r ON r.id = ri.run_id
-                                    WHERE ri.input_id = i.id AND NOT r.swept)";
+                                    WHERE ri.input_id = i.id AND NOT r.swept)
+     AND NOT EXISTS (SELECT 1 FROM batch_inputs bi JOIN batches b ON b.id = bi.batch_id
+                     WHERE bi.input_id = i.id AND b.finished_at IS NULL)";
 /// Inputs unused since `$1` (uploads: and past their time by then) that no unswept run uses,
 /// up to `$2`, longest unused first.
 pub(crate) static UNUSED_INPUTS: Sql = sql!(
@@ -634,6 +636,85 @@ pub(crate) static NEXT_DELIVERY_DUE: Sql = sql!(
     "SELECT MIN(next_at) FROM webhook_deliveries WHERE state = '{pending}'",
     pending = crate::webhook::DeliveryState::Pending.as_str()
 );
+
+// Batches (see `crate::batch`).
+
+/// An item's status: pending, its current run's, or canceled before it started (`i` the
+/// item, `r` its run, left-joined).
+pub(crate) const ITEM_STATUS: &str =
+    "CASE WHEN i.state = 'pending' THEN 'pending' WHEN r.status IS NULL THEN 'canceled' ELSE r.status END";
+pub(crate) const INSERT_BATCH: &str = "INSERT INTO batches
+     (id, account_id, key_id, kind, target, priority, cache, trace_parent, status, total, price, held, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, $10, $11)";
+pub(crate) const INSERT_BATCH_INPUT: &str = "INSERT INTO batch_inputs (batch_id, input_id) VALUES ($1, $2)";
+const BATCH_COLUMNS: &str =
+    "id, account_id, key_id, kind, target, priority, cache, trace_parent, status, total, price, held, created_at, finished_at";
+/// Batch `$1` of account `$2`.
+pub(crate) static BATCH: Sql = sql!("SELECT {BATCH_COLUMNS} FROM batches WHERE id = $1 AND account_id = $2");
+/// Batch `$1` of account `$2`, its row held to the end of the transaction (`{{lock}}`).
+pub(crate) static BATCH_FOR_UPDATE: Sql =
+    sql!("SELECT {BATCH_COLUMNS} FROM batches WHERE id = $1 AND account_id = $2{{lock}}");
+/// Account `$1`'s batches created before `$2`, newest first, up to `$3`.
+pub(crate) static LIST_BATCHES: Sql = sql!(
+    "SELECT {BATCH_COLUMNS} FROM batches WHERE account_id = $1 AND created_at < $2
+     ORDER BY created_at DESC, id DESC LIMIT $3"
+);
+/// Batch `$1`'s items by status.
+pub(crate) static ITEM_COUNTS: Sql = sql!(
+    "SELECT {ITEM_STATUS} AS status, COUNT(*) AS n FROM batch_items i LEFT JOIN runs r ON r.id = i.run_id
+     WHERE i.batch_id = $1 GROUP BY 1"
+);
+/// What batch `$1`'s runs were charged, and what its unfinished runs hold.
+pub(crate) static BATCH_RUN_TOKENS: Sql = sql!(
+    "SELECT CAST(COALESCE(SUM(charged), 0) AS BIGINT) AS charged,
+            CAST(COALESCE(SUM(CASE WHEN status IN ({unfinished}) THEN reserved ELSE 0 END), 0) AS BIGINT) AS held
+     FROM runs WHERE batch_id = $1",
+    unfinished = sql_set(&RunStatus::UNFINISHED)
+);
+/// Batch `$1`'s items after index `$2`, of status `$3` (any when NULL), up to `$4`.
+pub(crate) static BATCH_ITEMS: Sql = sql!(
+    "SELECT i.position, i.ref, i.run_id, i.history, {ITEM_STATUS} AS status
+     FROM batch_items i LEFT JOIN runs r ON r.id = i.run_id
+     WHERE i.batch_id = $1 AND i.position > $2 AND ($3 IS NULL OR {ITEM_STATUS} = $3)
+     ORDER BY i.position LIMIT $4"
+);
+/// Batches not finished, the one the feeder looked at longest ago first, up to `$1`.
+pub(crate) const OPEN_BATCHES: &str =
+    "SELECT id, account_id FROM batches WHERE finished_at IS NULL ORDER BY fed_at, id LIMIT $1";
+/// Runs of batch `$1` not finished.
+pub(crate) static BATCH_RUNS_IN_FLIGHT: Sql =
+    sql!("SELECT COUNT(*) FROM runs WHERE batch_id = $1 AND status IN ({})", sql_set(&RunStatus::UNFINISHED));
+/// The ids of batch `$1`'s unfinished runs.
+pub(crate) static BATCH_UNFINISHED_RUNS: Sql = sql!(
+    "SELECT id FROM runs WHERE batch_id = $1 AND status IN ({}) ORDER BY id",
+    sql_set(&RunStatus::UNFINISHED)
+);
+/// Batch `$1`'s first `$2` pending items.
+pub(crate) const PENDING_ITEMS: &str = "SELECT position, input, plan, price, inputs FROM batch_items
+     WHERE batch_id = $1 AND state = 'pending' ORDER BY position LIMIT $2";
+/// Item `$2` of batch `$1` started as run `$3`.
+pub(crate) const START_ITEM: &str =
+    "UPDATE batch_items SET state = 'started', run_id = $3 WHERE batch_id = $1 AND position = $2";
+pub(crate) const SET_RUN_BATCH: &str = "UPDATE runs SET batch_id = $1 WHERE id = $2";
+/// `$2` tokens of batch `$1` given to its items' runs (or back), at `$3`.
+pub(crate) const DRAW_FROM_BATCH: &str = "UPDATE batches SET held = held - $2, fed_at = $3 WHERE id = $1";
+/// Batch `$1` ends as `$2` at `$3`, giving back what it holds.
+pub(crate) const END_BATCH: &str =
+    "UPDATE batches SET status = $2, finished_at = $3, held = 0, fed_at = $3 WHERE id = $1";
+pub(crate) const CANCEL_PENDING_ITEMS: &str =
+    "UPDATE batch_items SET state = 'canceled' WHERE batch_id = $1 AND state = 'pending'";
+/// Batch `$1`'s items whose current run failed.
+pub(crate) static FAILED_ITEMS: Sql = sql!(
+    "SELECT i.position, i.price, i.run_id, i.history FROM batch_items i JOIN runs r ON r.id = i.run_id
+     WHERE i.batch_id = $1 AND i.state = 'started' AND r.status = '{failed}' ORDER BY i.position",
+    failed = RunStatus::Failed.as_str()
+);
+/// Item `$2` of batch `$1` pending again, its earlier runs `$3`.
+pub(crate) const REQUEUE_ITEM: &str =
+    "UPDATE batch_items SET state = 'pending', run_id = NULL, history = $3 WHERE batch_id = $1 AND position = $2";
+/// Batch `$1` running again with `$2` more tokens held.
+pub(crate) const REOPEN_BATCH: &str = "UPDATE batches
+     SET status = 'running', finished_at = NULL, held = held + $2, price = price + $2 WHERE id = $1";
 
 #[cfg(test)]
 mod lane_tests {

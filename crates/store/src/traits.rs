@@ -47,6 +47,7 @@ pub trait Store:
     + Workflows
     + InputFiles
     + ResultCache
+    + Batches
     + Webhooks
     + WorkerTokens
 {
@@ -62,10 +63,50 @@ impl<
             + Workflows
             + InputFiles
             + ResultCache
+            + Batches
             + Webhooks
             + WorkerTokens,
     > Store for T
 {
+}
+
+/// Batches: one target run once per item (see `crate::batch`).
+#[async_trait]
+pub trait Batches: Send + Sync {
+    /// Accepts a batch: reserves the price of every item (`InsufficientTokens` with the total
+    /// and the balance when it is short, and nothing written), writes the batch and its
+    /// items, pending, and records the idempotent answer, in one transaction.
+    async fn create_batch(&self, batch: &crate::batch::NewBatch<'_>) -> Result<()>;
+    /// The batch with its items counted by status and its tokens; `NotFound` for another
+    /// account's.
+    async fn get_batch(&self, account_id: i64, batch_id: &str) -> Result<crate::batch::BatchRecord>;
+    /// The account's batches created before `before`, newest first.
+    async fn list_batches(
+        &self,
+        account_id: i64,
+        before: Option<Micros>,
+        limit: i64,
+    ) -> Result<Vec<crate::batch::BatchSummary>>;
+    /// A page of the batch's items, in order; `NotFound` for another account's batch.
+    async fn batch_items(
+        &self,
+        account_id: i64,
+        batch_id: &str,
+        query: &crate::batch::ItemQuery,
+    ) -> Result<Vec<crate::batch::ItemRecord>>;
+    /// Cancels a running batch: its pending items are canceled, the tokens it holds for them
+    /// given back, and its unfinished runs canceled (and settled as runs are). A batch that
+    /// ended is returned as it is.
+    async fn cancel_batch(&self, account_id: i64, batch_id: &str) -> Result<crate::batch::BatchRecord>;
+    /// Starts the items whose current run failed again: their price is reserved anew
+    /// (`InsufficientTokens` when the balance is short), each becomes pending with the failed
+    /// run kept in its history, and the batch runs again. Returns the batch and how many
+    /// items were retried (0: nothing failed, nothing changed).
+    async fn retry_batch(&self, account_id: i64, batch_id: &str) -> Result<(crate::batch::BatchRecord, i64)>;
+    /// One pass of the feeder over up to `limit` open batches, the one looked at longest ago
+    /// first: each starts pending items while fewer than `window` of its runs are unfinished
+    /// (each run drawing its price from the batch), or finishes when nothing is left.
+    async fn feed_batches(&self, window: i64, limit: i64) -> Result<crate::batch::Fed>;
 }
 
 /// Tokens of pull workers (`atelier worker --server`): each may lease the tasks of its tools

@@ -104,6 +104,8 @@ struct Source {
     /// (owner, run id)
     runs: Vec<(i64, String)>,
     running: String,
+    /// (owner, batch id): a batch of one pending item naming the stored input.
+    batch: (i64, String),
 }
 
 async fn source() -> Source {
@@ -152,6 +154,24 @@ async fn source() -> Source {
         submit(&store, other.id, RunKind::Node, Some("tryon"), &node_plan(), Some("k-1"), &[image.id], None)
             .await;
     let running = submit(&store, acme.id, RunKind::Workflow, None, &workflow_plan(), None, &[], None).await;
+    let batch = atelier_store::NewBatch {
+        id: ids::batch_id(),
+        account_id: other.id,
+        key_id: None,
+        kind: RunKind::Node,
+        target: "upscale",
+        priority: atelier_core::status::Priority::Bulk,
+        cache: true,
+        trace_parent: None,
+        items: vec![atelier_store::NewBatchItem {
+            reference: Some("sku-1".into()),
+            input: json!({"image": "upload:d1"}),
+            plan: node_plan(),
+            inputs: vec![image.id],
+        }],
+        idempotency: None,
+    };
+    store.create_batch(&batch).await.unwrap();
     // A result cache entry: the same work on the new installation is still a hit.
     let entry = atelier_store::CacheEntry {
         scope: acme.id,
@@ -195,6 +215,7 @@ async fn source() -> Source {
         acme: acme.id,
         runs: vec![(acme.id, canceled), (other.id, queued), (acme.id, running.clone())],
         running,
+        batch: (other.id, batch.id),
     }
 }
 
@@ -239,9 +260,12 @@ async fn everything_is_copied_with_its_ids_and_verified() {
             ("worker_tokens", 1),
             ("cache_entries", 1),
             // acme: grant, grant, then reserve, charge (0), release for the canceled run, and
-            // reserve for the running one; other: grant, reserve. (Last: the table was
-            // rebuilt by a later migration; nothing refers to it.)
-            ("ledger", 8),
+            // reserve for the running one; other: grant, reserve, reserve (the batch). (After
+            // the tables older than it: it was rebuilt by a later migration.)
+            ("ledger", 9),
+            ("batches", 1),
+            ("batch_items", 1),
+            ("batch_inputs", 1),
         ]
     );
     assert_eq!((report.requeued_tasks, report.replaced_templates), (1, 1));
@@ -259,7 +283,17 @@ async fn everything_is_copied_with_its_ids_and_verified() {
         // Two runs of price 2 reserved, one of them canceled and released.
         ("acme", 27 - 2, 27, 4, 0, 2, 6)
     );
-    assert_eq!((report.accounts[1].name.as_str(), report.accounts[1].balance), ("other", 2));
+    assert_eq!((report.accounts[1].name.as_str(), report.accounts[1].balance), ("other", 1));
+    // The batch reads back the same, its pending item too.
+    let (owner, batch) = &src.batch;
+    let before = src.store.get_batch(*owner, batch).await.unwrap();
+    assert_eq!((before.counts.pending, before.reserved), (1, 1));
+    assert_eq!(target.get_batch(*owner, batch).await.unwrap(), before);
+    let items = atelier_store::ItemQuery { status: None, after: None, limit: 10 };
+    assert_eq!(
+        target.batch_items(*owner, batch, &items).await.unwrap(),
+        src.store.batch_items(*owner, batch, &items).await.unwrap()
+    );
 
     // The same key authenticates the same account, with the same balance.
     let account = target.authenticate(&src.key).await.unwrap().unwrap();

@@ -1,0 +1,225 @@
+//! Batches (`Batches`), on every backend (see `common`): the whole price is reserved at
+//! acceptance or nothing is written; the feeder starts items a window at a time, each run
+//! drawing its price from the batch, so the balance pays each item once; a retry re-runs only
+//! the failed items and keeps their earlier runs; a cancel gives back what is held; the ledger
+//! always adds up to the balance.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[macro_use]
+mod common;
+
+use std::time::Duration;
+
+use atelier_core::error::{NodeError, NodeErrorName};
+use atelier_core::ids;
+use atelier_core::plan::{compile_node, Plan};
+use atelier_core::status::{Priority, RunKind};
+use atelier_core::tools::Prices;
+use atelier_store::{
+    BatchStatus, ItemQuery, ItemStatus, LedgerQuery, NewBatch, NewBatchItem, Outcome, SharedStore,
+    StoreConfig, StoreError,
+};
+use serde_json::json;
+
+backend_tests! {
+    a_batch_pays_each_item_once_through_failures_and_a_retry(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
+    a_batch_the_balance_cannot_cover_is_refused_whole(StoreConfig::default());
+    canceling_gives_back_what_is_held_and_cancels_started_runs(StoreConfig::default());
+    batches_of_one_account_take_turns_and_another_account_cannot_see_them(StoreConfig::default());
+}
+
+const LEASE: Duration = Duration::from_secs(30);
+
+fn plan() -> Plan {
+    compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
+}
+
+fn batch(account_id: i64, items: usize) -> NewBatch<'static> {
+    NewBatch {
+        id: ids::batch_id(),
+        account_id,
+        key_id: None,
+        kind: RunKind::Node,
+        target: "upscale",
+        priority: Priority::Bulk,
+        cache: true,
+        trace_parent: None,
+        items: (0..items)
+            .map(|i| NewBatchItem {
+                reference: Some(format!("sku-{i}")),
+                input: json!({"image": "x", "n": i}),
+                plan: plan(),
+                inputs: vec![],
+            })
+            .collect(),
+        idempotency: None,
+    }
+}
+
+/// The balance the ledger adds up to: grants and releases in, reservations out.
+async fn ledger_balance(store: &SharedStore, account: i64) -> i64 {
+    let query = LedgerQuery { kind: None, run_id: None, before_id: None, limit: 100_000 };
+    let lines = store.ledger(account, &query).await.unwrap();
+    lines
+        .iter()
+        .map(|l| match l.kind.as_str() {
+            "grant" | "release" => l.amount,
+            "reserve" => -l.amount,
+            _ => 0,
+        })
+        .sum()
+}
+
+async fn assert_books(store: &SharedStore, account: i64, balance: i64) {
+    assert_eq!(store.balance(account).await.unwrap(), balance);
+    assert_eq!(ledger_balance(store, account).await, balance, "the ledger adds up to the balance");
+}
+
+/// Claims every available task and ends it: failing the runs in `failing`, succeeding the rest.
+async fn work(store: &SharedStore, failing: &[String]) -> usize {
+    let mut done = 0;
+    while let Some(task) = store.claim("w", LEASE, &[]).await.unwrap() {
+        let outcome = if failing.contains(&task.run_id) {
+            Outcome::Failed {
+                error: NodeError::new(NodeErrorName::ToolFailed, "odd photo"),
+                retryable: false,
+                backoff: Duration::ZERO,
+            }
+        } else {
+            Outcome::Succeeded(vec![format!("outputs/{}/out.png", task.run_id)])
+        };
+        assert!(store.complete(&task, outcome).await.unwrap());
+        done += 1;
+    }
+    done
+}
+
+async fn a_batch_pays_each_item_once_through_failures_and_a_retry(store: SharedStore) {
+    let price = plan().price();
+    assert!(price > 0);
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    let new = batch(acct.id, 5);
+    store.create_batch(&new).await.unwrap();
+    assert_books(&store, acct.id, 100 - 5 * price).await;
+    let b = store.get_batch(acct.id, &new.id).await.unwrap();
+    assert_eq!(
+        (b.status, b.total, b.counts.pending, b.reserved, b.charged),
+        (BatchStatus::Running, 5, 5, 5 * price, 0)
+    );
+
+    // Two at a time: the feeder starts two, then none while they are unfinished.
+    assert_eq!(store.feed_batches(2, 10).await.unwrap().started, 2);
+    assert_eq!(store.feed_batches(2, 10).await.unwrap().started, 0);
+    let b = store.get_batch(acct.id, &new.id).await.unwrap();
+    assert_eq!((b.counts.pending, b.counts.queued, b.reserved), (3, 2, 5 * price));
+    assert_books(&store, acct.id, 100 - 5 * price).await;
+
+    // The first item's run fails; the rest succeed.
+    let first = store
+        .batch_items(acct.id, &new.id, &ItemQuery { status: None, after: None, limit: 1 })
+        .await
+        .unwrap();
+    let failing = vec![first[0].run_id.clone().unwrap()];
+    while store.feed_batches(2, 10).await.unwrap().finished.is_empty() {
+        work(&store, &failing).await;
+    }
+    let b = store.get_batch(acct.id, &new.id).await.unwrap();
+    assert_eq!(b.status, BatchStatus::Finished);
+    assert!(b.finished_at.is_some());
+    assert_eq!((b.counts.succeeded, b.counts.failed, b.counts.total()), (4, 1, 5));
+    assert_eq!((b.reserved, b.charged), (0, 4 * price));
+    assert_books(&store, acct.id, 100 - 4 * price).await;
+
+    // A retry re-runs the failed item only, paid again, its failed run kept in its history.
+    let (b, retried) = store.retry_batch(acct.id, &new.id).await.unwrap();
+    assert_eq!((retried, b.status, b.counts.pending, b.counts.succeeded), (1, BatchStatus::Running, 1, 4));
+    assert_books(&store, acct.id, 100 - 5 * price).await;
+    while store.feed_batches(2, 10).await.unwrap().finished.is_empty() {
+        work(&store, &[]).await;
+    }
+    let b = store.get_batch(acct.id, &new.id).await.unwrap();
+    assert_eq!(
+        (b.status, b.counts.succeeded, b.charged, b.price),
+        (BatchStatus::Finished, 5, 5 * price, 6 * price)
+    );
+    assert_books(&store, acct.id, 100 - 5 * price).await;
+    let items = store
+        .batch_items(acct.id, &new.id, &ItemQuery { status: None, after: None, limit: 10 })
+        .await
+        .unwrap();
+    assert_eq!(items.len(), 5);
+    assert_eq!(items[0].history, failing, "the earlier attempt is kept");
+    assert_ne!(items[0].run_id, Some(failing[0].clone()));
+    assert_eq!(items[3].reference.as_deref(), Some("sku-3"));
+    assert!(items.iter().all(|i| i.status == ItemStatus::Succeeded && i.run_id.is_some()));
+    // Nothing failed now: a retry changes nothing.
+    let (_, retried) = store.retry_batch(acct.id, &new.id).await.unwrap();
+    assert_eq!(retried, 0);
+    assert_books(&store, acct.id, 100 - 5 * price).await;
+    // Pages by status and position.
+    let page = ItemQuery { status: Some(ItemStatus::Succeeded), after: Some(1), limit: 2 };
+    let page = store.batch_items(acct.id, &new.id, &page).await.unwrap();
+    assert_eq!(page.iter().map(|i| i.index).collect::<Vec<_>>(), [2, 3]);
+    let none = ItemQuery { status: Some(ItemStatus::Failed), after: None, limit: 10 };
+    assert!(store.batch_items(acct.id, &new.id, &none).await.unwrap().is_empty());
+    // The item's run keeps the item's input.
+    let run = store.get_run(acct.id, items[4].run_id.as_deref().unwrap()).await.unwrap();
+    assert_eq!(run.echo, Some(json!({"image": "x", "n": 4})));
+}
+
+async fn a_batch_the_balance_cannot_cover_is_refused_whole(store: SharedStore) {
+    let price = plan().price();
+    let (acct, _) = store.create_account("a", 3 * price - 1).await.unwrap();
+    let new = batch(acct.id, 3);
+    match store.create_batch(&new).await {
+        Err(StoreError::InsufficientTokens { required, balance }) => {
+            assert_eq!((required, balance), (3 * price, 3 * price - 1))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(store.get_batch(acct.id, &new.id).await, Err(StoreError::NotFound)));
+    assert!(store.list_batches(acct.id, None, 10).await.unwrap().is_empty());
+    assert_books(&store, acct.id, 3 * price - 1).await;
+    // One item fewer fits.
+    store.create_batch(&batch(acct.id, 2)).await.unwrap();
+    assert_books(&store, acct.id, price - 1).await;
+}
+
+async fn canceling_gives_back_what_is_held_and_cancels_started_runs(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    let new = batch(acct.id, 4);
+    store.create_batch(&new).await.unwrap();
+    assert_eq!(store.feed_batches(1, 10).await.unwrap().started, 1);
+    let b = store.cancel_batch(acct.id, &new.id).await.unwrap();
+    assert_eq!((b.status, b.counts.canceled, b.reserved, b.charged), (BatchStatus::Canceled, 4, 0, 0));
+    assert_books(&store, acct.id, 100).await;
+    // Nothing starts after a cancel, and canceling again changes nothing.
+    assert_eq!(store.feed_batches(1, 10).await.unwrap(), Default::default());
+    assert!(store.claim("w", LEASE, &[]).await.unwrap().is_none());
+    let again = store.cancel_batch(acct.id, &new.id).await.unwrap();
+    assert_eq!(again.counts, b.counts);
+    assert_books(&store, acct.id, 100).await;
+    assert!(matches!(store.cancel_batch(acct.id, "bat_nope").await, Err(StoreError::NotFound)));
+}
+
+async fn batches_of_one_account_take_turns_and_another_account_cannot_see_them(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 1000).await.unwrap();
+    let (other, _) = store.create_account("b", 10).await.unwrap();
+    let first = batch(acct.id, 6);
+    let second = batch(acct.id, 6);
+    store.create_batch(&first).await.unwrap();
+    store.create_batch(&second).await.unwrap();
+    // A window of two each: both batches have work queued, not the first one's six.
+    assert_eq!(store.feed_batches(2, 10).await.unwrap().started, 4);
+    for id in [&first.id, &second.id] {
+        assert_eq!(store.get_batch(acct.id, id).await.unwrap().counts.queued, 2);
+    }
+    let listed = store.list_batches(acct.id, None, 10).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    assert!(matches!(store.get_batch(other.id, &first.id).await, Err(StoreError::NotFound)));
+    let query = ItemQuery { status: None, after: None, limit: 10 };
+    assert!(matches!(store.batch_items(other.id, &first.id, &query).await, Err(StoreError::NotFound)));
+    assert!(matches!(store.retry_batch(other.id, &first.id).await, Err(StoreError::NotFound)));
+    assert!(store.list_batches(other.id, None, 10).await.unwrap().is_empty());
+}

@@ -34,7 +34,9 @@ pub enum ApiError {
     /// image input that names it.
     #[error("{}upload '{id}' not found: this account never uploaded it, or its time is over", field.as_ref().map(|f| format!("{f}: ")).unwrap_or_default())]
     UploadNotFound { id: String, field: Option<String> },
-    #[error("insufficient tokens: the run costs {required}, the balance is {balance}")]
+    #[error("batch '{0}' not found")]
+    BatchNotFound(String),
+    #[error("insufficient tokens: the price is {required}, the balance is {balance}")]
     InsufficientTokens { required: i64, balance: i64 },
     #[error("the request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
@@ -105,7 +107,10 @@ impl ApiError {
             Self::KeyNotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::SignInLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::RunNotFound(_) | Self::FileNotFound | Self::UploadNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::RunNotFound(_)
+            | Self::BatchNotFound(_)
+            | Self::FileNotFound
+            | Self::UploadNotFound { .. } => StatusCode::NOT_FOUND,
             Self::InsufficientTokens { .. } => StatusCode::PAYMENT_REQUIRED,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidImage { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -130,6 +135,7 @@ impl ApiError {
             Self::Conflict(_) => ErrorName::Conflict,
             Self::RunNotFound(_) => ErrorName::RunNotFound,
             Self::UploadNotFound { .. } => ErrorName::UploadNotFound,
+            Self::BatchNotFound(_) => ErrorName::BatchNotFound,
             Self::InsufficientTokens { .. } => ErrorName::InsufficientTokens,
             Self::PayloadTooLarge { .. } => ErrorName::PayloadTooLarge,
             Self::InvalidImage { .. } => ErrorName::InvalidImage,
@@ -186,6 +192,7 @@ impl ApiError {
             | Self::KeyNotFound(_)
             | Self::Conflict(_)
             | Self::RunNotFound(_)
+            | Self::BatchNotFound(_)
             | Self::PayloadTooLarge { .. }
             | Self::FileNotFound
             | Self::OutputExpired
@@ -210,6 +217,7 @@ impl ApiError {
             | Self::KeyNotFound(_)
             | Self::Conflict(_)
             | Self::RunNotFound(_)
+            | Self::BatchNotFound(_)
             | Self::UploadNotFound { .. }
             | Self::InsufficientTokens { .. }
             | Self::PayloadTooLarge { .. }

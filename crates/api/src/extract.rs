@@ -175,6 +175,25 @@ impl FromRequestParts<AppState> for RunId {
     }
 }
 
+/// A `{batch_id}` path segment: anything not shaped like a batch id is 404 `BatchNotFound`
+/// without a lookup.
+pub struct BatchId(pub String);
+
+impl FromRequestParts<AppState> for BatchId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let axum::extract::Path(id) = axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::BatchNotFound(String::new()))?;
+        if atelier_core::ids::is_batch_id(&id) {
+            Ok(Self(id))
+        } else {
+            Err(ApiError::BatchNotFound(id))
+        }
+    }
+}
+
 /// A `{name}` path segment naming a workflow, percent-decoded (so `%2F` is a
 /// `/` inside the name, never a path step, and `+` is a plus), checked and
 /// normalised by [`atelier_core::workflow::validate_workflow_name`]. A name

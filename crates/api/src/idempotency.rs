@@ -165,16 +165,34 @@ pub(crate) async fn submit_once(
     keyed: Option<Keyed>,
     submission: Submission<'_>,
 ) -> Result<Answer, RunError> {
+    let id = submission.id.clone();
+    accept_once(state, account, keyed, id, |key| async move {
+        Ok(ops::submit(state, account, submission, key.as_deref()).await?.handle())
+    })
+    .await
+}
+
+/// Runs `accept` (which creates `id` and answers its body, recording it under the key it is
+/// given in the transaction that creates it) at most once per key, as [`submit_once`] says.
+pub(crate) async fn accept_once<F, Fut>(
+    state: &AppState,
+    account: &Account,
+    keyed: Option<Keyed>,
+    id: String,
+    accept: F,
+) -> Result<Answer, RunError>
+where
+    F: FnOnce(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<Value, ApiError>>,
+{
     let Some(Keyed { key, fingerprint }) = keyed else {
-        let accepted = ops::submit(state, account, submission, None).await?;
-        return Ok(Answer::new(accepted.handle()));
+        return Ok(Answer::new(accept(None).await?));
     };
-    let run_id = submission.id.clone();
     let claim = IdempotencyClaim {
         account_id: account.id,
         key: &key,
         fingerprint: &fingerprint,
-        run_id: &run_id,
+        run_id: &id,
         ttl: KEY_TTL,
         stale_after: STALE_AFTER,
     };
@@ -188,11 +206,11 @@ pub(crate) async fn submit_once(
     // given back in the background; otherwise it is given back here, before answering, so a
     // client that corrects its request at once finds the key free.
     let mut held =
-        Held { store: state.store.clone(), account_id: account.id, key: Some(key.clone()), run_id };
-    match ops::submit(state, account, submission, Some(&key)).await {
-        Ok(accepted) => {
+        Held { store: state.store.clone(), account_id: account.id, key: Some(key.clone()), run_id: id };
+    match accept(Some(key)).await {
+        Ok(body) => {
             held.key = None;
-            Ok(Answer::new(accepted.handle()))
+            Ok(Answer::new(body))
         }
         Err(e) => {
             held.release().await;

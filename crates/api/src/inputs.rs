@@ -103,6 +103,26 @@ pub async fn check(
     Ok(checked)
 }
 
+/// An image value of a batch's item: an upload of the account (its stored input) or a URL
+/// the policy allows (`None`). Inline data is refused: a batch names its images.
+pub async fn batch_image(
+    state: &AppState,
+    account: &Account,
+    value: &str,
+    field: &str,
+) -> Result<Option<StoredInput>, ApiError> {
+    if let Some(id) = value.strip_prefix(UPLOAD_PREFIX) {
+        return uploads::resolve(state, account, id, field).await.map(Some);
+    }
+    if atelier_inputs::probe_inline(value).is_some() {
+        return Err(ApiError::Request(RequestError::invalid(
+            field,
+            "a batch takes images as URLs or uploads (upload:<id> of POST /api/v3/uploads), not inline data",
+        )));
+    }
+    check_reference(value, field, &state.config.inputs).await.map(|_| None)
+}
+
 /// The format of `text` when it is inline data (base64 or a data URI), checked as the tools
 /// will read it: within the byte limit and a format they read. `None` when it is not inline.
 fn inline_format(text: &str, field: &str, policy: &InputPolicy) -> Result<Option<&'static str>, ApiError> {

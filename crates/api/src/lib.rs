@@ -25,6 +25,7 @@
 //!
 //! Not here: business rules, how tools run, how runs are stored.
 
+pub mod batches;
 pub mod body;
 pub mod console;
 pub mod error;
@@ -47,6 +48,7 @@ pub mod uploads;
 mod v2;
 mod v3;
 pub mod webhooks;
+mod zip;
 
 use std::sync::Arc;
 
@@ -61,7 +63,11 @@ pub use state::AppState;
 pub fn router(state: AppState) -> Router {
     let limit = state.config.max_body_bytes;
     // Every keyed route is rate-limited per key; /files, health and OpenAPI are not.
-    let mut keyed = v3::routes().merge(v2::routes()).merge(webhooks::routes()).merge(events::routes());
+    let mut keyed = v3::routes()
+        .merge(batches::routes())
+        .merge(v2::routes())
+        .merge(webhooks::routes())
+        .merge(events::routes());
     if let Some(limiter) = RateLimiter::new(state.config.rate_limit) {
         let limits = limits::Limits { state: state.clone(), limiter: Arc::new(limiter) };
         keyed = keyed.route_layer(axum::middleware::from_fn_with_state(limits, limits::limit_requests));

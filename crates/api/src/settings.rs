@@ -37,7 +37,12 @@ pub struct ApiConfig {
     pub max_wait_secs: u64,
     /// Uploaded images (`POST /api/v3/uploads`).
     pub uploads: UploadPolicy,
+    /// The most items a batch may have (`POST /api/v3/batches`).
+    pub max_batch_items: usize,
 }
+
+/// Default [`ApiConfig::max_batch_items`].
+pub const MAX_BATCH_ITEMS: usize = 50_000;
 
 /// How uploads are checked and kept. Their bytes are held to the input policy's
 /// `max_bytes`, like any image input.
@@ -91,6 +96,7 @@ impl Default for ApiConfig {
             max_wait_secs: MAX_WAIT_SECS,
             metrics: None,
             uploads: UploadPolicy::default(),
+            max_batch_items: MAX_BATCH_ITEMS,
         }
     }
 }

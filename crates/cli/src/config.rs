@@ -32,6 +32,8 @@ pub struct Config {
     pub webhooks: Webhooks,
     /// The result cache (`[cache]`).
     pub cache: Cache,
+    /// Batches (`[batches]`).
+    pub batches: Batches,
     pub metrics: Metrics,
     pub traces: Traces,
     /// Tool name → its price (`[prices]`); tools not named keep the built-in price.
@@ -204,6 +206,23 @@ pub struct Cache {
 impl Default for Cache {
     fn default() -> Self {
         Self { enabled: true, shared: false, max_age_hours: 0, max_bytes: 0 }
+    }
+}
+
+/// `[batches]`: many items through one tool or workflow (docs/CLIENTS.md, "Batches").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Batches {
+    /// The most items one batch may have.
+    pub max_items: usize,
+    /// Runs of one batch queued or running at once, at most: its other items wait, so that
+    /// other work and other batches take turns with it.
+    pub in_flight: u32,
+}
+
+impl Default for Batches {
+    fn default() -> Self {
+        Self { max_items: atelier_api::settings::MAX_BATCH_ITEMS, in_flight: 16 }
     }
 }
 
@@ -536,6 +555,12 @@ impl Config {
         }
         if !(1..=24 * 365).contains(&self.inputs.upload_keep_hours) {
             return Err("inputs.upload_keep_hours must be from 1 to 8760 (a year) (ATELIER__INPUTS__UPLOAD_KEEP_HOURS)".into());
+        }
+        if !(1..=1_000_000).contains(&self.batches.max_items) {
+            return Err("batches.max_items must be from 1 to 1000000 (ATELIER__BATCHES__MAX_ITEMS)".into());
+        }
+        if !(1..=10_000).contains(&self.batches.in_flight) {
+            return Err("batches.in_flight must be from 1 to 10000 (ATELIER__BATCHES__IN_FLIGHT)".into());
         }
         self.prices()?;
         self.routing().validate()?;

@@ -245,6 +245,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
             max_pixels: config.inputs.max_pixels,
             max_side: config.inputs.max_side,
         },
+        max_batch_items: config.batches.max_items,
     };
     let engine_directory = api_config.engines.clone();
     let state = AppState::new(store.clone(), blob.clone(), api_config);
@@ -461,6 +462,7 @@ fn spawn_workers(
         cache_max_age: cache_max_age(config),
         cache_max_bytes: (config.cache.max_bytes > 0)
             .then(|| i64::try_from(config.cache.max_bytes).unwrap_or(i64::MAX)),
+        batch_window: i64::from(config.batches.in_flight),
     };
     tasks.push(tokio::spawn(maintenance.run(shutdown.clone())));
     // Webhook deliveries, from every process: each is claimed by one.

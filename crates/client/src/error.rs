@@ -74,6 +74,12 @@ pub enum Error {
         /// The server's message.
         message: String,
     },
+    /// 404: no batch of that id for this account.
+    #[error("BatchNotFound: {message}")]
+    BatchNotFound {
+        /// The server's message.
+        message: String,
+    },
     /// 404: no upload of that id for this account (never uploaded by it, or its time is
     /// over); in a run, `field` is the image input that names it.
     #[error("UploadNotFound: {message}")]
@@ -312,6 +318,7 @@ impl Error {
             ErrorName::WorkflowNotFound => Self::WorkflowNotFound { message },
             ErrorName::RunNotFound => Self::RunNotFound { message },
             ErrorName::UploadNotFound => Self::UploadNotFound { message, field },
+            ErrorName::BatchNotFound => Self::BatchNotFound { message },
             ErrorName::PayloadTooLarge => Self::PayloadTooLarge { message },
             ErrorName::InvalidInput => Self::InvalidInput {
                 message,
@@ -359,6 +366,7 @@ impl Error {
             Self::WorkflowNotFound { .. } => ErrorName::WorkflowNotFound,
             Self::RunNotFound { .. } => ErrorName::RunNotFound,
             Self::UploadNotFound { .. } => ErrorName::UploadNotFound,
+            Self::BatchNotFound { .. } => ErrorName::BatchNotFound,
             Self::PayloadTooLarge { .. } => ErrorName::PayloadTooLarge,
             Self::InvalidInput { .. } => ErrorName::InvalidInput,
             Self::InvalidImage { .. } => ErrorName::InvalidImage,
@@ -399,6 +407,7 @@ impl Error {
             | Self::WorkflowNotFound { message }
             | Self::RunNotFound { message }
             | Self::UploadNotFound { message, .. }
+            | Self::BatchNotFound { message }
             | Self::PayloadTooLarge { message }
             | Self::InvalidInput { message, .. }
             | Self::InvalidImage { message, .. }
@@ -440,6 +449,7 @@ impl Error {
             | Self::WorkflowNotFound { .. }
             | Self::RunNotFound { .. }
             | Self::UploadNotFound { .. }
+            | Self::BatchNotFound { .. }
             | Self::KeyNotFound { .. }
             | Self::FileNotFound { .. } => 404,
             Self::ReadOnlyTemplate { .. } | Self::IdempotencyConflict { .. } | Self::Conflict { .. } => 409,

@@ -18,6 +18,7 @@ string_enum! {
         WorkflowNotFound,
         RunNotFound,
         UploadNotFound,
+        BatchNotFound,
         PayloadTooLarge,
         InvalidInput,
         InvalidImage,

@@ -39,6 +39,7 @@
 
 #![warn(missing_docs)]
 
+pub mod batches;
 pub mod console;
 mod enums;
 pub mod errors;
@@ -54,6 +55,10 @@ pub mod webhooks;
 pub mod worker;
 pub mod workflows;
 
+pub use batches::{
+    Batch, BatchCounts, BatchItem, BatchItemList, BatchItemRequest, BatchList, BatchRequest, BatchState,
+    BatchSummary, BatchTokens, ItemState,
+};
 pub use errors::{ErrorBody, ErrorResponse};
 pub use runs::{
     NamedOutput, NodeEvent, NodeResult, NodeState, Priority, RunError, RunHandle, RunKind, RunList,

@@ -10,6 +10,7 @@ use schemars::generate::{Contract, SchemaSettings};
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value};
 
+use crate::batches::{Batch, BatchItemList, BatchList, BatchRequest};
 use crate::console;
 use crate::errors::{ErrorBody, ErrorResponse};
 use crate::runs::{NodeEvent, RunHandle, RunList, RunRequest, RunStatus};
@@ -55,8 +56,9 @@ pub fn components() -> Map<String, Value> {
     let mut requests = generator(Contract::Deserialize);
     requests.subschema_for::<RunRequest>();
     requests.subschema_for::<WorkflowDefinition>();
+    requests.subschema_for::<BatchRequest>();
     for (name, schema) in requests.take_definitions(true) {
-        if name == "RunRequest" || name == "Workflow" {
+        if ["RunRequest", "Workflow", "BatchRequest", "BatchItemRequest"].contains(&name.as_str()) {
             schemas.insert(name, schema);
         }
     }
@@ -173,6 +175,9 @@ const ROOTS: &[Add] = &[
     add::<Deleted>,
     add::<Estimate>,
     add::<Upload>,
+    add::<Batch>,
+    add::<BatchList>,
+    add::<BatchItemList>,
     add::<WebhookSecret>,
     add::<WebhookDeliveryList>,
     add::<WebhookNodeEvent>,

@@ -8,6 +8,9 @@
 //! - sweeper: deletes the objects of runs whose retention ended (every
 //!   `sweep_interval`); their URLs answer 410 from expiry on, swept or not; then the inline
 //!   images no unswept run uses and none has used for [`INPUT_GRACE`];
+//! - feeder: starts the pending items of open batches as runs, at most `batch_window` runs
+//!   of a batch unfinished at once, round robin across batches (every [`FEED_INTERVAL`]),
+//!   and finishes a batch whose items all ended;
 //! - janitor: deletes idempotency keys whose 24 hours are over (every `janitor_interval`,
 //!   by default [`JANITOR_INTERVAL`]); an expired key is already free for a new request
 //!   before it is deleted, so how late this runs changes nothing but the table's size.
@@ -31,7 +34,15 @@ pub struct Maintenance {
     /// Beyond this many bytes of outputs named by the result cache, its oldest entries are
     /// deleted with each sweep; `None`: no cap.
     pub cache_max_bytes: Option<i64>,
+    /// Runs of one batch unfinished at once, at most (`[batches] in_flight`).
+    pub batch_window: i64,
 }
+
+/// How often the feeder starts batch items whose turn came.
+pub const FEED_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Open batches the feeder looks at per pass.
+const FEED_BATCHES: i64 = 256;
 
 /// How often the janitor deletes expired idempotency keys, by default.
 pub const JANITOR_INTERVAL: Duration = Duration::from_secs(600);
@@ -56,6 +67,8 @@ impl Maintenance {
         let mut sweep = tokio::time::interval(self.sweep_interval);
         let mut janitor = tokio::time::interval(self.janitor_interval);
         let mut deadline = tokio::time::interval(DEADLINE_INTERVAL);
+        let mut feed = tokio::time::interval(FEED_INTERVAL);
+        feed.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         deadline.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -72,6 +85,14 @@ impl Maintenance {
                         Ok(0) => {}
                         Ok(n) => info!(nodes = n, "failed nodes not started within their run's start_within_secs"),
                         Err(e) => warn!(error = %e, "failing nodes past their deadline to start failed"),
+                    }
+                },
+                _ = feed.tick() => if self.leads().await {
+                    match self.store.feed_batches(self.batch_window.max(1), FEED_BATCHES).await {
+                        Ok(fed) => for batch in fed.finished {
+                            info!(batch, "batch finished");
+                        },
+                        Err(e) => warn!(error = %e, "the batch feeder failed"),
                     }
                 },
                 _ = sweep.tick() => if self.leads().await {

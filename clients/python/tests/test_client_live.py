@@ -12,6 +12,7 @@ from conftest import Server
 
 from atelier_client import (
     AsyncClient,
+    BatchNotFound,
     Client,
     IdempotencyKeyReused,
     InsufficientTokens,
@@ -372,6 +373,60 @@ def test_upload_refusals_are_typed(client: Client) -> None:
     with pytest.raises(UploadNotFound) as in_run:
         client.run("upscale", {"image": "upload:" + "0" * 64})
     assert in_run.value.field == "image"
+
+
+# --- batches ------------------------------------------------------------------------------------
+
+
+def test_a_batch_runs_each_item_and_its_results_download_with_both_clients(
+    client: Client, server: Server, tmp_path: Any
+) -> None:
+    import json
+    import time
+    import zipfile
+
+    from helpers import png_bytes
+
+    garment = client.upload(png_bytes(30, 20)).input
+    items = [{"input": {"image": garment}, "ref": "sku-1"}, {"input": {"image": garment, "scale": 4}, "ref": "sku-2"}]
+    batch = client.create_batch("upscale", items, input={"scale": 2}, idempotency_key="py-batch-1")
+    assert batch.id.startswith("bat_") and batch.status == "running" and batch.priority == "bulk"
+    assert (batch.items.total, batch.tokens.price) == (2, 3)
+    assert client.create_batch("upscale", items, input={"scale": 2}, idempotency_key="py-batch-1").id == batch.id
+    deadline = time.monotonic() + 60
+    while batch.running:
+        assert time.monotonic() < deadline, batch.raw
+        time.sleep(0.1)
+        batch = client.batch(batch.id)
+    assert (batch.status, batch.items.succeeded, batch.progress) == ("finished", 2, 1.0), batch.raw
+    page = client.batch_items(batch.id, status="succeeded", limit=1)
+    assert [i.ref for i in page.items] == ["sku-1"] and page.next_after == 0
+    assert page.items[0].output and page.items[0].run_id
+    assert client.batches().batches[0].id == batch.id
+    assert client.retry_batch(batch.id).retried == 0
+    lines = tmp_path / "results.jsonl"
+    assert client.download_batch_results(batch.id, lines) > 0
+    assert [json.loads(line)["ref"] for line in lines.read_text().splitlines()] == ["sku-1", "sku-2"]
+    archive = tmp_path / "results.zip"
+    client.download_batch_zip(batch.id, archive)
+    assert sorted(zipfile.ZipFile(archive).namelist()) == ["sku-1/output.png", "sku-2/output.png"]
+    with pytest.raises(BatchNotFound):
+        client.batch("bat_0000000000000000")
+
+    async def from_async() -> None:
+        async with AsyncClient(server.base_url, server.api_key) as aclient:
+            assert (await aclient.batch(batch.id)).items.succeeded == 2
+            assert (await aclient.cancel_batch(batch.id)).status == "finished", "a finished batch stays so"
+            out = tmp_path / "async.zip"
+            await aclient.download_batch_zip(batch.id, out)
+            assert len(zipfile.ZipFile(out).namelist()) == 2
+            with pytest.raises(BatchNotFound):
+                await aclient.download_batch_results("bat_0000000000000000", tmp_path / "none.jsonl")
+            with pytest.raises(InvalidInput) as inline:
+                await aclient.create_batch("upscale", [{"input": {"image": "data:image/png;base64,iVBORw0KGgo="}}])
+            assert inline.value.field == "items[0].image"
+
+    asyncio.run(from_async())
 
 
 def test_the_same_work_again_comes_from_the_result_cache_unless_told_not_to(client: Client) -> None:

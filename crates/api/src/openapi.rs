@@ -175,6 +175,84 @@ fn query(name: &str, description: &str, schema: Value) -> Value {
     json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema})
 }
 
+/// `/api/v3/batches` (`batches.rs`).
+fn batch_paths(paths: &mut Map<String, Value>) {
+    let mut create = idempotent(op(
+        "Run a tool or a saved workflow once per item, the whole price reserved up front",
+        Some("BatchRequest"),
+        "Batch",
+        &[400, 401, 402, 404, 409, 413, 422],
+    ));
+    create["description"] = json!("Extension. Every item is compiled and priced (the shared `input` with the item's own \
+values over it) and its images checked (URLs against the input policy, `upload:<id>` as the account's own uploads; inline \
+image data is refused: 422 naming `items[i].param`), then the price of every item is reserved at once, or 402 \
+InsufficientTokens with the total (`required`) and the balance, and nothing is made. Items then run a few at a time \
+(`[batches] in_flight` runs of one batch at once, round robin with other batches), in the `bulk` lane unless `priority` \
+says otherwise. A failed or canceled item's tokens are released as a run's are.");
+    paths.insert(
+        "/api/v3/batches".into(),
+        json!({
+            "post": create,
+            "get": with_params(op("The account's batches, newest first", None, "BatchList", &[400, 401]), vec![
+                query("limit", "At most this many (1-100, 20 by default)", json!({"type": "integer", "minimum": 1, "maximum": 100})),
+                query("before", "The previous page's next_before", json!({"type": "integer"})),
+            ]),
+        }),
+    );
+    paths.insert(
+        "/api/v3/batches/{batch_id}".into(),
+        json!({"get": path_param(op("A batch: its items by state, tokens and progress", None, "Batch", &[401, 404]), "batch_id")}),
+    );
+    let mut items = path_param(
+        op(
+            "A page of a batch's items, in order, with their runs' outputs and errors",
+            None,
+            "BatchItemList",
+            &[400, 401, 404, 422],
+        ),
+        "batch_id",
+    );
+    for param in [
+        query(
+            "status",
+            "Only items in this state",
+            json!({"type": "string", "enum": ["pending", "queued", "running", "succeeded", "failed", "canceled"]}),
+        ),
+        query("after", "The previous page's next_after (an item index)", json!({"type": "integer"})),
+        query(
+            "limit",
+            "At most this many (1-100, 50 by default)",
+            json!({"type": "integer", "minimum": 1, "maximum": 100}),
+        ),
+    ] {
+        add_param(&mut items, param);
+    }
+    paths.insert("/api/v3/batches/{batch_id}/items".into(), json!({"get": items}));
+    paths.insert(
+        "/api/v3/batches/{batch_id}/cancel".into(),
+        json!({"post": path_param(op("Cancel a batch: pending items will not start, its runs are canceled, what it holds is given back", None, "Batch", &[401, 404]), "batch_id")}),
+    );
+    paths.insert(
+        "/api/v3/batches/{batch_id}/retry".into(),
+        json!({"post": path_param(op("Run the failed items again (new runs, their price reserved again; the failed runs kept as attempts)", None, "Batch", &[401, 402, 404]), "batch_id")}),
+    );
+    for (file, summary, content) in [
+        ("results.jsonl", "Every item as a line of JSON (a BatchItem), streamed", "application/x-ndjson"),
+        ("results.zip", "Every succeeded item's outputs as a ZIP, each under its ref (or item-<index>) and output name, streamed", "application/zip"),
+    ] {
+        let mut operation = path_param(op(summary, None, "BatchItem", &[401, 404]), "batch_id");
+        operation["responses"]["200"]["content"] = json!({content: {"schema": {"type": "string", "format": "binary"}}});
+        paths.insert(format!("/api/v3/batches/{{batch_id}}/{file}"), json!({"get": operation}));
+    }
+}
+
+fn with_params(mut operation: Value, params: Vec<Value>) -> Value {
+    for param in params {
+        add_param(&mut operation, param);
+    }
+    operation
+}
+
 /// The console's routes (`console.rs`).
 fn console_paths(paths: &mut Map<String, Value>) {
     let mut sign_in = console_op(
@@ -402,6 +480,7 @@ id, stored once, kept longer), and may be named by the image inputs of runs (too
         "/api/v3/uploads/{id}".into(),
         json!({"get": path_param(op("An upload of this account, while runs may name it", None, "Upload", &[401, 404]), "id")}),
     );
+    batch_paths(&mut paths);
     for family in Family::ALL {
         let path = family.path();
         paths.insert(

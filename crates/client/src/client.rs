@@ -13,9 +13,10 @@ use url::Url;
 
 use crate::error::Error;
 use crate::models::{
-    Deleted, Estimate, Priority, RunHandle, RunKind, RunList, RunState, RunStatus, TokenBalance, Tool,
-    Upload, V2Status, WebhookDelivery, WebhookDeliveryList, WebhookEventKind, WebhookSecret,
-    WorkflowDefinition, WorkflowDescription, WorkflowSummary, WorkflowValidation,
+    Batch, BatchItemList, BatchList, BatchRequest, Deleted, Estimate, ItemState, Priority, RunHandle,
+    RunKind, RunList, RunState, RunStatus, TokenBalance, Tool, Upload, V2Status, WebhookDelivery,
+    WebhookDeliveryList, WebhookEventKind, WebhookSecret, WorkflowDefinition, WorkflowDescription,
+    WorkflowSummary, WorkflowValidation,
 };
 
 /// The timeout of each call unless the builder says otherwise.
@@ -546,6 +547,97 @@ impl Client {
         self.get(&["api", "v3", "uploads", id], "the upload").await
     }
 
+    // --- batches --------------------------------------------------------------------------
+
+    /// `POST /api/v3/batches`: runs a tool or a saved workflow once per item, the whole price
+    /// reserved up front (402 [`Error::InsufficientTokens`] with the total otherwise). With an
+    /// `idempotency_key`, sending the same batch again answers the first one.
+    pub async fn create_batch(
+        &self,
+        batch: &BatchRequest,
+        idempotency_key: Option<&str>,
+    ) -> Result<Batch, Error> {
+        let mut request =
+            self.request(Method::POST, self.url(&["api", "v3", "batches"]), Duration::ZERO).json(batch);
+        if let Some(key) = idempotency_key {
+            request = request.header("Idempotency-Key", key);
+        }
+        decode(self.call(request, "the batch").await?.1, "the batch")
+    }
+
+    /// `GET /api/v3/batches/{batch_id}`: its items by state, tokens and progress.
+    pub async fn batch(&self, batch_id: &str) -> Result<Batch, Error> {
+        self.get(&["api", "v3", "batches", batch_id], "the batch").await
+    }
+
+    /// `GET /api/v3/batches`: a page of the account's batches, newest first (`before`: the
+    /// previous page's `next_before`).
+    pub async fn batches(&self, limit: Option<i64>, before: Option<i64>) -> Result<BatchList, Error> {
+        let mut pairs: Vec<(&str, String)> = Vec::new();
+        if let Some(limit) = limit {
+            pairs.push(("limit", limit.to_string()));
+        }
+        if let Some(before) = before {
+            pairs.push(("before", before.to_string()));
+        }
+        let request =
+            self.request(Method::GET, self.url(&["api", "v3", "batches"]), Duration::ZERO).query(&pairs);
+        decode(self.call(request, "the batch list").await?.1, "the batch list")
+    }
+
+    /// `GET /api/v3/batches/{batch_id}/items`: a page of its items in order (`status`: only
+    /// those; `after`: the previous page's `next_after`).
+    pub async fn batch_items(
+        &self,
+        batch_id: &str,
+        status: Option<ItemState>,
+        after: Option<i64>,
+        limit: Option<i64>,
+    ) -> Result<BatchItemList, Error> {
+        let mut pairs: Vec<(&str, String)> = Vec::new();
+        if let Some(status) = status {
+            let text = serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned));
+            pairs.push(("status", text.unwrap_or_default()));
+        }
+        if let Some(after) = after {
+            pairs.push(("after", after.to_string()));
+        }
+        if let Some(limit) = limit {
+            pairs.push(("limit", limit.to_string()));
+        }
+        let url = self.url(&["api", "v3", "batches", batch_id, "items"]);
+        let request = self.request(Method::GET, url, Duration::ZERO).query(&pairs);
+        decode(self.call(request, "the batch's items").await?.1, "the batch's items")
+    }
+
+    /// `POST /api/v3/batches/{batch_id}/cancel`: pending items will not start, its runs are
+    /// canceled, and what it holds is given back.
+    pub async fn cancel_batch(&self, batch_id: &str) -> Result<Batch, Error> {
+        let url = self.url(&["api", "v3", "batches", batch_id, "cancel"]);
+        decode(self.call(self.request(Method::POST, url, Duration::ZERO), "the batch").await?.1, "the batch")
+    }
+
+    /// `POST /api/v3/batches/{batch_id}/retry`: runs the failed items again (their price
+    /// reserved again); [`Batch::retried`] says how many.
+    pub async fn retry_batch(&self, batch_id: &str) -> Result<Batch, Error> {
+        let url = self.url(&["api", "v3", "batches", batch_id, "retry"]);
+        decode(self.call(self.request(Method::POST, url, Duration::ZERO), "the batch").await?.1, "the batch")
+    }
+
+    /// `GET /api/v3/batches/{batch_id}/results.jsonl` to `path` (one [`crate::BatchItem`] a
+    /// line), written as [`Client::download`] writes. Returns the bytes written.
+    pub async fn download_batch_results(&self, batch_id: &str, path: &Path) -> Result<u64, Error> {
+        let url = self.url(&["api", "v3", "batches", batch_id, "results.jsonl"]);
+        self.save(self.request(Method::GET, url, Duration::ZERO), path).await
+    }
+
+    /// `GET /api/v3/batches/{batch_id}/results.zip` to `path`: every succeeded item's outputs,
+    /// each under its ref (or `item-<index>`) and output name.
+    pub async fn download_batch_zip(&self, batch_id: &str, path: &Path) -> Result<u64, Error> {
+        let url = self.url(&["api", "v3", "batches", batch_id, "results.zip"]);
+        self.save(self.request(Method::GET, url, Duration::ZERO), path).await
+    }
+
     // --- outputs --------------------------------------------------------------------------
 
     /// Downloads an output URL (as a status gives it; a path is taken relative to the base
@@ -553,14 +645,18 @@ impl Client {
     /// half written. The key is not sent: output URLs are public (and may be a CDN's).
     /// Returns the bytes written.
     pub async fn download(&self, url: &str, path: impl AsRef<Path>) -> Result<u64, Error> {
-        use tokio::io::AsyncWriteExt as _;
         let path = path.as_ref();
         let url = self
             .inner
             .base
             .join(url)
             .map_err(|e| Error::InvalidArgument(format!("output URL {url:?}: {e}")))?;
-        let request = self.inner.http.get(url);
+        self.save(self.inner.http.get(url), path).await
+    }
+
+    /// Sends `request` and writes its answer's body to `path` as [`Client::download`] says.
+    async fn save(&self, request: RequestBuilder, path: &Path) -> Result<u64, Error> {
+        use tokio::io::AsyncWriteExt as _;
         let response = match self.inner.timeout {
             Some(timeout) => tokio::time::timeout(timeout, self.send(request))
                 .await

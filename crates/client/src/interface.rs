@@ -76,6 +76,22 @@ operations! {
         query [] headers [] request None, response Some("Upload");
     "GET" "/api/v3/uploads/{id}" => [get_upload]
         query [] headers [] request None, response Some("Upload");
+    "POST" "/api/v3/batches" => [create_batch]
+        query [] headers ["Idempotency-Key"] request Some("BatchRequest"), response Some("Batch");
+    "GET" "/api/v3/batches" => [batches]
+        query ["limit", "before"] headers [] request None, response Some("BatchList");
+    "GET" "/api/v3/batches/{batch_id}" => [batch]
+        query [] headers [] request None, response Some("Batch");
+    "GET" "/api/v3/batches/{batch_id}/items" => [batch_items]
+        query ["status", "after", "limit"] headers [] request None, response Some("BatchItemList");
+    "POST" "/api/v3/batches/{batch_id}/cancel" => [cancel_batch]
+        query [] headers [] request None, response Some("Batch");
+    "POST" "/api/v3/batches/{batch_id}/retry" => [retry_batch]
+        query [] headers [] request None, response Some("Batch");
+    "GET" "/api/v3/batches/{batch_id}/results.jsonl" => [download_batch_results]
+        query [] headers [] request None, response None;
+    "GET" "/api/v3/batches/{batch_id}/results.zip" => [download_batch_zip]
+        query [] headers [] request None, response None;
     "GET" "/api/v3/webhooks/secret" => [webhook_secret]
         query [] headers [] request None, response Some("WebhookSecret");
     "POST" "/api/v3/webhooks/secret/rotate" => [rotate_webhook_secret]

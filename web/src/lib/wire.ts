@@ -1,6 +1,141 @@
 // Generated from the OpenAPI document's schemas (crates/wire): do not edit.
 // After a change of a wire type: ATELIER_BLESS=1 cargo test -p atelier-api --test generated
 
+/** A batch (the answer of `POST /api/v3/batches`, `GET /api/v3/batches/{id}`, cancel and retry). */
+export interface Batch {
+  /** The batch id: `bat_…`. */
+  id: string;
+  /** Where it stands. */
+  status: BatchState;
+  /** `node` or `workflow`. */
+  type: RunKind;
+  /** The tool or workflow each item runs. */
+  target: string;
+  /** The lane its runs queue in. */
+  priority: Priority;
+  /** Its items by state. */
+  items: BatchCounts;
+  /** Its tokens. */
+  tokens: BatchTokens;
+  /** The share of its items that ended (succeeded, failed or canceled), 0 to 1. */
+  progress: number;
+  /** When it was accepted. */
+  created_at: string;
+  /** When its last item ended (or it was canceled); null while running. */
+  finished_at: string | null;
+  /** Retry only: how many failed items were started again. */
+  retried?: number;
+}
+
+/** Items of a batch by state. */
+export interface BatchCounts {
+  /** Items in all. */
+  total: number;
+  /** Waiting for their turn. */
+  pending: number;
+  /** Their run is queued. */
+  queued: number;
+  /** Their run is running. */
+  running: number;
+  /** Their run succeeded. */
+  succeeded: number;
+  /** Their run failed. */
+  failed: number;
+  /** Canceled. */
+  canceled: number;
+}
+
+/** One item of a batch, with its current run's results (a line of `results.jsonl`). */
+export interface BatchItem {
+  /** Its place in the batch, from 0. */
+  index: number;
+  /** The caller's reference, as sent. */
+  ref: string | null;
+  /** Where it stands. */
+  status: ItemState;
+  /** Its current run (`GET /api/v3/status/{id}`); null while pending or when canceled before it started. */
+  run_id: string | null;
+  /** Its earlier runs, oldest first (attempts a retry replaced). */
+  attempts: string[];
+  /** Tool batches: the output URLs once it succeeded. */
+  output?: string[];
+  /** Workflow batches: output name → its URL (a list when the node made several). */
+  outputs?: Record<string, NamedOutput | null>;
+  /** Why its run failed, or that it was canceled. */
+  error: RunError | null;
+}
+
+/** `GET /api/v3/batches/{id}/items`: a page of items in order. */
+export interface BatchItemList {
+  /** The items. */
+  items: BatchItem[];
+  /** Pass as `after` for the next page; null on the last one. */
+  next_after: number | null;
+}
+
+/** One item of a batch request. */
+export interface BatchItemRequest {
+  /** The item's input values, added to the batch's shared `input`. */
+  input?: Record<string, unknown>;
+  /** The caller's reference for the item (a SKU): echoed with its results and naming its files in `results.zip`. At most 200 characters. */
+  ref?: string;
+}
+
+/** `GET /api/v3/batches`: the account's batches, newest first. */
+export interface BatchList {
+  /** The batches. */
+  batches: BatchSummary[];
+  /** Pass as `before` for the next page; null on the last one. */
+  next_before: number | null;
+}
+
+/** The body of `POST /api/v3/batches`. */
+export interface BatchRequest {
+  /** `node` or `workflow`, as in a run. */
+  type: RunKind;
+  /** A tool name (type node) or a saved workflow's name (type workflow). */
+  target: string;
+  /** Values every item gets (an item's own value of the same key wins), as a run's input. */
+  input?: Record<string, unknown>;
+  /** The items, in order (at least one). Image values are URLs or uploads (`upload:<id>`): inline images are refused in a batch. */
+  items: BatchItemRequest[];
+  /** The lane the items' runs queue in; `bulk` by default. */
+  priority?: Priority;
+  /** `false` runs every node afresh instead of filling it from the result cache. */
+  cache?: boolean;
+}
+
+/** Where a batch stands. */
+export type BatchState = "running" | "finished" | "canceled";
+
+/** A batch in a list. */
+export interface BatchSummary {
+  /** The batch id. */
+  id: string;
+  /** Where it stands. */
+  status: BatchState;
+  /** `node` or `workflow`. */
+  type: RunKind;
+  /** The tool or workflow. */
+  target: string;
+  /** Items in all. */
+  total: number;
+  /** When it was accepted. */
+  created_at: string;
+  /** When it ended; null while running. */
+  finished_at: string | null;
+}
+
+/** A batch's tokens. */
+export interface BatchTokens {
+  /** Reserved for it in all: the whole price at acceptance, and again for retried items. */
+  price: number;
+  /** Held now: for items not started and by its unfinished runs. Released as they end. */
+  reserved: number;
+  /** Charged for its items' runs so far. */
+  charged: number;
+}
+
 /** `DELETE /api/v3/workflow/{name}`. */
 export interface Deleted {
   /** The name. */
@@ -18,7 +153,7 @@ export type EngineKind = "builtin" | "comfyui" | "cog" | "onnx";
 /** The error object of an error answer: a stable machine name, a message, and the fields that name's errors carry. */
 export interface Error {
   /** The stable machine name (`InsufficientTokens`, `RunNotFound`, …). */
-  name: "InvalidRequest" | "MissingInputs" | "Unauthorized" | "InsufficientTokens" | "UnknownTool" | "WorkflowNotFound" | "RunNotFound" | "UploadNotFound" | "PayloadTooLarge" | "InvalidInput" | "InvalidImage" | "ReadOnlyTemplate" | "IdempotencyConflict" | "IdempotencyKeyReused" | "RateLimited" | "ConcurrencyLimited" | "QueueFull" | "FileNotFound" | "OutputExpired" | "SessionRequired" | "Forbidden" | "KeyNotFound" | "Conflict" | "InternalError";
+  name: "InvalidRequest" | "MissingInputs" | "Unauthorized" | "InsufficientTokens" | "UnknownTool" | "WorkflowNotFound" | "RunNotFound" | "UploadNotFound" | "BatchNotFound" | "PayloadTooLarge" | "InvalidInput" | "InvalidImage" | "ReadOnlyTemplate" | "IdempotencyConflict" | "IdempotencyKeyReused" | "RateLimited" | "ConcurrencyLimited" | "QueueFull" | "FileNotFound" | "OutputExpired" | "SessionRequired" | "Forbidden" | "KeyNotFound" | "Conflict" | "InternalError";
   /** What went wrong, in words. */
   message: string;
   /** MissingInputs: the absent keys. */
@@ -59,6 +194,9 @@ export interface Estimate {
 
 /** How faithful a tool's output is on the engine that runs it. */
 export type Fidelity = "production" | "preview";
+
+/** Where an item stands. */
+export type ItemState = "pending" | "queued" | "running" | "succeeded" | "failed" | "canceled";
 
 /** An API key of the account, by prefix (the key itself is shown once, when made). */
 export interface Key {

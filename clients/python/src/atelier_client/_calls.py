@@ -17,6 +17,9 @@ import httpx
 
 from .errors import AtelierError, EventStreamError, error_from_response
 from .models import (
+    Batch,
+    BatchItemList,
+    BatchList,
     DeletedWorkflow,
     Estimate,
     NodeEvent,
@@ -247,6 +250,62 @@ def upload(image: bytes) -> Call[Upload]:
 def get_upload(upload_id: str) -> Call[Upload]:
     """``GET /api/v3/uploads/{id}``."""
     return Call("GET", f"/api/v3/uploads/{seg(upload_id)}", lambda r: Upload.from_raw(_obj(r)))
+
+
+def create_batch(body: Dict[str, Any], idempotency_key: Optional[str] = None) -> Call[Batch]:
+    """``POST /api/v3/batches``."""
+    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+    return Call("POST", "/api/v3/batches", lambda r: Batch.from_raw(_obj(r)), json=body, headers=headers)
+
+
+def batch(batch_id: str) -> Call[Batch]:
+    """``GET /api/v3/batches/{batch_id}``."""
+    return Call("GET", f"/api/v3/batches/{seg(batch_id)}", lambda r: Batch.from_raw(_obj(r)))
+
+
+def batches(limit: Optional[int] = None, before: Optional[int] = None) -> Call[BatchList]:
+    """``GET /api/v3/batches``."""
+    params = {k: v for k, v in (("limit", limit), ("before", before)) if v is not None}
+    return Call("GET", "/api/v3/batches", lambda r: BatchList.from_raw(_obj(r)), params=params)
+
+
+def batch_items(
+    batch_id: str, status: Optional[str] = None, after: Optional[int] = None, limit: Optional[int] = None
+) -> Call[BatchItemList]:
+    """``GET /api/v3/batches/{batch_id}/items``."""
+    params = {k: v for k, v in (("status", status), ("after", after), ("limit", limit)) if v is not None}
+    path = f"/api/v3/batches/{seg(batch_id)}/items"
+    return Call("GET", path, lambda r: BatchItemList.from_raw(_obj(r)), params=params)
+
+
+def cancel_batch(batch_id: str) -> Call[Batch]:
+    """``POST /api/v3/batches/{batch_id}/cancel``."""
+    return Call("POST", f"/api/v3/batches/{seg(batch_id)}/cancel", lambda r: Batch.from_raw(_obj(r)))
+
+
+def retry_batch(batch_id: str) -> Call[Batch]:
+    """``POST /api/v3/batches/{batch_id}/retry``."""
+    return Call("POST", f"/api/v3/batches/{seg(batch_id)}/retry", lambda r: Batch.from_raw(_obj(r)))
+
+
+def batch_body(
+    target: str,
+    items: Iterable[Mapping[str, Any]],
+    *,
+    workflow: bool = False,
+    input: Optional[Mapping[str, Any]] = None,
+    priority: Optional[str] = None,
+    cache: Optional[bool] = None,
+) -> Dict[str, Any]:
+    """The body of ``POST /api/v3/batches``: each item ``{"input": {...}, "ref": "..."}``."""
+    body: Dict[str, Any] = {"type": "workflow" if workflow else "node", "target": target, "items": [dict(i) for i in items]}
+    if input:
+        body["input"] = dict(input)
+    if priority is not None:
+        body["priority"] = priority
+    if cache is not None:
+        body["cache"] = cache
+    return body
 
 
 def status(run_id: str) -> Call[RunStatus]:

@@ -21,6 +21,9 @@ from ._calls import Call
 from ._common import StatusLike, check_poll_interval
 from .errors import EventStreamError, RateLimited, WaitTimeout
 from .models import (
+    Batch,
+    BatchItemList,
+    BatchList,
     DeletedWorkflow,
     Estimate,
     RunEvent,
@@ -510,6 +513,87 @@ class AsyncClient:
     async def get_upload(self, upload_id: str) -> Upload:
         """``GET /api/v3/uploads/{id}``: an upload of this account, while runs may name it."""
         return await self._call(calls.get_upload(upload_id))
+
+    # --- batches -----------------------------------------------------------------------
+
+    async def create_batch(
+        self,
+        target: str,
+        items: Iterable[Mapping[str, Any]],
+        *,
+        workflow: bool = False,
+        input: Optional[Mapping[str, Any]] = None,
+        priority: Optional[str] = None,
+        cache: Optional[bool] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Batch:
+        """``POST /api/v3/batches``: runs the tool ``target`` (a saved workflow with
+        ``workflow=True``) once per item, the whole price reserved up front
+        (:class:`InsufficientTokens` with the total otherwise).
+
+        Args:
+            items: Each ``{"input": {...}, "ref": "SKU-1"}``; image values are URLs or
+                ``upload:<id>`` (inline images are refused in a batch).
+            input: Values every item gets (an item's own value wins).
+            priority: The items' lane (``bulk`` by default).
+            cache: ``False`` runs every node afresh.
+            idempotency_key: The same batch sent again with it answers the first one.
+        """
+        body = calls.batch_body(target, items, workflow=workflow, input=input, priority=priority, cache=cache)
+        return await self._call(calls.create_batch(body, idempotency_key))
+
+    async def batch(self, batch_id: str) -> Batch:
+        """``GET /api/v3/batches/{batch_id}``: its items by state, tokens and progress."""
+        return await self._call(calls.batch(batch_id))
+
+    async def batches(self, limit: Optional[int] = None, before: Optional[int] = None) -> BatchList:
+        """``GET /api/v3/batches``: a page of the account's batches, newest first."""
+        return await self._call(calls.batches(limit=limit, before=before))
+
+    async def batch_items(
+        self, batch_id: str, status: Optional[str] = None, after: Optional[int] = None, limit: Optional[int] = None
+    ) -> BatchItemList:
+        """``GET /api/v3/batches/{batch_id}/items``: a page of items in order (``status``:
+        only those; ``after``: the previous page's ``next_after``)."""
+        return await self._call(calls.batch_items(batch_id, status=status, after=after, limit=limit))
+
+    async def cancel_batch(self, batch_id: str) -> Batch:
+        """``POST /api/v3/batches/{batch_id}/cancel``: pending items will not start, its runs
+        are canceled and what it holds is given back."""
+        return await self._call(calls.cancel_batch(batch_id))
+
+    async def retry_batch(self, batch_id: str) -> Batch:
+        """``POST /api/v3/batches/{batch_id}/retry``: runs the failed items again (their
+        price reserved again); ``retried`` says how many."""
+        return await self._call(calls.retry_batch(batch_id))
+
+    async def download_batch_results(self, batch_id: str, path: Union[str, "os.PathLike[str]"]) -> int:
+        """``GET /api/v3/batches/{batch_id}/results.jsonl`` to ``path`` (a line of JSON per
+        item, :class:`BatchItem`); returns the bytes written."""
+        return await self._save(f"/api/v3/batches/{calls.seg(batch_id)}/results.jsonl", path)
+
+    async def download_batch_zip(self, batch_id: str, path: Union[str, "os.PathLike[str]"]) -> int:
+        """``GET /api/v3/batches/{batch_id}/results.zip`` to ``path``: every succeeded item's
+        outputs, under its ref (or ``item-<index>``) and output name."""
+        return await self._save(f"/api/v3/batches/{calls.seg(batch_id)}/results.zip", path)
+
+    async def _save(self, url_path: str, path: Union[str, "os.PathLike[str]"]) -> int:
+        """Streams an answer to ``path`` through ``path.part``, renamed at the end."""
+        target = Path(path)
+        part = target.with_name(target.name + ".part")
+        written = 0
+        async with self._http.stream(
+            "GET", self.base_url + url_path, headers=self._headers({}), timeout=self._timeout(0.0)
+        ) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                calls.check(response)
+            with open(part, "wb") as out:
+                async for chunk in response.aiter_bytes():
+                    out.write(chunk)
+                    written += len(chunk)
+        os.replace(part, target)
+        return written
 
     # --- v2 ----------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ __all__ = [
     "WorkflowNotFound",
     "RunNotFound",
     "UploadNotFound",
+    "BatchNotFound",
     "PayloadTooLarge",
     "InvalidInput",
     "InvalidImage",
@@ -181,6 +182,12 @@ class UploadNotFound(AtelierError):
     error_name = "UploadNotFound"
 
 
+class BatchNotFound(AtelierError):
+    """404: no batch of that id for this account (also another account's batch)."""
+
+    error_name = "BatchNotFound"
+
+
 class PayloadTooLarge(AtelierError):
     """413: the request body is over the server's limit."""
 
@@ -290,6 +297,7 @@ ERROR_CLASSES: Dict[str, Type[AtelierError]] = {
         WorkflowNotFound,
         RunNotFound,
         UploadNotFound,
+        BatchNotFound,
         PayloadTooLarge,
         InvalidInput,
         InvalidImage,

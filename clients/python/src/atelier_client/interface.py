@@ -15,6 +15,13 @@ from typing import Dict, FrozenSet, Optional, Set, Tuple
 
 from .errors import ERROR_FIELDS
 from .models import (
+    Batch,
+    BatchCounts,
+    BatchItem,
+    BatchItemList,
+    BatchList,
+    BatchSummary,
+    BatchTokens,
     DeletedWorkflow,
     Estimate,
     NodeEvent,
@@ -122,6 +129,21 @@ OPERATIONS: Tuple[Operation, ...] = (
     # The body of an upload is the image's bytes (no schema).
     Operation("POST", "/api/v3/uploads", ("upload",), response="Upload"),
     Operation("GET", "/api/v3/uploads/{id}", ("get_upload",), response="Upload"),
+    Operation("POST", "/api/v3/batches", ("create_batch",), response="Batch", request="BatchRequest", headers=frozenset({"Idempotency-Key"})),
+    Operation("GET", "/api/v3/batches", ("batches",), query=frozenset({"limit", "before"}), response="BatchList"),
+    Operation("GET", "/api/v3/batches/{batch_id}", ("batch",), response="Batch"),
+    Operation(
+        "GET",
+        "/api/v3/batches/{batch_id}/items",
+        ("batch_items",),
+        query=frozenset({"status", "after", "limit"}),
+        response="BatchItemList",
+    ),
+    Operation("POST", "/api/v3/batches/{batch_id}/cancel", ("cancel_batch",), response="Batch"),
+    Operation("POST", "/api/v3/batches/{batch_id}/retry", ("retry_batch",), response="Batch"),
+    # Files, streamed to a path.
+    Operation("GET", "/api/v3/batches/{batch_id}/results.jsonl", ("download_batch_results",)),
+    Operation("GET", "/api/v3/batches/{batch_id}/results.zip", ("download_batch_zip",)),
     Operation("GET", "/api/v3/webhooks/secret", ("webhook_secret",), response="WebhookSecret"),
     Operation("POST", "/api/v3/webhooks/secret/rotate", ("rotate_webhook_secret",), response="WebhookSecret"),
     Operation("GET", "/api/v3/runs/{run_id}/webhooks", ("webhook_deliveries",), response="WebhookDeliveries"),
@@ -155,6 +177,13 @@ SCHEMAS: Dict[str, Tuple[type, ...]] = {
     "WorkflowSummary": (WorkflowSummary,),
     "Estimate": (Estimate,),
     "Upload": (Upload,),
+    "Batch": (Batch,),
+    "BatchCounts": (BatchCounts,),
+    "BatchTokens": (BatchTokens,),
+    "BatchList": (BatchList,),
+    "BatchSummary": (BatchSummary,),
+    "BatchItemList": (BatchItemList,),
+    "BatchItem": (BatchItem,),
     "Validation": (WorkflowValidation,),
     "V2Status": (V2Status,),
     "Tokens": (TokenBalance,),
@@ -178,6 +207,8 @@ KNOWN_FIELDS: Dict[str, FrozenSet[str]] = {
     "RunRequest": frozenset(
         {"type", "target", "input", "webhook_url", "webhook_events", "priority", "start_within_secs", "cache"}
     ),
+    "BatchRequest": frozenset({"type", "target", "input", "items", "priority", "cache"}),
+    "BatchItemRequest": frozenset({"input", "ref"}),
     "Error": frozenset(ERROR_FIELDS),
     "ErrorResponse": frozenset({"id", "error"}),
 }
@@ -201,6 +232,8 @@ UNDOCUMENTED_ITEM_MODELS: Tuple[type, ...] = ()
 VALUE_SCHEMAS: FrozenSet[str] = frozenset(
     {
         "RunState",
+        "BatchState",
+        "ItemState",
         "NodeState",
         "V2State",
         "Priority",

@@ -681,6 +681,191 @@ class RunList:
 
 
 @dataclass
+class BatchCounts:
+    """A batch's items by state."""
+
+    total: int
+    pending: int
+    queued: int
+    running: int
+    succeeded: int
+    failed: int
+    canceled: int
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Any) -> "BatchCounts":
+        raw = _dict(raw)
+        count = lambda name: int(raw.get(name) or 0)  # noqa: E731
+        return cls(
+            total=count("total"),
+            pending=count("pending"),
+            queued=count("queued"),
+            running=count("running"),
+            succeeded=count("succeeded"),
+            failed=count("failed"),
+            canceled=count("canceled"),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class BatchTokens:
+    """A batch's tokens: ``price`` reserved for it in all (retries included), ``reserved``
+    held now, ``charged`` so far."""
+
+    price: int
+    reserved: int
+    charged: int
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Any) -> "BatchTokens":
+        raw = _dict(raw)
+        return cls(
+            price=int(raw.get("price") or 0),
+            reserved=int(raw.get("reserved") or 0),
+            charged=int(raw.get("charged") or 0),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class Batch:
+    """A batch (``POST /api/v3/batches``, ``GET /api/v3/batches/{id}``, cancel, retry).
+    ``status`` is ``running``, ``finished`` or ``canceled``; ``retried`` is set on a retry's
+    answer only."""
+
+    id: str
+    status: str
+    type: str
+    target: str
+    priority: str
+    items: BatchCounts
+    tokens: BatchTokens
+    progress: float
+    created_at: str
+    finished_at: Optional[str]
+    retried: Optional[int] = None
+    raw: Dict[str, Any] = _raw_field()
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "Batch":
+        return cls(
+            id=str(raw.get("id", "")),
+            status=str(raw.get("status", "")),
+            type=str(raw.get("type", "")),
+            target=str(raw.get("target", "")),
+            priority=str(raw.get("priority", "")),
+            items=BatchCounts.from_raw(raw.get("items")),
+            tokens=BatchTokens.from_raw(raw.get("tokens")),
+            progress=float(raw.get("progress") or 0.0),
+            created_at=str(raw.get("created_at", "")),
+            finished_at=_opt_str(raw.get("finished_at")),
+            retried=_opt_int(raw.get("retried")),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class BatchSummary:
+    """A batch in ``GET /api/v3/batches``."""
+
+    id: str
+    status: str
+    type: str
+    target: str
+    total: int
+    created_at: str
+    finished_at: Optional[str]
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "BatchSummary":
+        return cls(
+            id=str(raw.get("id", "")),
+            status=str(raw.get("status", "")),
+            type=str(raw.get("type", "")),
+            target=str(raw.get("target", "")),
+            total=int(raw.get("total") or 0),
+            created_at=str(raw.get("created_at", "")),
+            finished_at=_opt_str(raw.get("finished_at")),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class BatchList:
+    """A page of ``GET /api/v3/batches``, newest first; ``next_before`` is ``None`` on the last."""
+
+    batches: List[BatchSummary]
+    next_before: Optional[int]
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "BatchList":
+        return cls(
+            batches=[BatchSummary.from_raw(b) for b in _list(raw.get("batches")) if isinstance(b, Mapping)],
+            next_before=_opt_int(raw.get("next_before")),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class BatchItem:
+    """One item of a batch (a page of ``…/items``, a line of ``results.jsonl``): its ``ref``,
+    state, current run, earlier runs (``attempts``), outputs and error. ``output`` holds a
+    tool batch's URLs, ``outputs`` a workflow batch's (output name -> URL or list)."""
+
+    index: int
+    ref: Optional[str]
+    status: str
+    run_id: Optional[str]
+    attempts: List[str]
+    output: Optional[List[str]]
+    outputs: Optional[Dict[str, Any]]
+    error: Optional[RunErrorInfo]
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "BatchItem":
+        output = raw.get("output")
+        outputs = raw.get("outputs")
+        return cls(
+            index=int(raw.get("index") or 0),
+            ref=_opt_str(raw.get("ref")),
+            status=str(raw.get("status", "")),
+            run_id=_opt_str(raw.get("run_id")),
+            attempts=[str(a) for a in _list(raw.get("attempts"))],
+            output=[str(u) for u in output] if isinstance(output, list) else None,
+            outputs=dict(outputs) if isinstance(outputs, Mapping) else None,
+            error=RunErrorInfo.from_raw(raw.get("error")),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class BatchItemList:
+    """A page of ``GET /api/v3/batches/{id}/items``; pass ``next_after`` as ``after``."""
+
+    items: List[BatchItem]
+    next_after: Optional[int]
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "BatchItemList":
+        return cls(
+            items=[BatchItem.from_raw(i) for i in _list(raw.get("items")) if isinstance(i, Mapping)],
+            next_after=_opt_int(raw.get("next_after")),
+            raw=dict(raw),
+        )
+
+
+@dataclass
 class ValidationProblem:
     """One problem found by ``POST /api/v3/workflows/validate``."""
 

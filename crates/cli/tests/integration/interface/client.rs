@@ -432,3 +432,47 @@ async fn events_resume_after_the_last_event_seen() {
         .await;
     assert!(waited.unwrap().succeeded());
 }
+
+#[tokio::test]
+async fn a_batch_is_made_followed_and_downloaded() {
+    use atelier_client::{BatchItemRequest, BatchRequest, BatchState, ItemState};
+    let app = TestApp::start().await;
+    let client = client(&app);
+    let upload = client.upload(Bytes::from(png_bytes(40, 24))).await.unwrap();
+    let item = |r: &str| BatchItemRequest {
+        input: json!({"image": upload.input}).as_object().unwrap().clone(),
+        reference: Some(r.to_string()),
+    };
+    let request = BatchRequest {
+        kind: RunKind::Node,
+        target: "upscale".into(),
+        input: json!({"scale": 2}).as_object().unwrap().clone(),
+        items: vec![item("a"), item("b")],
+        priority: None,
+        cache: Some(false),
+    };
+    let mut batch = client.create_batch(&request, Some("rust-batch")).await.unwrap();
+    assert_eq!((batch.items.total, batch.tokens.price, batch.priority), (2, 2, Priority::Bulk));
+    assert_eq!(client.create_batch(&request, Some("rust-batch")).await.unwrap().id, batch.id, "replayed");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while batch.status == BatchState::Running {
+        assert!(std::time::Instant::now() < deadline, "{batch:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        batch = client.batch(&batch.id).await.unwrap();
+    }
+    assert_eq!((batch.status, batch.items.succeeded, batch.tokens.charged), (BatchState::Finished, 2, 2));
+    let items = client.batch_items(&batch.id, Some(ItemState::Succeeded), None, None).await.unwrap();
+    assert_eq!(items.items.iter().map(|i| i.reference.clone().unwrap()).collect::<Vec<_>>(), ["a", "b"]);
+    assert_eq!(client.batches(None, None).await.unwrap().batches[0].id, batch.id);
+    assert_eq!(client.retry_batch(&batch.id).await.unwrap().retried, Some(0));
+    assert_eq!(client.cancel_batch(&batch.id).await.unwrap().status, BatchState::Finished);
+    let lines = app.dir.path().join("results.jsonl");
+    client.download_batch_results(&batch.id, &lines).await.unwrap();
+    assert_eq!(std::fs::read_to_string(&lines).unwrap().lines().count(), 2);
+    let zip = app.dir.path().join("results.zip");
+    assert!(client.download_batch_zip(&batch.id, &zip).await.unwrap() > 0);
+    match client.batch("bat_0000000000000000").await {
+        Err(Error::BatchNotFound { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}

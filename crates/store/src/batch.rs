@@ -242,4 +242,6 @@ pub struct Fed {
     pub started: usize,
     /// Batches that finished (every item ended).
     pub finished: Vec<String>,
+    /// Open batches the pass found.
+    pub open: usize,
 }

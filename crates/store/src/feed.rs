@@ -14,16 +14,22 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::watch;
 
-/// Per-run wake-ups, and one for queued webhook deliveries.
+/// Per-run wake-ups, one for any run (the batch feeder), and one for queued webhook
+/// deliveries.
 #[derive(Debug)]
 pub struct ChangeFeed {
     runs: Mutex<HashMap<Box<str>, watch::Sender<u64>>>,
+    any: watch::Sender<u64>,
     deliveries: watch::Sender<u64>,
 }
 
 impl Default for ChangeFeed {
     fn default() -> Self {
-        Self { runs: Mutex::new(HashMap::new()), deliveries: watch::Sender::new(0) }
+        Self {
+            runs: Mutex::new(HashMap::new()),
+            any: watch::Sender::new(0),
+            deliveries: watch::Sender::new(0),
+        }
     }
 }
 
@@ -50,6 +56,7 @@ impl ChangeFeed {
 
     /// Run `run_id` may have changed.
     pub fn publish(&self, run_id: &str) {
+        bump(&self.any);
         let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(sender) = runs.get(run_id) {
             bump(sender);
@@ -61,7 +68,13 @@ impl ChangeFeed {
     pub fn publish_all(&self) {
         let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         runs.values().for_each(bump);
+        bump(&self.any);
         bump(&self.deliveries);
+    }
+
+    /// Resolves, through [`watch::Receiver::changed`], when any run may have changed.
+    pub fn any_run(&self) -> watch::Receiver<u64> {
+        self.any.subscribe()
     }
 
     /// Webhook deliveries may have been queued.

@@ -678,9 +678,16 @@ pub(crate) static BATCH_ITEMS: Sql = sql!(
      WHERE i.batch_id = $1 AND i.position > $2 AND ($3 IS NULL OR {ITEM_STATUS} = $3)
      ORDER BY i.position LIMIT $4"
 );
-/// Batches not finished, the one the feeder looked at longest ago first, up to `$1`.
-pub(crate) const OPEN_BATCHES: &str =
-    "SELECT id, account_id FROM batches WHERE finished_at IS NULL ORDER BY fed_at, id LIMIT $1";
+/// Batches not finished, the one the feeder looked at longest ago first, up to `$1`, with
+/// their unfinished runs and whether an item is pending (so that a batch with nothing to do
+/// costs the feeder no write transaction).
+pub(crate) static OPEN_BATCHES: Sql = sql!(
+    "SELECT b.id, b.account_id,
+            (SELECT COUNT(*) FROM runs r WHERE r.batch_id = b.id AND r.status IN ({unfinished})) AS in_flight,
+            EXISTS (SELECT 1 FROM batch_items i WHERE i.batch_id = b.id AND i.state = 'pending') AS pending
+     FROM batches b WHERE b.finished_at IS NULL ORDER BY b.fed_at, b.id LIMIT $1",
+    unfinished = sql_set(&RunStatus::UNFINISHED)
+);
 /// Runs of batch `$1` not finished.
 pub(crate) static BATCH_RUNS_IN_FLIGHT: Sql =
     sql!("SELECT COUNT(*) FROM runs WHERE batch_id = $1 AND status IN ({})", sql_set(&RunStatus::UNFINISHED));

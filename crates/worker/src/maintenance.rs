@@ -41,6 +41,9 @@ pub struct Maintenance {
 /// How often the feeder starts batch items whose turn came.
 pub const FEED_INTERVAL: Duration = Duration::from_millis(100);
 
+/// After a run changed, how long the feeder waits for more changes before its pass.
+const FEED_DEBOUNCE: Duration = Duration::from_millis(5);
+
 /// Open batches the feeder looks at per pass.
 const FEED_BATCHES: i64 = 256;
 
@@ -69,6 +72,10 @@ impl Maintenance {
         let mut deadline = tokio::time::interval(DEADLINE_INTERVAL);
         let mut feed = tokio::time::interval(FEED_INTERVAL);
         feed.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // A run that ends may free a batch's window: the feeder runs then too, at most every
+        // FEED_DEBOUNCE.
+        let mut any_run = self.store.changes().any_run();
+        let mut batches_open = true;
         deadline.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -87,11 +94,18 @@ impl Maintenance {
                         Err(e) => warn!(error = %e, "failing nodes past their deadline to start failed"),
                     }
                 },
+                _ = async {
+                    let _ = any_run.changed().await;
+                    tokio::time::sleep(FEED_DEBOUNCE).await;
+                }, if batches_open => feed.reset_immediately(),
                 _ = feed.tick() => if self.leads().await {
                     match self.store.feed_batches(self.batch_window.max(1), FEED_BATCHES).await {
-                        Ok(fed) => for batch in fed.finished {
-                            info!(batch, "batch finished");
-                        },
+                        Ok(fed) => {
+                            batches_open = fed.open > 0;
+                            for batch in fed.finished {
+                                info!(batch, "batch finished");
+                            }
+                        }
                         Err(e) => warn!(error = %e, "the batch feeder failed"),
                     }
                 },

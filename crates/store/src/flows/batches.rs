@@ -216,9 +216,10 @@ impl<B: Backend> Batches for B {
     }
 
     async fn feed_batches(&self, window: i64, limit: i64) -> Result<Fed> {
-        let open: Vec<OpenBatch> = self.read().await?.fetch_all(OPEN_BATCHES, args![limit]).await?;
-        let mut fed = Fed::default();
-        for batch in open {
+        let open: Vec<OpenBatch> = self.read().await?.fetch_all(&OPEN_BATCHES, args![limit]).await?;
+        let mut fed = Fed { open: open.len(), ..Fed::default() };
+        // Full, or waiting for its last runs: nothing to do (checked again in the transaction).
+        for batch in open.into_iter().filter(|b| b.in_flight < window && (b.pending || b.in_flight == 0)) {
             feed_batch(self, &batch, window, &mut fed).await?;
         }
         Ok(fed)
@@ -394,11 +395,18 @@ impl BatchRow {
 struct OpenBatch {
     id: String,
     account_id: i64,
+    in_flight: i64,
+    pending: bool,
 }
 
 impl FromRow for OpenBatch {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
-        Ok(Self { id: row.text("id")?.to_owned(), account_id: row.int("account_id")? })
+        Ok(Self {
+            id: row.text("id")?.to_owned(),
+            account_id: row.int("account_id")?,
+            in_flight: row.int("in_flight")?,
+            pending: row.boolean("pending")?,
+        })
     }
 }
 

@@ -1123,3 +1123,73 @@ fn a_poison_node_that_kills_every_worker_fails_after_max_attempts_while_other_ru
         started.elapsed()
     );
 }
+
+/// (i) A batch of 300 items (the feeder on the API leading maintenance), every process killed
+/// with SIGKILL a third of the way through and started again: every item ends with exactly one
+/// run, each run is reserved, charged and released once, the batch's reservation went to its
+/// runs and nothing else, and the balance is the grant less one token per item.
+#[test]
+fn kill_9_of_everything_mid_batch_loses_no_item_and_charges_none_twice() {
+    use base64::Engine as _;
+    let Some(mut c) = Cluster::start(Leases { lease_secs: 2, heartbeat_secs: 1 }) else { return };
+    c.set_env("ATELIER__BATCHES__IN_FLIGHT", "8");
+    let started = Instant::now();
+    let first = [c.start_api(), c.start_api(), c.start_worker("w", 2, &[]), c.start_worker("w", 2, &[])];
+    let api = c.procs[c.apis[0].0].addr.clone().unwrap();
+    let image = base64::engine::general_purpose::STANDARD.decode(png_base64(24, 32, [4, 8, 120])).unwrap();
+    let upload: Value = c.rt.block_on(async {
+        let request = c.http.post(format!("{api}/api/v3/uploads")).header("X-API-KEY", &c.key).body(image);
+        request.send().await.unwrap().json().await.unwrap()
+    });
+    let items: Vec<Value> =
+        (0..300).map(|i| json!({"input": {"seed": i}, "ref": format!("SKU-{i:03}")})).collect();
+    let body = json!({"type": "node", "target": "upscale", "input": {"image": upload["input"], "scale": 2},
+        "items": items});
+    let batch: Value = c.rt.block_on(async {
+        let request = c.http.post(format!("{api}/api/v3/batches")).header("X-API-KEY", &c.key).json(&body);
+        request.send().await.unwrap().json().await.unwrap()
+    });
+    let batch_id =
+        batch["id"].as_str().unwrap_or_else(|| c.fail(&format!("batch refused: {batch}"))).to_string();
+    assert_eq!(c.number("SELECT balance FROM accounts WHERE name = 'crash'"), GRANT - 300, "all reserved");
+    c.wait_until("a third of the items are done", Duration::from_secs(60), || c.finished_runs() >= 100);
+    for id in first {
+        c.kill(id);
+    }
+    eprintln!(
+        "killed everything with {} items started: {:?}",
+        c.number("SELECT count(*) FROM runs"),
+        started.elapsed()
+    );
+
+    c.start_api();
+    c.start_api();
+    c.start_worker("w", 2, &[]);
+    c.start_worker("w", 2, &[]);
+    c.wait_until("the batch finished", Duration::from_secs(180), || {
+        c.sql(&format!("SELECT status FROM batches WHERE id = '{batch_id}'"))[0][0] == "finished"
+    });
+    // Every item has exactly one run, which succeeded; no run is left without its item.
+    let items = c.sql(&format!(
+        "SELECT count(*), count(DISTINCT i.run_id), count(*) FILTER (WHERE r.status = 'succeeded'),
+                count(*) FILTER (WHERE i.history IS NOT NULL)
+         FROM batch_items i LEFT JOIN runs r ON r.id = i.run_id WHERE i.batch_id = '{batch_id}'"
+    ));
+    assert_eq!(items, vec![vec!["300", "300", "300", "0"]], "items, their runs, succeeded, retried");
+    assert_eq!(c.number("SELECT count(*) FROM runs"), 300, "one run per item, no orphan");
+    // Per run: one reservation, one charge of its price, one release of nothing.
+    let bad = c.sql(
+        "SELECT r.id FROM runs r WHERE (SELECT count(*) FROM ledger l WHERE l.run_id = r.id AND l.kind = 'reserve') <> 1
+            OR (SELECT count(*) FROM ledger l WHERE l.run_id = r.id AND l.kind = 'charge' AND l.amount = 1) <> 1
+            OR (SELECT count(*) FROM ledger l WHERE l.run_id = r.id AND l.kind = 'release' AND l.amount = 0) <> 1",
+    );
+    assert!(bad.is_empty(), "runs whose ledger is not reserve, charge 1, release 0: {bad:?}");
+    // The batch reserved 300 once and handed all of it to its runs.
+    let lines = c.sql(&format!(
+        "SELECT kind, sum(amount) FROM ledger WHERE run_id = '{batch_id}' GROUP BY kind ORDER BY kind"
+    ));
+    assert_eq!(lines, vec![vec!["release", "300"], vec!["reserve", "300"]], "the batch's own lines");
+    assert_eq!(c.number("SELECT balance FROM accounts WHERE name = 'crash'"), GRANT - 300);
+    assert_eq!(c.number("SELECT sum(amount) FROM ledger WHERE kind = 'charge'"), 300);
+    eprintln!("300 items after a kill -9 of everything: {:?}", started.elapsed());
+}

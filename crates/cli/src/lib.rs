@@ -12,6 +12,7 @@
 //!
 //! Not here: logic beyond wiring.
 
+pub mod batch_cmd;
 pub mod config;
 pub mod migrate_data;
 pub mod run_cmd;

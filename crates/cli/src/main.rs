@@ -44,6 +44,9 @@ enum Command {
     Engines(EnginesCmd),
     /// Run a tool or a saved workflow on a server, follow it and download its outputs.
     Run(atelier_cli::run_cmd::RunArgs),
+    /// Run a tool or a saved workflow once per item of a JSONL or CSV file on a server
+    /// (POST /api/v3/batches), with a progress bar; writes results.jsonl and the outputs.
+    Batch(atelier_cli::batch_cmd::BatchArgs),
 }
 
 #[derive(Subcommand)]
@@ -237,6 +240,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Run(args) = cli.command {
         std::process::exit(atelier_cli::run_cmd::main(args).await);
     }
+    if let Command::Batch(args) = cli.command {
+        std::process::exit(atelier_cli::batch_cmd::main(args).await);
+    }
     let mut config = Config::load(cli.config.as_deref()).map_err(anyhow::Error::msg)?;
     if let Some(dir) = cli.data_dir {
         config.storage.data_dir = dir;
@@ -269,7 +275,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Admin(Admin::Store(admin)) => self::admin(config, admin).await,
         Command::Engines(EnginesCmd::Check { json }) => engines_check(config, json).await,
         // Handled before the configuration is read.
-        Command::Run(_) => Ok(()),
+        Command::Run(_) | Command::Batch(_) => Ok(()),
     }
 }
 

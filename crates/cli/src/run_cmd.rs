@@ -65,7 +65,7 @@ pub struct RunArgs {
 
 /// How the command ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Exit {
+pub(crate) enum Exit {
     Succeeded = 0,
     RunFailed = 1,
     Usage = 2,
@@ -75,18 +75,18 @@ enum Exit {
 
 /// Why the command stops early: the exit code and what to print.
 #[derive(Debug)]
-struct Stop {
-    exit: Exit,
-    message: String,
+pub(crate) struct Stop {
+    pub(crate) exit: Exit,
+    pub(crate) message: String,
 }
 
 impl Stop {
-    fn usage(message: impl Into<String>) -> Self {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
         Self { exit: Exit::Usage, message: message.into() }
     }
 
     /// A failed call: the server's refusal (exit 3), or a failure to reach it (exit 2).
-    fn call(what: &str, e: Error) -> Self {
+    pub(crate) fn call(what: &str, e: Error) -> Self {
         match &e {
             Error::InsufficientTokens { required, balance, .. } => Self {
                 exit: Exit::Refused,
@@ -114,7 +114,7 @@ pub async fn main(args: RunArgs) -> i32 {
 }
 
 /// What to run.
-enum Target {
+pub(crate) enum Target {
     Tool(String),
     Workflow(String),
 }
@@ -134,25 +134,7 @@ async fn run(args: RunArgs) -> Result<Exit, Stop> {
         .ok_or_else(|| Stop::usage("no API key: pass --api-key or set ATELIER_API_KEY"))?;
     let client = Client::new(&args.url, &key).map_err(|e| Stop::usage(e.to_string()))?;
 
-    // Types of the inputs, so that `scale=4` is sent as a number where the tool wants one.
-    let kinds = match &target {
-        Target::Tool(tool) => {
-            let tools = client.tools().await.map_err(|e| Stop::call("reading the tools", e))?;
-            let tool = tools.iter().find(|t| &t.name == tool);
-            tool.map(|t| t.params.iter().map(|p| (p.name.clone(), p.kind)).collect()).unwrap_or_default()
-        }
-        Target::Workflow(name) => {
-            let description =
-                client.workflow(name).await.map_err(|e| Stop::call(&format!("workflow {name:?}"), e))?;
-            let inputs = &description.inputs;
-            inputs
-                .mandatory
-                .keys()
-                .chain(inputs.optional.keys())
-                .filter_map(|k| Some((k.clone(), inputs.kind(k)?)))
-                .collect()
-        }
-    };
+    let kinds = input_kinds(&client, &target).await?;
     let input = Value::Object(parse_inputs(pairs, &kinds)?);
 
     let estimate = match &target {
@@ -229,6 +211,32 @@ async fn run(args: RunArgs) -> Result<Exit, Stop> {
     Ok(Exit::Succeeded)
 }
 
+/// The types of a target's inputs, so that `scale=4` is sent as a number where the tool
+/// wants one.
+pub(crate) async fn input_kinds(
+    client: &Client,
+    target: &Target,
+) -> Result<HashMap<String, ParamKind>, Stop> {
+    Ok(match target {
+        Target::Tool(tool) => {
+            let tools = client.tools().await.map_err(|e| Stop::call("reading the tools", e))?;
+            let tool = tools.iter().find(|t| &t.name == tool);
+            tool.map(|t| t.params.iter().map(|p| (p.name.clone(), p.kind)).collect()).unwrap_or_default()
+        }
+        Target::Workflow(name) => {
+            let description =
+                client.workflow(name).await.map_err(|e| Stop::call(&format!("workflow {name:?}"), e))?;
+            let inputs = &description.inputs;
+            inputs
+                .mandatory
+                .keys()
+                .chain(inputs.optional.keys())
+                .filter_map(|k| Some((k.clone(), inputs.kind(k)?)))
+                .collect()
+        }
+    })
+}
+
 /// Asks on a terminal whether to spend `tokens`; not on a terminal, refuses (exit 2).
 fn confirm(tokens: i64, above: i64) -> Result<(), Stop> {
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
@@ -277,7 +285,7 @@ fn parse_inputs(pairs: &[String], kinds: &HashMap<String, ParamKind>) -> Result<
 
 /// A command-line value as the parameter's type wants it; as a string when it does not
 /// parse (the server then says what is wrong with it).
-fn typed(value: &str, kind: Option<ParamKind>) -> Value {
+pub(crate) fn typed(value: &str, kind: Option<ParamKind>) -> Value {
     match kind {
         Some(ParamKind::Number) => {
             if let Ok(n) = value.parse::<i64>() {

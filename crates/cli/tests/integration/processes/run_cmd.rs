@@ -233,3 +233,68 @@ fn ctrl_c_cancels_the_run_waits_for_its_end_and_exits_130() {
     assert_eq!(printed["overall_status"], "canceled");
     assert_eq!(printed, server.get(&format!("/api/v3/status/{run_id}")), "the final status, waited for");
 }
+
+impl Server {
+    /// `atelier batch ARGS` in `cwd`, as [`Server::run`] runs `atelier run`.
+    fn batch(&self, cwd: &Path, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .arg("batch")
+            .args(args)
+            .current_dir(cwd)
+            .env("ATELIER_URL", &self.base)
+            .env("ATELIER_API_KEY", &self.key)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+}
+
+#[test]
+fn batch_runs_a_csv_catalogue_uploads_its_files_once_and_writes_every_output() {
+    let _alone = atelier_testkit::service::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    std::fs::write(dir.path().join("shirt.png"), png_bytes(20, 14)).unwrap();
+    std::fs::write(dir.path().join("dress.png"), png_bytes(16, 24)).unwrap();
+    let csv = "ref,image,scale\nSKU-1,@shirt.png,2\n\"SKU 2, blue\",@dress.png,4\nSKU-3,@shirt.png,\n";
+    std::fs::write(dir.path().join("catalogue.csv"), csv).unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = outcome(
+        &server.batch(dir.path(), &["upscale", "--items", "catalogue.csv", "--out", out.to_str().unwrap()]),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("uploaded 2 files"), "{stderr}");
+    assert!(stderr.contains("3 items, 4 tokens reserved"), "scale 4 costs 2: {stderr}");
+    assert!(stderr.contains("3 succeeded, 0 failed, 0 canceled (4 tokens)"), "{stderr}");
+    assert_eq!(stdout.trim(), out.join("results.jsonl").display().to_string());
+    let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 3);
+    let first = decode(&std::fs::read(out.join("SKU-1/output_0.png")).unwrap());
+    assert_eq!((first.width(), first.height()), (40, 28));
+    let second = decode(&std::fs::read(out.join("SKU_2__blue/output_0.png")).unwrap());
+    assert_eq!((second.width(), second.height()), (64, 96), "scale 4, typed as a number");
+    assert!(out.join("SKU-3/output_0.png").exists());
+
+    // JSONL, a shared input, and refusals with their exit codes.
+    std::fs::write(
+        dir.path().join("items.jsonl"),
+        "{\"input\": {\"image\": \"@shirt.png\"}, \"ref\": \"a\"}\n{\"image\": \"@dress.png\"}\n",
+    )
+    .unwrap();
+    let (code, _, stderr) =
+        outcome(&server.batch(
+            dir.path(),
+            &["upscale", "scale=2", "--items", "items.jsonl", "--no-download", "--out", "j"],
+        ));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("2 items, 2 tokens reserved"), "{stderr}");
+    std::fs::write(dir.path().join("bad.csv"), "ref,scale\nx,9\n").unwrap();
+    let (code, _, stderr) =
+        outcome(&server.batch(dir.path(), &["upscale", "image=@shirt.png", "--items", "bad.csv"]));
+    assert_eq!(code, Some(3), "refused by the server: {stderr}");
+    assert!(stderr.contains("items[0].scale"), "{stderr}");
+    let (code, _, stderr) = outcome(&server.batch(dir.path(), &["upscale", "--items", "catalogue.txt"]));
+    assert_eq!((code, stderr.contains(".jsonl or .csv")), (Some(2), true), "{stderr}");
+    let (code, _, _) = outcome(&server.batch(dir.path(), &["--items", "catalogue.csv"]));
+    assert_eq!(code, Some(2), "no tool");
+}

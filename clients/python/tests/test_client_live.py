@@ -413,6 +413,13 @@ def test_a_batch_runs_each_item_and_its_results_download_with_both_clients(
     with pytest.raises(BatchNotFound):
         client.batch("bat_0000000000000000")
 
+    items_path = tmp_path / "items.csv"
+    items_path.write_text(f"ref,image,scale\nc-1,{garment},2\n")
+    items_file = client.upload(items_path)
+    assert items_file.format == "csv"
+    from_file = client.create_batch("upscale", items_file=items_file.input)
+    assert (from_file.items.total, from_file.tokens.price) == (1, 1)
+
     async def from_async() -> None:
         async with AsyncClient(server.base_url, server.api_key) as aclient:
             assert (await aclient.batch(batch.id)).items.succeeded == 2

@@ -35,7 +35,7 @@ use crate::extract::{BatchId, Caller, JsonObject};
 use crate::ops::{RunRequest, Target};
 use crate::state::AppState;
 use crate::zip::ZipWriter;
-use crate::{idempotency, inputs, render};
+use crate::{idempotency, inputs, render, uploads};
 
 /// The longest `ref` of an item.
 pub const MAX_REF_CHARS: usize = 200;
@@ -58,38 +58,70 @@ struct BatchBody {
     /// The target and shared input, parsed as a run's (`type`, `target`, `input`, `priority`,
     /// `cache`).
     run: RunRequest,
-    items: Vec<(Option<String>, Params)>,
+    items: Items,
+}
+
+/// A batch's items: in the body, or an uploaded items file (`items_file`), read once the
+/// target is known (a CSV cell is typed by the parameter it fills).
+enum Items {
+    Inline(Vec<(Option<String>, Params)>),
+    File(String),
 }
 
 impl BatchBody {
     fn parse(mut body: Map<String, Value>, max_items: usize) -> Result<Self, RequestError> {
         for key in body.keys() {
-            if !["type", "target", "input", "items", "priority", "cache"].contains(&key.as_str()) {
+            if !["type", "target", "input", "items", "items_file", "priority", "cache"]
+                .contains(&key.as_str())
+            {
                 return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")));
             }
         }
-        let items = match body.remove("items") {
-            Some(Value::Array(items)) => items,
-            Some(_) => return Err(RequestError::invalid("items", "must be an array of item objects")),
-            None => return Err(RequestError::InvalidRequest("items is required".into())),
+        let file = match body.remove("items_file") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(file)) => Some(file),
+            Some(_) => return Err(RequestError::invalid("items_file", "must be a string: upload:<id>")),
         };
-        if items.is_empty() || items.len() > max_items {
-            return Err(RequestError::invalid("items", format!("must have 1 to {max_items} items")));
-        }
-        if !matches!(body.get("input"), Some(Value::Object(_))) {
-            match body.get("input") {
-                None | Some(Value::Null) => {
-                    body.insert("input".into(), Value::Object(Map::new()));
-                }
-                Some(_) => return Err(RequestError::InvalidRequest("input must be an object".into())),
+        let items = match (body.remove("items"), file) {
+            (Some(Value::Array(items)), None) => items,
+            (Some(_), None) => {
+                return Err(RequestError::invalid("items", "must be an array of item objects"))
             }
-        }
+            (None, Some(file)) => return Ok(Self { run: Self::run_of(body)?, items: Items::File(file) }),
+            (Some(_), Some(_)) => {
+                return Err(RequestError::InvalidRequest("send items or items_file, not both".into()))
+            }
+            (None, None) => {
+                return Err(RequestError::InvalidRequest("items (or items_file) is required".into()))
+            }
+        };
+        check_count(items.len(), max_items, "items")?;
         let items =
             items.into_iter().enumerate().map(|(i, item)| parse_item(i, item)).collect::<Result<_, _>>()?;
+        Ok(Self { run: Self::run_of(body)?, items: Items::Inline(items) })
+    }
+
+    /// The rest of the body, read as a run's, in the bulk lane unless it says otherwise.
+    fn run_of(mut body: Map<String, Value>) -> Result<RunRequest, RequestError> {
+        match body.get("input") {
+            Some(Value::Object(_)) => {}
+            None | Some(Value::Null) => {
+                body.insert("input".into(), Value::Object(Map::new()));
+            }
+            Some(_) => return Err(RequestError::InvalidRequest("input must be an object".into())),
+        }
         let mut run = RunRequest::from_body(body)?;
         run.priority = Some(run.priority.unwrap_or(Priority::Bulk));
-        Ok(Self { run, items })
+        Ok(run)
     }
+}
+
+/// 1 to `max_items` items.
+fn check_count(n: usize, max_items: usize, field: &str) -> Result<(), RequestError> {
+    if n == 0 || n > max_items {
+        return Err(RequestError::invalid(field, format!("must have 1 to {max_items} items")));
+    }
+    Ok(())
 }
 
 fn parse_item(index: usize, item: Value) -> Result<(Option<String>, Params), RequestError> {
@@ -166,6 +198,21 @@ async fn accept(
     let BatchBody { run, items } = body;
     let target = Target::find(state, account, &run).await?;
     let node_run = target.is_tool();
+    let (items, files) = match items {
+        Items::Inline(items) => (items, Vec::new()),
+        Items::File(value) => {
+            let (format, text, file) = uploads::items_file(state, account, &value).await?;
+            let ty = |name: &str| match &target {
+                Target::Tool(spec) => spec.param(name).map(|p| &p.ty),
+                Target::Workflow(def) => def.input_spec(name).map(|p| &p.ty),
+            };
+            let items = format
+                .parse(&text, |name, cell| atelier_core::catalogue::typed_cell(cell, ty(name)))
+                .map_err(|e| RequestError::invalid("items_file", e))?;
+            check_count(items.len(), state.config.max_batch_items, "items_file")?;
+            (items.into_iter().map(|i| (i.reference, i.input)).collect(), vec![file])
+        }
+    };
     // An image value is checked once per batch (a garment shared by 2,000 items is one upload).
     let mut images: HashMap<String, Option<StoredInput>> = HashMap::new();
     let mut batch_items = Vec::with_capacity(items.len());
@@ -215,6 +262,7 @@ async fn accept(
         cache: run.cache,
         trace_parent: atelier_telemetry::traces::traceparent(&tracing::Span::current()),
         items: batch_items,
+        files,
         idempotency: None,
     };
     // The answer recorded under the key is the batch as accepted: every item pending.
@@ -628,10 +676,18 @@ mod tests {
             "items": [{"input": {"image": "u"}, "ref": "sku-1"}, {}]}))
         .unwrap();
         assert_eq!(body.run.priority, Some(Priority::Bulk), "bulk by default");
-        assert_eq!(body.items.len(), 2);
-        assert_eq!(body.items[0].0.as_deref(), Some("sku-1"));
+        let Items::Inline(items) = &body.items else { panic!("items in the body") };
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0].0.as_deref(), Some("sku-1"));
+        let file = parse(json!({"type": "node", "target": "upscale", "items_file": "upload:abc"})).unwrap();
+        assert!(matches!(file.items, Items::File(ref v) if v == "upload:abc"));
         for (bad, says) in [
-            (json!({"type": "node", "target": "upscale"}), "items is required"),
+            (json!({"type": "node", "target": "upscale"}), "items (or items_file) is required"),
+            (
+                json!({"type": "node", "target": "upscale", "items": [{}], "items_file": "upload:x"}),
+                "not both",
+            ),
+            (json!({"type": "node", "target": "upscale", "items_file": 3}), "items_file"),
             (json!({"type": "node", "target": "upscale", "items": []}), "1 to 3"),
             (json!({"type": "node", "target": "upscale", "items": [{}, {}, {}, {}]}), "1 to 3"),
             (json!({"type": "node", "target": "upscale", "items": [{"inputs": {}}]}), "items[0].inputs"),

@@ -467,12 +467,17 @@ pub fn document() -> Value {
 multipart/form-data body. It is checked as an image input is (JPEG, PNG, WebP or GIF by its first bytes; the input byte, \
 pixel and side limits, read from its header), kept for the account under its SHA-256 (the same bytes again: the same \
 id, stored once, kept longer), and may be named by the image inputs of runs (tools and workflows, v3 and v2) as `upload:<id>` until `expires_at` \
-(24 hours from the last upload by default). Another account's id is 404 UploadNotFound.",
+(24 hours from the last upload by default). Another account's id is 404 UploadNotFound. A body (or `file` part) sent as \
+`application/x-ndjson`, `application/jsonl` or `text/csv` (a part also by its file name's `.jsonl` or `.csv`) is a batch's items \
+file instead: checked as UTF-8 with every line or row an item, answered with `format` `jsonl` or `csv`, and named by a batch's \
+`items_file`.",
         crate::uploads::FILE_PART
     ));
     upload["requestBody"] = json!({"required": true, "content": {
         "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
         "image/*": {"schema": {"type": "string", "format": "binary"}},
+        "application/x-ndjson": {"schema": {"type": "string"}},
+        "text/csv": {"schema": {"type": "string"}},
         "multipart/form-data": {"schema": {"type": "object", "required": [crate::uploads::FILE_PART],
             "properties": {crate::uploads::FILE_PART: {"type": "string", "format": "binary"}}}}}});
     paths.insert("/api/v3/uploads".into(), json!({"post": upload}));

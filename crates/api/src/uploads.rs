@@ -11,6 +11,7 @@
 
 use std::io::Cursor;
 
+use atelier_core::catalogue::ItemsFormat;
 use atelier_core::media::{self, InputFormat};
 use atelier_core::time::{format_time, micros, now_micros};
 use atelier_store::{Account, NewUpload, StoredInput};
@@ -40,8 +41,11 @@ async fn create(
     Caller(account): Caller,
     request: Request,
 ) -> Result<Json<wire::Upload>, ApiError> {
-    let bytes = image_of(&state, request).await?;
-    Ok(Json(accept(&state, &account, bytes).await?))
+    let (bytes, items) = file_of(&state, request).await?;
+    Ok(Json(match items {
+        Some(format) => accept_items(&state, &account, bytes, format).await?,
+        None => accept(&state, &account, bytes).await?,
+    }))
 }
 
 /// `GET /api/v3/uploads/{id}`: an upload of the caller's account, while it may be named.
@@ -58,15 +62,18 @@ async fn show(
     Ok(Json(render(&upload)))
 }
 
-/// The image bytes of an upload request.
-async fn image_of(state: &AppState, request: Request) -> Result<Bytes, ApiError> {
-    let multipart = request
+/// The file of an upload request, and whether it is an items file (by its media type, or
+/// a multipart part's file name), not an image.
+async fn file_of(state: &AppState, request: Request) -> Result<(Bytes, Option<ItemsFormat>), ApiError> {
+    let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("multipart/form-data"));
+        .unwrap_or_default()
+        .to_string();
+    let multipart = content_type.trim_start().to_ascii_lowercase().starts_with("multipart/form-data");
     if !multipart {
-        return body_bytes(request, state).await;
+        return Ok((body_bytes(request, state).await?, ItemsFormat::from_media_type(&content_type)));
     }
     let too_large = || ApiError::PayloadTooLarge { limit: state.config.max_body_bytes };
     let unreadable = |e: String| {
@@ -88,15 +95,62 @@ async fn image_of(state: &AppState, request: Request) -> Result<Bytes, ApiError>
             .into());
         };
         if field.name() == Some(FILE_PART) {
-            return field.bytes().await.map_err(|e| {
+            let items = field.content_type().and_then(ItemsFormat::from_media_type).or_else(|| {
+                let ext = field.file_name()?.rsplit_once('.')?.1;
+                ItemsFormat::from_extension(ext)
+            });
+            let bytes = field.bytes().await.map_err(|e| {
                 if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     too_large()
                 } else {
                     unreadable(e.body_text())
                 }
-            });
+            })?;
+            return Ok((bytes, items));
         }
     }
+}
+
+/// Checks an items file (UTF-8, every line or row an item) and keeps it for `account`, as an
+/// image is kept; `items_file` of a batch names it.
+async fn accept_items(
+    state: &AppState,
+    account: &Account,
+    bytes: Bytes,
+    format: ItemsFormat,
+) -> Result<wire::Upload, ApiError> {
+    let invalid = |reason: String| ApiError::Request(RequestError::invalid(FILE_PART, reason));
+    let text = std::str::from_utf8(&bytes).map_err(|_| invalid("an items file is UTF-8 text".into()))?;
+    let items = format.parse(text, |_, cell| serde_json::Value::String(cell.to_string())).map_err(invalid)?;
+    if items.is_empty() {
+        return Err(invalid("the items file has no items".into()));
+    }
+    let digest = atelier_core::keys::sha256_hex(&bytes);
+    let keep_until = now_micros().saturating_add(micros(state.config.uploads.keep));
+    let upload = state
+        .store
+        .register_upload(&NewUpload {
+            account_id: account.id,
+            digest: &digest,
+            ext: format.extension(),
+            size: i64::try_from(bytes.len()).unwrap_or(i64::MAX),
+            width: 0,
+            height: 0,
+            keep_until,
+        })
+        .await?;
+    let key = upload.key();
+    if upload.created || !state.blob.exists(&key).await.map_err(storage)? {
+        state.blob.put(&key, bytes).await.map_err(storage)?;
+    }
+    metrics::counter!("atelier_uploads_total", "new" => if upload.created { "true" } else { "false" })
+        .increment(1);
+    Ok(render(&upload))
+}
+
+/// Whether an upload is an items file (not an image).
+pub fn is_items_file(upload: &StoredInput) -> bool {
+    ItemsFormat::from_extension(&upload.ext).is_some()
 }
 
 /// Checks `bytes` as an image input and keeps them for `account`.
@@ -182,7 +236,41 @@ pub async fn resolve(
     if !is_upload_id(id) {
         return Err(not_found());
     }
-    state.store.use_upload(account.id, id).await?.ok_or_else(not_found)
+    let upload = state.store.use_upload(account.id, id).await?.ok_or_else(not_found)?;
+    if is_items_file(&upload) {
+        return Err(ApiError::Request(RequestError::invalid(
+            field,
+            format!("upload '{id}' is an items file, not an image"),
+        )));
+    }
+    Ok(upload)
+}
+
+/// The items file an `items_file` value `upload:<id>` names, and its text.
+pub async fn items_file(
+    state: &AppState,
+    account: &Account,
+    value: &str,
+) -> Result<(ItemsFormat, String, i64), ApiError> {
+    const FIELD: &str = "items_file";
+    let id = value
+        .strip_prefix(wire::UPLOAD_PREFIX)
+        .ok_or_else(|| ApiError::Request(RequestError::invalid(FIELD, "must name an upload: upload:<id>")))?;
+    let not_found = || ApiError::UploadNotFound { id: id.to_string(), field: Some(FIELD.to_string()) };
+    if !is_upload_id(id) {
+        return Err(not_found());
+    }
+    let upload = state.store.use_upload(account.id, id).await?.ok_or_else(not_found)?;
+    let format = ItemsFormat::from_extension(&upload.ext).ok_or_else(|| {
+        ApiError::Request(RequestError::invalid(
+            FIELD,
+            format!("upload '{id}' is an image, not a JSONL or CSV file"),
+        ))
+    })?;
+    let bytes = state.blob.get(&upload.key()).await.map_err(storage)?;
+    let text = String::from_utf8(bytes.to_vec())
+        .map_err(|_| ApiError::Request(RequestError::invalid(FIELD, "an items file is UTF-8 text")))?;
+    Ok((format, text, upload.id))
 }
 
 fn render(upload: &StoredInput) -> wire::Upload {

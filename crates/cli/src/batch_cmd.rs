@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use atelier_client::{
-    Batch, BatchItem, BatchItemRequest, BatchRequest, BatchState, Client, ParamKind, Priority, RunKind,
+    Batch, BatchItem, BatchItemRequest, BatchRequest, BatchState, Client, Priority, RunKind,
 };
+use atelier_core::catalogue::ItemsFormat;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Map, Value};
@@ -115,7 +116,13 @@ async fn run(args: BatchArgs) -> Result<Exit, Stop> {
     let text = std::fs::read_to_string(&args.items)
         .map_err(|e| Stop::usage(format!("reading {}: {e}", args.items.display())))?;
     let kinds = input_kinds(&client, &target).await?;
-    let mut items = if csv { items_of_csv(&text, &kinds)? } else { items_of_jsonl(&text)? };
+    let format = if csv { ItemsFormat::Csv } else { ItemsFormat::Jsonl };
+    let mut items: Vec<BatchItemRequest> = format
+        .parse(&text, |name, cell| typed(cell, kinds.get(name).copied()))
+        .map_err(|e| Stop::usage(format!("{}: {e}", args.items.display())))?
+        .into_iter()
+        .map(|item| BatchItemRequest { input: item.input, reference: item.reference })
+        .collect();
     if items.is_empty() {
         return Err(Stop::usage(format!("{}: no items", args.items.display())));
     }
@@ -160,6 +167,7 @@ async fn run(args: BatchArgs) -> Result<Exit, Stop> {
         target: name,
         input: shared,
         items,
+        items_file: None,
         priority,
         cache: args.no_cache.then_some(false),
     };
@@ -305,142 +313,9 @@ fn extension(url: &str) -> String {
     }
 }
 
-/// JSONL items: `{"input": {...}, "ref": "..."}`, or an object of inputs with an optional
-/// `ref`. Blank lines are skipped.
-fn items_of_jsonl(text: &str) -> Result<Vec<BatchItemRequest>, Stop> {
-    let mut items = Vec::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let at = |why: String| Stop::usage(format!("line {}: {why}", n + 1));
-        let Value::Object(mut object) =
-            serde_json::from_str(line).map_err(|e| at(format!("not JSON: {e}")))?
-        else {
-            return Err(at("an item is a JSON object".into()));
-        };
-        let reference = match object.remove("ref") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(r)) => Some(r),
-            Some(other) => Some(other.to_string()),
-        };
-        let input = match object.remove("input") {
-            Some(Value::Object(input)) if object.is_empty() => input,
-            Some(_) => return Err(at("\"input\" is an object, beside \"ref\" only".into())),
-            None => object,
-        };
-        items.push(BatchItemRequest { input, reference });
-    }
-    Ok(items)
-}
-
-/// CSV items: a header row of input names (`ref` for the reference), one row per item; empty
-/// cells are left out. Values are typed by `kinds`.
-fn items_of_csv(text: &str, kinds: &HashMap<String, ParamKind>) -> Result<Vec<BatchItemRequest>, Stop> {
-    let mut rows = csv_rows(text).map_err(Stop::usage)?.into_iter();
-    let header = rows.next().ok_or_else(|| Stop::usage("the CSV file is empty"))?;
-    let mut items = Vec::new();
-    for (n, row) in rows.enumerate() {
-        if row.iter().all(|c| c.is_empty()) {
-            continue;
-        }
-        if row.len() != header.len() {
-            return Err(Stop::usage(format!(
-                "CSV row {}: {} cells under a header of {}",
-                n + 2,
-                row.len(),
-                header.len()
-            )));
-        }
-        let mut item = BatchItemRequest::default();
-        for (name, cell) in header.iter().zip(row) {
-            if cell.is_empty() {
-                continue;
-            }
-            if name == "ref" {
-                item.reference = Some(cell);
-            } else {
-                item.input.insert(name.clone(), typed(&cell, kinds.get(name).copied()));
-            }
-        }
-        items.push(item);
-    }
-    Ok(items)
-}
-
-/// The rows of a CSV text (RFC 4180: `"` quotes a cell, `""` is a quote in one, a quoted
-/// cell may hold commas and line breaks; CRLF or LF ends a row).
-fn csv_rows(text: &str) -> Result<Vec<Vec<String>>, String> {
-    let mut rows = Vec::new();
-    let mut row = Vec::new();
-    let mut cell = String::new();
-    let mut chars = text.trim_start_matches('\u{feff}').chars().peekable();
-    let mut quoted = false;
-    let mut any = false;
-    while let Some(c) = chars.next() {
-        any = true;
-        match (quoted, c) {
-            (true, '"') if chars.peek() == Some(&'"') => {
-                chars.next();
-                cell.push('"');
-            }
-            (true, '"') => quoted = false,
-            (true, c) => cell.push(c),
-            (false, '"') if cell.is_empty() => quoted = true,
-            (false, ',') => row.push(std::mem::take(&mut cell)),
-            (false, '\r') if chars.peek() == Some(&'\n') => {}
-            (false, '\n') => {
-                row.push(std::mem::take(&mut cell));
-                rows.push(std::mem::take(&mut row));
-                any = false;
-            }
-            (false, c) => cell.push(c),
-        }
-    }
-    if quoted {
-        return Err("the CSV file ends inside a quoted cell".into());
-    }
-    if any {
-        row.push(cell);
-        rows.push(row);
-    }
-    Ok(rows)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn csv_cells_may_be_quoted_hold_commas_quotes_and_line_breaks() {
-        let rows =
-            csv_rows("ref,image,scale\r\n\"SKU, 1\",@a.png,2\n\"say \"\"hi\"\"\",\"x\ny\",\n").unwrap();
-        assert_eq!(
-            rows,
-            vec![
-                vec!["ref", "image", "scale"],
-                vec!["SKU, 1", "@a.png", "2"],
-                vec!["say \"hi\"", "x\ny", ""]
-            ]
-        );
-        assert!(csv_rows("a,\"b").is_err());
-        let kinds = HashMap::from([("scale".to_string(), ParamKind::Number)]);
-        let items = items_of_csv("ref,image,scale\nA,@a.png,2\nB,@b.png,\n", &kinds).unwrap();
-        assert_eq!(items[0].reference.as_deref(), Some("A"));
-        assert_eq!(items[0].input["scale"], 2, "typed by the tool's parameters");
-        assert!(!items[1].input.contains_key("scale"), "an empty cell is left out");
-        assert!(items_of_csv("ref,image\nA\n", &kinds).is_err());
-    }
-
-    #[test]
-    fn jsonl_items_are_items_or_their_inputs() {
-        let items = items_of_jsonl(
-            "{\"input\": {\"image\": \"u\"}, \"ref\": \"A\"}\n\n{\"image\": \"v\", \"ref\": 7}\n",
-        )
-        .unwrap();
-        assert_eq!((items[0].reference.as_deref(), items[0].input["image"].as_str()), (Some("A"), Some("u")));
-        assert_eq!((items[1].reference.as_deref(), items[1].input["image"].as_str()), (Some("7"), Some("v")));
-        assert!(items_of_jsonl("[1]").is_err());
-        assert!(items_of_jsonl("{\"input\": {}, \"x\": 1}").is_err());
-        assert!(items_of_jsonl("nope").is_err());
-    }
 
     #[test]
     fn folders_stay_inside_the_output_folder() {

@@ -542,6 +542,29 @@ impl Client {
         self.upload(bytes.into()).await
     }
 
+    /// `POST /api/v3/uploads` of a batch's items file (`.jsonl`/`.ndjson` or `.csv`, by the
+    /// path's extension); its [`Upload::input`] is a batch's `items_file`.
+    pub async fn upload_items_file(&self, path: &Path) -> Result<Upload, Error> {
+        let media_type =
+            match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+                Some("jsonl" | "ndjson") => "application/x-ndjson",
+                Some("csv") => "text/csv",
+                _ => {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: an items file is .jsonl or .csv",
+                        path.display()
+                    )))
+                }
+            };
+        let bytes =
+            tokio::fs::read(path).await.map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let request = self
+            .request(Method::POST, self.url(&["api", "v3", "uploads"]), Duration::ZERO)
+            .header(reqwest::header::CONTENT_TYPE, media_type)
+            .body(bytes);
+        decode(self.call(request, "the upload").await?.1, "the upload")
+    }
+
     /// `GET /api/v3/uploads/{id}`: an upload of this account, while runs may name it.
     pub async fn get_upload(&self, id: &str) -> Result<Upload, Error> {
         self.get(&["api", "v3", "uploads", id], "the upload").await

@@ -72,7 +72,7 @@ operations! {
         query [] headers [] request None, response Some("ToolList");
     "POST" "/api/v3/estimate" => [estimate, estimate_workflow]
         query [] headers [] request Some("RunRequest"), response Some("Estimate");
-    "POST" "/api/v3/uploads" => [upload, upload_file]
+    "POST" "/api/v3/uploads" => [upload, upload_file, upload_items_file]
         query [] headers [] request None, response Some("Upload");
     "GET" "/api/v3/uploads/{id}" => [get_upload]
         query [] headers [] request None, response Some("Upload");

@@ -30,6 +30,7 @@
 //!
 //! Not here: any I/O: no database, network or files.
 
+pub mod catalogue;
 pub mod choices;
 pub mod dag;
 pub mod engines;

@@ -32,6 +32,8 @@ pub struct NewBatch<'a> {
     /// The request's trace, continued by every item's run.
     pub trace_parent: Option<String>,
     pub items: Vec<NewBatchItem>,
+    /// Other stored inputs it keeps while open (its uploaded items file).
+    pub files: Vec<i64>,
     /// The answer to record under the idempotency key the request claimed for this batch's
     /// id, in the transaction that creates the batch.
     pub idempotency: Option<IdempotentAnswer<'a>>,

@@ -53,6 +53,7 @@ fn batch(account_id: i64, items: usize) -> NewBatch<'static> {
                 inputs: vec![],
             })
             .collect(),
+        files: vec![],
         idempotency: None,
     }
 }

@@ -169,6 +169,7 @@ async fn source() -> Source {
             plan: node_plan(),
             inputs: vec![image.id],
         }],
+        files: vec![],
         idempotency: None,
     };
     store.create_batch(&batch).await.unwrap();

@@ -20,8 +20,15 @@ pub struct BatchRequest {
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub input: Map<String, Value>,
     /// The items, in order (at least one). Image values are URLs or uploads
-    /// (`upload:<id>`): inline images are refused in a batch.
+    /// (`upload:<id>`): inline images are refused in a batch. Either `items` or `items_file`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<BatchItemRequest>,
+    /// The items as an uploaded JSONL or CSV file (`upload:<id>` of `POST /api/v3/uploads`
+    /// sent as `application/x-ndjson` or `text/csv`): JSONL, one item object a line
+    /// (`{"input": {...}, "ref": "..."}` or the inputs with `ref`); CSV, a header row of input
+    /// names (`ref`: the reference) and one row per item, a cell typed by its parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items_file: Option<String>,
     /// The lane the items' runs queue in; `bulk` by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Priority>,

@@ -97,8 +97,10 @@ export interface BatchRequest {
   target: string;
   /** Values every item gets (an item's own value of the same key wins), as a run's input. */
   input?: Record<string, unknown>;
-  /** The items, in order (at least one). Image values are URLs or uploads (`upload:<id>`): inline images are refused in a batch. */
-  items: BatchItemRequest[];
+  /** The items, in order (at least one). Image values are URLs or uploads (`upload:<id>`): inline images are refused in a batch. Either `items` or `items_file`. */
+  items?: BatchItemRequest[];
+  /** The items as an uploaded JSONL or CSV file (`upload:<id>` of `POST /api/v3/uploads` sent as `application/x-ndjson` or `text/csv`): JSONL, one item object a line (`{"input": {...}, "ref": "..."}` or the inputs with `ref`); CSV, a header row of input names (`ref`: the reference) and one row per item, a cell typed by its parameter. */
+  items_file?: string;
   /** The lane the items' runs queue in; `bulk` by default. */
   priority?: Priority;
   /** `false` runs every node afresh instead of filling it from the result cache. */
@@ -534,19 +536,19 @@ export interface ToolParam {
   max?: number;
 }
 
-/** An uploaded image. */
+/** An uploaded image, or an items file of a batch (JSONL or CSV). */
 export interface Upload {
   /** The upload's id: the SHA-256 of its bytes, hex. The same bytes uploaded again by the same account get the same id (and are stored once). */
   id: string;
   /** The value to give an image input of a run (a tool's or a workflow's): `upload:<id>`. */
   input: string;
-  /** The image's format: `png`, `jpg`, `webp` or `gif`. */
+  /** The image's format: `png`, `jpg`, `webp` or `gif`; `jsonl` or `csv` for an items file (named by a batch's `items_file`, not by an image input). */
   format: string;
   /** Its size in bytes. */
   size: number;
-  /** Its width in pixels. */
+  /** Its width in pixels (0 for an items file). */
   width: number;
-  /** Its height in pixels. */
+  /** Its height in pixels (0 for an items file). */
   height: number;
   /** When these bytes were first uploaded (while they were kept). */
   created_at: string;

@@ -236,15 +236,23 @@ def estimate(kind: str, target: str, input: Mapping[str, Any]) -> Call[Estimate]
     )
 
 
-def upload(image: bytes) -> Call[Upload]:
-    """``POST /api/v3/uploads``: the image's bytes as the body."""
+def upload(image: bytes, media_type: Optional[str] = None) -> Call[Upload]:
+    """``POST /api/v3/uploads``: the image's (or items file's) bytes as the body."""
     return Call(
         "POST",
         "/api/v3/uploads",
         lambda r: Upload.from_raw(_obj(r)),
         content=bytes(image),
-        headers={"Content-Type": "application/octet-stream"},
+        headers={"Content-Type": media_type or "application/octet-stream"},
     )
+
+
+def items_media_type(source: Any) -> Optional[str]:
+    """The media type of an items file named by its path (``.jsonl``, ``.ndjson``, ``.csv``)."""
+    if isinstance(source, (bytes, bytearray)):
+        return None
+    suffix = os.fspath(source).rsplit(".", 1)[-1].lower()
+    return {"jsonl": "application/x-ndjson", "ndjson": "application/x-ndjson", "csv": "text/csv"}.get(suffix)
 
 
 def get_upload(upload_id: str) -> Call[Upload]:
@@ -292,13 +300,18 @@ def batch_body(
     target: str,
     items: Iterable[Mapping[str, Any]],
     *,
+    items_file: Optional[str] = None,
     workflow: bool = False,
     input: Optional[Mapping[str, Any]] = None,
     priority: Optional[str] = None,
     cache: Optional[bool] = None,
 ) -> Dict[str, Any]:
     """The body of ``POST /api/v3/batches``: each item ``{"input": {...}, "ref": "..."}``."""
-    body: Dict[str, Any] = {"type": "workflow" if workflow else "node", "target": target, "items": [dict(i) for i in items]}
+    body: Dict[str, Any] = {"type": "workflow" if workflow else "node", "target": target}
+    if items_file is not None:
+        body["items_file"] = items_file
+    else:
+        body["items"] = [dict(i) for i in items]
     if input:
         body["input"] = dict(input)
     if priority is not None:

@@ -503,9 +503,10 @@ class Client:
     def upload(self, image: Union[bytes, str, "os.PathLike[str]"]) -> Upload:
         """``POST /api/v3/uploads``: sends an image once, by its bytes (or the file at a
         path). Give ``upload.input`` (``upload:<id>``) to an image input until
-        ``upload.expires_at``; the same bytes again are the same upload, kept longer."""
+        ``upload.expires_at``; the same bytes again are the same upload, kept longer. A path
+        ending in ``.jsonl`` or ``.csv`` is a batch's items file (``items_file``)."""
         data = image if isinstance(image, (bytes, bytearray)) else Path(image).read_bytes()
-        return self._call(calls.upload(bytes(data)))
+        return self._call(calls.upload(bytes(data), calls.items_media_type(image)))
 
     def get_upload(self, upload_id: str) -> Upload:
         """``GET /api/v3/uploads/{id}``: an upload of this account, while runs may name it."""
@@ -516,8 +517,9 @@ class Client:
     def create_batch(
         self,
         target: str,
-        items: Iterable[Mapping[str, Any]],
+        items: Iterable[Mapping[str, Any]] = (),
         *,
+        items_file: Optional[str] = None,
         workflow: bool = False,
         input: Optional[Mapping[str, Any]] = None,
         priority: Optional[str] = None,
@@ -531,12 +533,16 @@ class Client:
         Args:
             items: Each ``{"input": {...}, "ref": "SKU-1"}``; image values are URLs or
                 ``upload:<id>`` (inline images are refused in a batch).
+            items_file: Instead of ``items``, an uploaded JSONL or CSV file
+                (``upload.input`` of :meth:`upload` given a ``.jsonl`` or ``.csv`` path).
             input: Values every item gets (an item's own value wins).
             priority: The items' lane (``bulk`` by default).
             cache: ``False`` runs every node afresh.
             idempotency_key: The same batch sent again with it answers the first one.
         """
-        body = calls.batch_body(target, items, workflow=workflow, input=input, priority=priority, cache=cache)
+        body = calls.batch_body(
+            target, items, items_file=items_file, workflow=workflow, input=input, priority=priority, cache=cache
+        )
         return self._call(calls.create_batch(body, idempotency_key))
 
     def batch(self, batch_id: str) -> Batch:

@@ -207,7 +207,7 @@ KNOWN_FIELDS: Dict[str, FrozenSet[str]] = {
     "RunRequest": frozenset(
         {"type", "target", "input", "webhook_url", "webhook_events", "priority", "start_within_secs", "cache"}
     ),
-    "BatchRequest": frozenset({"type", "target", "input", "items", "priority", "cache"}),
+    "BatchRequest": frozenset({"type", "target", "input", "items", "items_file", "priority", "cache"}),
     "BatchItemRequest": frozenset({"input", "ref"}),
     "Error": frozenset(ERROR_FIELDS),
     "ErrorResponse": frozenset({"id", "error"}),

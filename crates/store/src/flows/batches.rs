@@ -34,7 +34,12 @@ impl<B: Backend> Batches for B {
             .iter()
             .map(|item| (to_json(&item.input), to_json(&item.plan), item.plan.price(), to_json(&item.inputs)))
             .collect();
-        let inputs: BTreeSet<i64> = batch.items.iter().flat_map(|i| i.inputs.iter().copied()).collect();
+        let inputs: BTreeSet<i64> = batch
+            .items
+            .iter()
+            .flat_map(|i| i.inputs.iter().copied())
+            .chain(batch.files.iter().copied())
+            .collect();
         let mut tx = self.begin().await?;
         B::lock_account(&mut tx, batch.account_id).await?;
         if let Some(answer) = &batch.idempotency {

@@ -344,3 +344,95 @@ async fn a_batch_sent_again_with_its_idempotency_key_is_made_once() {
     other["items"] = json!([{"input": {"image": garment}}]);
     assert_eq!(send(other).await.unwrap().status(), 422);
 }
+
+/// Posts `text` as an items file of `content_type`.
+async fn upload_items(app: &TestApp, content_type: &str, text: String) -> (u16, Value) {
+    let response = app
+        .client
+        .post(format!("{}/api/v3/uploads", app.base))
+        .header("X-API-KEY", &app.key)
+        .header("content-type", content_type)
+        .body(text)
+        .send()
+        .await
+        .unwrap();
+    let code = response.status().as_u16();
+    (code, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_batch_of_10000_items_comes_from_an_uploaded_jsonl_file() {
+    let app = TestApp::start_with(|c| c.worker.noop_tools = true, None, 100_000).await;
+    let garment = upload(&app, &app.key.clone(), png_bytes(16, 16)).await;
+    let lines: Vec<String> = (0..10_000)
+        .map(|i| json!({"input": {"image": garment, "seed": i}, "ref": format!("SKU-{i:05}")}).to_string())
+        .collect();
+    let (code, file) = upload_items(&app, "application/x-ndjson", lines.join("\n")).await;
+    assert_eq!(code, 200, "{file}");
+    assert_eq!((file["format"].as_str(), file["width"].as_i64()), (Some("jsonl"), Some(0)));
+    let body =
+        json!({"type": "node", "target": "upscale", "input": {"scale": 2}, "items_file": file["input"]});
+    let (code, batch) = app.post("/api/v3/batches", &body).await;
+    assert_eq!(code, 200, "{batch}");
+    assert_eq!(
+        (batch["items"]["total"].as_i64(), batch["tokens"]["price"].as_i64()),
+        (Some(10_000), Some(10_000))
+    );
+    assert_eq!(app.balance().await, 90_000);
+    let id = batch["id"].as_str().unwrap();
+    let (_, page) = app.get(&format!("/api/v3/batches/{id}/items?after=9997")).await;
+    let refs: Vec<&str> =
+        page["items"].as_array().unwrap().iter().map(|i| i["ref"].as_str().unwrap()).collect();
+    assert_eq!(refs, ["SKU-09998", "SKU-09999"]);
+    // The items file cannot stand for an image, nor an image for an items file.
+    let as_image = json!({"type": "node", "target": "upscale", "input": {"image": file["input"]}});
+    let (code, e) = app.post("/api/v3/run", &as_image).await;
+    assert_eq!((code, e["error"]["field"].as_str()), (422, Some("image")), "{e}");
+    let as_file = json!({"type": "node", "target": "upscale", "items_file": garment});
+    let (code, e) = app.post("/api/v3/batches", &as_file).await;
+    assert_eq!((code, e["error"]["field"].as_str()), (422, Some("items_file")), "{e}");
+    let (code, e) = app
+        .post(
+            "/api/v3/batches",
+            &json!({"type": "node", "target": "upscale", "items_file": format!("upload:{}", "0".repeat(64))}),
+        )
+        .await;
+    assert_eq!((code, e["error"]["name"].as_str()), (404, Some("UploadNotFound")), "{e}");
+    app.post(&format!("/api/v3/batches/{id}/cancel"), &json!({})).await;
+}
+
+#[tokio::test]
+async fn a_csv_items_file_is_typed_by_the_tools_parameters_and_refused_when_malformed() {
+    let app = TestApp::start().await;
+    let garment = upload(&app, &app.key.clone(), png_bytes(16, 16)).await;
+    let csv = format!("ref,image,scale\nA,{garment},2\n\"B, blue\",{garment},4\n");
+    let (code, file) = upload_items(&app, "text/csv", csv).await;
+    assert_eq!((code, file["format"].as_str()), (200, Some("csv")), "{file}");
+    let body = json!({"type": "node", "target": "upscale", "items_file": file["input"]});
+    let (code, batch) = app.post("/api/v3/batches", &body).await;
+    assert_eq!(code, 200, "{batch}");
+    assert_eq!(batch["tokens"]["price"], 3, "scale 4 read as the number 4: 1 + 2 tokens");
+    let batch = settled(&app, batch["id"].as_str().unwrap()).await;
+    assert_eq!(batch["items"]["succeeded"], 2, "{batch}");
+
+    // Refused at upload: not UTF-8, a line that is not an item, a quote left open, no items.
+    for (content_type, text, says) in [
+        ("application/x-ndjson", "{\"image\": 1}\n[2]\n".to_string(), "line 2"),
+        ("text/csv", "ref,image\n\"A,b\n".to_string(), "quoted"),
+        ("text/csv; charset=utf-8", "ref,image\n".to_string(), "no items"),
+    ] {
+        let (code, e) = upload_items(&app, content_type, text).await;
+        assert_eq!((code, e["error"]["field"].as_str()), (422, Some("file")), "{e}");
+        assert!(e["error"]["reason"].as_str().unwrap().contains(says), "{e}");
+    }
+    let response = app
+        .client
+        .post(format!("{}/api/v3/uploads", app.base))
+        .header("X-API-KEY", &app.key)
+        .header("content-type", "text/csv")
+        .body(vec![0xff, 0xfe, b'a'])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+}

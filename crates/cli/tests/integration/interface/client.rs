@@ -448,6 +448,7 @@ async fn a_batch_is_made_followed_and_downloaded() {
         target: "upscale".into(),
         input: json!({"scale": 2}).as_object().unwrap().clone(),
         items: vec![item("a"), item("b")],
+        items_file: None,
         priority: None,
         cache: Some(false),
     };
@@ -471,6 +472,12 @@ async fn a_batch_is_made_followed_and_downloaded() {
     assert_eq!(std::fs::read_to_string(&lines).unwrap().lines().count(), 2);
     let zip = app.dir.path().join("results.zip");
     assert!(client.download_batch_zip(&batch.id, &zip).await.unwrap() > 0);
+    let csv = app.dir.path().join("items.csv");
+    std::fs::write(&csv, format!("ref,image\nc,{}\n", upload.input)).unwrap();
+    let file = client.upload_items_file(&csv).await.unwrap();
+    assert_eq!(file.format, "csv");
+    let from_file = BatchRequest { items: vec![], items_file: Some(file.input), ..request.clone() };
+    assert_eq!(client.create_batch(&from_file, None).await.unwrap().items.total, 1);
     match client.batch("bat_0000000000000000").await {
         Err(Error::BatchNotFound { .. }) => {}
         other => panic!("{other:?}"),

@@ -11,6 +11,10 @@ Running and results: the same batch runs with no-op tools (`[worker] noop_tools`
 feeder and the queue are what is measured) until every item succeeded; then
 `results.jsonl` and `results.zip` are downloaded while the API's memory is sampled again.
 
+The peer: what a client does without batches (hosted peers' answer: loop over the run
+endpoint), the same items sent as separate runs with 16 requests in flight; measured is the
+time to submit them all.
+
 Fairness: two batches of one account (`--fair-items` each) are posted back to back with
 another account's single runs sent meanwhile; when half of the two batches' items have ended,
 the share each batch has done is read (interleaved: both near half), and the single runs'
@@ -29,6 +33,7 @@ import sys
 import threading
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
@@ -117,8 +122,17 @@ def scale(args):
             jsonl_seconds, jsonl_bytes = download(svc, svc.key, f"/api/v3/batches/{batch['id']}/results.jsonl")
         with Sampler(svc.server.pid) as zipped:
             zip_seconds, zip_bytes = download(svc, svc.key, f"/api/v3/batches/{batch['id']}/results.zip")
+        # The peer: the same items sent as separate runs, 16 requests at a time (a client's loop).
+        bodies = [{"type": "node", "target": "upscale", "priority": "bulk",
+                   "input": {"scale": 2, **item["input"]}} for item in items]
+        started = time.monotonic()
+        with ThreadPoolExecutor(16) as pool:
+            handles = list(pool.map(lambda b: call("POST", f"{svc.base}/api/v3/run", svc.key, b), bodies))
+        loop_seconds = time.monotonic() - started
+        assert all(h.get("id") for h in handles), next(h for h in handles if not h.get("id"))
     return {"seconds": seconds, "body_bytes": body_bytes, "accepting": accepting, "run_seconds": run_seconds,
-            "jsonl": (jsonl_seconds, jsonl_bytes, jsonl), "zip": (zip_seconds, zip_bytes, zipped)}
+            "jsonl": (jsonl_seconds, jsonl_bytes, jsonl), "zip": (zip_seconds, zip_bytes, zipped),
+            "loop_seconds": loop_seconds}
 
 
 def single_runs(svc, key, photo, n):
@@ -184,6 +198,8 @@ def main():
     print(f"| measure | {args.items:,} items |")
     print("|---|---|")
     print(f"| accepting (POST, {s['body_bytes'] / 1e6:.1f} MB body) | **{s['seconds']:.2f} s** (target < 2 s) |")
+    print(f"| the peer: the same items as {args.items:,} separate runs (16 requests at a time) | "
+          f"{s['loop_seconds']:.2f} s to submit, **{s['loop_seconds'] / s['seconds']:.0f}x** the batch's time |")
     print(f"| API memory: before, peak while accepting, after | {mib(acc.before)}, {mib(acc.peak)}, {mib(acc.after)} |")
     print(f"| every item run (no-op tools) | {s['run_seconds']:.1f} s ({args.items / s['run_seconds']:.0f} items/s) |")
     print(f"| results.jsonl | {jb / 1e6:.1f} MB in {js:.2f} s; API peak {mib(jm.peak)} (from {mib(jm.before)}) |")

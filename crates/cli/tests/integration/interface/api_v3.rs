@@ -372,6 +372,7 @@ async fn every_documented_operation_is_routed() {
             .replace("{*key}", "outputs/x/y/0.png")
             .replace("{key}", "outputs/x/y/0.png")
             .replace("{run_id}", "gen_0000000000000000")
+            .replace("{batch_id}", "bat_0000000000000000")
             .replace("{id}", "gen_0000000000000000")
             .replace("{name}", "no-such-workflow");
         assert!(!concrete.contains('{'), "a parameter this test does not fill: {path}");

@@ -125,27 +125,7 @@ async fn accept_items(
     if items.is_empty() {
         return Err(invalid("the items file has no items".into()));
     }
-    let digest = atelier_core::keys::sha256_hex(&bytes);
-    let keep_until = now_micros().saturating_add(micros(state.config.uploads.keep));
-    let upload = state
-        .store
-        .register_upload(&NewUpload {
-            account_id: account.id,
-            digest: &digest,
-            ext: format.extension(),
-            size: i64::try_from(bytes.len()).unwrap_or(i64::MAX),
-            width: 0,
-            height: 0,
-            keep_until,
-        })
-        .await?;
-    let key = upload.key();
-    if upload.created || !state.blob.exists(&key).await.map_err(storage)? {
-        state.blob.put(&key, bytes).await.map_err(storage)?;
-    }
-    metrics::counter!("atelier_uploads_total", "new" => if upload.created { "true" } else { "false" })
-        .increment(1);
-    Ok(render(&upload))
+    keep(state, account, bytes, format.extension(), (0, 0)).await
 }
 
 /// Whether an upload is an items file (not an image).
@@ -156,6 +136,18 @@ pub fn is_items_file(upload: &StoredInput) -> bool {
 /// Checks `bytes` as an image input and keeps them for `account`.
 async fn accept(state: &AppState, account: &Account, bytes: Bytes) -> Result<wire::Upload, ApiError> {
     let (format, width, height) = check(state, &bytes)?;
+    keep(state, account, bytes, format.extension(), (width, height)).await
+}
+
+/// Registers checked bytes as an upload of `account` (content-addressed: the same bytes are
+/// one upload, kept longer) and stores them once.
+async fn keep(
+    state: &AppState,
+    account: &Account,
+    bytes: Bytes,
+    ext: &str,
+    (width, height): (u32, u32),
+) -> Result<wire::Upload, ApiError> {
     let digest = atelier_core::keys::sha256_hex(&bytes);
     let keep_until = now_micros().saturating_add(micros(state.config.uploads.keep));
     let upload = state
@@ -163,7 +155,7 @@ async fn accept(state: &AppState, account: &Account, bytes: Bytes) -> Result<wir
         .register_upload(&NewUpload {
             account_id: account.id,
             digest: &digest,
-            ext: format.extension(),
+            ext,
             size: i64::try_from(bytes.len()).unwrap_or(i64::MAX),
             width: i64::from(width),
             height: i64::from(height),

@@ -14,7 +14,7 @@
 //! batch goes on; `POST /api/v3/batches/{id}/cancel` stops it.
 
 use std::collections::HashMap;
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Map, Value};
 
-use crate::run_cmd::{input_kinds, typed, Exit, Stop, Target};
+use crate::run_cmd::{connect, exit_code, extension, input_kinds, target_of, typed, Exit, Stop, Target};
 
 /// `atelier batch`'s arguments.
 #[derive(Debug, Args)]
@@ -72,33 +72,13 @@ pub struct BatchArgs {
 
 /// Runs the command; the process's exit code.
 pub async fn main(args: BatchArgs) -> i32 {
-    let code = match run(args).await {
-        Ok(exit) => exit,
-        Err(stop) => {
-            eprintln!("error: {}", stop.message);
-            stop.exit
-        }
-    };
-    let _ = std::io::stdout().flush();
-    code as i32
+    exit_code(run(args).await)
 }
 
 async fn run(args: BatchArgs) -> Result<Exit, Stop> {
-    let (target, pairs) = match (&args.workflow, args.args.split_first()) {
-        (Some(name), _) => (Target::Workflow(name.clone()), args.args.as_slice()),
-        (None, Some((tool, rest))) if !tool.contains('=') => (Target::Tool(tool.clone()), rest),
-        (None, _) => {
-            return Err(Stop::usage(
-                "say which tool to run (atelier batch TOOL --items FILE) or --workflow NAME",
-            ))
-        }
-    };
-    let key = args
-        .api_key
-        .clone()
-        .filter(|k| !k.trim().is_empty())
-        .ok_or_else(|| Stop::usage("no API key: pass --api-key or set ATELIER_API_KEY"))?;
-    let client = Client::new(&args.url, &key).map_err(|e| Stop::usage(e.to_string()))?;
+    let usage = "say which tool to run (atelier batch TOOL --items FILE) or --workflow NAME";
+    let (target, pairs) = target_of(&args.workflow, &args.args, usage)?;
+    let client = connect(&args.url, args.api_key.as_deref())?;
     let priority = match args.priority.as_deref() {
         None => None,
         Some(p) => Some(
@@ -295,21 +275,6 @@ fn safe(text: &str) -> String {
         "_".to_string()
     } else {
         name
-    }
-}
-
-fn extension(url: &str) -> String {
-    let path = url.split(['?', '#']).next().unwrap_or_default();
-    let last = path.rsplit('/').next().unwrap_or_default();
-    match last.rsplit_once('.') {
-        Some((stem, ext))
-            if !stem.is_empty()
-                && (1..=8).contains(&ext.len())
-                && ext.chars().all(|c| c.is_ascii_alphanumeric()) =>
-        {
-            ext.to_ascii_lowercase()
-        }
-        _ => "bin".to_string(),
     }
 }
 

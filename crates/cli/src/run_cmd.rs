@@ -102,7 +102,12 @@ impl Stop {
 
 /// Runs the command; the process's exit code.
 pub async fn main(args: RunArgs) -> i32 {
-    let code = match run(args).await {
+    exit_code(run(args).await)
+}
+
+/// The process's exit code for how a client command ended, its error printed.
+pub(crate) fn exit_code(ended: Result<Exit, Stop>) -> i32 {
+    let code = match ended {
         Ok(exit) => exit,
         Err(stop) => {
             eprintln!("error: {}", stop.message);
@@ -113,6 +118,28 @@ pub async fn main(args: RunArgs) -> i32 {
     code as i32
 }
 
+/// The target of a client command (`TOOL KEY=VALUE…`, or `--workflow NAME KEY=VALUE…`) and
+/// its inputs; `usage` says how to name one.
+pub(crate) fn target_of<'a>(
+    workflow: &Option<String>,
+    args: &'a [String],
+    usage: &str,
+) -> Result<(Target, &'a [String]), Stop> {
+    match (workflow, args.split_first()) {
+        (Some(name), _) => Ok((Target::Workflow(name.clone()), args)),
+        (None, Some((tool, rest))) if !tool.contains('=') => Ok((Target::Tool(tool.clone()), rest)),
+        (None, _) => Err(Stop::usage(usage)),
+    }
+}
+
+/// A client of the server at `url` with the key given (`--api-key` or `ATELIER_API_KEY`).
+pub(crate) fn connect(url: &str, api_key: Option<&str>) -> Result<Client, Stop> {
+    let key = api_key
+        .filter(|k| !k.trim().is_empty())
+        .ok_or_else(|| Stop::usage("no API key: pass --api-key or set ATELIER_API_KEY"))?;
+    Client::new(url, key).map_err(|e| Stop::usage(e.to_string()))
+}
+
 /// What to run.
 pub(crate) enum Target {
     Tool(String),
@@ -120,19 +147,9 @@ pub(crate) enum Target {
 }
 
 async fn run(args: RunArgs) -> Result<Exit, Stop> {
-    let (target, pairs) = match (&args.workflow, args.args.split_first()) {
-        (Some(name), _) => (Target::Workflow(name.clone()), args.args.as_slice()),
-        (None, Some((tool, rest))) if !tool.contains('=') => (Target::Tool(tool.clone()), rest),
-        (None, _) => {
-            return Err(Stop::usage("say which tool to run (atelier run TOOL key=value…) or --workflow NAME"))
-        }
-    };
-    let key = args
-        .api_key
-        .clone()
-        .filter(|k| !k.trim().is_empty())
-        .ok_or_else(|| Stop::usage("no API key: pass --api-key or set ATELIER_API_KEY"))?;
-    let client = Client::new(&args.url, &key).map_err(|e| Stop::usage(e.to_string()))?;
+    let usage = "say which tool to run (atelier run TOOL key=value…) or --workflow NAME";
+    let (target, pairs) = target_of(&args.workflow, &args.args, usage)?;
+    let client = connect(&args.url, args.api_key.as_deref())?;
 
     let kinds = input_kinds(&client, &target).await?;
     let input = Value::Object(parse_inputs(pairs, &kinds)?);
@@ -607,7 +624,7 @@ fn safe(text: &str) -> String {
 }
 
 /// The extension of a URL's last path segment (`bin` when it has none).
-fn extension(url: &str) -> String {
+pub(crate) fn extension(url: &str) -> String {
     let path = url.split(['?', '#']).next().unwrap_or_default();
     let last = path.rsplit('/').next().unwrap_or_default();
     match last.rsplit_once('.') {

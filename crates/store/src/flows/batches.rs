@@ -235,76 +235,73 @@ impl<B: Backend> Batches for B {
 /// than `window` of its runs are unfinished, or finishes it when nothing is pending or
 /// unfinished.
 async fn feed_batch<B: Backend>(store: &B, batch: &OpenBatch, window: i64, fed: &mut Fed) -> Result<()> {
-    {
-        let now = now_micros();
-        let mut tx = store.begin().await?;
-        B::lock_account(&mut tx, batch.account_id).await?;
-        let sql = BATCH_FOR_UPDATE.replace("{lock}", B::FOR_UPDATE);
-        let row: Option<BatchRow> = tx.fetch_optional(&sql, args![&batch.id, batch.account_id]).await?;
-        let Some(row) = row.filter(|r| r.status == BatchStatus::Running) else { return Ok(()) };
-        let in_flight: i64 = tx.fetch_one(&BATCH_RUNS_IN_FLIGHT, args![&batch.id]).await?;
-        let room = window - in_flight;
-        let pending: Vec<PendingItem> =
-            if room > 0 { tx.fetch_all(PENDING_ITEMS, args![&batch.id, room]).await? } else { Vec::new() };
-        if pending.is_empty() {
-            if in_flight > 0 || room <= 0 {
-                return Ok(());
-            }
-            // Nothing pending, nothing running: the batch is done.
-            give_back(&mut *tx, batch.account_id, &batch.id, row.held, now).await?;
-            tx.execute(END_BATCH, args![&batch.id, BatchStatus::Finished.as_str(), now]).await?;
-            B::commit(tx).await?;
-            fed.finished.push(batch.id.clone());
+    let now = now_micros();
+    let mut tx = store.begin().await?;
+    B::lock_account(&mut tx, batch.account_id).await?;
+    let sql = BATCH_FOR_UPDATE.replace("{lock}", B::FOR_UPDATE);
+    let row: Option<BatchRow> = tx.fetch_optional(&sql, args![&batch.id, batch.account_id]).await?;
+    let Some(row) = row.filter(|r| r.status == BatchStatus::Running) else { return Ok(()) };
+    let in_flight: i64 = tx.fetch_one(&BATCH_RUNS_IN_FLIGHT, args![&batch.id]).await?;
+    let room = window - in_flight;
+    let pending: Vec<PendingItem> =
+        if room > 0 { tx.fetch_all(PENDING_ITEMS, args![&batch.id, room]).await? } else { Vec::new() };
+    if pending.is_empty() {
+        if in_flight > 0 || room <= 0 {
             return Ok(());
         }
-        // The items' price moves from the batch to the balance, and each run reserves its own.
-        let price: i64 = pending.iter().map(|p| p.price).sum();
-        tx.execute(DRAW_FROM_BATCH, args![&batch.id, price, now]).await?;
-        tx.execute(ADD_TO_BALANCE, args![price, batch.account_id]).await?;
-        let release = LedgerKind::Release.as_str();
-        tx.execute(INSERT_LEDGER, args![batch.account_id, Some(batch.id.as_str()), release, price, now])
-            .await?;
-        for item in &pending {
-            let plan: Plan = json_col(&item.plan, "batch item plan")?;
-            let inputs: Vec<i64> = json_col(&item.inputs, "batch item inputs")?;
-            let input: Value = json_col(&item.input, "batch item input")?;
-            let (id, node_ids) = match row.kind {
-                RunKind::Node => {
-                    let id = ids::generation_id();
-                    (id.clone(), vec![id])
-                }
-                RunKind::Workflow => {
-                    (ids::workflow_run_id(), plan.nodes.iter().map(|_| ids::generation_id()).collect())
-                }
-            };
-            let run = NewRun {
-                id,
-                account_id: batch.account_id,
-                kind: row.kind,
-                family: None,
-                target: &row.target,
-                plan: &plan,
-                node_ids,
-                echo: Some(input),
-                idempotency: None,
-                inputs: &inputs,
-                webhook: None,
-                trace_parent: row.trace_parent.clone(),
-                priority: row.priority,
-                key_id: row.key_id,
-                start_within: None,
-                cache: row.cache,
-            };
-            store.write_run(&mut tx, &run).await?;
-            tx.execute(SET_RUN_BATCH, args![&batch.id, &run.id]).await?;
-            tx.execute(START_ITEM, args![&batch.id, item.position, &run.id]).await?;
-        }
-        B::announce(&mut tx).await?;
+        // Nothing pending, nothing running: the batch is done.
+        give_back(&mut *tx, batch.account_id, &batch.id, row.held, now).await?;
+        tx.execute(END_BATCH, args![&batch.id, BatchStatus::Finished.as_str(), now]).await?;
         B::commit(tx).await?;
-        store.wake();
-        fed.started += pending.len();
-        Ok(())
+        fed.finished.push(batch.id.clone());
+        return Ok(());
     }
+    // The items' price moves from the batch to the balance, and each run reserves its own.
+    let price: i64 = pending.iter().map(|p| p.price).sum();
+    tx.execute(DRAW_FROM_BATCH, args![&batch.id, price, now]).await?;
+    tx.execute(ADD_TO_BALANCE, args![price, batch.account_id]).await?;
+    let release = LedgerKind::Release.as_str();
+    tx.execute(INSERT_LEDGER, args![batch.account_id, Some(batch.id.as_str()), release, price, now]).await?;
+    for item in &pending {
+        let plan: Plan = json_col(&item.plan, "batch item plan")?;
+        let inputs: Vec<i64> = json_col(&item.inputs, "batch item inputs")?;
+        let input: Value = json_col(&item.input, "batch item input")?;
+        let (id, node_ids) = match row.kind {
+            RunKind::Node => {
+                let id = ids::generation_id();
+                (id.clone(), vec![id])
+            }
+            RunKind::Workflow => {
+                (ids::workflow_run_id(), plan.nodes.iter().map(|_| ids::generation_id()).collect())
+            }
+        };
+        let run = NewRun {
+            id,
+            account_id: batch.account_id,
+            kind: row.kind,
+            family: None,
+            target: &row.target,
+            plan: &plan,
+            node_ids,
+            echo: Some(input),
+            idempotency: None,
+            inputs: &inputs,
+            webhook: None,
+            trace_parent: row.trace_parent.clone(),
+            priority: row.priority,
+            key_id: row.key_id,
+            start_within: None,
+            cache: row.cache,
+        };
+        store.write_run(&mut tx, &run).await?;
+        tx.execute(SET_RUN_BATCH, args![&batch.id, &run.id]).await?;
+        tx.execute(START_ITEM, args![&batch.id, item.position, &run.id]).await?;
+    }
+    B::announce(&mut tx).await?;
+    B::commit(tx).await?;
+    store.wake();
+    fed.started += pending.len();
+    Ok(())
 }
 
 /// Gives back the `held` tokens of a batch that ends.

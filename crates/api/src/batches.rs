@@ -56,7 +56,7 @@ pub(crate) fn routes() -> Router<AppState> {
 /// A parsed batch body.
 struct BatchBody {
     /// The target and shared input, parsed as a run's (`type`, `target`, `input`, `priority`,
-    /// `cache`).
+    /// `cache`, `webhook_url`: where the `batch.completed` delivery goes).
     run: RunRequest,
     items: Items,
 }
@@ -71,7 +71,7 @@ enum Items {
 impl BatchBody {
     fn parse(mut body: Map<String, Value>, max_items: usize) -> Result<Self, RequestError> {
         for key in body.keys() {
-            if !["type", "target", "input", "items", "items_file", "priority", "cache"]
+            if !["type", "target", "input", "items", "items_file", "priority", "cache", "webhook_url"]
                 .contains(&key.as_str())
             {
                 return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")));
@@ -197,6 +197,9 @@ async fn accept(
 ) -> Result<Value, ApiError> {
     let BatchBody { run, items } = body;
     let target = Target::find(state, account, &run).await?;
+    if let Some(webhook) = &run.webhook {
+        webhook.check(&state.config.inputs).await?;
+    }
     let node_run = target.is_tool();
     let (items, files) = match items {
         Items::Inline(items) => (items, Vec::new()),
@@ -261,6 +264,7 @@ async fn accept(
         priority: run.priority.unwrap_or(Priority::Bulk),
         cache: run.cache,
         trace_parent: atelier_telemetry::traces::traceparent(&tracing::Span::current()),
+        webhook_url: run.webhook.as_ref().map(|w| w.url.as_str()),
         items: batch_items,
         files,
         idempotency: None,
@@ -299,7 +303,9 @@ async fn accept(
     Ok(answer)
 }
 
-fn lookup(id: &str) -> impl FnOnce(StoreError) -> ApiError + '_ {
+/// A store error about batch `id` as the API answers it: `BatchNotFound` for a batch that is
+/// not the caller's.
+pub(crate) fn lookup(id: &str) -> impl FnOnce(StoreError) -> ApiError + '_ {
     move |e| match e {
         StoreError::NotFound => ApiError::BatchNotFound(id.to_string()),
         other => other.into(),
@@ -680,6 +686,10 @@ mod tests {
         assert_eq!(items.len(), 2);
         assert_eq!(items[0].0.as_deref(), Some("sku-1"));
         let file = parse(json!({"type": "node", "target": "upscale", "items_file": "upload:abc"})).unwrap();
+        let hooked =
+            parse(json!({"type": "node", "target": "upscale", "items": [{}], "webhook_url": "https://example.com/h"}))
+                .unwrap();
+        assert_eq!(hooked.run.webhook.map(|w| w.url.to_string()).as_deref(), Some("https://example.com/h"));
         assert!(matches!(file.items, Items::File(ref v) if v == "upload:abc"));
         for (bad, says) in [
             (json!({"type": "node", "target": "upscale"}), "items (or items_file) is required"),
@@ -694,8 +704,12 @@ mod tests {
             (json!({"type": "node", "target": "upscale", "items": [{"ref": ""}]}), "items[0].ref"),
             (json!({"type": "node", "target": "upscale", "items": [7]}), "items[0]"),
             (
-                json!({"type": "node", "target": "upscale", "items": [{}], "webhook_url": "https://x"}),
+                json!({"type": "node", "target": "upscale", "items": [{}], "webhook_events": ["node"]}),
                 "unknown field",
+            ),
+            (
+                json!({"type": "node", "target": "upscale", "items": [{}], "webhook_url": "ftp://x"}),
+                "webhook_url",
             ),
             (
                 json!({"type": "node", "target": "upscale", "items": [{}], "input": 3}),

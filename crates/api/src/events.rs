@@ -13,6 +13,12 @@
 //! client that reconnects with `Last-Event-ID` gets an event for each node whose state
 //! differs from that, and nothing it already has; the `status` event's id is `end`. A
 //! node that changes twice between two reads shows its second state only.
+//!
+//! A batch's stream (`GET /api/v3/batches/{id}/events`) sends a `progress` event, the JSON
+//! of the batch's status endpoint, whenever its items' counts or its state changed since the
+//! last event (read at most every [`BATCH_READ_EVERY`], woken by any run's change), then a
+//! `status` event (id `end`) when the batch ends, and ends. An event's id is the counts it
+//! shows, so a client that reconnects gets nothing until something changed.
 
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
@@ -28,7 +34,7 @@ use axum::Router;
 use futures::stream::{self, Stream};
 
 use crate::error::ApiError;
-use crate::extract::{Caller, RunId};
+use crate::extract::{BatchId, Caller, RunId};
 use crate::render;
 use crate::state::AppState;
 
@@ -39,8 +45,13 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The id of the final event.
 const END_ID: &str = "end";
 
+/// How often a followed batch is read at most: its items' runs change all the time.
+pub const BATCH_READ_EVERY: Duration = Duration::from_millis(500);
+
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v3/status/{run_id}/events", get(events))
+    Router::new()
+        .route("/api/v3/status/{run_id}/events", get(events))
+        .route("/api/v3/batches/{batch_id}/events", get(batch_events))
 }
 
 /// What a client has seen of a node: its state, and its progress in thousandths while it runs.
@@ -233,15 +244,105 @@ async fn events(
         ended: false,
         _open: crate::metrics::Open::new("atelier_event_streams_open"),
     };
-    let stream: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
-        Box::pin(stream::unfold(follow, Follow::next));
+    Ok(sse(Box::pin(stream::unfold(follow, Follow::next))))
+}
+
+type EventStream = std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>;
+
+/// An event stream's answer: kept alive with comments, and not buffered by proxies.
+fn sse(stream: EventStream) -> Response {
     let mut response =
         Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")).into_response();
     // Proxies that buffer answers (nginx) pass this one on as it comes.
     response
         .headers_mut()
         .insert(HeaderName::from_static("x-accel-buffering"), HeaderValue::from_static("no"));
-    Ok(response)
+    response
+}
+
+/// A batch being followed (see the module documentation).
+struct FollowBatch {
+    state: AppState,
+    account_id: i64,
+    batch_id: String,
+    /// Signals of the batch's own changes (it started, ended or started again).
+    watch: RunWatch,
+    /// Any run's change: its items'.
+    runs: tokio::sync::watch::Receiver<u64>,
+    /// The id of the last event sent (or the client's `Last-Event-ID`).
+    seen: Option<String>,
+    last_read: Option<Instant>,
+    ended: bool,
+    _open: crate::metrics::Open,
+}
+
+impl FollowBatch {
+    async fn next(mut self) -> Option<(Result<Event, Infallible>, Self)> {
+        loop {
+            if self.ended {
+                return None;
+            }
+            if let Some(last) = self.last_read {
+                tokio::time::sleep_until((last + BATCH_READ_EVERY).into()).await;
+            }
+            self.runs.borrow_and_update();
+            self.last_read = Some(Instant::now());
+            match self.state.store.get_batch(self.account_id, &self.batch_id).await {
+                Ok(batch) => {
+                    if let Some(event) = self.read(&batch) {
+                        return Some((Ok(event), self));
+                    }
+                }
+                Err(e) => tracing::warn!(batch = %self.batch_id, error = %e, "reading a followed batch failed"),
+            }
+            tokio::select! {
+                () = self.watch.changed() => {}
+                _ = self.runs.changed() => {}
+                () = tokio::time::sleep(FALLBACK_READ) => {}
+            }
+        }
+    }
+
+    /// The event a read of the batch brings, if it changed since the last one.
+    fn read(&mut self, batch: &atelier_store::BatchRecord) -> Option<Event> {
+        let data = || serde_json::to_string(&crate::batches::render_batch(batch, None)).unwrap_or_default();
+        if batch.status != atelier_store::BatchStatus::Running {
+            self.ended = true;
+            return Some(Event::default().event("status").id(END_ID).data(data()));
+        }
+        let c = &batch.counts;
+        let id = format!("{}.{}.{}.{}.{}.{}", c.pending, c.queued, c.running, c.succeeded, c.failed, c.canceled);
+        if self.seen.as_deref() == Some(id.as_str()) {
+            return None;
+        }
+        let event = Event::default().event("progress").id(&id).data(data());
+        self.seen = Some(id);
+        Some(event)
+    }
+}
+
+async fn batch_events(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    BatchId(id): BatchId,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let watch = state.store.changes().watch(&id);
+    let runs = state.store.changes().any_run();
+    state.store.get_batch(account.id, &id).await.map_err(crate::batches::lookup(&id))?;
+    let seen = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(|s| s.trim().to_string());
+    let follow = FollowBatch {
+        state,
+        account_id: account.id,
+        batch_id: id,
+        watch,
+        runs,
+        seen,
+        last_read: None,
+        ended: false,
+        _open: crate::metrics::Open::new("atelier_event_streams_open"),
+    };
+    Ok(sse(Box::pin(stream::unfold(follow, FollowBatch::next))))
 }
 
 /// The `wait=N` preference of a `Prefer` header (RFC 7240), at most `max` seconds; `None`

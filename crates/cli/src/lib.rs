@@ -487,4 +487,8 @@ impl CompletedBody for StatusBodies {
     fn completed(&self, run: &atelier_store::RunRecord) -> Result<Vec<u8>, String> {
         atelier_api::webhooks::completed_body(&self.0, run)
     }
+
+    fn batch(&self, batch: &atelier_store::BatchRecord) -> Result<Vec<u8>, String> {
+        atelier_api::webhooks::batch_body(batch)
+    }
 }

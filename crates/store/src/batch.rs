@@ -31,6 +31,8 @@ pub struct NewBatch<'a> {
     pub cache: bool,
     /// The request's trace, continued by every item's run.
     pub trace_parent: Option<String>,
+    /// Where a `batch` webhook delivery goes each time the batch ends.
+    pub webhook_url: Option<&'a str>,
     pub items: Vec<NewBatchItem>,
     /// Other stored inputs it keeps while open (its uploaded items file).
     pub files: Vec<i64>,

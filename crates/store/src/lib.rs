@@ -148,8 +148,8 @@ pub use traits::{
     Store, TaskQueue, Webhooks, WorkerTokens, Workflows,
 };
 pub use webhook::{
-    AttemptEnd, Delivery, DeliveryAttempt, DeliveryEvent, DeliveryRecord, DeliveryState, RunWebhook,
-    WebhookEvents, WebhookSecret,
+    AttemptEnd, Delivery, DeliveryAttempt, DeliveryEvent, DeliveryRecord, DeliveryState, DeliverySubject,
+    RunWebhook, WebhookEvents, WebhookSecret,
 };
 pub use workflow::WorkflowRow;
 

@@ -19,6 +19,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0014_uploads.sql"),
     include_str!("../migrations/sqlite/0015_result_cache.sql"),
     include_str!("../migrations/sqlite/0016_batches.sql"),
+    include_str!("../migrations/sqlite/0017_batch_webhooks.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -38,4 +39,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0014_uploads.sql"),
     include_str!("../migrations/postgres/0015_result_cache.sql"),
     include_str!("../migrations/postgres/0016_batches.sql"),
+    include_str!("../migrations/postgres/0017_batch_webhooks.sql"),
 ];

@@ -394,7 +394,11 @@ impl FromRow for crate::webhook::Delivery {
         Ok(Self {
             id: row.int("id")?,
             message_id: row.text("message_id")?.to_owned(),
-            run_id: row.text("run_id")?.to_owned(),
+            subject: match (row.opt_text("run_id")?, row.opt_text("batch_id")?) {
+                (Some(run), _) => crate::webhook::DeliverySubject::Run(run.to_owned()),
+                (None, Some(batch)) => crate::webhook::DeliverySubject::Batch(batch.to_owned()),
+                (None, None) => return Err(StoreError::Corrupt("a webhook delivery of no run or batch".into())),
+            },
             account_id: row.int("account_id")?,
             url: row.text("url")?.to_owned(),
             event: parse_text(row.text("event")?)?,

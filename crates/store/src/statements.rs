@@ -609,13 +609,26 @@ pub(crate) const RUN_DELIVERY_ATTEMPTS: &str =
     "SELECT a.delivery_id, a.attempt, a.at, a.status_code, a.error, a.duration_ms
      FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
      WHERE d.run_id = $1 ORDER BY a.delivery_id, a.attempt";
+/// `$1` batch, `$2` account: whether the batch is the account's.
+pub(crate) const BATCH_OF_ACCOUNT: &str = "SELECT id FROM batches WHERE id = $1 AND account_id = $2";
+/// `$1` batch.
+pub(crate) const BATCH_DELIVERIES: &str =
+    "SELECT id, message_id, event, node, node_status, url, state, next_at, created_at, finished_at
+     FROM webhook_deliveries WHERE batch_id = $1 ORDER BY id";
+/// `$1` batch.
+pub(crate) const BATCH_DELIVERY_ATTEMPTS: &str =
+    "SELECT a.delivery_id, a.attempt, a.at, a.status_code, a.error, a.duration_ms
+     FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+     WHERE d.batch_id = $1 ORDER BY a.delivery_id, a.attempt";
 /// `$1` now, `$2` claim lapses at, `$3` limit; `{lock}` the backend's lock clause.
 pub(crate) static CLAIM_DELIVERIES: Sql = sql!(
     "UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = $2
      WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = '{pending}' AND next_at <= $1
                   ORDER BY next_at, id LIMIT $3{{lock}})
-     RETURNING id, message_id, run_id, account_id, url, event, node, node_status, attempts, created_at,
-               (SELECT trace_parent FROM runs WHERE runs.id = webhook_deliveries.run_id) AS trace_parent",
+     RETURNING id, message_id, run_id, batch_id, account_id, url, event, node, node_status, attempts, created_at,
+               COALESCE((SELECT trace_parent FROM runs WHERE runs.id = webhook_deliveries.run_id),
+                        (SELECT trace_parent FROM batches WHERE batches.id = webhook_deliveries.batch_id))
+                   AS trace_parent",
     pending = crate::webhook::DeliveryState::Pending.as_str()
 );
 /// `$1` delivery, `$2` attempt, `$3` at, `$4` status code, `$5` error, `$6` duration (ms).
@@ -644,8 +657,14 @@ pub(crate) static NEXT_DELIVERY_DUE: Sql = sql!(
 pub(crate) const ITEM_STATUS: &str =
     "CASE WHEN i.state = 'pending' THEN 'pending' WHEN r.status IS NULL THEN 'canceled' ELSE r.status END";
 pub(crate) const INSERT_BATCH: &str = "INSERT INTO batches
-     (id, account_id, key_id, kind, target, priority, cache, trace_parent, status, total, price, held, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, $10, $11)";
+     (id, account_id, key_id, kind, target, priority, cache, trace_parent, status, total, price, held, created_at,
+      webhook_url)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, $10, $11, $12)";
+/// `$1` batch, `$2` now: the `batch` delivery of a batch that just ended, when it has a
+/// webhook.
+pub(crate) const QUEUE_BATCH_DELIVERY: &str =
+    "INSERT INTO webhook_deliveries (batch_id, account_id, url, event, created_at)
+     SELECT id, account_id, webhook_url, 'batch', $2 FROM batches WHERE id = $1 AND webhook_url IS NOT NULL";
 pub(crate) const INSERT_BATCH_INPUT: &str = "INSERT INTO batch_inputs (batch_id, input_id) VALUES ($1, $2)";
 const BATCH_COLUMNS: &str =
     "id, account_id, key_id, kind, target, priority, cache, trace_parent, status, total, price, held, created_at, finished_at";

@@ -449,6 +449,9 @@ pub trait Webhooks: Send + Sync {
     /// A run's deliveries with their attempts, oldest first. `NotFound` for another
     /// account's run.
     async fn run_deliveries(&self, account_id: i64, run_id: &str) -> Result<Vec<DeliveryRecord>>;
+    /// A batch's deliveries with their attempts, oldest first. `NotFound` for another
+    /// account's batch.
+    async fn batch_deliveries(&self, account_id: i64, batch_id: &str) -> Result<Vec<DeliveryRecord>>;
     /// When the soonest pending delivery is due (claimed ones: when their claim lapses).
     async fn next_delivery_due(&self) -> Result<Option<Micros>>;
 }

@@ -50,6 +50,26 @@ pub enum DeliveryEvent {
     Completed,
     /// A node's state changed.
     Node,
+    /// A batch ended (finished or canceled); the body is its status.
+    Batch,
+}
+
+/// What a delivery is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeliverySubject {
+    /// A run (`completed` and `node` events).
+    Run(String),
+    /// A batch (`batch` events).
+    Batch(String),
+}
+
+impl DeliverySubject {
+    /// The run or batch id.
+    pub fn id(&self) -> &str {
+        match self {
+            Self::Run(id) | Self::Batch(id) => id,
+        }
+    }
 }
 
 /// Where a delivery stands.
@@ -87,7 +107,7 @@ macro_rules! text_enum {
     };
 }
 
-text_enum!(DeliveryEvent { Completed => "completed", Node => "node" });
+text_enum!(DeliveryEvent { Completed => "completed", Node => "node", Batch => "batch" });
 text_enum!(DeliveryState { Pending => "pending", Delivered => "delivered", Failed => "failed" });
 
 /// A delivery claimed for an attempt (`Webhooks::claim_deliveries`).
@@ -96,7 +116,7 @@ pub struct Delivery {
     pub id: i64,
     /// The `webhook-id` of every attempt.
     pub message_id: String,
-    pub run_id: String,
+    pub subject: DeliverySubject,
     pub account_id: i64,
     pub url: String,
     pub event: DeliveryEvent,
@@ -106,7 +126,7 @@ pub struct Delivery {
     /// This attempt's number, from 1; the attempt's end is fenced by it.
     pub attempt: u32,
     pub created_at: Micros,
-    /// The run's W3C `traceparent` ([`crate::NewRun::trace_parent`]).
+    /// The W3C `traceparent` of the run or batch ([`crate::NewRun::trace_parent`]).
     pub trace_parent: Option<String>,
 }
 

@@ -17,7 +17,7 @@ use crate::runs::{NodeEvent, RunHandle, RunList, RunRequest, RunStatus};
 use crate::tools::Tool;
 use crate::uploads::Upload;
 use crate::v2::{TokenBalance, V2Status};
-use crate::webhooks::{WebhookDeliveryList, WebhookNodeEvent, WebhookSecret};
+use crate::webhooks::{WebhookBatchEvent, WebhookDeliveryList, WebhookNodeEvent, WebhookSecret};
 use crate::workflows::{
     Deleted, Estimate, WorkflowDefinition, WorkflowDescription, WorkflowSummary, WorkflowValidation,
 };
@@ -181,6 +181,7 @@ const ROOTS: &[Add] = &[
     add::<WebhookSecret>,
     add::<WebhookDeliveryList>,
     add::<WebhookNodeEvent>,
+    add::<WebhookBatchEvent>,
     add::<console::SignIn>,
     add::<console::Session>,
     add::<console::KeyList>,

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::enums::wire_enum;
-use crate::runs::{NodeState, WebhookEventKind};
+use crate::runs::NodeState;
 
 /// The account's webhook signing secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -56,13 +56,31 @@ pub enum DeliveryState {
 
 wire_enum!(DeliveryState { Pending => "pending", Delivered => "delivered", Failed => "failed" });
 
-/// A webhook message of a run and its attempts.
+/// What a webhook delivery tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryEvent {
+    /// A run's final status.
+    Completed,
+    /// A node's state change.
+    Node,
+    /// A batch ended (`batch.completed`).
+    Batch,
+    /// An event this version does not know.
+    #[serde(other)]
+    #[schemars(skip)]
+    Unknown,
+}
+
+wire_enum!(DeliveryEvent { Completed => "completed", Node => "node", Batch => "batch" });
+
+/// A webhook message of a run or a batch, and its attempts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WebhookDelivery {
     /// The webhook-id header of every attempt.
     pub id: String,
-    /// `completed` or `node`.
-    pub event: WebhookEventKind,
+    /// `completed` or `node` (a run's), `batch` (a batch's).
+    pub event: DeliveryEvent,
     /// The node, for `node` events.
     #[serde(default)]
     pub node: Option<String>,
@@ -114,4 +132,23 @@ pub struct WebhookNodeEvent {
     pub id: Option<String>,
     /// The state the node reached.
     pub status: NodeState,
+}
+
+/// The `type` of a batch webhook body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum BatchEventType {
+    /// The batch ended: every item ended, or it was canceled.
+    #[serde(rename = "batch.completed")]
+    BatchCompleted,
+}
+
+/// The body of a batch's webhook delivery (`webhook_url` of `POST /api/v3/batches`), sent
+/// each time the batch ends (after a retry, it ends again).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WebhookBatchEvent {
+    /// Always `batch.completed`.
+    #[serde(rename = "type")]
+    pub kind: BatchEventType,
+    /// The batch as `GET /api/v3/batches/{id}` answers it when the delivery is made.
+    pub batch: crate::batches::Batch,
 }

@@ -4,7 +4,8 @@
 //!
 //! - What is sent: for `completed`, the run's final status, the JSON of its status endpoint
 //!   (v3, or the v2 family's for a v2 run; the API renders it, [`CompletedBody`]); for `node`,
-//!   a [`WebhookNodeEvent`] with the state the node reached. Signed as the Standard Webhooks
+//!   a [`WebhookNodeEvent`] with the state the node reached; for a batch's `batch`, a
+//!   `batch.completed` body with the batch's status. Signed as the Standard Webhooks
 //!   specification says ([`atelier_core::webhook`]) with every secret of the account in use.
 //! - Where it is queued: triggers in the database queue a delivery in the transaction that
 //!   makes its change, so a change that committed has its delivery, whichever process made
@@ -25,7 +26,8 @@ use atelier_core::time::{self, now_micros};
 use atelier_core::webhook;
 use atelier_inputs::{InputError, InputPolicy, Sender};
 use atelier_store::{
-    AttemptEnd, Delivery, DeliveryAttempt, DeliveryEvent, RunRecord, SharedStore, StoreError,
+    AttemptEnd, BatchRecord, Delivery, DeliveryAttempt, DeliveryEvent, DeliverySubject, RunRecord, SharedStore,
+    StoreError,
 };
 use atelier_wire::{NodeEventType, WebhookNodeEvent};
 use tokio::sync::Semaphore;
@@ -66,11 +68,13 @@ impl Default for DeliveryConfig {
     }
 }
 
-/// The body of a `completed` delivery: the run's final status as the API answers it (the API
-/// provides it; this crate does not render statuses).
+/// The body of a `completed` delivery, the run's final status as the API answers it, and of
+/// a `batch` delivery (the API provides them; this crate does not render statuses).
 pub trait CompletedBody: Send + Sync {
     /// The JSON body for a finished run.
     fn completed(&self, run: &RunRecord) -> Result<Vec<u8>, String>;
+    /// The JSON body for a batch that ended.
+    fn batch(&self, batch: &BatchRecord) -> Result<Vec<u8>, String>;
 }
 
 /// Claims due deliveries and makes them (see the module documentation).
@@ -171,7 +175,7 @@ impl Deliverer {
         let span = atelier_telemetry::traces::run_span(delivery.trace_parent.as_deref(), || {
             tracing::info_span!(target: "atelier::trace", "webhook",
                 otel.name = %format_args!("webhook {}", delivery.event.as_str()), otel.kind = "client",
-                atelier.run_id = %delivery.run_id, atelier.attempt = delivery.attempt,
+                atelier.run_id = %delivery.subject.id(), atelier.attempt = delivery.attempt,
                 http.response.status_code = tracing::field::Empty, otel.status_code = tracing::field::Empty)
         });
         self.deliver_in(delivery).instrument(span).await;
@@ -206,7 +210,7 @@ impl Deliverer {
             }
         };
         if let Some(reason) = &error {
-            tracing::info!(delivery = %delivery.message_id, run = %delivery.run_id, attempt = delivery.attempt,
+            tracing::info!(delivery = %delivery.message_id, of = %delivery.subject.id(), attempt = delivery.attempt,
                 reason = %reason, "webhook delivery attempt failed");
         }
         let outcome = match end {
@@ -253,10 +257,20 @@ impl Deliverer {
         }
     }
 
-    /// The body of a delivery, rendered when it is sent: a finished run never changes, and a
-    /// node event carries the state recorded with it.
+    /// The body of a delivery, rendered when it is sent: a finished run never changes, a
+    /// node event carries the state recorded with it, and a batch is as it is now.
     async fn body(&self, delivery: &Delivery) -> Result<Vec<u8>, String> {
-        let run = match self.store.get_run(delivery.account_id, &delivery.run_id).await {
+        let run_id = match &delivery.subject {
+            DeliverySubject::Run(id) => id,
+            DeliverySubject::Batch(id) => {
+                return match self.store.get_batch(delivery.account_id, id).await {
+                    Ok(batch) => self.bodies.batch(&batch),
+                    Err(StoreError::NotFound) => Err("the batch no longer exists".into()),
+                    Err(e) => Err(e.to_string()),
+                };
+            }
+        };
+        let run = match self.store.get_run(delivery.account_id, run_id).await {
             Ok(run) => run,
             Err(StoreError::NotFound) => return Err("the run no longer exists".into()),
             Err(e) => return Err(e.to_string()),
@@ -273,13 +287,14 @@ impl Deliverer {
                     .ok_or("the delivery names no node state")?;
                 let event = WebhookNodeEvent {
                     kind: NodeEventType::Node,
-                    run_id: delivery.run_id.clone(),
+                    run_id: run_id.clone(),
                     node: node.to_string(),
                     id: gen_id,
                     status: status.into(),
                 };
                 serde_json::to_vec(&event).map_err(|e| e.to_string())
             }
+            DeliveryEvent::Batch => Err("a batch event names a run".into()),
         }
     }
 }

@@ -73,7 +73,8 @@ impl<B: Backend> Batches for B {
                 batch.trace_parent.as_deref(),
                 total,
                 price,
-                now
+                now,
+                batch.webhook_url
             ],
         )
         .await?;
@@ -171,13 +172,19 @@ impl<B: Backend> Batches for B {
         let sql = BATCH_FOR_UPDATE.replace("{lock}", B::FOR_UPDATE);
         let row: Option<BatchRow> = tx.fetch_optional(&sql, args![batch_id, account_id]).await?;
         let row = row.ok_or(StoreError::NotFound)?;
+        let mut webhook = false;
         if row.status == BatchStatus::Running {
             tx.execute(CANCEL_PENDING_ITEMS, args![batch_id]).await?;
             give_back(&mut *tx, account_id, batch_id, row.held, now).await?;
             tx.execute(END_BATCH, args![batch_id, BatchStatus::Canceled.as_str(), now]).await?;
+            webhook = tx.execute(QUEUE_BATCH_DELIVERY, args![batch_id, now]).await? > 0;
         }
         let runs: Vec<String> = tx.fetch_all(&BATCH_UNFINISHED_RUNS, args![batch_id]).await?;
         B::commit(tx).await?;
+        self.feed().publish(batch_id);
+        if webhook {
+            self.feed().publish_deliveries();
+        }
         // Each run is canceled and settled as any run is; a cancel cut short by a crash leaves
         // some running to their end, and canceling again cancels them.
         if row.status != BatchStatus::Finished {
@@ -217,6 +224,7 @@ impl<B: Backend> Batches for B {
             tx.execute(REOPEN_BATCH, args![batch_id, price]).await?;
         }
         B::commit(tx).await?;
+        self.feed().publish(batch_id);
         Ok((self.get_batch(account_id, batch_id).await?, retried))
     }
 
@@ -252,7 +260,12 @@ async fn feed_batch<B: Backend>(store: &B, batch: &OpenBatch, window: i64, fed: 
         // Nothing pending, nothing running: the batch is done.
         give_back(&mut *tx, batch.account_id, &batch.id, row.held, now).await?;
         tx.execute(END_BATCH, args![&batch.id, BatchStatus::Finished.as_str(), now]).await?;
+        let webhook = tx.execute(QUEUE_BATCH_DELIVERY, args![&batch.id, now]).await? > 0;
         B::commit(tx).await?;
+        store.feed().publish(&batch.id);
+        if webhook {
+            store.feed().publish_deliveries();
+        }
         fed.finished.push(batch.id.clone());
         return Ok(());
     }

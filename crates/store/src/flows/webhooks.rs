@@ -102,25 +102,40 @@ impl<B: Backend> Webhooks for B {
     }
 
     async fn run_deliveries(&self, account_id: i64, run_id: &str) -> Result<Vec<DeliveryRecord>> {
-        let mut read = self.read().await?;
-        let owned: Option<String> = read.fetch_optional(RUN_OF_ACCOUNT, args![run_id, account_id]).await?;
-        if owned.is_none() {
-            return Err(StoreError::NotFound);
-        }
-        let mut deliveries: Vec<(i64, DeliveryRecord)> =
-            read.fetch_all(RUN_DELIVERIES, args![run_id]).await?;
-        let attempts: Vec<AttemptRow> = read.fetch_all(RUN_DELIVERY_ATTEMPTS, args![run_id]).await?;
-        let mut by_delivery: HashMap<i64, Vec<DeliveryAttempt>> = HashMap::new();
-        for AttemptRow { delivery_id, attempt } in attempts {
-            by_delivery.entry(delivery_id).or_default().push(attempt);
-        }
-        for (id, record) in &mut deliveries {
-            record.attempts = by_delivery.remove(id).unwrap_or_default();
-        }
-        Ok(deliveries.into_iter().map(|(_, record)| record).collect())
+        deliveries_of(self, account_id, run_id, [RUN_OF_ACCOUNT, RUN_DELIVERIES, RUN_DELIVERY_ATTEMPTS]).await
+    }
+
+    async fn batch_deliveries(&self, account_id: i64, batch_id: &str) -> Result<Vec<DeliveryRecord>> {
+        let statements = [BATCH_OF_ACCOUNT, BATCH_DELIVERIES, BATCH_DELIVERY_ATTEMPTS];
+        deliveries_of(self, account_id, batch_id, statements).await
     }
 
     async fn next_delivery_due(&self) -> Result<Option<Micros>> {
         self.read().await?.fetch_optional(&NEXT_DELIVERY_DUE, args![]).await.map(Option::flatten)
     }
+}
+
+/// The deliveries of a run or a batch with their attempts, read by `[owned by the account,
+/// deliveries, attempts]`, each taking the id.
+async fn deliveries_of<B: Backend>(
+    store: &B,
+    account_id: i64,
+    id: &str,
+    [owned, deliveries, attempts]: [&str; 3],
+) -> Result<Vec<DeliveryRecord>> {
+    let mut read = store.read().await?;
+    let owned: Option<String> = read.fetch_optional(owned, args![id, account_id]).await?;
+    if owned.is_none() {
+        return Err(StoreError::NotFound);
+    }
+    let mut deliveries: Vec<(i64, DeliveryRecord)> = read.fetch_all(deliveries, args![id]).await?;
+    let attempts: Vec<AttemptRow> = read.fetch_all(attempts, args![id]).await?;
+    let mut by_delivery: HashMap<i64, Vec<DeliveryAttempt>> = HashMap::new();
+    for AttemptRow { delivery_id, attempt } in attempts {
+        by_delivery.entry(delivery_id).or_default().push(attempt);
+    }
+    for (id, record) in &mut deliveries {
+        record.attempts = by_delivery.remove(id).unwrap_or_default();
+    }
+    Ok(deliveries.into_iter().map(|(_, record)| record).collect())
 }

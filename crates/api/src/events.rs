@@ -293,7 +293,9 @@ impl FollowBatch {
                         return Some((Ok(event), self));
                     }
                 }
-                Err(e) => tracing::warn!(batch = %self.batch_id, error = %e, "reading a followed batch failed"),
+                Err(e) => {
+                    tracing::warn!(batch = %self.batch_id, error = %e, "reading a followed batch failed")
+                }
             }
             tokio::select! {
                 () = self.watch.changed() => {}
@@ -311,7 +313,8 @@ impl FollowBatch {
             return Some(Event::default().event("status").id(END_ID).data(data()));
         }
         let c = &batch.counts;
-        let id = format!("{}.{}.{}.{}.{}.{}", c.pending, c.queued, c.running, c.succeeded, c.failed, c.canceled);
+        let id =
+            format!("{}.{}.{}.{}.{}.{}", c.pending, c.queued, c.running, c.succeeded, c.failed, c.canceled);
         if self.seen.as_deref() == Some(id.as_str()) {
             return None;
         }

@@ -397,7 +397,9 @@ impl FromRow for crate::webhook::Delivery {
             subject: match (row.opt_text("run_id")?, row.opt_text("batch_id")?) {
                 (Some(run), _) => crate::webhook::DeliverySubject::Run(run.to_owned()),
                 (None, Some(batch)) => crate::webhook::DeliverySubject::Batch(batch.to_owned()),
-                (None, None) => return Err(StoreError::Corrupt("a webhook delivery of no run or batch".into())),
+                (None, None) => {
+                    return Err(StoreError::Corrupt("a webhook delivery of no run or batch".into()))
+                }
             },
             account_id: row.int("account_id")?,
             url: row.text("url")?.to_owned(),

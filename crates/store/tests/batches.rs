@@ -17,8 +17,8 @@ use atelier_core::plan::{compile_node, Plan};
 use atelier_core::status::{Priority, RunKind};
 use atelier_core::tools::Prices;
 use atelier_store::{
-    BatchStatus, ItemQuery, ItemStatus, LedgerQuery, NewBatch, NewBatchItem, Outcome, SharedStore,
-    StoreConfig, StoreError,
+    AttemptEnd, BatchStatus, DeliveryAttempt, DeliveryEvent, DeliverySubject, ItemQuery, ItemStatus,
+    LedgerQuery, NewBatch, NewBatchItem, Outcome, SharedStore, StoreConfig, StoreError,
 };
 use serde_json::json;
 
@@ -27,6 +27,7 @@ backend_tests! {
     a_batch_the_balance_cannot_cover_is_refused_whole(StoreConfig::default());
     canceling_gives_back_what_is_held_and_cancels_started_runs(StoreConfig::default());
     batches_of_one_account_take_turns_and_another_account_cannot_see_them(StoreConfig::default());
+    a_batch_with_a_webhook_queues_a_delivery_each_time_it_ends(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
 }
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -45,6 +46,7 @@ fn batch(account_id: i64, items: usize) -> NewBatch<'static> {
         priority: Priority::Bulk,
         cache: true,
         trace_parent: None,
+        webhook_url: None,
         items: (0..items)
             .map(|i| NewBatchItem {
                 reference: Some(format!("sku-{i}")),
@@ -223,4 +225,67 @@ async fn batches_of_one_account_take_turns_and_another_account_cannot_see_them(s
     assert!(matches!(store.batch_items(other.id, &first.id, &query).await, Err(StoreError::NotFound)));
     assert!(matches!(store.retry_batch(other.id, &first.id).await, Err(StoreError::NotFound)));
     assert!(store.list_batches(other.id, None, 10).await.unwrap().is_empty());
+}
+
+async fn a_batch_with_a_webhook_queues_a_delivery_each_time_it_ends(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 1000).await.unwrap();
+    let (other, _) = store.create_account("b", 0).await.unwrap();
+    let url = "https://hooks.example.com/batches";
+    let hooked = NewBatch { webhook_url: Some(url), ..batch(acct.id, 2) };
+    store.create_batch(&hooked).await.unwrap();
+    let quiet = batch(acct.id, 1);
+    store.create_batch(&quiet).await.unwrap();
+    let mut watch = store.changes().watch(&hooked.id);
+
+    // Nothing is queued while the batch runs, nor by its items' runs.
+    let first =
+        store.batch_items(acct.id, &hooked.id, &ItemQuery { status: None, after: None, limit: 1 }).await;
+    assert!(first.unwrap()[0].run_id.is_none());
+    store.feed_batches(4, 10).await.unwrap();
+    let items = store.batch_items(acct.id, &hooked.id, &ItemQuery { status: None, after: None, limit: 1 });
+    let failing = vec![items.await.unwrap()[0].run_id.clone().unwrap()];
+    work(&store, &failing).await;
+    assert!(store.claim_deliveries(LEASE, 10).await.unwrap().is_empty());
+
+    // It ends: one delivery of the batch, its watchers told.
+    while store.feed_batches(4, 10).await.unwrap().finished.len() < 2 {
+        work(&store, &failing).await;
+    }
+    assert!(tokio::time::timeout(Duration::from_secs(5), watch.changed()).await.is_ok());
+    let claimed = store.claim_deliveries(LEASE, 10).await.unwrap();
+    assert_eq!(claimed.len(), 1, "one delivery, of the batch with a webhook");
+    let delivery = &claimed[0];
+    assert_eq!(
+        (&delivery.subject, delivery.event, delivery.url.as_str(), delivery.account_id),
+        (&DeliverySubject::Batch(hooked.id.clone()), DeliveryEvent::Batch, url, acct.id)
+    );
+    let attempt = DeliveryAttempt { attempt: 1, at: 1, status_code: Some(200), error: None, duration_ms: 3 };
+    assert!(store.end_delivery_attempt(delivery, &attempt, AttemptEnd::Delivered).await.unwrap());
+
+    // A retry runs the failed item; the batch ends again and says so again.
+    let (_, retried) = store.retry_batch(acct.id, &hooked.id).await.unwrap();
+    assert_eq!(retried, 1);
+    while store.feed_batches(4, 10).await.unwrap().finished.is_empty() {
+        work(&store, &[]).await;
+    }
+    assert_eq!(store.claim_deliveries(LEASE, 10).await.unwrap().len(), 1);
+    let listed = store.batch_deliveries(acct.id, &hooked.id).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0].attempts.len(), 1);
+    assert_eq!(listed[0].event, DeliveryEvent::Batch);
+    assert!(store.batch_deliveries(acct.id, &quiet.id).await.unwrap().is_empty());
+
+    // A cancel ends a batch too.
+    let canceled = NewBatch { webhook_url: Some(url), ..batch(acct.id, 3) };
+    store.create_batch(&canceled).await.unwrap();
+    store.cancel_batch(acct.id, &canceled.id).await.unwrap();
+    let claimed = store.claim_deliveries(LEASE, 10).await.unwrap();
+    assert_eq!(
+        claimed.iter().map(|d| &d.subject).collect::<Vec<_>>(),
+        [&DeliverySubject::Batch(canceled.id.clone())]
+    );
+
+    // Only the owner sees them.
+    assert!(matches!(store.batch_deliveries(other.id, &hooked.id).await, Err(StoreError::NotFound)));
+    assert!(matches!(store.batch_deliveries(acct.id, "bat_nothing").await, Err(StoreError::NotFound)));
 }

@@ -163,6 +163,7 @@ async fn source() -> Source {
         priority: atelier_core::status::Priority::Bulk,
         cache: true,
         trace_parent: None,
+        webhook_url: Some("https://hooks.example.com/batches"),
         items: vec![atelier_store::NewBatchItem {
             reference: Some("sku-1".into()),
             input: json!({"image": "upload:d1"}),
@@ -207,6 +208,16 @@ async fn source() -> Source {
         .execute(&mut conn)
         .await
         .unwrap();
+    // A batch's delivery (as an earlier end of the batch queued it).
+    sqlx::query(
+        "INSERT INTO webhook_deliveries (batch_id, account_id, url, event, created_at)
+         SELECT id, account_id, webhook_url, 'batch', ?2 FROM batches WHERE id = ?1",
+    )
+    .bind(&batch.id)
+    .bind(now)
+    .execute(&mut conn)
+    .await
+    .unwrap();
     conn.close().await.unwrap();
 
     Source {
@@ -256,8 +267,6 @@ async fn everything_is_copied_with_its_ids_and_verified() {
             ("sessions", 1),
             ("run_webhooks", 1),
             ("webhook_secrets", 1),
-            ("webhook_deliveries", 1),
-            ("webhook_attempts", 1),
             ("worker_tokens", 1),
             ("cache_entries", 1),
             // acme: grant, grant, then reserve, charge (0), release for the canceled run, and
@@ -267,6 +276,9 @@ async fn everything_is_copied_with_its_ids_and_verified() {
             ("batches", 1),
             ("batch_items", 1),
             ("batch_inputs", 1),
+            // Rebuilt when deliveries could belong to a batch: after batches.
+            ("webhook_deliveries", 2),
+            ("webhook_attempts", 1),
         ]
     );
     assert_eq!((report.requeued_tasks, report.replaced_templates), (1, 1));
@@ -290,6 +302,9 @@ async fn everything_is_copied_with_its_ids_and_verified() {
     let before = src.store.get_batch(*owner, batch).await.unwrap();
     assert_eq!((before.counts.pending, before.reserved), (1, 1));
     assert_eq!(target.get_batch(*owner, batch).await.unwrap(), before);
+    let deliveries = target.batch_deliveries(*owner, batch).await.unwrap();
+    assert_eq!(deliveries, src.store.batch_deliveries(*owner, batch).await.unwrap());
+    assert_eq!(deliveries.len(), 1);
     let items = atelier_store::ItemQuery { status: None, after: None, limit: 10 };
     assert_eq!(
         target.batch_items(*owner, batch, &items).await.unwrap(),

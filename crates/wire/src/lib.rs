@@ -68,8 +68,8 @@ pub use tools::{EngineKind, Fidelity, OutputKind, ParamKind, Tool, ToolParam};
 pub use uploads::{Upload, UPLOAD_PREFIX};
 pub use v2::{TokenBalance, V2Output, V2State, V2Status};
 pub use webhooks::{
-    BatchEventType, DeliveryEvent, DeliveryState, NodeEventType, WebhookAttempt, WebhookBatchEvent, WebhookDelivery,
-    WebhookDeliveryList, WebhookNodeEvent, WebhookSecret,
+    BatchEventType, DeliveryEvent, DeliveryState, NodeEventType, WebhookAttempt, WebhookBatchEvent,
+    WebhookDelivery, WebhookDeliveryList, WebhookNodeEvent, WebhookSecret,
 };
 pub use workflows::{
     parse_descriptor, Deleted, Estimate, NodeMode, ValidationProblem, WorkflowDefinition,

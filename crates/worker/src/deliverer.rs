@@ -26,8 +26,8 @@ use atelier_core::time::{self, now_micros};
 use atelier_core::webhook;
 use atelier_inputs::{InputError, InputPolicy, Sender};
 use atelier_store::{
-    AttemptEnd, BatchRecord, Delivery, DeliveryAttempt, DeliveryEvent, DeliverySubject, RunRecord, SharedStore,
-    StoreError,
+    AttemptEnd, BatchRecord, Delivery, DeliveryAttempt, DeliveryEvent, DeliverySubject, RunRecord,
+    SharedStore, StoreError,
 };
 use atelier_wire::{NodeEventType, WebhookNodeEvent};
 use tokio::sync::Semaphore;

@@ -640,4 +640,74 @@ mod tests {
         assert_eq!(store.account("a").await.unwrap().name, "a");
         assert_eq!(store.read.idle.lock().unwrap().len(), READERS);
     }
+
+    /// Rebuilding the deliveries table (migration 17, deliveries of batches) keeps every
+    /// delivery and attempt, with its id and message id, and the attempts' reference.
+    #[tokio::test]
+    async fn the_delivery_table_rebuild_keeps_deliveries_and_attempts() {
+        use sqlx::{Connection as _, Row as _};
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query("PRAGMA foreign_keys = ON").execute(&mut conn).await.unwrap();
+        let rebuild = 16;
+        assert!(MIGRATIONS[rebuild].contains("webhook_deliveries_next"), "migration 17 is the rebuild");
+        for sql in &MIGRATIONS[..rebuild] {
+            sqlx::Executor::execute(&mut conn, sqlx::raw_sql(sql)).await.unwrap();
+        }
+        for sql in [
+            "INSERT INTO accounts (id, name, balance, created_at) VALUES (1, 'a', 0, 0)",
+            "INSERT INTO runs (id, account_id, kind, target, outputs, status, reserved, created_at) VALUES ('gen_1', 1, 'node', 'upscale', '{}', 'succeeded', 0, 0)",
+            "INSERT INTO webhook_deliveries (id, message_id, run_id, account_id, url, event, state, attempts, created_at)
+             VALUES (7, 'msg_kept', 'gen_1', 1, 'https://h.example.com', 'completed', 'delivered', 1, 5)",
+            "INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, duration_ms) VALUES (7, 1, 6, 200, 3)",
+        ] {
+            sqlx::query(sql).execute(&mut conn).await.unwrap();
+        }
+        let mut tx = conn.begin().await.unwrap();
+        sqlx::Executor::execute(&mut *tx, sqlx::raw_sql(MIGRATIONS[rebuild])).await.unwrap();
+        tx.commit().await.unwrap();
+        let row =
+            sqlx::query("SELECT message_id, run_id, batch_id, state FROM webhook_deliveries WHERE id = 7")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(row.get::<String, _>(0), "msg_kept");
+        assert_eq!(row.get::<Option<String>, _>(1).as_deref(), Some("gen_1"));
+        assert_eq!(row.get::<Option<String>, _>(2), None);
+        assert_eq!(row.get::<String, _>(3), "delivered");
+        let code: i64 = sqlx::query_scalar("SELECT status_code FROM webhook_attempts WHERE delivery_id = 7")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(code, 200);
+        // The attempts still reference the deliveries: an attempt of no delivery is refused,
+        // and a delivery of neither a run nor a batch too.
+        let orphan =
+            "INSERT INTO webhook_attempts (delivery_id, attempt, at, duration_ms) VALUES (99, 1, 0, 0)";
+        assert!(sqlx::query(orphan).execute(&mut conn).await.is_err());
+        let ownerless =
+            "INSERT INTO webhook_deliveries (account_id, url, event, created_at) VALUES (1, 'u', 'batch', 0)";
+        assert!(sqlx::query(ownerless).execute(&mut conn).await.is_err());
+        let fks: Vec<String> =
+            sqlx::query_scalar("SELECT \"table\" FROM pragma_foreign_key_list('webhook_attempts')")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(fks, ["webhook_deliveries"]);
+        // The triggers are back: a run that ends with a webhook queues its delivery.
+        for sql in [
+            "INSERT INTO runs (id, account_id, kind, target, outputs, status, reserved, created_at) VALUES ('gen_2', 1, 'node', 'upscale', '{}', 'running', 0, 0)",
+            "INSERT INTO run_webhooks (run_id, url, events) VALUES ('gen_2', 'https://h.example.com', 1)",
+            "UPDATE runs SET status = 'failed' WHERE id = 'gen_2'",
+        ] {
+            sqlx::query(sql).execute(&mut conn).await.unwrap();
+        }
+        let queued: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM webhook_deliveries WHERE run_id = 'gen_2'")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(queued, 1);
+    }
 }

@@ -302,3 +302,66 @@ async fn a_finished_runs_status_is_answered_the_same_every_time_and_only_to_its_
         .unwrap();
     assert_eq!(response.headers()["content-type"], "application/json");
 }
+
+/// Opens a batch's event stream.
+async fn open_batch(app: &TestApp, id: &str, key: &str) -> reqwest::Response {
+    app.client
+        .get(format!("{}/api/v3/batches/{id}/events", app.base))
+        .header("X-API-KEY", key)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_batch_streams_its_progress_then_its_final_status() {
+    let app = app_with_steps(Duration::from_millis(150)).await;
+    let upload = app
+        .client
+        .post(format!("{}/api/v3/uploads", app.base))
+        .header("X-API-KEY", &app.key)
+        .header("content-type", "image/png")
+        .body(png_bytes(16, 16))
+        .send()
+        .await
+        .unwrap();
+    let image = upload.json::<Value>().await.unwrap()["input"].as_str().unwrap().to_string();
+    let items: Vec<Value> = (0..6).map(|i| json!({"ref": format!("sku-{i}")})).collect();
+    let body = json!({"type": "node", "target": "upscale", "input": {"image": image}, "items": items});
+    let (code, batch) = app.post("/api/v3/batches", &body).await;
+    assert_eq!(code, 200, "{batch}");
+    let id = batch["id"].as_str().unwrap();
+
+    let (events, ended) = read_events(open_batch(&app, id, &app.key).await, |_| false).await;
+    assert!(ended, "the stream ends with the batch");
+    let (last, progress) = events.split_last().unwrap();
+    let (_, finished) = app.get(&format!("/api/v3/batches/{id}")).await;
+    assert_eq!((last.event.as_str(), last.id.as_deref()), ("status", Some("end")));
+    assert_eq!(last.data, finished, "the final event is the batch's status");
+    assert_eq!(finished["items"]["succeeded"], 6);
+    assert!(!progress.is_empty() && progress.iter().all(|e| e.event == "progress"), "{events:?}");
+    // Progress only moves forward, and no two events say the same thing.
+    let fractions: Vec<f64> = progress.iter().map(|e| e.data["progress"].as_f64().unwrap()).collect();
+    assert!(fractions.windows(2).all(|w| w[0] <= w[1]), "{fractions:?}");
+    assert!(progress.windows(2).all(|w| w[0].id != w[1].id), "{progress:?}");
+    for event in progress {
+        let c = &event.data["items"];
+        let id = ["pending", "queued", "running", "succeeded", "failed", "canceled"]
+            .map(|k| c[k].as_i64().unwrap().to_string())
+            .join(".");
+        assert_eq!(event.id.as_deref(), Some(id.as_str()), "an event's id is the counts it shows");
+    }
+
+    // A finished batch's stream is its final status at once.
+    let (again, ended) = read_events(open_batch(&app, id, &app.key).await, |_| false).await;
+    assert!(ended);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].data, finished);
+    // Another account's batch is not found, and an unknown one neither.
+    let other = app.other_key(0).await;
+    let response = open_batch(&app, id, &other).await;
+    assert_eq!(response.status(), 404);
+    assert_eq!(response.json::<Value>().await.unwrap()["error"]["name"], "BatchNotFound");
+    assert_eq!(open_batch(&app, "bat_nothing", &app.key).await.status(), 404);
+}

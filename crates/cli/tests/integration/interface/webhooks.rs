@@ -368,3 +368,108 @@ async fn deliveries_are_the_runs_owners_and_the_secret_needs_a_key() {
     app.wait(&plain).await;
     assert!(deliveries(&app, &plain).await.is_empty());
 }
+
+/// Uploads a small PNG; its `upload:` reference.
+async fn upload_png(app: &TestApp) -> String {
+    let response = app
+        .client
+        .post(format!("{}/api/v3/uploads", app.base))
+        .header("X-API-KEY", &app.key)
+        .header("content-type", "image/png")
+        .body(super::common::png_bytes(16, 16))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json::<Value>().await.unwrap()["input"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_batch_posts_batch_completed_once_it_ends_and_lists_the_delivery() {
+    let app = app().await;
+    let hook = Receiver::start(&[503]).await;
+    let key = secret(&app).await;
+    let image = upload_png(&app).await;
+    let body = json!({
+        "type": "node", "target": "upscale", "input": {"image": image},
+        "items": [{"ref": "a"}, {"ref": "b"}, {"ref": "c"}],
+        "webhook_url": hook.url,
+    });
+    let (code, accepted) = app.post("/api/v3/batches", &body).await;
+    assert_eq!(code, 200, "{accepted}");
+    let id = accepted["id"].as_str().unwrap();
+
+    // The first attempt is answered 503, the second delivers.
+    let got = hook.wait_for(2).await;
+    let (code, batch) = app.get(&format!("/api/v3/batches/{id}")).await;
+    assert_eq!((code, batch["status"].as_str()), (200, Some("finished")), "{batch}");
+    for delivery in &got {
+        assert_eq!(delivery.verify(&key), Ok(()));
+        assert_eq!(
+            delivery.header("webhook-id"),
+            got[0].header("webhook-id"),
+            "one message, attempted twice"
+        );
+        let event = delivery.json();
+        assert_eq!(event["type"], "batch.completed");
+        assert_eq!(event["batch"], batch, "the body holds the batch as its endpoint answers it");
+    }
+    assert_eq!(batch["items"]["succeeded"], 3);
+
+    let list = loop {
+        let (code, list) = app.get(&format!("/api/v3/batches/{id}/webhooks")).await;
+        assert_eq!(code, 200, "{list}");
+        if list["deliveries"][0]["state"] == "delivered" {
+            break list;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let deliveries = list["deliveries"].as_array().unwrap();
+    assert_eq!(deliveries.len(), 1, "{list}");
+    assert_eq!(
+        (deliveries[0]["event"].as_str(), deliveries[0]["url"].as_str()),
+        (Some("batch"), Some(&*hook.url))
+    );
+    let codes: Vec<i64> = deliveries[0]["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status_code"].as_i64().unwrap())
+        .collect();
+    assert_eq!(codes, [503, 200]);
+    // The items' runs have no webhook of their own.
+    let (_, items) = app.get(&format!("/api/v3/batches/{id}/items")).await;
+    let run = items["items"][0]["run_id"].as_str().unwrap();
+    assert_eq!(deliveries_of_run(&app, run).await, 0);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hook.received().len(), 2);
+
+    // Only the batch's owner sees its deliveries.
+    let other = app.other_key(0).await;
+    let (code, e) = app.call("GET", &format!("/api/v3/batches/{id}/webhooks"), Some(&other), None).await;
+    assert_eq!((code, e["error"]["name"].as_str()), (404, Some("BatchNotFound")), "{e}");
+}
+
+async fn deliveries_of_run(app: &TestApp, run: &str) -> usize {
+    deliveries(app, run).await.len()
+}
+
+#[tokio::test]
+async fn a_batch_webhook_is_refused_at_acceptance_like_a_runs() {
+    // Private addresses refused, as for runs: nothing reserved.
+    let app = TestApp::start().await;
+    let image = upload_png(&app).await;
+    let before = app.balance().await;
+    for (url, field) in [("http://127.0.0.1:9/hook", "webhook_url"), ("ftp://example.com/x", "webhook_url")] {
+        let body = json!({"type": "node", "target": "upscale", "input": {"image": image}, "items": [{}], "webhook_url": url});
+        let (code, e) = app.post("/api/v3/batches", &body).await;
+        assert_eq!((code, e["error"]["field"].as_str()), (422, Some(field)), "{url}: {e}");
+    }
+    let body = json!({"type": "node", "target": "upscale", "input": {"image": image}, "items": [{}],
+                      "webhook_url": "https://example.com/h", "webhook_events": ["node"]});
+    let (code, e) = app.post("/api/v3/batches", &body).await;
+    assert_eq!(code, 400, "a batch has no node events: {e}");
+    assert_eq!(app.balance().await, before);
+    let (_, list) = app.get("/api/v3/batches").await;
+    assert_eq!(list["batches"], json!([]));
+}

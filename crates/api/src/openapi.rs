@@ -188,7 +188,8 @@ values over it) and its images checked (URLs against the input policy, `upload:<
 image data is refused: 422 naming `items[i].param`), then the price of every item is reserved at once, or 402 \
 InsufficientTokens with the total (`required`) and the balance, and nothing is made. Items then run a few at a time \
 (`[batches] in_flight` runs of one batch at once, round robin with other batches), in the `bulk` lane unless `priority` \
-says otherwise. A failed or canceled item's tokens are released as a run's are.");
+says otherwise. A failed or canceled item's tokens are released as a run's are. With `webhook_url`, a signed \
+`batch.completed` POST (body: WebhookBatchEvent) is sent each time the batch ends.");
     paths.insert(
         "/api/v3/batches".into(),
         json!({
@@ -236,6 +237,34 @@ says otherwise. A failed or canceled item's tokens are released as a run's are."
         "/api/v3/batches/{batch_id}/retry".into(),
         json!({"post": path_param(op("Run the failed items again (new runs, their price reserved again; the failed runs kept as attempts)", None, "Batch", &[401, 402, 404]), "batch_id")}),
     );
+    paths.insert(
+        "/api/v3/batches/{batch_id}/webhooks".into(),
+        json!({"get": path_param(op("A batch's webhook deliveries (batch.completed) and every attempt", None, "WebhookDeliveries", &[401, 404]), "batch_id")}),
+    );
+    let mut events = path_param(
+        op(
+            "Follow a batch: Server-Sent Events of its progress, then its final state",
+            None,
+            "Batch",
+            &[401, 404],
+        ),
+        "batch_id",
+    );
+    events["responses"]["200"] = json!({"description": "A text/event-stream: a `progress` event (data: Batch) whenever its items' counts change (at most twice a second), then one `status` event (data: the Batch once finished or canceled, id `end`), then the stream ends. Comments every 15 s keep it open. An event's id is its counts: send it as Last-Event-ID to hear only of what changed since",
+        "content": {"text/event-stream": {"schema": {"type": "object", "required": ["event", "data"],
+            "description": "One event of the stream",
+            "properties": {
+                "event": {"type": "string", "enum": ["progress", "status"]},
+                "id": {"type": "string", "description": "pending.queued.running.succeeded.failed.canceled (`end` for the status event)"},
+                "data": {"type": "string", "contentMediaType": "application/json",
+                    "description": "JSON: the Batch", "contentSchema": {"$ref": "#/components/schemas/Batch"}},
+                "retry": {"type": "integer"}}}}}});
+    add_param(
+        &mut events,
+        json!({"name": "Last-Event-ID", "in": "header", "required": false,
+        "description": "The id of the last event received", "schema": {"type": "string"}}),
+    );
+    paths.insert("/api/v3/batches/{batch_id}/events".into(), json!({"get": events}));
     for (file, summary, content) in [
         ("results.jsonl", "Every item as a line of JSON (a BatchItem), streamed", "application/x-ndjson"),
         ("results.zip", "Every succeeded item's outputs as a ZIP, each under its ref (or item-<index>) and output name, streamed", "application/zip"),

@@ -68,6 +68,9 @@ pub struct BatchArgs {
     /// Do not download the outputs (results.jsonl is still written).
     #[arg(long)]
     pub no_download: bool,
+    /// Where the server POSTs `batch.completed` when the batch ends.
+    #[arg(long, value_name = "URL")]
+    pub webhook: Option<String>,
 }
 
 /// Runs the command; the process's exit code.
@@ -150,6 +153,7 @@ async fn run(args: BatchArgs) -> Result<Exit, Stop> {
         items_file: None,
         priority,
         cache: args.no_cache.then_some(false),
+        webhook_url: args.webhook.clone(),
     };
     let batch = client
         .create_batch(&request, args.idempotency_key.as_deref())

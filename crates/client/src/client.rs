@@ -640,6 +640,14 @@ impl Client {
         decode(self.call(self.request(Method::POST, url, Duration::ZERO), "the batch").await?.1, "the batch")
     }
 
+    /// `GET /api/v3/batches/{batch_id}/webhooks`: a batch's `batch.completed` messages and
+    /// every attempt.
+    pub async fn batch_webhook_deliveries(&self, batch_id: &str) -> Result<Vec<WebhookDelivery>, Error> {
+        let list: WebhookDeliveryList =
+            self.get(&["api", "v3", "batches", batch_id, "webhooks"], "the webhook deliveries").await?;
+        Ok(list.deliveries)
+    }
+
     /// `POST /api/v3/batches/{batch_id}/retry`: runs the failed items again (their price
     /// reserved again); [`Batch::retried`] says how many.
     pub async fn retry_batch(&self, batch_id: &str) -> Result<Batch, Error> {
@@ -719,13 +727,13 @@ impl Client {
         Ok(written)
     }
 
-    /// Opens a run's event stream (one connection).
+    /// Opens an event stream (one connection): `path`, a run's or a batch's.
     pub(crate) async fn open_events(
         &self,
-        run_id: &str,
+        path: &[&str],
         last_event_id: Option<&str>,
     ) -> Result<Response, Error> {
-        let url = self.url(&["api", "v3", "status", run_id, "events"]);
+        let url = self.url(path);
         let mut request = self
             .inner
             .http
@@ -758,7 +766,9 @@ impl Client {
         let body = response.bytes().await.map_err(Error::Transport)?;
         match Error::from_response(status, &headers, &body) {
             // A server without the endpoint: the caller may poll instead.
-            e if matches!(status, 404 | 405 | 406 | 501) && !matches!(e, Error::RunNotFound { .. }) => {
+            e if matches!(status, 404 | 405 | 406 | 501)
+                && !matches!(e, Error::RunNotFound { .. } | Error::BatchNotFound { .. }) =>
+            {
                 Err(Error::EventStream(format!("the server offers no events stream (HTTP {status})")))
             }
             e => Err(e),

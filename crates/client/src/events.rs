@@ -1,11 +1,12 @@
 //! Following a run: its live events (`GET /api/v3/status/{id}/events`, Server-Sent Events)
-//! and [`Client::wait`], which follows them and falls back to polling.
+//! and [`Client::wait`], which follows them and falls back to polling; and following a batch
+//! (`GET /api/v3/batches/{id}/events`, [`Client::batch_events`]).
 //!
-//! The server sends a `node` event each time a node's state or progress changes, then one
-//! `status` event with the final status (id `end`), and closes the stream. Each event's id
-//! says what the client has seen; a reconnection that sends it as `Last-Event-ID` gets only
-//! what changed since. [`Client::events`] reconnects that way when the connection drops
-//! before the `status` event.
+//! The server sends a `node` event each time a node's state or progress changes (a batch: a
+//! `progress` event each time its items' counts change), then one `status` event with the
+//! final status (id `end`), and closes the stream. Each event's id says what the client has
+//! seen; a reconnection that sends it as `Last-Event-ID` gets only what changed since. Both
+//! streams reconnect that way when the connection drops before the `status` event.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -18,7 +19,7 @@ use tokio::time::Instant;
 
 use crate::client::{decode, decode_status, Client, READ_TIMEOUT};
 use crate::error::Error;
-use crate::models::{NodeEvent, RunStatus};
+use crate::models::{Batch, NodeEvent, RunStatus};
 use crate::sse::{SseEvent, SseParser};
 
 /// The wait before a reconnection, until the server sends `retry:`.
@@ -41,6 +42,72 @@ pub enum RunEvent {
 
 /// The stream [`Client::events`] returns.
 pub type EventStream = BoxStream<'static, Result<RunEvent, Error>>;
+
+/// One event of a batch's stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BatchEvent {
+    /// Its items' counts changed (`event: progress`): the batch as its endpoint answers.
+    Progress(Batch),
+    /// It ended, finished or canceled (`event: status`, the last one).
+    Status(Batch),
+}
+
+/// The stream [`Client::batch_events`] returns.
+pub type BatchEventStream = BoxStream<'static, Result<BatchEvent, Error>>;
+
+/// What a stream follows: where its events come from, how they read, which one is the last.
+trait Followed: Send + 'static {
+    type Event: Send + 'static;
+    /// The stream's path, for the followed id.
+    fn path(id: &str) -> [&str; 5];
+    /// An event; `None` for types this version does not know.
+    fn parse(sse: SseEvent) -> Result<Option<Self::Event>, Error>;
+    fn is_final(event: &Self::Event) -> bool;
+}
+
+struct Runs;
+
+impl Followed for Runs {
+    type Event = RunEvent;
+    fn path(id: &str) -> [&str; 5] {
+        ["api", "v3", "status", id, "events"]
+    }
+    fn parse(sse: SseEvent) -> Result<Option<RunEvent>, Error> {
+        run_event(sse)
+    }
+    fn is_final(event: &RunEvent) -> bool {
+        matches!(event, RunEvent::Status(_))
+    }
+}
+
+struct Batches;
+
+impl Followed for Batches {
+    type Event = BatchEvent;
+    fn path(id: &str) -> [&str; 5] {
+        ["api", "v3", "batches", id, "events"]
+    }
+    fn parse(sse: SseEvent) -> Result<Option<BatchEvent>, Error> {
+        batch_event(sse)
+    }
+    fn is_final(event: &BatchEvent) -> bool {
+        matches!(event, BatchEvent::Status(_))
+    }
+}
+
+/// Reads one SSE event of a batch's stream; `None` for event types this version does not
+/// know.
+pub(crate) fn batch_event(sse: SseEvent) -> Result<Option<BatchEvent>, Error> {
+    let parse = || {
+        serde_json::from_str::<Batch>(&sse.data)
+            .map_err(|source| Error::Decode { what: "a batch event".into(), source })
+    };
+    match sse.event.as_str() {
+        "progress" => Ok(Some(BatchEvent::Progress(parse()?))),
+        "status" => Ok(Some(BatchEvent::Status(parse()?))),
+        _ => Ok(None),
+    }
+}
 
 /// How [`Client::wait`] waits.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -79,24 +146,38 @@ pub(crate) fn run_event(sse: SseEvent) -> Result<Option<RunEvent>, Error> {
 }
 
 /// The state of a stream between two events.
-struct Follow {
+struct Follow<F: Followed> {
     client: Client,
-    run_id: String,
+    id: String,
     last_event_id: Option<String>,
     body: Option<Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>>,
     parser: SseParser,
-    ready: VecDeque<RunEvent>,
+    ready: VecDeque<F::Event>,
     ended: bool,
     /// Connections in a row that ended before an event.
     failures: u32,
     retry: Duration,
 }
 
-impl Follow {
-    async fn next(mut self) -> Option<(Result<RunEvent, Error>, Self)> {
+impl<F: Followed> Follow<F> {
+    fn new(client: &Client, id: &str, last_event_id: Option<&str>) -> Self {
+        Self {
+            client: client.clone(),
+            id: id.to_string(),
+            last_event_id: last_event_id.map(str::to_string),
+            body: None,
+            parser: SseParser::default(),
+            ready: VecDeque::new(),
+            ended: false,
+            failures: 0,
+            retry: DEFAULT_RETRY,
+        }
+    }
+
+    async fn next(mut self) -> Option<(Result<F::Event, Error>, Self)> {
         loop {
             if let Some(event) = self.ready.pop_front() {
-                if matches!(event, RunEvent::Status(_)) {
+                if F::is_final(&event) {
                     self.ended = true;
                     self.ready.clear();
                     self.body = None;
@@ -110,7 +191,7 @@ impl Follow {
                 if self.failures > 0 {
                     tokio::time::sleep(self.retry).await;
                 }
-                match self.client.open_events(&self.run_id, self.last_event_id.as_deref()).await {
+                match self.client.open_events(&F::path(&self.id), self.last_event_id.as_deref()).await {
                     Ok(response) => {
                         self.parser = SseParser::new(self.last_event_id.clone());
                         self.body = Some(Box::pin(response.bytes_stream()));
@@ -131,7 +212,7 @@ impl Follow {
                 Ok(Some(Ok(chunk))) => {
                     for sse in self.parser.feed(&chunk) {
                         self.last_event_id = sse.id.clone();
-                        match run_event(sse) {
+                        match F::parse(sse) {
                             Ok(Some(event)) => {
                                 self.failures = 0;
                                 self.ready.push_back(event);
@@ -175,7 +256,7 @@ impl Follow {
             self.ended = true;
             return Some(Error::EventStream(format!(
                 "the events stream of {} kept closing before the final status ({why})",
-                self.run_id
+                self.id
             )));
         }
         None
@@ -194,18 +275,16 @@ impl Client {
     /// server answers; [`Error::EventStream`] when the server offers no stream or it kept
     /// dropping (poll [`Client::status`] then, as [`Client::wait`] does).
     pub fn events(&self, run_id: &str, last_event_id: Option<&str>) -> EventStream {
-        let follow = Follow {
-            client: self.clone(),
-            run_id: run_id.to_string(),
-            last_event_id: last_event_id.map(str::to_string),
-            body: None,
-            parser: SseParser::default(),
-            ready: VecDeque::new(),
-            ended: false,
-            failures: 0,
-            retry: DEFAULT_RETRY,
-        };
-        stream::unfold(follow, Follow::next).boxed()
+        stream::unfold(Follow::<Runs>::new(self, run_id, last_event_id), Follow::next).boxed()
+    }
+
+    /// The batch's live events (`GET /api/v3/batches/{batch_id}/events`, an extension): a
+    /// [`BatchEvent::Progress`] each time its items' counts change, then one
+    /// [`BatchEvent::Status`] when it is finished or canceled, and the stream ends;
+    /// reconnecting as [`Client::events`] does. Errors as there, [`Error::BatchNotFound`]
+    /// for a batch that is not the account's.
+    pub fn batch_events(&self, batch_id: &str, last_event_id: Option<&str>) -> BatchEventStream {
+        stream::unfold(Follow::<Batches>::new(self, batch_id, last_event_id), Follow::next).boxed()
     }
 
     /// Waits until the run has ended and returns its final status (succeeded, failed or

@@ -88,6 +88,10 @@ operations! {
         query [] headers [] request None, response Some("Batch");
     "POST" "/api/v3/batches/{batch_id}/retry" => [retry_batch]
         query [] headers [] request None, response Some("Batch");
+    "GET" "/api/v3/batches/{batch_id}/webhooks" => [batch_webhook_deliveries]
+        query [] headers [] request None, response Some("WebhookDeliveries");
+    "GET" "/api/v3/batches/{batch_id}/events" => [batch_events]
+        query [] headers ["Last-Event-ID"] request None, response None;
     "GET" "/api/v3/batches/{batch_id}/results.jsonl" => [download_batch_results]
         query [] headers [] request None, response None;
     "GET" "/api/v3/batches/{batch_id}/results.zip" => [download_batch_zip]

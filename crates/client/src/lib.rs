@@ -66,7 +66,7 @@ pub use client::{
     Client, ClientBuilder, RunOptions, RunQuery, V2Family, DEFAULT_TIMEOUT, MAX_WAIT_SECS, READ_TIMEOUT,
 };
 pub use error::{Error, ErrorName, ERROR_NAMES};
-pub use events::{EventStream, RunEvent, WaitOptions};
+pub use events::{BatchEvent, BatchEventStream, EventStream, RunEvent, WaitOptions};
 pub use models::*;
 pub use webhook::{parse_webhook, verify_webhook, verify_webhook_at, WebhookError, WebhookPayload};
 

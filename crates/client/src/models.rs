@@ -8,13 +8,14 @@
 //! [`V2Status`] and [`Tool`] keep the whole answer in `raw`.
 
 pub use atelier_wire::{
-    parse_descriptor, Batch, BatchCounts, BatchItem, BatchItemList, BatchItemRequest, BatchList,
-    BatchRequest, BatchState, BatchSummary, BatchTokens, Deleted, DeliveryState, ErrorBody, ErrorResponse,
-    Estimate, ItemState, NamedOutput, NodeEvent, NodeEventType, NodeResult, NodeState, ParamKind, Priority,
-    RunError, RunHandle, RunKind, RunList, RunRequest, RunState, RunStatus, RunSummary, TokenBalance, Tool,
-    ToolParam, Upload, V2Output, V2State, V2Status, ValidationProblem, WaitingFor, WebhookAttempt,
-    WebhookDelivery, WebhookDeliveryList, WebhookEventKind, WebhookNodeEvent, WebhookSecret,
-    WorkflowDefinition, WorkflowDescription, WorkflowInputs, WorkflowSummary, WorkflowValidation,
+    parse_descriptor, Batch, BatchCounts, BatchEventType, BatchItem, BatchItemList, BatchItemRequest,
+    BatchList, BatchRequest, BatchState, BatchSummary, BatchTokens, Deleted, DeliveryEvent, DeliveryState,
+    ErrorBody, ErrorResponse, Estimate, ItemState, NamedOutput, NodeEvent, NodeEventType, NodeResult,
+    NodeState, ParamKind, Priority, RunError, RunHandle, RunKind, RunList, RunRequest, RunState, RunStatus,
+    RunSummary, TokenBalance, Tool, ToolParam, Upload, V2Output, V2State, V2Status, ValidationProblem,
+    WaitingFor, WebhookAttempt, WebhookBatchEvent, WebhookDelivery, WebhookDeliveryList, WebhookEventKind,
+    WebhookNodeEvent, WebhookSecret, WorkflowDefinition, WorkflowDescription, WorkflowInputs,
+    WorkflowSummary, WorkflowValidation,
 };
 
 /// Names of the `error` of a failed, skipped or canceled node or run (the OpenAPI

@@ -34,6 +34,8 @@ pub enum WebhookPayload {
     Completed(Box<RunStatus>),
     /// A v2 run ended: its family's final status.
     CompletedV2(Box<V2Status>),
+    /// A batch ended (`batch.completed`, the batch's `webhook_url`): the batch.
+    BatchCompleted(Box<crate::Batch>),
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<&'a str, WebhookError> {
@@ -74,8 +76,13 @@ pub fn verify_webhook_at(
 pub fn parse_webhook(body: &[u8]) -> Result<WebhookPayload, Error> {
     let value: serde_json::Value = serde_json::from_slice(body)
         .map_err(|source| Error::Decode { what: "a webhook body".into(), source })?;
-    if value.get("type").and_then(|t| t.as_str()) == Some("node") {
-        return crate::client::decode(value, "a node webhook").map(WebhookPayload::Node);
+    match value.get("type").and_then(|t| t.as_str()) {
+        Some("node") => return crate::client::decode(value, "a node webhook").map(WebhookPayload::Node),
+        Some("batch.completed") => {
+            let event: crate::WebhookBatchEvent = crate::client::decode(value, "a batch webhook")?;
+            return Ok(WebhookPayload::BatchCompleted(Box::new(event.batch)));
+        }
+        _ => {}
     }
     if value.get("overall_status").is_some() {
         return crate::client::decode_status(value, "a completed webhook")
@@ -145,5 +152,16 @@ mod tests {
         let v2 = br#"{"id":"gen_1","status":"completed","output":["u"],"error":null}"#;
         assert!(matches!(parse_webhook(v2).unwrap(), WebhookPayload::CompletedV2(s) if s.urls() == ["u"]));
         assert!(parse_webhook(b"[]").is_err());
+        let batch = br#"{"type":"batch.completed","batch":{"id":"bat_1","status":"finished","type":"node",
+            "target":"upscale","priority":"bulk","items":{"total":2,"succeeded":2},"progress":1.0}}"#;
+        match parse_webhook(batch).unwrap() {
+            WebhookPayload::BatchCompleted(b) => {
+                assert_eq!(
+                    (b.id.as_str(), b.status, b.items.succeeded),
+                    ("bat_1", crate::BatchState::Finished, 2)
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

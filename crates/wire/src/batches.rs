@@ -35,6 +35,10 @@ pub struct BatchRequest {
     /// `false` runs every node afresh instead of filling it from the result cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<bool>,
+    /// Receives a signed `batch.completed` POST (a `WebhookBatchEvent`) each time the batch
+    /// ends, as a run's `webhook_url` does; the items' runs send none of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_url: Option<String>,
 }
 
 /// One item of a batch request.

@@ -45,6 +45,9 @@ export interface BatchCounts {
   canceled: number;
 }
 
+/** The `type` of a batch webhook body. */
+export type BatchEventType = "batch.completed";
+
 /** One item of a batch, with its current run's results (a line of `results.jsonl`). */
 export interface BatchItem {
   /** Its place in the batch, from 0. */
@@ -105,6 +108,8 @@ export interface BatchRequest {
   priority?: Priority;
   /** `false` runs every node afresh instead of filling it from the result cache. */
   cache?: boolean;
+  /** Receives a signed `batch.completed` POST (a `WebhookBatchEvent`) each time the batch ends, as a run's `webhook_url` does; the items' runs send none of their own. */
+  webhook_url?: string;
 }
 
 /** Where a batch stands. */
@@ -145,6 +150,9 @@ export interface Deleted {
   /** Always true. */
   deleted: boolean;
 }
+
+/** What a webhook delivery tells. */
+export type DeliveryEvent = "completed" | "node" | "batch";
 
 /** The state of a webhook delivery. */
 export type DeliveryState = "pending" | "delivered" | "failed";
@@ -631,18 +639,26 @@ export interface WebhookAttempt {
   duration_ms: number;
 }
 
+/** The body of a batch's webhook delivery (`webhook_url` of `POST /api/v3/batches`), sent each time the batch ends (after a retry, it ends again). */
+export interface WebhookBatchEvent {
+  /** Always `batch.completed`. */
+  type: BatchEventType;
+  /** The batch as `GET /api/v3/batches/{id}` answers it when the delivery is made. */
+  batch: Batch;
+}
+
 /** `GET /api/v3/runs/{id}/webhooks`: a run's webhook deliveries and every attempt. */
 export interface WebhookDeliveries {
   /** The run's deliveries. */
   deliveries: WebhookDelivery[];
 }
 
-/** A webhook message of a run and its attempts. */
+/** A webhook message of a run or a batch, and its attempts. */
 export interface WebhookDelivery {
   /** The webhook-id header of every attempt. */
   id: string;
-  /** `completed` or `node`. */
-  event: WebhookEventKind;
+  /** `completed` or `node` (a run's), `batch` (a batch's). */
+  event: DeliveryEvent;
   /** The node, for `node` events. */
   node: string | null;
   /** Where it is sent. */

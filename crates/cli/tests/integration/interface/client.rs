@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use atelier_client::{
-    Client, Error, NodeState, ParamKind, Priority, RunEvent, RunKind, RunOptions, RunQuery, RunState,
-    V2Family, V2State, WaitOptions, WorkflowDefinition,
+    BatchEvent, Client, Error, NodeState, ParamKind, Priority, RunEvent, RunKind, RunOptions, RunQuery,
+    RunState, V2Family, V2State, WaitOptions, WorkflowDefinition,
 };
 use atelier_core::tools::ToolId;
 use atelier_tools::{Artifact, Execution, Executor, Registry, ToolError};
@@ -451,16 +451,23 @@ async fn a_batch_is_made_followed_and_downloaded() {
         items_file: None,
         priority: None,
         cache: Some(false),
+        webhook_url: None,
     };
-    let mut batch = client.create_batch(&request, Some("rust-batch")).await.unwrap();
+    let batch = client.create_batch(&request, Some("rust-batch")).await.unwrap();
     assert_eq!((batch.items.total, batch.tokens.price, batch.priority), (2, 2, Priority::Bulk));
     assert_eq!(client.create_batch(&request, Some("rust-batch")).await.unwrap().id, batch.id, "replayed");
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while batch.status == BatchState::Running {
-        assert!(std::time::Instant::now() < deadline, "{batch:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        batch = client.batch(&batch.id).await.unwrap();
+    // Followed to its end by its events: progress, then the final state.
+    let mut events = client.batch_events(&batch.id, None);
+    let mut last = None;
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(60), events.next()).await.unwrap() {
+        match event.unwrap() {
+            BatchEvent::Progress(b) => assert_eq!(b.status, BatchState::Running),
+            BatchEvent::Status(b) => last = Some(b),
+        }
     }
+    let batch = client.batch(&batch.id).await.unwrap();
+    assert_eq!(last.as_ref(), Some(&batch), "the stream ends with the batch's final state");
+    assert!(client.batch_webhook_deliveries(&batch.id).await.unwrap().is_empty(), "no webhook_url");
     assert_eq!((batch.status, batch.items.succeeded, batch.tokens.charged), (BatchState::Finished, 2, 2));
     let items = client.batch_items(&batch.id, Some(ItemState::Succeeded), None, None).await.unwrap();
     assert_eq!(items.items.iter().map(|i| i.reference.clone().unwrap()).collect::<Vec<_>>(), ["a", "b"]);
@@ -480,6 +487,10 @@ async fn a_batch_is_made_followed_and_downloaded() {
     assert_eq!(client.create_batch(&from_file, None).await.unwrap().items.total, 1);
     match client.batch("bat_0000000000000000").await {
         Err(Error::BatchNotFound { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    match client.batch_events("bat_0000000000000000", None).next().await {
+        Some(Err(Error::BatchNotFound { .. })) => {}
         other => panic!("{other:?}"),
     }
 }

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from atelier_client import WEBHOOK_EVENTS, AsyncClient, Client
+from atelier_client._calls import DELIVERY_EVENTS
 from atelier_client.errors import ERROR_CLASSES
 from atelier_client.interface import (
     KNOWN_FIELDS,
@@ -320,7 +321,7 @@ def problems(doc: Dict[str, Any], pending: Pending = PENDING) -> List[str]:
     if "WebhookDeliveries" in schemas:
         item, _ = walk(doc, {"$ref": "#/components/schemas/WebhookDeliveries"}, ("deliveries", "[]"))
         values = {k: set(resolve(doc, v).get("enum", [])) for k, v in item.get("properties", {}).items()}
-        _compare("webhook delivery event values", values.get("event", set()), set(WEBHOOK_EVENTS), frozenset(), out)
+        _compare("webhook delivery event values", values.get("event", set()), set(DELIVERY_EVENTS), frozenset(), out)
         _compare("webhook delivery state values", values.get("state", set()), set(DELIVERY_STATES), frozenset(), out)
     if "RunRequest" in schemas:
         events, _ = walk(doc, {"$ref": "#/components/schemas/RunRequest"}, ("webhook_events", "[]"))

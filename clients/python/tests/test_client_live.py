@@ -393,12 +393,16 @@ def test_a_batch_runs_each_item_and_its_results_download_with_both_clients(
     assert batch.id.startswith("bat_") and batch.status == "running" and batch.priority == "bulk"
     assert (batch.items.total, batch.tokens.price) == (2, 3)
     assert client.create_batch("upscale", items, input={"scale": 2}, idempotency_key="py-batch-1").id == batch.id
-    deadline = time.monotonic() + 60
-    while batch.running:
-        assert time.monotonic() < deadline, batch.raw
-        time.sleep(0.1)
-        batch = client.batch(batch.id)
+    # Followed by its events to its end: progress while it runs, then its final state.
+    events = list(client.batch_events(batch.id))
+    assert events and events[-1].final and all(e.event == "progress" for e in events[:-1]), events
+    assert all(e.batch.running for e in events[:-1])
+    batch = client.batch(batch.id)
+    assert events[-1].batch == batch
     assert (batch.status, batch.items.succeeded, batch.progress) == ("finished", 2, 1.0), batch.raw
+    assert client.batch_webhook_deliveries(batch.id) == []
+    with pytest.raises(BatchNotFound):
+        list(client.batch_events("bat_0000000000000000"))
     page = client.batch_items(batch.id, status="succeeded", limit=1)
     assert [i.ref for i in page.items] == ["sku-1"] and page.next_after == 0
     assert page.items[0].output and page.items[0].run_id
@@ -423,6 +427,8 @@ def test_a_batch_runs_each_item_and_its_results_download_with_both_clients(
     async def from_async() -> None:
         async with AsyncClient(server.base_url, server.api_key) as aclient:
             assert (await aclient.batch(batch.id)).items.succeeded == 2
+            finals = [e async for e in aclient.batch_events(batch.id)]
+            assert len(finals) == 1 and finals[0].final and finals[0].batch.items.succeeded == 2
             assert (await aclient.cancel_batch(batch.id)).status == "finished", "a finished batch stays so"
             out = tmp_path / "async.zip"
             await aclient.download_batch_zip(batch.id, out)

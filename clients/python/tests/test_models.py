@@ -8,6 +8,7 @@ from atelier_client import (
     NodeRunStatus,
     RunHandle,
     V2Status,
+    WebhookBatchEvent,
     WebhookNodeEvent,
     WorkflowDefinition,
     WorkflowRunStatus,
@@ -85,6 +86,11 @@ def test_webhook_bodies_are_typed() -> None:
     assert isinstance(v3, WorkflowRunStatus) and v3.succeeded
     v2 = parse_webhook_event({"id": "gen_1", "status": "completed", "output": "u", "error": None})
     assert isinstance(v2, V2Status) and v2.urls == ["u"]
+    batch = parse_webhook_event(
+        {"type": "batch.completed", "batch": {"id": "bat_1", "status": "finished", "items": {"total": 2, "failed": 1}}}
+    )
+    assert isinstance(batch, WebhookBatchEvent) and batch.batch.id == "bat_1"
+    assert (batch.batch.status, batch.batch.items.failed) == ("finished", 1)
 
 
 def test_image_data_uri_sniffs_the_type() -> None:

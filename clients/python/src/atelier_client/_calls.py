@@ -18,6 +18,7 @@ import httpx
 from .errors import AtelierError, EventStreamError, error_from_response
 from .models import (
     Batch,
+    BatchEvent,
     BatchItemList,
     BatchList,
     DeletedWorkflow,
@@ -57,6 +58,10 @@ V2_FAMILIES: Dict[str, str] = {
 
 #: Events a webhook may be sent for (``webhook_events``).
 WEBHOOK_EVENTS = ("completed", "node")
+
+#: What a delivery may tell (``WebhookDelivery.event``): a run's events, and ``batch`` (a
+#: batch's ``batch.completed``).
+DELIVERY_EVENTS = WEBHOOK_EVENTS + ("batch",)
 
 DEFAULT_TIMEOUT = 30.0
 #: Read timeout of the events stream: the server sends a keep-alive comment every 15 s.
@@ -305,6 +310,7 @@ def batch_body(
     input: Optional[Mapping[str, Any]] = None,
     priority: Optional[str] = None,
     cache: Optional[bool] = None,
+    webhook_url: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The body of ``POST /api/v3/batches``: each item ``{"input": {...}, "ref": "..."}``."""
     body: Dict[str, Any] = {"type": "workflow" if workflow else "node", "target": target}
@@ -318,6 +324,8 @@ def batch_body(
         body["priority"] = priority
     if cache is not None:
         body["cache"] = cache
+    if webhook_url is not None:
+        body["webhook_url"] = webhook_url
     return body
 
 
@@ -457,6 +465,32 @@ def webhook_deliveries(run_id: str) -> Call[List[WebhookDelivery]]:
 # --- the events stream -------------------------------------------------------------------
 
 
+def batch_webhook_deliveries(batch_id: str) -> Call[List[WebhookDelivery]]:
+    """``GET /api/v3/batches/{batch_id}/webhooks``."""
+
+    return Call(
+        "GET",
+        f"/api/v3/batches/{seg(batch_id)}/webhooks",
+        lambda r: WebhookDeliveryList.from_raw(_obj(r)).deliveries,
+    )
+
+
+def batch_events_path(batch_id: str) -> str:
+    """``GET /api/v3/batches/{batch_id}/events``."""
+    return f"/api/v3/batches/{seg(batch_id)}/events"
+
+
+def to_batch_event(sse: ServerSentEvent) -> Union[BatchEvent, OtherEvent]:
+    """Reads one SSE event of a batch's stream."""
+    try:
+        data: Any = json.loads(sse.data)
+    except ValueError:
+        data = sse.data
+    if sse.event in ("progress", "status") and isinstance(data, dict):
+        return BatchEvent(event=sse.event, batch=Batch.from_raw(data), event_id=sse.id, raw=dict(data))
+    return OtherEvent(event=sse.event, data=data, event_id=sse.id, raw=data if isinstance(data, dict) else {})
+
+
 def events_path(run_id: str) -> str:
     """``GET /api/v3/status/{run_id}/events``."""
     return f"/api/v3/status/{seg(run_id)}/events"
@@ -487,7 +521,7 @@ def open_error(response: httpx.Response) -> Exception:
     try:
         check(response)
     except AtelierError as e:
-        if response.status_code in (404, 405, 406, 501) and e.name not in ("RunNotFound",):
+        if response.status_code in (404, 405, 406, 501) and e.name not in ("RunNotFound", "BatchNotFound"):
             unsupported = EventStreamError(f"the server offers no events stream ({response.status_code})")
             unsupported.__cause__ = e
             return unsupported

@@ -22,6 +22,7 @@ from ._common import StatusLike, check_poll_interval
 from .errors import EventStreamError, RateLimited, WaitTimeout
 from .models import (
     Batch,
+    BatchEvent,
     BatchItemList,
     BatchList,
     DeletedWorkflow,
@@ -398,6 +399,19 @@ class AsyncClient:
         """
         return self._event_stream(run_id, last_event_id)
 
+    def batch_events(self, batch_id: str, last_event_id: Optional[str] = None) -> AsyncIterator[BatchEvent]:
+        """The batch's live events (``GET /api/v3/batches/{batch_id}/events``).
+
+        Yields a :class:`BatchEvent` ``progress`` each time its items' counts change, then
+        one ``status`` (``event.final``) when it is finished or canceled, and ends;
+        reconnecting as :meth:`events` does.
+
+        Raises:
+            BatchNotFound: no such batch of the account.
+            EventStreamError: the server does not offer the stream, or it kept dropping.
+        """
+        return self._event_stream(batch_id, last_event_id, batch=True)
+
     async def _event_stream(
         self,
         run_id: str,
@@ -406,8 +420,11 @@ class AsyncClient:
         deadline: Optional[float] = None,
         timeout: Optional[float] = None,
         max_reconnects: int = 5,
-    ) -> AsyncGenerator[RunEvent, None]:
-        url = self.base_url + calls.events_path(run_id)
+        batch: bool = False,
+    ) -> AsyncGenerator[Any, None]:
+        """A run's events (a batch's with ``batch=True``), reconnecting until the last."""
+        url = self.base_url + (calls.batch_events_path(run_id) if batch else calls.events_path(run_id))
+        parse = calls.to_batch_event if batch else calls.to_run_event
         retry = calls.DEFAULT_RETRY_SECONDS
         failures = 0
 
@@ -438,9 +455,9 @@ class AsyncClient:
                         for sse in decoder.feed(chunk):
                             progressed = True
                             last_event_id = decoder.last_event_id
-                            event = calls.to_run_event(sse)
+                            event = parse(sse)
                             yield event
-                            if isinstance(event, StatusEvent):
+                            if isinstance(event, StatusEvent) or (isinstance(event, BatchEvent) and event.final):
                                 return
                         if decoder.retry is not None:
                             retry = decoder.retry / 1000.0
@@ -527,6 +544,7 @@ class AsyncClient:
         input: Optional[Mapping[str, Any]] = None,
         priority: Optional[str] = None,
         cache: Optional[bool] = None,
+        webhook_url: Optional[str] = None,
         idempotency_key: Optional[str] = None,
     ) -> Batch:
         """``POST /api/v3/batches``: runs the tool ``target`` (a saved workflow with
@@ -541,10 +559,19 @@ class AsyncClient:
             input: Values every item gets (an item's own value wins).
             priority: The items' lane (``bulk`` by default).
             cache: ``False`` runs every node afresh.
+            webhook_url: Receives a signed ``batch.completed`` POST
+                (:class:`WebhookBatchEvent`) each time the batch ends.
             idempotency_key: The same batch sent again with it answers the first one.
         """
         body = calls.batch_body(
-            target, items, items_file=items_file, workflow=workflow, input=input, priority=priority, cache=cache
+            target,
+            items,
+            items_file=items_file,
+            workflow=workflow,
+            input=input,
+            priority=priority,
+            cache=cache,
+            webhook_url=webhook_url,
         )
         return await self._call(calls.create_batch(body, idempotency_key))
 
@@ -567,6 +594,11 @@ class AsyncClient:
         """``POST /api/v3/batches/{batch_id}/cancel``: pending items will not start, its runs
         are canceled and what it holds is given back."""
         return await self._call(calls.cancel_batch(batch_id))
+
+    async def batch_webhook_deliveries(self, batch_id: str) -> List[WebhookDelivery]:
+        """``GET /api/v3/batches/{batch_id}/webhooks``: the batch's ``batch.completed``
+        messages and every attempt."""
+        return await self._call(calls.batch_webhook_deliveries(batch_id))
 
     async def retry_batch(self, batch_id: str) -> Batch:
         """``POST /api/v3/batches/{batch_id}/retry``: runs the failed items again (their

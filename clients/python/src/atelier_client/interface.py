@@ -40,6 +40,7 @@ from .models import (
     WebhookAttempt,
     WebhookDelivery,
     WebhookDeliveryList,
+    WebhookBatchEvent,
     WebhookNodeEvent,
     WebhookSecret,
     WorkflowDefinition,
@@ -141,6 +142,8 @@ OPERATIONS: Tuple[Operation, ...] = (
     ),
     Operation("POST", "/api/v3/batches/{batch_id}/cancel", ("cancel_batch",), response="Batch"),
     Operation("POST", "/api/v3/batches/{batch_id}/retry", ("retry_batch",), response="Batch"),
+    Operation("GET", "/api/v3/batches/{batch_id}/webhooks", ("batch_webhook_deliveries",), response="WebhookDeliveries"),
+    Operation("GET", "/api/v3/batches/{batch_id}/events", ("batch_events",), headers=frozenset({"Last-Event-ID"})),
     # Files, streamed to a path.
     Operation("GET", "/api/v3/batches/{batch_id}/results.jsonl", ("download_batch_results",)),
     Operation("GET", "/api/v3/batches/{batch_id}/results.zip", ("download_batch_zip",)),
@@ -191,6 +194,7 @@ SCHEMAS: Dict[str, Tuple[type, ...]] = {
     "WebhookSecret": (WebhookSecret,),
     "WebhookDeliveries": (WebhookDeliveryList,),
     "WebhookNodeEvent": (WebhookNodeEvent,),
+    "WebhookBatchEvent": (WebhookBatchEvent,),
     "V2Run_tryon": (),
     "V2Run_tryon_pro": (),
     "V2Run_virtualmodel": (),
@@ -207,7 +211,7 @@ KNOWN_FIELDS: Dict[str, FrozenSet[str]] = {
     "RunRequest": frozenset(
         {"type", "target", "input", "webhook_url", "webhook_events", "priority", "start_within_secs", "cache"}
     ),
-    "BatchRequest": frozenset({"type", "target", "input", "items", "items_file", "priority", "cache"}),
+    "BatchRequest": frozenset({"type", "target", "input", "items", "items_file", "priority", "cache", "webhook_url"}),
     "BatchItemRequest": frozenset({"input", "ref"}),
     "Error": frozenset(ERROR_FIELDS),
     "ErrorResponse": frozenset({"id", "error"}),
@@ -241,6 +245,8 @@ VALUE_SCHEMAS: FrozenSet[str] = frozenset(
         "WebhookEventKind",
         "WaitingFor",
         "DeliveryState",
+        "DeliveryEvent",
+        "BatchEventType",
         "ParamKind",
         "NamedOutput",
         "V2Output",

@@ -1046,14 +1046,39 @@ class WebhookNodeEvent:
         )
 
 
-def parse_webhook_event(body: Mapping[str, Any]) -> Union[WebhookNodeEvent, WorkflowRunStatus, NodeRunStatus, V2Status]:
+@dataclass
+class WebhookBatchEvent:
+    """The body of a batch's webhook delivery: the batch ended (``batch.completed``)."""
+
+    #: Always ``"batch.completed"``.
+    type: str
+    #: The batch as ``GET /api/v3/batches/{id}`` answers it when the delivery is made.
+    batch: Batch
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "WebhookBatchEvent":
+        batch = raw.get("batch")
+        return cls(
+            type=str(raw.get("type", "")),
+            batch=Batch.from_raw(batch if isinstance(batch, Mapping) else {}),
+            raw=dict(raw),
+        )
+
+
+def parse_webhook_event(
+    body: Mapping[str, Any],
+) -> Union[WebhookNodeEvent, WebhookBatchEvent, WorkflowRunStatus, NodeRunStatus, V2Status]:
     """Types a verified webhook body (see :func:`atelier_client.verify_webhook`).
 
     A ``node`` delivery gives a :class:`WebhookNodeEvent`; a ``completed`` delivery is the
-    run's final status: a v3 status for v3 runs, the family's :class:`V2Status` for v2 runs.
+    run's final status: a v3 status for v3 runs, the family's :class:`V2Status` for v2 runs;
+    a batch's delivery gives a :class:`WebhookBatchEvent`.
     """
     if body.get("type") == "node":
         return WebhookNodeEvent.from_raw(body)
+    if body.get("type") == "batch.completed":
+        return WebhookBatchEvent.from_raw(body)
     if "overall_status" in body or "workflow_run_id" in body:
         return parse_run_status(body)
     return V2Status.from_raw(body)
@@ -1120,3 +1145,19 @@ class OtherEvent:
 
 #: What :meth:`Client.events` yields.
 RunEvent = Union[NodeEvent, StatusEvent, OtherEvent]
+
+
+@dataclass
+class BatchEvent:
+    """An event of a batch's stream (:meth:`Client.batch_events`): ``event`` is
+    ``progress`` (its items' counts changed) or ``status`` (it ended: the last event)."""
+
+    event: str = field(metadata=_CLIENT_ONLY)
+    batch: Batch = field(metadata=_CLIENT_ONLY)
+    #: The SSE ``id:`` of this event (pass it as ``last_event_id`` to resume after it).
+    event_id: Optional[str] = field(default=None, metadata=_CLIENT_ONLY)
+    raw: Dict[str, Any] = _raw_field()
+
+    @property
+    def final(self) -> bool:
+        return self.event == "status"

@@ -4,6 +4,7 @@ import { Link, navigate, pathOf, useRoute } from './lib/router';
 import { SignIn } from './pages/SignIn';
 import { Dashboard } from './pages/Dashboard';
 import { Runs } from './pages/Runs';
+import { BatchDetail, Batches } from './pages/Batches';
 import { RunDetail } from './pages/RunDetail';
 import { Playground } from './pages/Playground';
 import { Workflows } from './pages/Workflows';
@@ -16,6 +17,7 @@ const NAV: [string, string][] = [
   ['/playground', 'Playground'],
   ['/workflows', 'Workflows'],
   ['/runs', 'Runs'],
+  ['/batches', 'Batches'],
 ];
 
 export function App() {
@@ -64,6 +66,8 @@ export function App() {
   if (path === '/' || path === '') page = <Dashboard ctx={ctx} />;
   else if (path === '/runs') page = <Runs route={route} />;
   else if (path.startsWith('/runs/')) page = <RunDetail id={decodeURIComponent(path.slice(6))} ctx={ctx} />;
+  else if (path === '/batches') page = <Batches />;
+  else if (path.startsWith('/batches/')) page = <BatchDetail id={decodeURIComponent(path.slice(9))} ctx={ctx} />;
   else if (path === '/playground') page = <Playground route={route} ctx={ctx} />;
   else if (path === '/workflows') page = <Workflows />;
   else if (path === '/editor' || path.startsWith('/editor/')) page = <Editor name={path.length > 8 ? decodeURIComponent(path.slice(8)) : null} route={route} ctx={ctx} />;

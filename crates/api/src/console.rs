@@ -66,7 +66,13 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
         limiter: RateLimiter::new(state.config.rate_limit).map(Arc::new),
     };
     let v3 = Router::new()
-        .nest("/console", v3::routes().merge(crate::events::routes()).merge(crate::webhooks::routes()))
+        .nest(
+            "/console",
+            v3::routes()
+                .merge(crate::batches::routes())
+                .merge(crate::events::routes())
+                .merge(crate::webhooks::routes()),
+        )
         .route_layer(axum::middleware::from_fn_with_state(limits, session_account));
     Router::new()
         .route("/console/api/session", post(sign_in).get(current).delete(sign_out))

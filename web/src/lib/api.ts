@@ -112,5 +112,9 @@ export type WorkflowValidation = wire.Validation;
 export type Key = wire.Key;
 export type LedgerEntry = wire.LedgerEntry;
 export type UsageDay = wire.UsageDay;
+export type Batch = wire.Batch;
+export type BatchList = wire.BatchList;
+export type BatchItem = wire.BatchItem;
+export type BatchItemList = wire.BatchItemList;
 
 export const TERMINAL = ['succeeded', 'failed', 'canceled'];

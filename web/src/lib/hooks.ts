@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { get, type RunStatus } from './api';
+import { get, type Batch, type RunStatus } from './api';
 
 /** Loads `fn` when `deps` change; `reload` loads again. */
 export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]) {
@@ -104,5 +104,42 @@ export function useRunFollow(
     },
     fallbackMs,
     !!id && active && !streaming,
+  );
+}
+
+/**
+ * Follows batch `id` while `active`, calling `onBatch` with the batch at each change of its
+ * counts: from its event stream (`/console/api/v3/batches/{id}/events`), whose `progress`
+ * and final `status` events carry the batch itself. Where the stream cannot be opened, it
+ * polls every `fallbackMs`.
+ */
+export function useBatchFollow(id: string, active: boolean, onBatch: (batch: Batch) => void, fallbackMs = 2000) {
+  const saved = useRef(onBatch);
+  saved.current = onBatch;
+  const [streaming, setStreaming] = useState(typeof EventSource !== 'undefined');
+  useEffect(() => {
+    if (!active || !streaming) return;
+    const source = new EventSource(`/console/api/v3/batches/${encodeURIComponent(id)}/events`);
+    const take = (event: Event) => saved.current(JSON.parse((event as MessageEvent<string>).data) as Batch);
+    source.addEventListener('progress', take);
+    source.addEventListener('status', (event) => {
+      // The last event; the server ends the stream, which the browser would reopen.
+      source.close();
+      take(event);
+    });
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED) setStreaming(false);
+    };
+    return () => source.close();
+  }, [id, active, streaming]);
+  useInterval(
+    () => {
+      get<Batch>(`/v3/batches/${encodeURIComponent(id)}`).then(
+        (b) => saved.current(b),
+        () => {},
+      );
+    },
+    fallbackMs,
+    active && !streaming,
   );
 }

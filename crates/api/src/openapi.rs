@@ -514,6 +514,20 @@ file instead: checked as UTF-8 with every line or row an item, answered with `fo
         "/api/v3/uploads/{id}".into(),
         json!({"get": path_param(op("An upload of this account, while runs may name it", None, "Upload", &[401, 404]), "id")}),
     );
+    let mut direct = op(
+        "Begin a direct upload: a signed URL of the storage to PUT the bytes to (S3 storage only)",
+        Some("DirectUploadRequest"),
+        "DirectUpload",
+        &[400, 401, 409, 422],
+    );
+    direct["description"] = json!("Extension. The client sends the bytes straight to the bucket with `PUT url` (no API \
+key; the URL is signed and valid for an hour), then completes the upload with `POST /api/v3/uploads/direct/{id}`, which \
+checks them as `POST /api/v3/uploads` does. 409 Conflict where the storage is a local directory.");
+    paths.insert("/api/v3/uploads/direct".into(), json!({"post": direct}));
+    paths.insert(
+        "/api/v3/uploads/direct/{id}".into(),
+        json!({"post": path_param(op("Complete a direct upload: its bytes checked and kept as an upload", None, "Upload", &[401, 404, 413, 422]), "id")}),
+    );
     batch_paths(&mut paths);
     for family in Family::ALL {
         let path = family.path();

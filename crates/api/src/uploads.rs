@@ -23,15 +23,118 @@ use axum::{Json, Router};
 use bytes::Bytes;
 
 use crate::error::ApiError;
-use crate::extract::{body_bytes, Caller};
+use crate::extract::{body_bytes, Caller, JsonObject};
 use crate::state::AppState;
 use atelier_core::RequestError;
 
 /// The part of a `multipart/form-data` upload that holds the image.
 pub const FILE_PART: &str = "file";
 
+/// How long a direct upload's signed URL takes the bytes.
+pub const DIRECT_UPLOAD_WINDOW: std::time::Duration = atelier_core::keys::STAGED_UPLOAD_WINDOW;
+
 pub(crate) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v3/uploads", post(create)).route("/api/v3/uploads/{id}", get(show))
+    Router::new()
+        .route("/api/v3/uploads", post(create))
+        .route("/api/v3/uploads/direct", post(begin_direct))
+        .route("/api/v3/uploads/direct/{id}", post(complete_direct))
+        .route("/api/v3/uploads/{id}", get(show))
+}
+
+/// `POST /api/v3/uploads/direct` (S3 storage): a signed URL to `PUT` the bytes to, under the
+/// account's staging prefix, and the id that completes the upload. An items file says so
+/// by its `content_type`; its id then ends `.jsonl` or `.csv`.
+async fn begin_direct(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    JsonObject(mut body): JsonObject,
+) -> Result<Json<wire::DirectUpload>, ApiError> {
+    let content_type = match body.remove("content_type") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(t)) => Some(t),
+        Some(_) => return Err(RequestError::invalid("content_type", "must be a string").into()),
+    };
+    if let Some(key) = body.keys().next() {
+        return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")).into());
+    }
+    let items = content_type.as_deref().and_then(ItemsFormat::from_media_type);
+    if let Some(t) =
+        content_type.as_deref().filter(|t| items.is_none() && !t.to_ascii_lowercase().starts_with("image/"))
+    {
+        return Err(RequestError::invalid(
+            "content_type",
+            format!("'{t}' is neither an image nor an items file (application/x-ndjson, text/csv)"),
+        )
+        .into());
+    }
+    if !state.blob.can_presign() {
+        return Err(ApiError::Conflict(
+            "direct uploads need S3 storage (storage.url = s3://…); send the bytes to POST /api/v3/uploads"
+                .into(),
+        ));
+    }
+    let id = match items {
+        Some(format) => format!("{}.{}", atelier_core::ids::direct_upload_id(), format.extension()),
+        None => atelier_core::ids::direct_upload_id(),
+    };
+    let key = atelier_core::keys::staged_upload(account.id, &id);
+    let url = state.blob.presigned_put(&key, DIRECT_UPLOAD_WINDOW).await.map_err(storage)?;
+    let url = url.ok_or_else(|| ApiError::Internal("the storage signed no URL".into()))?;
+    let expires_at = now_micros().saturating_add(micros(DIRECT_UPLOAD_WINDOW));
+    Ok(Json(wire::DirectUpload {
+        complete: format!("/api/v3/uploads/direct/{id}"),
+        id,
+        url,
+        method: "PUT".into(),
+        expires_at: format_time(expires_at),
+        max_bytes: state.config.inputs.max_bytes,
+    }))
+}
+
+/// `POST /api/v3/uploads/direct/{id}`: the staged bytes, checked as an upload's (an image's,
+/// or an items file's), kept as any upload is, and the staged object removed. Another
+/// account's id, or bytes never sent, is 404 `UploadNotFound`; bytes refused are removed
+/// too, so the same id cannot be completed again.
+async fn complete_direct(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<wire::Upload>, ApiError> {
+    let not_found = || ApiError::UploadNotFound { id: id.clone(), field: None };
+    let (base, ext) = id.split_once('.').map_or((id.as_str(), None), |(b, e)| (b, Some(e)));
+    let items = match ext {
+        None => None,
+        Some(ext) => Some(ItemsFormat::from_extension(ext).ok_or_else(not_found)?),
+    };
+    if !atelier_core::ids::is_direct_upload_id(base) {
+        return Err(not_found());
+    }
+    let key = atelier_core::keys::staged_upload(account.id, &id);
+    let meta = match state.blob.head(&key).await {
+        Ok(meta) => meta,
+        Err(atelier_blob::BlobError::NotFound) => return Err(not_found()),
+        Err(e) => return Err(storage(e)),
+    };
+    let checked = if meta.size > state.config.inputs.max_bytes {
+        Err(ApiError::InvalidImage {
+            field: FILE_PART.to_string(),
+            reason: format!(
+                "{} bytes, more than the {} an input may have",
+                meta.size, state.config.inputs.max_bytes
+            ),
+        })
+    } else {
+        let bytes = state.blob.get(&key).await.map_err(storage)?;
+        match items {
+            Some(format) => accept_items(&state, &account, bytes, format).await,
+            None => accept(&state, &account, bytes).await,
+        }
+    };
+    // Kept under its upload key, or refused: the staged bytes go either way.
+    if let Err(e) = state.blob.delete(&key).await {
+        tracing::warn!(key = %key, error = %e, "removing a staged upload failed; the sweeper will");
+    }
+    checked.map(Json)
 }
 
 /// `POST /api/v3/uploads`: the image is the body (any content type but multipart), or the

@@ -148,13 +148,8 @@ mod tests {
         }
         assert_eq!(target.get("unrelated/x").await.unwrap(), &b"keep"[..]);
         let listed = target.list(Some("outputs/r2")).await.unwrap();
-        assert_eq!(
-            listed,
-            vec![
-                ListedObject { key: "outputs/r2/Shoot/0.png".into(), size: 3 },
-                ListedObject { key: "outputs/r2/Square/0.jpg".into(), size: 0 },
-            ]
-        );
+        let listed: Vec<(&str, u64)> = listed.iter().map(|o| (o.key.as_str(), o.size)).collect();
+        assert_eq!(listed, [("outputs/r2/Shoot/0.png", 3), ("outputs/r2/Square/0.jpg", 0)]);
 
         // Running it again sends nothing; an object lost in between is sent again.
         target.delete_prefix("outputs/r1").await.unwrap();

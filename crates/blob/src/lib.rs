@@ -38,12 +38,14 @@
 use std::ops::Range;
 use std::path::Path as FsPath;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
+use object_store::signer::Signer;
 use object_store::{ObjectStore, PutPayload};
 
 mod copy;
@@ -113,6 +115,8 @@ pub struct ListedObject {
     pub key: String,
     /// Size in bytes.
     pub size: u64,
+    /// Last modification time.
+    pub last_modified: DateTime<Utc>,
 }
 
 /// Object storage with a public base URL.
@@ -124,6 +128,8 @@ pub struct BlobStore {
     public_base_url: String,
     /// When set, output URLs point here instead of at the API's `/files` route.
     cdn_base_url: Option<String>,
+    /// What signs URLs for direct transfers (S3), and the key prefix the store adds.
+    signer: Option<(Arc<dyn Signer>, String)>,
 }
 
 impl std::fmt::Debug for BlobStore {
@@ -154,7 +160,36 @@ impl BlobStore {
 
     /// A store backed by any [`ObjectStore`] (e.g. S3).
     pub fn from_store(store: Arc<dyn ObjectStore>, public_base_url: &str) -> Self {
-        Self { store, public_base_url: public_base_url.trim_end_matches('/').to_string(), cdn_base_url: None }
+        Self {
+            store,
+            public_base_url: public_base_url.trim_end_matches('/').to_string(),
+            cdn_base_url: None,
+            signer: None,
+        }
+    }
+
+    /// The same store, able to sign URLs for direct transfers with `signer`, which addresses
+    /// the bucket itself: `prefix` is the key prefix the store adds to every key.
+    pub fn with_signer(self, signer: Arc<dyn Signer>, prefix: &str) -> Self {
+        Self { signer: Some((signer, prefix.trim_matches('/').to_string())), ..self }
+    }
+
+    /// Whether [`BlobStore::presigned_put`] can sign (S3 storage).
+    pub fn can_presign(&self) -> bool {
+        self.signer.is_some()
+    }
+
+    /// A URL that lets its holder `PUT` an object under `key` for `expires_in`, without
+    /// credentials; `None` where the storage cannot sign one (a local directory).
+    pub async fn presigned_put(&self, key: &str, expires_in: Duration) -> Result<Option<String>, BlobError> {
+        let Some((signer, prefix)) = &self.signer else { return Ok(None) };
+        validate_key(key)?;
+        let full = if prefix.is_empty() { key.to_string() } else { format!("{prefix}/{key}") };
+        let url = signer
+            .signed_url(::http::Method::PUT, &Path::from(full), expires_in)
+            .await
+            .map_err(|e| BlobError::from_store(e, "sign", key))?;
+        Ok(Some(url.to_string()))
     }
 
     /// The same store, with output URLs `{cdn_base_url}/{key}`.
@@ -271,7 +306,11 @@ impl BlobStore {
         let mut objects: Vec<ListedObject> = self
             .store
             .list(path.as_ref())
-            .map_ok(|meta| ListedObject { key: meta.location.to_string(), size: meta.size })
+            .map_ok(|meta| ListedObject {
+                key: meta.location.to_string(),
+                size: meta.size,
+                last_modified: meta.last_modified,
+            })
             .try_collect()
             .await
             .map_err(|e| BlobError::from_store(e, "list", what))?;

@@ -113,13 +113,13 @@ impl BlobStore {
                 if let Some(secret) = &s3.secret_access_key {
                     builder = builder.with_secret_access_key(secret);
                 }
-                let store = builder.build().map_err(|e| BlobError::Config(format!("S3 storage: {e}")))?;
+                let s3 = builder.build().map_err(|e| BlobError::Config(format!("S3 storage: {e}")))?;
                 let store: Arc<dyn ObjectStore> = if prefix.is_empty() {
-                    Arc::new(store)
+                    Arc::new(s3.clone())
                 } else {
-                    Arc::new(PrefixStore::new(store, prefix.as_str()))
+                    Arc::new(PrefixStore::new(s3.clone(), prefix.as_str()))
                 };
-                BlobStore::from_store(store, public_base_url)
+                BlobStore::from_store(store, public_base_url).with_signer(Arc::new(s3), prefix)
             }
         };
         Ok(match cdn_base_url.map(|u| u.trim_end_matches('/')).filter(|u| !u.is_empty()) {

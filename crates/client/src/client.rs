@@ -13,10 +13,10 @@ use url::Url;
 
 use crate::error::Error;
 use crate::models::{
-    Batch, BatchItemList, BatchList, BatchRequest, Deleted, Estimate, ItemState, Priority, RunHandle,
-    RunKind, RunList, RunState, RunStatus, TokenBalance, Tool, Upload, V2Status, WebhookDelivery,
-    WebhookDeliveryList, WebhookEventKind, WebhookSecret, WorkflowDefinition, WorkflowDescription,
-    WorkflowSummary, WorkflowValidation,
+    Batch, BatchItemList, BatchList, BatchRequest, Deleted, DirectUpload, DirectUploadRequest, Estimate,
+    ItemState, Priority, RunHandle, RunKind, RunList, RunState, RunStatus, TokenBalance, Tool, Upload,
+    V2Status, WebhookDelivery, WebhookDeliveryList, WebhookEventKind, WebhookSecret, WorkflowDefinition,
+    WorkflowDescription, WorkflowSummary, WorkflowValidation,
 };
 
 /// The timeout of each call unless the builder says otherwise.
@@ -563,6 +563,50 @@ impl Client {
             .header(reqwest::header::CONTENT_TYPE, media_type)
             .body(bytes);
         decode(self.call(request, "the upload").await?.1, "the upload")
+    }
+
+    /// A direct upload (S3 storage): the bytes go from here straight to the bucket, not
+    /// through the API. Begins it ([`Client::begin_direct_upload`]), `PUT`s the bytes to the
+    /// signed URL, and completes it ([`Client::complete_direct_upload`]), which checks them
+    /// as [`Client::upload`] does. `content_type`: `None` for an image, or an items file's
+    /// (`text/csv`, `application/x-ndjson`). A server on local storage answers
+    /// [`Error::Conflict`]: use [`Client::upload`] there.
+    pub async fn upload_direct(
+        &self,
+        bytes: bytes::Bytes,
+        content_type: Option<&str>,
+    ) -> Result<Upload, Error> {
+        let direct = self.begin_direct_upload(content_type).await?;
+        let mut put = self.inner.http.put(&direct.url).body(bytes);
+        if let Some(t) = content_type {
+            put = put.header(reqwest::header::CONTENT_TYPE, t);
+        }
+        let answer = put.send().await.map_err(Error::Transport)?;
+        let status = answer.status().as_u16();
+        if !(200..300).contains(&status) {
+            let body = answer.text().await.unwrap_or_default();
+            return Err(Error::UnexpectedStatus { status, body: body.chars().take(200).collect() });
+        }
+        self.complete_direct_upload(&direct.id).await
+    }
+
+    /// `POST /api/v3/uploads/direct`: a signed URL of the storage to `PUT` the bytes to, and
+    /// the id that completes the upload.
+    pub async fn begin_direct_upload(&self, content_type: Option<&str>) -> Result<DirectUpload, Error> {
+        let url = self.url(&["api", "v3", "uploads", "direct"]);
+        let body = DirectUploadRequest { content_type: content_type.map(str::to_string) };
+        let request = self.request(Method::POST, url, Duration::ZERO).json(&body);
+        decode(self.call(request, "the direct upload").await?.1, "the direct upload")
+    }
+
+    /// `POST /api/v3/uploads/direct/{id}`: the bytes sent to a direct upload's URL, checked
+    /// and kept as an upload.
+    pub async fn complete_direct_upload(&self, id: &str) -> Result<Upload, Error> {
+        let url = self.url(&["api", "v3", "uploads", "direct", id]);
+        decode(
+            self.call(self.request(Method::POST, url, Duration::ZERO), "the upload").await?.1,
+            "the upload",
+        )
     }
 
     /// `GET /api/v3/uploads/{id}`: an upload of this account, while runs may name it.

@@ -74,6 +74,10 @@ operations! {
         query [] headers [] request Some("RunRequest"), response Some("Estimate");
     "POST" "/api/v3/uploads" => [upload, upload_file, upload_items_file]
         query [] headers [] request None, response Some("Upload");
+    "POST" "/api/v3/uploads/direct" => [begin_direct_upload, upload_direct]
+        query [] headers [] request Some("DirectUploadRequest"), response Some("DirectUpload");
+    "POST" "/api/v3/uploads/direct/{id}" => [complete_direct_upload, upload_direct]
+        query [] headers [] request None, response Some("Upload");
     "GET" "/api/v3/uploads/{id}" => [get_upload]
         query [] headers [] request None, response Some("Upload");
     "POST" "/api/v3/batches" => [create_batch]

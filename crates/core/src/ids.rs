@@ -35,6 +35,16 @@ pub fn is_batch_id(id: &str) -> bool {
     id.strip_prefix("bat_").is_some_and(|b| b.len() == 16 && b.bytes().all(|c| ID_ALPHABET.contains(&c)))
 }
 
+/// A direct upload's id: `dup_` and 24 characters.
+pub fn direct_upload_id() -> String {
+    format!("dup_{}", random_lower(24))
+}
+
+/// Whether `id` has the shape of a direct upload's id.
+pub fn is_direct_upload_id(id: &str) -> bool {
+    id.strip_prefix("dup_").is_some_and(|b| b.len() == 24 && b.bytes().all(|c| ID_ALPHABET.contains(&c)))
+}
+
 /// Whether `id` has the shape of a run id; anything else cannot exist.
 pub fn is_run_id(id: &str) -> bool {
     let body = id.strip_prefix("wr_").or_else(|| id.strip_prefix("gen_"));

@@ -65,7 +65,7 @@ pub use runs::{
     RunRequest, RunState, RunStatus, RunSummary, WaitingFor, WebhookEventKind,
 };
 pub use tools::{EngineKind, Fidelity, OutputKind, ParamKind, Tool, ToolParam};
-pub use uploads::{Upload, UPLOAD_PREFIX};
+pub use uploads::{DirectUpload, DirectUploadRequest, Upload, UPLOAD_PREFIX};
 pub use v2::{TokenBalance, V2Output, V2State, V2Status};
 pub use webhooks::{
     BatchEventType, DeliveryEvent, DeliveryState, NodeEventType, WebhookAttempt, WebhookBatchEvent,

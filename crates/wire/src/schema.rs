@@ -15,7 +15,7 @@ use crate::console;
 use crate::errors::{ErrorBody, ErrorResponse};
 use crate::runs::{NodeEvent, RunHandle, RunList, RunRequest, RunStatus};
 use crate::tools::Tool;
-use crate::uploads::Upload;
+use crate::uploads::{DirectUpload, DirectUploadRequest, Upload};
 use crate::v2::{TokenBalance, V2Status};
 use crate::webhooks::{WebhookBatchEvent, WebhookDeliveryList, WebhookNodeEvent, WebhookSecret};
 use crate::workflows::{
@@ -57,8 +57,11 @@ pub fn components() -> Map<String, Value> {
     requests.subschema_for::<RunRequest>();
     requests.subschema_for::<WorkflowDefinition>();
     requests.subschema_for::<BatchRequest>();
+    requests.subschema_for::<DirectUploadRequest>();
     for (name, schema) in requests.take_definitions(true) {
-        if ["RunRequest", "Workflow", "BatchRequest", "BatchItemRequest"].contains(&name.as_str()) {
+        if ["RunRequest", "Workflow", "BatchRequest", "BatchItemRequest", "DirectUploadRequest"]
+            .contains(&name.as_str())
+        {
             schemas.insert(name, schema);
         }
     }
@@ -175,6 +178,7 @@ const ROOTS: &[Add] = &[
     add::<Deleted>,
     add::<Estimate>,
     add::<Upload>,
+    add::<DirectUpload>,
     add::<Batch>,
     add::<BatchList>,
     add::<BatchItemList>,

@@ -38,3 +38,31 @@ impl Upload {
         format!("{UPLOAD_PREFIX}{id}")
     }
 }
+
+/// The body of `POST /api/v3/uploads/direct`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DirectUploadRequest {
+    /// What will be sent: an image (any image type, the default), or an items file
+    /// (`application/x-ndjson`, `application/jsonl` or `text/csv`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+}
+
+/// A direct upload begun (`POST /api/v3/uploads/direct`, S3 storage only): send the bytes to
+/// `url` with `method` (no API key: the URL is signed), then `POST` to `complete`, which
+/// checks them as any upload and answers the `Upload`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DirectUpload {
+    /// The direct upload's id (`dup_…`), named by `complete`.
+    pub id: String,
+    /// Where to send the bytes: a signed URL of the storage, valid until `expires_at`.
+    pub url: String,
+    /// Always `PUT`.
+    pub method: String,
+    /// The path to `POST` once the bytes are sent: `/api/v3/uploads/direct/{id}`.
+    pub complete: String,
+    /// Until when `url` takes the bytes.
+    pub expires_at: String,
+    /// The most bytes the completion accepts (the input policy's).
+    pub max_bytes: u64,
+}

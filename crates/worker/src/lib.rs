@@ -58,8 +58,8 @@ use tokio_util::sync::CancellationToken;
 pub use cache::CacheSettings;
 pub use deliverer::{CompletedBody, Deliverer, DeliveryConfig};
 pub use maintenance::{
-    delete_expired_idempotency_keys, evict_cache, sweep_expired, sweep_unused_inputs, Maintenance,
-    INPUT_GRACE, JANITOR_INTERVAL,
+    delete_expired_idempotency_keys, evict_cache, sweep_expired, sweep_staged_uploads, sweep_unused_inputs,
+    Maintenance, INPUT_GRACE, JANITOR_INTERVAL,
 };
 pub use queue::{CacheHit, Direct, WorkQueue};
 

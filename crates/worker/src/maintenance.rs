@@ -120,6 +120,10 @@ impl Maintenance {
                     if let Err(e) = evict_cache(self.store.as_ref(), self.cache_max_age, self.cache_max_bytes).await {
                         warn!(error = %e, "sweeper failed on the result cache");
                     }
+                    let window = chrono::Duration::from_std(atelier_core::keys::STAGED_UPLOAD_WINDOW).unwrap_or_default();
+                    if let Err(e) = sweep_staged_uploads(&self.blob, chrono::Utc::now() - window).await {
+                        warn!(error = %e, "sweeper failed on staged uploads");
+                    }
                 },
                 _ = janitor.tick() => if self.leads().await {
                     match delete_expired_idempotency_keys(self.store.as_ref()).await {
@@ -163,6 +167,28 @@ pub async fn sweep_expired(store: &dyn Store, blob: &BlobStore) -> Result<usize,
             swept += 1;
         }
     }
+}
+
+/// Deletes the bytes of direct uploads sent but never completed (`POST
+/// /api/v3/uploads/direct`), last written before `before`; returns how many. Only S3 storage
+/// stages uploads.
+pub async fn sweep_staged_uploads(
+    blob: &BlobStore,
+    before: chrono::DateTime<chrono::Utc>,
+) -> Result<usize, String> {
+    if !blob.can_presign() {
+        return Ok(0);
+    }
+    let staged = blob.list(Some(atelier_core::keys::STAGED_UPLOADS)).await.map_err(|e| e.to_string())?;
+    let mut deleted = 0;
+    for object in staged.iter().filter(|o| o.last_modified < before) {
+        blob.delete(&object.key).await.map_err(|e| e.to_string())?;
+        deleted += 1;
+    }
+    if deleted > 0 {
+        info!(objects = deleted, "swept staged uploads never completed");
+    }
+    Ok(deleted)
 }
 
 /// Deletes the inline images that no unswept run uses and none has used since `before`;

@@ -157,6 +157,28 @@ export type DeliveryEvent = "completed" | "node" | "batch";
 /** The state of a webhook delivery. */
 export type DeliveryState = "pending" | "delivered" | "failed";
 
+/** A direct upload begun (`POST /api/v3/uploads/direct`, S3 storage only): send the bytes to `url` with `method` (no API key: the URL is signed), then `POST` to `complete`, which checks them as any upload and answers the `Upload`. */
+export interface DirectUpload {
+  /** The direct upload's id (`dup_…`), named by `complete`. */
+  id: string;
+  /** Where to send the bytes: a signed URL of the storage, valid until `expires_at`. */
+  url: string;
+  /** Always `PUT`. */
+  method: string;
+  /** The path to `POST` once the bytes are sent: `/api/v3/uploads/direct/{id}`. */
+  complete: string;
+  /** Until when `url` takes the bytes. */
+  expires_at: string;
+  /** The most bytes the completion accepts (the input policy's). */
+  max_bytes: number;
+}
+
+/** The body of `POST /api/v3/uploads/direct`. */
+export interface DirectUploadRequest {
+  /** What will be sent: an image (any image type, the default), or an items file (`application/x-ndjson`, `application/jsonl` or `text/csv`). */
+  content_type?: string;
+}
+
 /** The kind of engine that runs a tool. */
 export type EngineKind = "builtin" | "comfyui" | "cog" | "onnx";
 

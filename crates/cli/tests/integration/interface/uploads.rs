@@ -310,3 +310,138 @@ async fn an_upload_is_its_accounts_alone_and_goes_when_its_time_is_over() {
     assert_eq!((code, again["id"].as_str()), (200, Some(id.as_str())));
     assert_eq!(blob.list(Some("uploads")).await.unwrap().len(), 1);
 }
+
+/// A service whose storage is a bucket of a moto server of its own (a prefix of it); `None`
+/// where moto is not installed (CI requires it).
+async fn app_on_s3() -> Option<(TestApp, atelier_testkit::moto::MotoServer)> {
+    let moto = atelier_testkit::moto::MotoServer::start("atelier-direct")?;
+    let endpoint = moto.endpoint.clone();
+    let app = TestApp::start_with(
+        move |c| {
+            c.storage.url = "s3://atelier-direct/site".into();
+            c.storage.s3.endpoint = endpoint;
+            c.storage.s3.region = "us-east-1".into();
+            c.storage.s3.access_key_id = "test".into();
+            c.storage.s3.secret_access_key = "test".into();
+        },
+        None,
+        100,
+    )
+    .await;
+    Some((app, moto))
+}
+
+/// Begins a direct upload; its answer.
+async fn begin_direct(app: &TestApp, key: &str, body: Value) -> (u16, Value) {
+    app.call("POST", "/api/v3/uploads/direct", Some(key), Some(&body)).await
+}
+
+/// Sends `bytes` to a direct upload's signed URL, as a client would: no API key.
+async fn put_signed(app: &TestApp, direct: &Value, bytes: Vec<u8>) {
+    assert_eq!(direct["method"], "PUT");
+    let sent = app.client.put(direct["url"].as_str().unwrap()).body(bytes).send().await.unwrap();
+    assert!(sent.status().is_success(), "{}", sent.text().await.unwrap());
+}
+
+async fn complete_direct(app: &TestApp, key: &str, id: &str) -> (u16, Value) {
+    app.call("POST", &format!("/api/v3/uploads/direct/{id}"), Some(key), None).await
+}
+
+#[tokio::test]
+async fn a_direct_upload_goes_to_the_bucket_and_is_checked_when_completed() {
+    let Some((app, _moto)) = app_on_s3().await else { return };
+    let key = app.key.clone();
+    let png = png_bytes(40, 30);
+
+    let (code, direct) = begin_direct(&app, &key, json!({})).await;
+    assert_eq!(code, 200, "{direct}");
+    let id = direct["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("dup_"), "{id}");
+    assert_eq!(direct["complete"], format!("/api/v3/uploads/direct/{id}"));
+    assert!(direct["url"].as_str().unwrap().contains("X-Amz-Signature="), "{direct}");
+    assert!(direct["max_bytes"].as_u64().unwrap() > 0);
+    // Completing before the bytes are sent: nothing to complete.
+    let (code, e) = complete_direct(&app, &key, &id).await;
+    assert_eq!((code, e["error"]["name"].as_str()), (404, Some("UploadNotFound")), "{e}");
+
+    put_signed(&app, &direct, png.clone()).await;
+    // Another account cannot complete it.
+    let other = app.other_key(10).await;
+    let (code, _) = complete_direct(&app, &other, &id).await;
+    assert_eq!(code, 404);
+    let (code, upload) = complete_direct(&app, &key, &id).await;
+    assert_eq!(code, 200, "{upload}");
+    assert_eq!(
+        (upload["width"].as_i64(), upload["height"].as_i64(), upload["format"].as_str()),
+        (Some(40), Some(30), Some("png"))
+    );
+    // The same bytes through the API are the same upload: content-addressed either way.
+    let (_, same) = upload_raw(&app, Some(&key), "image/png", png).await;
+    assert_eq!(same["id"], upload["id"]);
+    // The staged bytes are gone: completing again finds nothing.
+    let (code, _) = complete_direct(&app, &key, &id).await;
+    assert_eq!(code, 404);
+    let blob = app.running.as_ref().unwrap().blob.clone();
+    assert!(blob.list(Some("staging")).await.unwrap().is_empty());
+    // A run names it.
+    let run =
+        app.run(&json!({"type": "node", "target": "upscale", "input": {"image": upload["input"]}})).await;
+    assert_eq!(app.wait(&run).await["status"], "succeeded");
+
+    // Bytes that are no image are refused when completed, and removed.
+    let (_, direct) = begin_direct(&app, &key, json!({"content_type": "image/png"})).await;
+    put_signed(&app, &direct, b"not an image at all".to_vec()).await;
+    let id = direct["id"].as_str().unwrap();
+    let (code, e) = complete_direct(&app, &key, id).await;
+    assert_eq!(
+        (code, e["error"]["name"].as_str(), e["error"]["field"].as_str()),
+        (422, Some("InvalidImage"), Some("file")),
+        "{e}"
+    );
+    assert!(blob.list(Some("staging")).await.unwrap().is_empty(), "refused bytes are removed");
+
+    // An items file, said so when begun.
+    let (_, direct) = begin_direct(&app, &key, json!({"content_type": "text/csv"})).await;
+    let id = direct["id"].as_str().unwrap();
+    assert!(id.ends_with(".csv"), "{id}");
+    put_signed(&app, &direct, format!("ref,image\na,{}\n", upload["input"].as_str().unwrap()).into_bytes())
+        .await;
+    let (code, file) = complete_direct(&app, &key, id).await;
+    assert_eq!((code, file["format"].as_str()), (200, Some("csv")), "{file}");
+
+    // Bytes sent and never completed are swept once their window has passed.
+    let (_, direct) = begin_direct(&app, &key, json!({})).await;
+    put_signed(&app, &direct, png_bytes(8, 8)).await;
+    let now = chrono::Utc::now();
+    assert_eq!(atelier_worker::sweep_staged_uploads(&blob, now - chrono::Duration::hours(1)).await, Ok(0));
+    assert_eq!(atelier_worker::sweep_staged_uploads(&blob, now + chrono::Duration::seconds(5)).await, Ok(1));
+    assert!(blob.list(Some("staging")).await.unwrap().is_empty());
+
+    // Refusals: a content type that is neither; unknown fields; ids that cannot exist.
+    for (body, field) in [
+        (json!({"content_type": "application/pdf"}), "content_type"),
+        (json!({"content_type": 3}), "content_type"),
+    ] {
+        let (code, e) = begin_direct(&app, &key, body).await;
+        assert_eq!((code, e["error"]["field"].as_str()), (422, Some(field)), "{e}");
+    }
+    let (code, _) = begin_direct(&app, &key, json!({"size": 3})).await;
+    assert_eq!(code, 400);
+    for id in ["dup_short", "nothing", "dup_aaaaaaaaaaaaaaaaaaaaaaaa.pdf", "..%2Fetc"] {
+        let (code, _) = complete_direct(&app, &key, id).await;
+        assert_eq!(code, 404, "{id}");
+    }
+    let (code, _) = app.call("POST", "/api/v3/uploads/direct", None, Some(&json!({}))).await;
+    assert_eq!(code, 401);
+}
+
+#[tokio::test]
+async fn direct_uploads_need_s3_storage() {
+    let app = TestApp::start().await;
+    if app.running.as_ref().unwrap().blob.can_presign() {
+        return; // the suite runs on S3 (ATELIER_TEST_BACKEND=postgres-s3): covered above
+    }
+    let (code, e) = begin_direct(&app, &app.key.clone(), json!({})).await;
+    assert_eq!((code, e["error"]["name"].as_str()), (409, Some("Conflict")), "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().contains("POST /api/v3/uploads"), "{e}");
+}

@@ -12,6 +12,7 @@ from conftest import Server
 
 from atelier_client import (
     AsyncClient,
+    AtelierError,
     BatchNotFound,
     Client,
     IdempotencyKeyReused,
@@ -452,3 +453,14 @@ def test_the_same_work_again_comes_from_the_result_cache_unless_told_not_to(clie
     assert again.tokens == 0
     fresh = client.run("upscale", {"image": image, "scale": 2, "seed": 11}, cache=False).wait(**WAIT)
     assert isinstance(fresh, NodeRunStatus) and fresh.cached_from is None and fresh.tokens == 1
+
+
+def test_direct_uploads_need_s3_storage(client: Client) -> None:
+    # The test server keeps its files on local disk: a direct upload is refused, and says
+    # what to use instead.
+    from helpers import png_bytes
+
+    with pytest.raises(AtelierError) as refused:
+        client.upload_direct(png_bytes(4, 4))
+    assert refused.value.name == "Conflict" and refused.value.status_code == 409
+    assert "POST /api/v3/uploads" in refused.value.message

@@ -19,6 +19,7 @@ from .errors import AtelierError, EventStreamError, error_from_response
 from .models import (
     Batch,
     BatchEvent,
+    DirectUpload,
     BatchItemList,
     BatchList,
     DeletedWorkflow,
@@ -258,6 +259,17 @@ def items_media_type(source: Any) -> Optional[str]:
         return None
     suffix = os.fspath(source).rsplit(".", 1)[-1].lower()
     return {"jsonl": "application/x-ndjson", "ndjson": "application/x-ndjson", "csv": "text/csv"}.get(suffix)
+
+
+def begin_direct_upload(content_type: Optional[str] = None) -> Call[DirectUpload]:
+    """``POST /api/v3/uploads/direct``."""
+    body: Dict[str, Any] = {} if content_type is None else {"content_type": content_type}
+    return Call("POST", "/api/v3/uploads/direct", lambda r: DirectUpload.from_raw(_obj(r)), json=body)
+
+
+def complete_direct_upload(direct_id: str) -> Call[Upload]:
+    """``POST /api/v3/uploads/direct/{id}``."""
+    return Call("POST", f"/api/v3/uploads/direct/{seg(direct_id)}", lambda r: Upload.from_raw(_obj(r)))
 
 
 def get_upload(upload_id: str) -> Call[Upload]:

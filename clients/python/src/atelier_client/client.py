@@ -16,10 +16,11 @@ import httpx
 from . import _calls as calls
 from ._calls import Call
 from ._common import StatusLike, check_poll_interval
-from .errors import EventStreamError, RateLimited, WaitTimeout
+from .errors import AtelierError, EventStreamError, RateLimited, WaitTimeout
 from .models import (
     Batch,
     BatchEvent,
+    DirectUpload,
     BatchItemList,
     BatchList,
     DeletedWorkflow,
@@ -524,6 +525,33 @@ class Client:
         ending in ``.jsonl`` or ``.csv`` is a batch's items file (``items_file``)."""
         data = image if isinstance(image, (bytes, bytearray)) else Path(image).read_bytes()
         return self._call(calls.upload(bytes(data), calls.items_media_type(image)))
+
+    def upload_direct(self, image: Union[bytes, str, "os.PathLike[str]"]) -> Upload:
+        """A direct upload (S3 storage): the bytes go from here straight to the bucket, not
+        through the API. Begins it (:meth:`begin_direct_upload`), ``PUT``s the bytes to the
+        signed URL and completes it (:meth:`complete_direct_upload`), which checks them as
+        :meth:`upload` does; a path ending in ``.jsonl`` or ``.csv`` is an items file. A
+        server on local storage raises ``Conflict``: use :meth:`upload` there."""
+        data = image if isinstance(image, (bytes, bytearray)) else Path(image).read_bytes()
+        media_type = calls.items_media_type(image)
+        direct = self.begin_direct_upload(media_type)
+        headers = {"Content-Type": media_type} if media_type else {}
+        sent = self._http.put(direct.url, content=bytes(data), headers=headers, timeout=self._timeout(0.0))
+        if sent.status_code >= 300:
+            raise AtelierError(
+                f"the storage answered HTTP {sent.status_code}", status_code=sent.status_code, body=sent.text
+            )
+        return self.complete_direct_upload(direct.id)
+
+    def begin_direct_upload(self, content_type: Optional[str] = None) -> DirectUpload:
+        """``POST /api/v3/uploads/direct``: a signed URL of the storage to ``PUT`` the bytes
+        to (``content_type``: ``None`` for an image, or an items file's media type)."""
+        return self._call(calls.begin_direct_upload(content_type))
+
+    def complete_direct_upload(self, direct_id: str) -> Upload:
+        """``POST /api/v3/uploads/direct/{id}``: the bytes sent to the URL, checked and kept
+        as an upload."""
+        return self._call(calls.complete_direct_upload(direct_id))
 
     def get_upload(self, upload_id: str) -> Upload:
         """``GET /api/v3/uploads/{id}``: an upload of this account, while runs may name it."""

@@ -23,6 +23,7 @@ from .models import (
     BatchSummary,
     BatchTokens,
     DeletedWorkflow,
+    DirectUpload,
     Estimate,
     NodeEvent,
     NodeResult,
@@ -130,6 +131,14 @@ OPERATIONS: Tuple[Operation, ...] = (
     # The body of an upload is the image's bytes (no schema).
     Operation("POST", "/api/v3/uploads", ("upload",), response="Upload"),
     Operation("GET", "/api/v3/uploads/{id}", ("get_upload",), response="Upload"),
+    Operation(
+        "POST",
+        "/api/v3/uploads/direct",
+        ("begin_direct_upload", "upload_direct"),
+        response="DirectUpload",
+        request="DirectUploadRequest",
+    ),
+    Operation("POST", "/api/v3/uploads/direct/{id}", ("complete_direct_upload", "upload_direct"), response="Upload"),
     Operation("POST", "/api/v3/batches", ("create_batch",), response="Batch", request="BatchRequest", headers=frozenset({"Idempotency-Key"})),
     Operation("GET", "/api/v3/batches", ("batches",), query=frozenset({"limit", "before"}), response="BatchList"),
     Operation("GET", "/api/v3/batches/{batch_id}", ("batch",), response="Batch"),
@@ -180,6 +189,7 @@ SCHEMAS: Dict[str, Tuple[type, ...]] = {
     "WorkflowSummary": (WorkflowSummary,),
     "Estimate": (Estimate,),
     "Upload": (Upload,),
+    "DirectUpload": (DirectUpload,),
     "Batch": (Batch,),
     "BatchCounts": (BatchCounts,),
     "BatchTokens": (BatchTokens,),
@@ -213,6 +223,7 @@ KNOWN_FIELDS: Dict[str, FrozenSet[str]] = {
     ),
     "BatchRequest": frozenset({"type", "target", "input", "items", "items_file", "priority", "cache", "webhook_url"}),
     "BatchItemRequest": frozenset({"input", "ref"}),
+    "DirectUploadRequest": frozenset({"content_type"}),
     "Error": frozenset(ERROR_FIELDS),
     "ErrorResponse": frozenset({"id", "error"}),
 }

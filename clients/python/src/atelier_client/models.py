@@ -636,6 +636,34 @@ class Upload:
 
 
 @dataclass
+class DirectUpload:
+    """``POST /api/v3/uploads/direct`` (S3 storage): ``PUT`` the bytes to ``url`` (no API
+    key: it is signed, until ``expires_at``), then ``POST`` to ``complete``."""
+
+    id: str
+    url: str
+    #: Always ``PUT``.
+    method: str
+    #: ``/api/v3/uploads/direct/{id}``.
+    complete: str
+    expires_at: str
+    max_bytes: int
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "DirectUpload":
+        return cls(
+            id=str(raw.get("id", "")),
+            url=str(raw.get("url", "")),
+            method=str(raw.get("method", "PUT")),
+            complete=str(raw.get("complete", "")),
+            expires_at=str(raw.get("expires_at", "")),
+            max_bytes=int(raw.get("max_bytes", 0)),
+            raw=dict(raw),
+        )
+
+
+@dataclass
 class RunSummary:
     """An item of ``GET /api/v3/runs``."""
 

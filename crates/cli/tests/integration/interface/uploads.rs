@@ -383,6 +383,10 @@ async fn a_direct_upload_goes_to_the_bucket_and_is_checked_when_completed() {
     assert_eq!(code, 404);
     let blob = app.running.as_ref().unwrap().blob.clone();
     assert!(blob.list(Some("staging")).await.unwrap().is_empty());
+    // The Rust client does the three steps.
+    let client = atelier_client::Client::new(&app.base, &key).unwrap();
+    let by_client = client.upload_direct(png_bytes(12, 10).into(), None).await.unwrap();
+    assert_eq!((by_client.width, by_client.height), (12, 10));
     // A run names it.
     let run =
         app.run(&json!({"type": "node", "target": "upscale", "input": {"image": upload["input"]}})).await;
@@ -444,4 +448,9 @@ async fn direct_uploads_need_s3_storage() {
     let (code, e) = begin_direct(&app, &app.key.clone(), json!({})).await;
     assert_eq!((code, e["error"]["name"].as_str()), (409, Some("Conflict")), "{e}");
     assert!(e["error"]["message"].as_str().unwrap().contains("POST /api/v3/uploads"), "{e}");
+    let client = atelier_client::Client::new(&app.base, &app.key).unwrap();
+    match client.upload_direct(png_bytes(4, 4).into(), None).await {
+        Err(atelier_client::Error::Conflict { .. }) => {}
+        other => panic!("{other:?}"),
+    }
 }

@@ -12,9 +12,11 @@ Uploads: for images of several sizes, the median time to accept a run that carri
 inline (base64 in the JSON body) against one that names an upload, and the time of the
 upload itself; the bytes each sends.
 
-    bench/cache.py [--items 1000] [--size 384x512] [--backend embedded|postgres] [--quick]
+    bench/cache.py [--items 1000] [--size 384x512] [--backend embedded|postgres] [--batch] [--quick]
 
-`--quick`: 200 items, fewer upload sizes. Prints a Markdown report.
+`--batch`: each pass is one batch (`POST /api/v3/batches`, items by ref) instead of separate
+runs. `--catalogue-only`: skip the uploads measure. `--quick`: 200 items, fewer upload sizes.
+Prints a Markdown report.
 """
 
 import argparse
@@ -102,6 +104,31 @@ def catalogue_pass(svc, bodies):
     return seconds, before - balance(svc), cached, failed
 
 
+def batch_pass(svc, items):
+    """Sends the catalogue as one batch (`POST /api/v3/batches`) and waits for it to finish;
+    returns (seconds, tokens spent, items filled from the cache, failed items)."""
+    before = balance(svc)
+    started = time.monotonic()
+    batch = call("POST", f"{svc.base}/api/v3/batches", svc.key,
+                 {"type": "node", "target": "background_removal", "items": items})
+    if batch.get("id") is None:
+        sys.exit(f"the batch was refused: {batch}")
+    while batch["status"] == "running":
+        time.sleep(0.2)
+        batch = call("GET", f"{svc.base}/api/v3/batches/{batch['id']}", svc.key)
+    seconds = time.monotonic() - started
+    runs, after = [], None
+    while True:
+        page = call("GET", f"{svc.base}/api/v3/batches/{batch['id']}/items?limit=100"
+                    + (f"&after={after}" if after is not None else ""), svc.key)
+        runs += [i["run_id"] for i in page["items"]]
+        after = page["next_after"]
+        if after is None:
+            break
+    cached = sum(1 for r in runs if call("GET", f"{svc.base}/api/v3/status/{r}", svc.key).get("cached_from"))
+    return seconds, before - balance(svc), cached, batch["items"]["failed"]
+
+
 def catalogue(args):
     w, h = (int(v) for v in args.size.split("x"))
     print(f"making {args.items} photos of {w}x{h}...", file=sys.stderr)
@@ -112,12 +139,19 @@ def catalogue(args):
         with ThreadPoolExecutor(8) as pool:
             uploads = list(pool.map(lambda data: upload(svc.base, svc.key, data), photos))
         upload_seconds = time.monotonic() - started
-        bodies = [{"type": "node", "target": "background_removal", "priority": "bulk",
-                   "input": {"image": u["input"]}} for u in uploads]
-        print("first pass...", file=sys.stderr)
-        first = catalogue_pass(svc, bodies)
-        print("second pass...", file=sys.stderr)
-        second = catalogue_pass(svc, bodies)
+        if args.batch:
+            items = [{"ref": f"sku-{i:05}", "input": {"image": u["input"]}} for i, u in enumerate(uploads)]
+            print("first batch...", file=sys.stderr)
+            first = batch_pass(svc, items)
+            print("the same batch again...", file=sys.stderr)
+            second = batch_pass(svc, items)
+        else:
+            bodies = [{"type": "node", "target": "background_removal", "priority": "bulk",
+                       "input": {"image": u["input"]}} for u in uploads]
+            print("first pass...", file=sys.stderr)
+            first = catalogue_pass(svc, bodies)
+            print("second pass...", file=sys.stderr)
+            second = catalogue_pass(svc, bodies)
         entries = svc.sql("SELECT COUNT(*) FROM cache_entries")[0][0]
     return {"upload_seconds": upload_seconds, "first": first, "second": second, "entries": entries,
             "bytes": sum(len(p) for p in photos)}
@@ -158,6 +192,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--backend", default="embedded", choices=["embedded", "postgres"])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--batch", action="store_true", help="send each pass as one batch (POST /api/v3/batches)")
+    parser.add_argument("--catalogue-only", action="store_true", help="skip the uploads-against-inline measure")
     parser.add_argument("--no-build", action="store_true")
     args = parser.parse_args()
     if args.quick:
@@ -166,20 +202,24 @@ def main():
     if not args.no_build:
         benchlib.build()
     cat = catalogue(args)
-    ups = uploads_vs_inline(args)
+    ups = [] if args.catalogue_only else uploads_vs_inline(args)
     (t1, tok1, hit1, fail1), (t2, tok2, hit2, fail2) = cat["first"], cat["second"]
     print(f"## Result cache and uploads ({args.backend})\n")
+    flags = "".join(f" --{f}" for f in ("quick", "batch") if getattr(args, f))
     print(f"Machine: {benchlib.machine()}. Command: `bench/cache.py --items {args.items} --size {args.size} "
-          f"--backend {args.backend}{' --quick' if args.quick else ''}`; release build, "
+          f"--backend {args.backend}{flags}`; release build, "
           f"{args.workers} worker slots.\n")
+    how = "as one batch each time" if args.batch else "as separate runs"
     print(f"Catalogue: {args.items} distinct {args.size} photos ({cat['bytes'] / 1e6:.1f} MB) uploaded in "
-          f"{cat['upload_seconds']:.1f} s, then cut out (`background_removal`, bulk) twice.\n")
+          f"{cat['upload_seconds']:.1f} s, then cut out (`background_removal`, bulk) twice, {how}.\n")
     print("| pass | wall time | runs/s | tokens | filled from the cache | failed |")
     print("|---|---|---|---|---|---|")
     print(f"| first | {t1:.1f} s | {args.items / t1:.1f} | {tok1} | {hit1} | {fail1} |")
     print(f"| again | {t2:.1f} s | {args.items / t2:.1f} | {tok2} | {hit2} | {fail2} |")
     print(f"\nRe-run: **{t1 / t2:.1f}x** faster, {tok2} tokens (target: at least 20x, 0 tokens); "
           f"{cat['entries']} cache entries.\n")
+    if not ups:
+        return
     print("Uploads against inline images (time to accept one run, median of "
           f"{args.repeats}; noise PNGs, so bytes are what they say):\n")
     print("| image | inline body | run, inline | upload | run, naming the upload | upload + run |")

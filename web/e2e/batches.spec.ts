@@ -41,10 +41,11 @@ test('a batch shows its progress live, its failed items with their errors, retri
   await shot(page, 'batch');
 
   // Downloads, through the session.
-  const lines = await page.request.get(await page.getByRole('link', { name: /results \(JSON lines\)/ }).getAttribute('href') ?? '');
+  const href = async (name: RegExp) => `${base()}${await page.getByRole('link', { name }).getAttribute('href')}`;
+  const lines = await page.request.get(await href(/results \(JSON lines\)/));
   expect(lines.status()).toBe(200);
   expect((await lines.text()).trim().split('\n')).toHaveLength(3);
-  const zip = await page.request.get(await page.getByRole('link', { name: /outputs \(ZIP\)/ }).getAttribute('href') ?? '');
+  const zip = await page.request.get(await href(/outputs \(ZIP\)/));
   expect(zip.status()).toBe(200);
   expect(zip.headers()['content-type']).toBe('application/zip');
 

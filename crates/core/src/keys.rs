@@ -57,6 +57,19 @@ pub fn is_upload(key: &str) -> bool {
     key.starts_with("uploads/")
 }
 
+/// Where a direct upload's bytes wait for their check (`POST /api/v3/uploads/direct`): the
+/// client `PUT`s them there, and the completion moves them under their upload key.
+pub fn staged_upload(account_id: i64, id: &str) -> String {
+    format!("staging/{account_id}/{id}")
+}
+
+/// Every staged upload.
+pub const STAGED_UPLOADS: &str = "staging";
+
+/// How long a direct upload's signed URL takes the bytes; staged bytes not completed within
+/// as long again after they were sent are swept.
+pub const STAGED_UPLOAD_WINDOW: std::time::Duration = std::time::Duration::from_secs(3600);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,16 +89,3 @@ mod tests {
         assert!(is_upload(&upload(7, 42, "ab")) && !is_upload(&input(7, 42, "ab")));
     }
 }
-
-/// Where a direct upload's bytes wait for their check (`POST /api/v3/uploads/direct`): the
-/// client `PUT`s them there, and the completion moves them under their upload key.
-pub fn staged_upload(account_id: i64, id: &str) -> String {
-    format!("staging/{account_id}/{id}")
-}
-
-/// Every staged upload.
-pub const STAGED_UPLOADS: &str = "staging";
-
-/// How long a direct upload's signed URL takes the bytes; staged bytes not completed within
-/// as long again after they were sent are swept.
-pub const STAGED_UPLOAD_WINDOW: std::time::Duration = std::time::Duration::from_secs(3600);

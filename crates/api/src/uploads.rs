@@ -58,9 +58,11 @@ async fn begin_direct(
         return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")).into());
     }
     let items = content_type.as_deref().and_then(ItemsFormat::from_media_type);
-    if let Some(t) =
-        content_type.as_deref().filter(|t| items.is_none() && !t.to_ascii_lowercase().starts_with("image/"))
-    {
+    let image_type = |t: &str| {
+        let t = t.trim().to_ascii_lowercase();
+        t.starts_with("image/") || t.starts_with("application/octet-stream")
+    };
+    if let Some(t) = content_type.as_deref().filter(|t| items.is_none() && !image_type(t)) {
         return Err(RequestError::invalid(
             "content_type",
             format!("'{t}' is neither an image nor an items file (application/x-ndjson, text/csv)"),

@@ -3,7 +3,7 @@ import { api, axe, base, png, recordViolations, policyViolations, shot, signIn }
 
 /** Uploads a PNG as a client would; its `upload:` reference. */
 async function upload(buf: Buffer): Promise<string> {
-  const r = await api('/api/v3/uploads', { method: 'POST', body: buf, headers: { 'content-type': 'image/png' } });
+  const r = await api('/api/v3/uploads', { method: 'POST', body: new Uint8Array(buf), headers: { 'content-type': 'image/png' } });
   expect(r.status).toBe(200);
   return r.body.input as string;
 }

@@ -89,8 +89,18 @@ async fn begin_direct(
         url,
         method: "PUT".into(),
         expires_at: format_time(expires_at),
-        max_bytes: state.config.inputs.max_bytes,
+        max_bytes: direct_limit(&state, items.is_some()),
     }))
+}
+
+/// The most bytes a direct upload's completion takes: an items file's are bounded as a
+/// request body is, an image's as an input is.
+fn direct_limit(state: &AppState, items: bool) -> u64 {
+    if items {
+        u64::try_from(state.config.max_body_bytes).unwrap_or(u64::MAX)
+    } else {
+        state.config.inputs.max_bytes
+    }
 }
 
 /// `POST /api/v3/uploads/direct/{id}`: the staged bytes, checked as an upload's (an image's,
@@ -117,13 +127,16 @@ async fn complete_direct(
         Err(atelier_blob::BlobError::NotFound) => return Err(not_found()),
         Err(e) => return Err(storage(e)),
     };
-    let checked = if meta.size > state.config.inputs.max_bytes {
-        Err(ApiError::InvalidImage {
-            field: FILE_PART.to_string(),
-            reason: format!(
-                "{} bytes, more than the {} an input may have",
-                meta.size, state.config.inputs.max_bytes
-            ),
+    let limit = direct_limit(&state, items.is_some());
+    let checked = if meta.size > limit {
+        Err(match items {
+            // As through the API: an items file is bounded by the body limit, an image by
+            // the input policy.
+            Some(_) => ApiError::PayloadTooLarge { limit: state.config.max_body_bytes },
+            None => ApiError::InvalidImage {
+                field: FILE_PART.to_string(),
+                reason: format!("{} bytes, more than the {limit} an input may have", meta.size),
+            },
         })
     } else {
         let bytes = state.blob.get(&key).await.map_err(storage)?;

@@ -63,6 +63,7 @@ pub struct DirectUpload {
     pub complete: String,
     /// Until when `url` takes the bytes.
     pub expires_at: String,
-    /// The most bytes the completion accepts (the input policy's).
+    /// The most bytes the completion accepts: an image's as an input's (`inputs.max_bytes`),
+    /// an items file's as a request body's (`server.max_body_bytes`).
     pub max_bytes: u64,
 }

@@ -169,7 +169,7 @@ export interface DirectUpload {
   complete: string;
   /** Until when `url` takes the bytes. */
   expires_at: string;
-  /** The most bytes the completion accepts (the input policy's). */
+  /** The most bytes the completion accepts: an image's as an input's (`inputs.max_bytes`), an items file's as a request body's (`server.max_body_bytes`). */
   max_bytes: number;
 }
 

@@ -410,6 +410,8 @@ async fn a_direct_upload_goes_to_the_bucket_and_is_checked_when_completed() {
     let (_, direct) = begin_direct(&app, &key, json!({"content_type": "text/csv"})).await;
     let id = direct["id"].as_str().unwrap();
     assert!(id.ends_with(".csv"), "{id}");
+    let body_limit = atelier_cli::config::Config::default().server.max_body_bytes as u64;
+    assert_eq!(direct["max_bytes"].as_u64(), Some(body_limit), "an items file is bounded as a body");
     put_signed(&app, &direct, format!("ref,image\na,{}\n", upload["input"].as_str().unwrap()).into_bytes())
         .await;
     let (code, file) = complete_direct(&app, &key, id).await;

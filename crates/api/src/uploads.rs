@@ -69,19 +69,19 @@ async fn begin_direct(
         )
         .into());
     }
-    if !state.blob.can_presign() {
-        return Err(ApiError::Conflict(
-            "direct uploads need S3 storage (storage.url = s3://…); send the bytes to POST /api/v3/uploads"
-                .into(),
-        ));
-    }
     let id = match items {
         Some(format) => format!("{}.{}", atelier_core::ids::direct_upload_id(), format.extension()),
         None => atelier_core::ids::direct_upload_id(),
     };
     let key = atelier_core::keys::staged_upload(account.id, &id);
-    let url = state.blob.presigned_put(&key, DIRECT_UPLOAD_WINDOW).await.map_err(storage)?;
-    let url = url.ok_or_else(|| ApiError::Internal("the storage signed no URL".into()))?;
+    // A local directory signs nothing.
+    let url =
+        state.blob.presigned_put(&key, DIRECT_UPLOAD_WINDOW).await.map_err(storage)?.ok_or_else(|| {
+            ApiError::Conflict(
+            "direct uploads need S3 storage (storage.url = s3://…); send the bytes to POST /api/v3/uploads"
+                .into(),
+        )
+        })?;
     let expires_at = now_micros().saturating_add(micros(DIRECT_UPLOAD_WINDOW));
     Ok(Json(wire::DirectUpload {
         complete: format!("/api/v3/uploads/direct/{id}"),

@@ -180,8 +180,6 @@ fn delivery_shape(d: &DeliveryRecord) -> atelier_wire::WebhookDelivery {
     }
 }
 
-/// The body of a `completed` delivery: the run's final status, the JSON of its status
-/// endpoint (v3, or the v2 family's for a v2 run).
 /// The body of a batch's delivery: `batch.completed` with the batch as its status endpoint
 /// answers.
 pub fn batch_body(batch: &atelier_store::BatchRecord) -> Result<Vec<u8>, String> {
@@ -192,6 +190,8 @@ pub fn batch_body(batch: &atelier_store::BatchRecord) -> Result<Vec<u8>, String>
     serde_json::to_vec(&event).map_err(|e| e.to_string())
 }
 
+/// The body of a `completed` delivery: the run's final status, the JSON of its status
+/// endpoint (v3, or the v2 family's for a v2 run).
 pub fn completed_body(blob: &BlobStore, run: &RunRecord) -> Result<Vec<u8>, String> {
     match run.family.as_deref().and_then(Family::parse) {
         Some(family) => serde_json::to_vec(&render::v2_status(blob, run, family)),

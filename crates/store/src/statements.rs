@@ -600,26 +600,27 @@ pub(crate) const RETIRE_WEBHOOK_SECRET: &str =
     "UPDATE webhook_secrets SET expires_at = $1 WHERE account_id = $2 AND expires_at IS NULL";
 /// `$1` run, `$2` account: whether the run is the account's.
 pub(crate) const RUN_OF_ACCOUNT: &str = "SELECT id FROM runs WHERE id = $1 AND account_id = $2";
-/// `$1` run.
-pub(crate) const RUN_DELIVERIES: &str =
+/// `$1` the run or batch whose deliveries these are, named by the column `{owner}`
+/// (`run_id` or `batch_id`).
+const DELIVERIES_OF: &str =
     "SELECT id, message_id, event, node, node_status, url, state, next_at, created_at, finished_at
-     FROM webhook_deliveries WHERE run_id = $1 ORDER BY id";
-/// `$1` run.
-pub(crate) const RUN_DELIVERY_ATTEMPTS: &str =
+     FROM webhook_deliveries WHERE {owner} = $1 ORDER BY id";
+/// As [`DELIVERIES_OF`], their attempts.
+const DELIVERY_ATTEMPTS_OF: &str =
     "SELECT a.delivery_id, a.attempt, a.at, a.status_code, a.error, a.duration_ms
      FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
-     WHERE d.run_id = $1 ORDER BY a.delivery_id, a.attempt";
+     WHERE d.{owner} = $1 ORDER BY a.delivery_id, a.attempt";
+/// `$1` run.
+pub(crate) static RUN_DELIVERIES: Sql = sql!("{}", DELIVERIES_OF.replace("{owner}", "run_id"));
+/// `$1` run.
+pub(crate) static RUN_DELIVERY_ATTEMPTS: Sql = sql!("{}", DELIVERY_ATTEMPTS_OF.replace("{owner}", "run_id"));
 /// `$1` batch, `$2` account: whether the batch is the account's.
 pub(crate) const BATCH_OF_ACCOUNT: &str = "SELECT id FROM batches WHERE id = $1 AND account_id = $2";
 /// `$1` batch.
-pub(crate) const BATCH_DELIVERIES: &str =
-    "SELECT id, message_id, event, node, node_status, url, state, next_at, created_at, finished_at
-     FROM webhook_deliveries WHERE batch_id = $1 ORDER BY id";
+pub(crate) static BATCH_DELIVERIES: Sql = sql!("{}", DELIVERIES_OF.replace("{owner}", "batch_id"));
 /// `$1` batch.
-pub(crate) const BATCH_DELIVERY_ATTEMPTS: &str =
-    "SELECT a.delivery_id, a.attempt, a.at, a.status_code, a.error, a.duration_ms
-     FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
-     WHERE d.batch_id = $1 ORDER BY a.delivery_id, a.attempt";
+pub(crate) static BATCH_DELIVERY_ATTEMPTS: Sql =
+    sql!("{}", DELIVERY_ATTEMPTS_OF.replace("{owner}", "batch_id"));
 /// `$1` now, `$2` claim lapses at, `$3` limit; `{lock}` the backend's lock clause.
 pub(crate) static CLAIM_DELIVERIES: Sql = sql!(
     "UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = $2

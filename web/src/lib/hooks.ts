@@ -94,16 +94,26 @@ export function useRunFollow(
     };
     return () => source.close();
   }, [id, active, streaming]);
+  usePoll<RunStatus>(id && `/v3/status/${encodeURIComponent(id)}`, fallbackMs, active && !streaming, (s) =>
+    saved.current(s),
+  );
+}
+
+/** Reads `path` (of the console's API) every `ms` while `active`, handing each answer to
+ * `onValue`; a failed read is skipped (the next one tries again). */
+function usePoll<T>(path: string | null, ms: number, active: boolean, onValue: (value: T) => void) {
+  const saved = useRef(onValue);
+  saved.current = onValue;
   useInterval(
     () => {
-      if (!id) return;
-      get<RunStatus>(`/v3/status/${encodeURIComponent(id)}`).then(
-        (s) => saved.current(s),
+      if (!path) return;
+      get<T>(path).then(
+        (value) => saved.current(value),
         () => {},
       );
     },
-    fallbackMs,
-    !!id && active && !streaming,
+    ms,
+    !!path && active,
   );
 }
 
@@ -132,14 +142,7 @@ export function useBatchFollow(id: string, active: boolean, onBatch: (batch: Bat
     };
     return () => source.close();
   }, [id, active, streaming]);
-  useInterval(
-    () => {
-      get<Batch>(`/v3/batches/${encodeURIComponent(id)}`).then(
-        (b) => saved.current(b),
-        () => {},
-      );
-    },
-    fallbackMs,
-    active && !streaming,
+  usePoll<Batch>(`/v3/batches/${encodeURIComponent(id)}`, fallbackMs, active && !streaming, (b) =>
+    saved.current(b),
   );
 }

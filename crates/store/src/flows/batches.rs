@@ -172,19 +172,15 @@ impl<B: Backend> Batches for B {
         let sql = BATCH_FOR_UPDATE.replace("{lock}", B::FOR_UPDATE);
         let row: Option<BatchRow> = tx.fetch_optional(&sql, args![batch_id, account_id]).await?;
         let row = row.ok_or(StoreError::NotFound)?;
-        let mut webhook = false;
+        let mut delivery = false;
         if row.status == BatchStatus::Running {
             tx.execute(CANCEL_PENDING_ITEMS, args![batch_id]).await?;
-            give_back(&mut *tx, account_id, batch_id, row.held, now).await?;
-            tx.execute(END_BATCH, args![batch_id, BatchStatus::Canceled.as_str(), now]).await?;
-            webhook = tx.execute(QUEUE_BATCH_DELIVERY, args![batch_id, now]).await? > 0;
+            delivery =
+                end_batch(&mut *tx, account_id, batch_id, row.held, BatchStatus::Canceled, now).await?;
         }
         let runs: Vec<String> = tx.fetch_all(&BATCH_UNFINISHED_RUNS, args![batch_id]).await?;
         B::commit(tx).await?;
-        self.feed().publish(batch_id);
-        if webhook {
-            self.feed().publish_deliveries();
-        }
+        announce(self, batch_id, delivery);
         // Each run is canceled and settled as any run is; a cancel cut short by a crash leaves
         // some running to their end, and canceling again cancels them.
         if row.status != BatchStatus::Finished {
@@ -224,7 +220,7 @@ impl<B: Backend> Batches for B {
             tx.execute(REOPEN_BATCH, args![batch_id, price]).await?;
         }
         B::commit(tx).await?;
-        self.feed().publish(batch_id);
+        announce(self, batch_id, false);
         Ok((self.get_batch(account_id, batch_id).await?, retried))
     }
 
@@ -258,14 +254,10 @@ async fn feed_batch<B: Backend>(store: &B, batch: &OpenBatch, window: i64, fed: 
             return Ok(());
         }
         // Nothing pending, nothing running: the batch is done.
-        give_back(&mut *tx, batch.account_id, &batch.id, row.held, now).await?;
-        tx.execute(END_BATCH, args![&batch.id, BatchStatus::Finished.as_str(), now]).await?;
-        let webhook = tx.execute(QUEUE_BATCH_DELIVERY, args![&batch.id, now]).await? > 0;
+        let delivery =
+            end_batch(&mut *tx, batch.account_id, &batch.id, row.held, BatchStatus::Finished, now).await?;
         B::commit(tx).await?;
-        store.feed().publish(&batch.id);
-        if webhook {
-            store.feed().publish_deliveries();
-        }
+        announce(store, &batch.id, delivery);
         fed.finished.push(batch.id.clone());
         return Ok(());
     }
@@ -318,6 +310,31 @@ async fn feed_batch<B: Backend>(store: &B, batch: &OpenBatch, window: i64, fed: 
 }
 
 /// Gives back the `held` tokens of a batch that ends.
+/// Ends a running batch (`status`: finished or canceled) in the transaction of `conn`: gives
+/// back what it holds and queues its `batch` delivery when it has a webhook. Whether one was
+/// queued, for [`announce`] once the transaction commits.
+async fn end_batch(
+    conn: &mut impl Conn,
+    account_id: i64,
+    batch_id: &str,
+    held: i64,
+    status: BatchStatus,
+    now: Micros,
+) -> Result<bool> {
+    give_back(conn, account_id, batch_id, held, now).await?;
+    conn.execute(END_BATCH, args![batch_id, status.as_str(), now]).await?;
+    Ok(conn.execute(QUEUE_BATCH_DELIVERY, args![batch_id, now]).await? > 0)
+}
+
+/// After a commit that changed batch `batch_id`'s state: its followers read it again, and
+/// the deliverer looks when a delivery was queued.
+fn announce<B: Backend>(store: &B, batch_id: &str, delivery: bool) {
+    store.feed().publish(batch_id);
+    if delivery {
+        store.feed().publish_deliveries();
+    }
+}
+
 async fn give_back(
     conn: &mut impl Conn,
     account_id: i64,

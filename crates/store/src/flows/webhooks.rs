@@ -102,11 +102,12 @@ impl<B: Backend> Webhooks for B {
     }
 
     async fn run_deliveries(&self, account_id: i64, run_id: &str) -> Result<Vec<DeliveryRecord>> {
-        deliveries_of(self, account_id, run_id, [RUN_OF_ACCOUNT, RUN_DELIVERIES, RUN_DELIVERY_ATTEMPTS]).await
+        deliveries_of(self, account_id, run_id, [RUN_OF_ACCOUNT, &RUN_DELIVERIES, &RUN_DELIVERY_ATTEMPTS])
+            .await
     }
 
     async fn batch_deliveries(&self, account_id: i64, batch_id: &str) -> Result<Vec<DeliveryRecord>> {
-        let statements = [BATCH_OF_ACCOUNT, BATCH_DELIVERIES, BATCH_DELIVERY_ATTEMPTS];
+        let statements = [BATCH_OF_ACCOUNT, &BATCH_DELIVERIES, &BATCH_DELIVERY_ATTEMPTS];
         deliveries_of(self, account_id, batch_id, statements).await
     }
 

@@ -35,7 +35,7 @@ use crate::extract::{BatchId, Caller, JsonObject};
 use crate::ops::{RunRequest, Target};
 use crate::state::AppState;
 use crate::zip::ZipWriter;
-use crate::{idempotency, inputs, render, uploads};
+use crate::{idempotency, inputs, render, uploads, webhooks};
 
 /// The longest `ref` of an item.
 pub const MAX_REF_CHARS: usize = 200;
@@ -51,6 +51,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/api/v3/batches/{batch_id}/retry", post(retry))
         .route("/api/v3/batches/{batch_id}/results.jsonl", get(results_jsonl))
         .route("/api/v3/batches/{batch_id}/results.zip", get(results_zip))
+        .route("/api/v3/batches/{batch_id}/webhooks", get(deliveries))
 }
 
 /// A parsed batch body.
@@ -618,6 +619,26 @@ fn item_state(status: ItemStatus) -> wire::ItemState {
         ItemStatus::Failed => wire::ItemState::Failed,
         ItemStatus::Canceled => wire::ItemState::Canceled,
     }
+}
+
+/// A batch's `batch.completed` deliveries, each with its attempts.
+async fn deliveries(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    BatchId(id): BatchId,
+) -> Result<Json<wire::WebhookDeliveryList>, ApiError> {
+    let list = state.store.batch_deliveries(account.id, &id).await.map_err(lookup(&id))?;
+    Ok(Json(wire::WebhookDeliveryList { deliveries: list.iter().map(webhooks::delivery_shape).collect() }))
+}
+
+/// The body of a batch's delivery: `batch.completed` with the batch as its status endpoint
+/// answers.
+pub fn webhook_body(batch: &BatchRecord) -> Result<Vec<u8>, String> {
+    let event = wire::WebhookBatchEvent {
+        kind: wire::BatchEventType::BatchCompleted,
+        batch: render_batch(batch, None),
+    };
+    serde_json::to_vec(&event).map_err(|e| e.to_string())
 }
 
 /// A batch's wire shape; `retried` on a retry's answer.

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use url::Url;
 
 use crate::error::ApiError;
-use crate::extract::{BatchId, Caller, RunId};
+use crate::extract::{Caller, RunId};
 use crate::render;
 use crate::state::AppState;
 
@@ -36,7 +36,6 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/api/v3/webhooks/secret", get(secret))
         .route("/api/v3/webhooks/secret/rotate", post(rotate))
         .route("/api/v3/runs/{run_id}/webhooks", get(deliveries))
-        .route("/api/v3/batches/{batch_id}/webhooks", get(batch_deliveries))
 }
 
 /// Where a run's events go, as a request gives it.
@@ -139,16 +138,8 @@ async fn deliveries(
     Ok(Json(atelier_wire::WebhookDeliveryList { deliveries: list.iter().map(delivery_shape).collect() }))
 }
 
-async fn batch_deliveries(
-    State(state): State<AppState>,
-    Caller(account): Caller,
-    BatchId(id): BatchId,
-) -> Result<Json<atelier_wire::WebhookDeliveryList>, ApiError> {
-    let list = state.store.batch_deliveries(account.id, &id).await.map_err(crate::batches::lookup(&id))?;
-    Ok(Json(atelier_wire::WebhookDeliveryList { deliveries: list.iter().map(delivery_shape).collect() }))
-}
-
-fn delivery_shape(d: &DeliveryRecord) -> atelier_wire::WebhookDelivery {
+/// A delivery and its attempts, as the deliveries listings answer it.
+pub(crate) fn delivery_shape(d: &DeliveryRecord) -> atelier_wire::WebhookDelivery {
     use atelier_wire::DeliveryState;
     atelier_wire::WebhookDelivery {
         id: d.message_id.clone(),
@@ -178,16 +169,6 @@ fn delivery_shape(d: &DeliveryRecord) -> atelier_wire::WebhookDelivery {
             })
             .collect(),
     }
-}
-
-/// The body of a batch's delivery: `batch.completed` with the batch as its status endpoint
-/// answers.
-pub fn batch_body(batch: &atelier_store::BatchRecord) -> Result<Vec<u8>, String> {
-    let event = atelier_wire::WebhookBatchEvent {
-        kind: atelier_wire::BatchEventType::BatchCompleted,
-        batch: crate::batches::render_batch(batch, None),
-    };
-    serde_json::to_vec(&event).map_err(|e| e.to_string())
 }
 
 /// The body of a `completed` delivery: the run's final status, the JSON of its status

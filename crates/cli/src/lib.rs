@@ -489,6 +489,6 @@ impl CompletedBody for StatusBodies {
     }
 
     fn batch(&self, batch: &atelier_store::BatchRecord) -> Result<Vec<u8>, String> {
-        atelier_api::webhooks::batch_body(batch)
+        atelier_api::batches::webhook_body(batch)
     }
 }

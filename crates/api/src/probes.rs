@@ -36,7 +36,8 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<wire::pr
             .map(|t| t.as_str())
             .collect()
     });
-    (code, Json(Readiness { status, engines, waiting_for_engine }))
+    let provenance = state.config.provenance.clone();
+    (code, Json(Readiness { status, engines, waiting_for_engine, provenance }))
 }
 
 /// A model server's callback for a job of this process (`atelier_engines::callbacks`: Cog

@@ -39,6 +39,8 @@ pub struct ApiConfig {
     pub uploads: UploadPolicy,
     /// The most items a batch may have (`POST /api/v3/batches`).
     pub max_batch_items: usize,
+    /// How outputs are signed, as `/readyz` says.
+    pub provenance: atelier_wire::probes::Provenance,
 }
 
 /// Default [`ApiConfig::max_batch_items`].
@@ -97,6 +99,7 @@ impl Default for ApiConfig {
             metrics: None,
             uploads: UploadPolicy::default(),
             max_batch_items: MAX_BATCH_ITEMS,
+            provenance: atelier_wire::probes::Provenance::off(),
         }
     }
 }

@@ -36,6 +36,8 @@ pub struct Config {
     pub batches: Batches,
     pub metrics: Metrics,
     pub traces: Traces,
+    /// Content Credentials on the outputs (`[provenance]`; docs/PROVENANCE.md).
+    pub provenance: atelier_provenance::Settings,
     /// Tool name → its price (`[prices]`); tools not named keep the built-in price.
     pub prices: BTreeMap<String, PriceSetting>,
     /// Model servers (`[engines.NAME]`; docs/ENGINES.md).

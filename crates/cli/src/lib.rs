@@ -27,6 +27,7 @@ use atelier_api::settings::MetricsConfig;
 use atelier_api::{ApiConfig, AppState, RateLimit};
 use atelier_blob::BlobStore;
 use atelier_inputs::{Fetcher, InputPolicy};
+use atelier_provenance::{Provenance, Trust};
 use atelier_store::{PgStore, SharedStore, SqliteStore, StoreConfig};
 use atelier_tools::{BuiltinOptions, Registry};
 use atelier_worker::{CompletedBody, Deliverer, DeliveryConfig};
@@ -231,6 +232,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
     let shutdown = CancellationToken::new();
     let mut tasks = Vec::new();
     let metrics = metrics(&config, &shutdown, &mut tasks)?;
+    let (provenance, signing) = provenance(&config)?;
     let api_config = ApiConfig {
         max_body_bytes: config.server.max_body_bytes,
         inputs: policy.clone(),
@@ -247,6 +249,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
             max_side: config.inputs.max_side,
         },
         max_batch_items: config.batches.max_items,
+        provenance: signing,
     };
     let engine_directory = api_config.engines.clone();
     let state = AppState::new(store.clone(), blob.clone(), api_config);
@@ -273,7 +276,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
     // Webhooks from model servers reach this process at its public URL.
     let public_url = config.public_url();
     let wiring = Wiring { engines: &engines, callbacks_at: Some(&public_url) };
-    spawn_workers(&config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
+    spawn_workers(&config, &store, &blob, tools, provenance, wiring, &shutdown, &mut tasks)?;
     Ok(Running { addr, metrics_addr, store, blob, tasks: Tasks { shutdown, handles: tasks } })
 }
 
@@ -298,7 +301,8 @@ pub async fn start_worker(
         _ => None,
     };
     let wiring = Wiring { engines: &engines, callbacks_at: None };
-    spawn_workers(config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
+    let (provenance, _) = provenance(config)?;
+    spawn_workers(config, &store, &blob, tools, provenance, wiring, &shutdown, &mut tasks)?;
     Ok(WorkerProcess { metrics_addr, tasks: Tasks { shutdown, handles: tasks } })
 }
 
@@ -375,8 +379,31 @@ struct Wiring<'a> {
 }
 
 /// The workers' settings from `[worker]` (or its old name `[engine]`).
-fn worker_config(config: &Config) -> WorkerConfig {
+/// The signer of this process's outputs (`[provenance]`), and what `/readyz` says of it. A
+/// generated certificate is made under `{data_dir}/provenance` at first start.
+pub fn provenance(config: &Config) -> anyhow::Result<(Option<Arc<Provenance>>, atelier_wire::probes::Provenance)> {
+    use atelier_wire::probes::{Provenance as State, Signing};
+    let opened = Provenance::open(&config.provenance, &config.storage.data_dir).map_err(anyhow::Error::msg)?;
+    let state = match opened.as_ref().map(Provenance::trust) {
+        None => State::off(),
+        Some(Trust::Configured) => State { signing: Signing::Configured, note: None },
+        Some(Trust::Generated { dir }) => {
+            let note = format!(
+                "outputs are signed with a certificate this service generated ({}): validators show \
+                 their Content Credentials as valid but from an unknown signer; set [provenance] \
+                 certificate and private_key to sign as your organisation (docs/PROVENANCE.md)",
+                dir.join("ca.pem").display()
+            );
+            tracing::warn!("{note}");
+            State { signing: Signing::Generated, note: Some(note) }
+        }
+    };
+    Ok((opened.map(Arc::new), state))
+}
+
+fn worker_config(config: &Config, provenance: Option<Arc<Provenance>>) -> WorkerConfig {
     WorkerConfig {
+        provenance,
         slots: config.worker.workers,
         tool_slots: config.worker.tool_slots.clone(),
         lease: Duration::from_secs(config.worker.lease_secs),
@@ -422,7 +449,8 @@ pub async fn start_pull_worker(
         None => builtin_tools(config)?,
     };
     engines.install(&mut tools, fetcher.clone(), None).map_err(anyhow::Error::msg)?;
-    let workers = Workers::with_queue(Arc::new(queue), tools, fetcher, worker_config(config));
+    let (provenance, _) = provenance(config)?;
+    let workers = Workers::with_queue(Arc::new(queue), tools, fetcher, worker_config(config, provenance));
     tasks.push(tokio::spawn(workers.run(shutdown.clone())));
     Ok(WorkerProcess { metrics_addr: None, tasks: Tasks { shutdown, handles: tasks } })
 }
@@ -435,11 +463,12 @@ fn spawn_workers(
     store: &SharedStore,
     blob: &BlobStore,
     tools: Option<Registry>,
+    provenance: Option<Arc<Provenance>>,
     wiring: Wiring<'_>,
     shutdown: &CancellationToken,
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> anyhow::Result<()> {
-    let worker_config = worker_config(config);
+    let worker_config = worker_config(config, provenance);
     if config.worker.workers > 0 {
         let fetcher =
             Arc::new(Fetcher::new(input_policy(config)).map_err(|e| anyhow::anyhow!("input fetcher: {e}"))?);

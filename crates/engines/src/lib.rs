@@ -141,11 +141,9 @@ impl Engines {
                 }
                 EngineKind::Builtin => continue,
             };
-            let executor = match cache_identity(kind, &names, route) {
-                Some(identity) => Arc::new(Cacheable { inner: executor, identity }),
-                None => executor,
-            };
-            registry.set(tool, executor);
+            let identity = cache_identity(kind, &names, route);
+            let model = model_identity(kind, &names, route);
+            registry.set(tool, Arc::new(Routed { inner: executor, identity, model }));
         }
         Ok(())
     }
@@ -308,14 +306,35 @@ fn cache_identity(
     Some(format!("{}/{digest}", kind.as_str()))
 }
 
-/// A routed executor whose outputs the operator marked cacheable.
-struct Cacheable {
+/// What a tool routed to `names` runs, as its outputs' credentials name it
+/// ([`atelier_tools::Executor::maker`]): the ONNX model's file and hash, the ComfyUI
+/// template's file and hash, or the Cog endpoints' names.
+fn model_identity(kind: EngineKind, names: &[(&str, &EndpointSettings)], route: &ToolSettings) -> String {
+    use sha2::{Digest, Sha256};
+    let file = |path: &std::path::Path| {
+        let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        match std::fs::read(path) {
+            Ok(bytes) => format!("{name} sha256:{}", hex::encode(Sha256::digest(bytes))),
+            Err(_) => name,
+        }
+    };
+    let endpoints = names.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+    match kind {
+        EngineKind::Onnx => names.first().map_or(endpoints, |(_, settings)| file(&settings.model)),
+        EngineKind::Comfyui => format!("template {} on {endpoints}", file(&route.template)),
+        _ => endpoints,
+    }
+}
+
+/// A routed executor: what it runs, and whether the operator marked its outputs cacheable.
+struct Routed {
     inner: Arc<dyn atelier_tools::Executor>,
-    identity: String,
+    identity: Option<String>,
+    model: String,
 }
 
 #[async_trait::async_trait]
-impl atelier_tools::Executor for Cacheable {
+impl atelier_tools::Executor for Routed {
     async fn run(
         &self,
         execution: atelier_tools::Execution,
@@ -336,6 +355,10 @@ impl atelier_tools::Executor for Cacheable {
     }
 
     fn cache_identity(&self) -> Option<String> {
-        Some(self.identity.clone())
+        self.identity.clone()
+    }
+
+    fn maker(&self, _tool: atelier_core::tools::ToolId) -> atelier_tools::Maker {
+        atelier_tools::Maker { model: self.model.clone(), trained: true }
     }
 }

@@ -263,13 +263,12 @@ impl SourceType {
         format!("http://cv.iptc.org/newscodes/digitalsourcetype/{}", self.name())
     }
 
-    /// The type of what a tool's step makes with an engine: a model server's (`comfyui`,
-    /// `cog`, `onnx`) output is a trained model's; the built-in engine's is algorithmic.
-    /// `composite`: the tool keeps part of a real photo (a try-on's person, a product shot's
-    /// product).
-    pub fn of(step: Step, composite: bool, engine: &str) -> SourceType {
-        let model = engine != "builtin";
-        match (step, model) {
+    /// The type of what a tool's step makes: `trained` when a trained model takes part (every
+    /// model server; the built-in engine where it uses its learned subject model), algorithmic
+    /// otherwise. `composite`: the tool keeps part of a real photo (a try-on's person, a
+    /// product shot's product).
+    pub fn of(step: Step, composite: bool, trained: bool) -> SourceType {
+        match (step, trained) {
             (Step::Created, true) if composite => SourceType::CompositeWithTrainedAlgorithmicMedia,
             (Step::Created, true) => SourceType::TrainedAlgorithmicMedia,
             (Step::Edited, true) => SourceType::CompositeWithTrainedAlgorithmicMedia,

@@ -39,6 +39,8 @@ pub struct Origin<'a> {
     pub tool: &'a str,
     /// `builtin`, `comfyui`, `cog` or `onnx`.
     pub engine: &'a str,
+    /// A trained model took part ([`SourceType::of`]).
+    pub trained: bool,
     /// The model or template: what the engine ran.
     pub model: &'a str,
     /// The saved workflow the run ran, if it ran one.
@@ -53,7 +55,7 @@ pub struct Origin<'a> {
 
 impl Origin<'_> {
     pub fn source_type(&self) -> SourceType {
-        SourceType::of(self.step, self.composite, self.engine)
+        SourceType::of(self.step, self.composite, self.trained)
     }
 
     /// The origin of the image Atelier signs at start to check its keys.
@@ -63,6 +65,7 @@ impl Origin<'_> {
             composite: false,
             tool: "probe",
             engine: "builtin",
+            trained: false,
             model: "probe",
             workflow: None,
             run_id: "probe",
@@ -78,12 +81,14 @@ impl Origin<'_> {
         json!({
             "tool": self.tool,
             "engine": self.engine,
+            "trained_model": self.trained,
             "model": self.model,
             "workflow": self.workflow,
             "run_id": self.run_id,
             "node": self.node,
             "output_index": self.index,
-            "seed": self.seed,
+            // As text: a seed is any u64, and the manifest's CBOR integers stop at i64.
+            "seed": self.seed.to_string(),
             "atelier_version": env!("CARGO_PKG_VERSION"),
         })
     }

@@ -26,11 +26,12 @@ fn origin<'a>(step: Step, engine: &'a str, ingredients: Vec<Ingredient<'a>>) -> 
         composite: false,
         tool: "upscale",
         engine,
+        trained: engine != "builtin",
         model: "lanczos3",
         workflow: Some("Catalogue"),
         run_id: "wr_0123456789abcdef",
         node: "up",
-        seed: 42,
+        seed: u64::MAX - 7,
         index: 0,
         ingredients,
     }
@@ -99,7 +100,7 @@ fn every_format_is_signed_valid_and_fails_once_a_pixel_changes() {
         assert_eq!(ours["tool"], "upscale");
         assert_eq!(ours["run_id"], "wr_0123456789abcdef");
         assert_eq!(ours["workflow"], "Catalogue");
-        assert_eq!(ours["seed"], 42);
+        assert_eq!(ours["seed"], (u64::MAX - 7).to_string(), "every u64 seed, exactly");
 
         // One pixel changed: the data hash no longer matches.
         let mut image = image::load_from_memory(&signed).unwrap().to_rgb8();

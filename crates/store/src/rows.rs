@@ -354,6 +354,7 @@ impl FromRow for crate::task::ClaimRow {
             account_id: row.int("account_id")?,
             node: row.text("node")?.to_owned(),
             trace_parent: row.opt_text("trace_parent")?.map(str::to_owned),
+            workflow: row.opt_text("workflow")?.map(str::to_owned),
         })
     }
 }

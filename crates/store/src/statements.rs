@@ -407,7 +407,8 @@ pub(crate) const TASK_TOOL: &str =
 /// Task `$1` while it runs under lease epoch `$2`, as a claim returns it.
 pub(crate) static RUNNING_TASK: Sql = sql!(
     "SELECT id, lease_epoch, attempt, max_attempts, run_id, account_id, node,
-            (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent
+            (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent,
+            (SELECT CASE WHEN kind = 'workflow' THEN target END FROM runs WHERE runs.id = tasks.run_id) AS workflow
      FROM tasks WHERE id = $1 AND lease_epoch = $2 AND state = '{}'",
     TaskState::Running
 );

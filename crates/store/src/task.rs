@@ -25,6 +25,10 @@ pub struct ClaimedTask {
     pub upstream: HashMap<String, Vec<String>>,
     /// The run's W3C `traceparent` ([`crate::NewRun::trace_parent`]).
     pub trace_parent: Option<String>,
+    /// The saved workflow the run runs, for a workflow run (what an output's credentials
+    /// name).
+    #[serde(default)]
+    pub workflow: Option<String>,
 }
 
 /// Who claims the next tasks in a completion's transaction
@@ -60,6 +64,7 @@ pub(crate) struct ClaimRow {
     pub account_id: i64,
     pub node: String,
     pub trace_parent: Option<String>,
+    pub workflow: Option<String>,
 }
 
 impl ClaimRow {
@@ -86,6 +91,7 @@ impl ClaimRow {
             node,
             upstream,
             trace_parent: self.trace_parent,
+            workflow: self.workflow,
         }
     }
 }

@@ -160,6 +160,12 @@ pub trait Executor: Send + Sync {
         None
     }
 
+    /// What makes `tool`'s outputs, as their Content Credentials name it: a model or template
+    /// and its hash for a model server, the built-in engine and its version otherwise.
+    fn maker(&self, _tool: ToolId) -> Maker {
+        Maker { model: BUILTIN_MAKER.to_string(), trained: false }
+    }
+
     /// How many of the tool's nodes this executor can run at once now. The dispatcher claims
     /// a tool's nodes only while it has room, so that a node never holds a worker slot while
     /// it waits for a model server.
@@ -205,6 +211,19 @@ impl Capacity {
             Self::Down { .. } => Some(0),
         }
     }
+}
+
+/// The built-in engine, as [`Maker::model`] names it.
+pub const BUILTIN_MAKER: &str = concat!("atelier built-in ", env!("CARGO_PKG_VERSION"));
+
+/// What makes a tool's outputs ([`Executor::maker`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Maker {
+    /// The model, template or engine.
+    pub model: String,
+    /// Whether a trained model takes part (every model server does; the built-in engine does
+    /// where a tool uses its learned subject model).
+    pub trained: bool,
 }
 
 /// Tool → executor.

@@ -30,6 +30,41 @@ pub struct Readiness {
     /// healthy); absent when no model server is configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_for_engine: Option<Vec<&'static str>>,
+    /// How outputs are signed.
+    pub provenance: Provenance,
+}
+
+/// How this process signs its outputs' Content Credentials (`[provenance]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Provenance {
+    /// Whose certificate signs.
+    pub signing: Signing,
+    /// What a user of the outputs sees, when it is not simply "trusted as far as the
+    /// operator's certificate is".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Whose certificate signs the outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Signing {
+    /// The operator's certificate (files or a signing service).
+    Configured,
+    /// A certificate Atelier generated: validators show the signer as unknown.
+    Generated,
+    /// Outputs carry no credentials (`[provenance] enabled = false`).
+    Off,
+}
+
+impl Provenance {
+    /// Provenance turned off.
+    pub fn off() -> Self {
+        Provenance {
+            signing: Signing::Off,
+            note: Some("outputs carry no Content Credentials ([provenance] enabled = false)".into()),
+        }
+    }
 }
 
 /// Whether the service can take work.

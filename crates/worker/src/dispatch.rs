@@ -22,7 +22,7 @@ use tracing::{info, warn, Instrument as _};
 
 use crate::queue::CacheHit;
 use crate::slots::ToolSlots;
-use crate::Workers;
+use crate::{credentials, Workers};
 
 /// Claims tasks while slots are free; waits for a wake-up, a tool slot given
 /// back, an endpoint coming back or the poll interval when nothing it may take
@@ -531,7 +531,7 @@ async fn run_node(workers: &Workers, task: &ClaimedTask, attempt: Attempt<'_>) -
     let progress = Arc::new(attempt.progress);
     let mut artifacts = Vec::new();
     for index in 0..runs {
-        let execution_images = images
+        let execution_images: HashMap<String, Bytes> = images
             .iter()
             .filter_map(|(k, list)| {
                 let pick = if Some(k) == fanned.as_ref() { list.get(index) } else { list.first() };
@@ -557,15 +557,38 @@ async fn run_node(workers: &Workers, task: &ClaimedTask, attempt: Attempt<'_>) -
             }),
             cancel: attempt.cancel.clone(),
         };
+        let inputs: Vec<(String, Bytes)> = match &workers.config.provenance {
+            Some(_) => execution_images.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            None => Vec::new(),
+        };
+        let seed = base_seed.wrapping_add(index as u64);
         let execution = Execution {
             context,
             tool: spec.id,
             params: node.params.clone(),
             images: execution_images,
-            seed: base_seed.wrapping_add(index as u64),
+            seed,
             index: index as u32,
         };
-        artifacts.extend(executor.run(execution).await?);
+        let made = executor.run(execution).await?;
+        let made = match &workers.config.provenance {
+            Some(provenance) => {
+                let about = credentials::Made {
+                    task,
+                    spec,
+                    engine: executor.engine(),
+                    maker: executor.maker(spec.id),
+                    seed,
+                    first_index: artifacts.len(),
+                    inputs,
+                };
+                credentials::sign(provenance, about, made)
+                    .await
+                    .map_err(|e| Failure::new(NodeErrorName::ToolFailed, format!("provenance: {e}"), true))?
+            }
+            None => made,
+        };
+        artifacts.extend(made);
     }
     let bytes = artifacts.iter().map(|a| a.bytes.len() as i64).sum();
     let outputs = publish(workers, task, artifacts).await?;

@@ -37,6 +37,7 @@
 
 mod cache;
 mod completions;
+pub mod credentials;
 pub mod deliverer;
 mod dispatch;
 mod failpoint;
@@ -81,6 +82,9 @@ pub struct WorkerConfig {
     pub shutdown_grace: Duration,
     /// The result cache (`[cache]`).
     pub cache: CacheSettings,
+    /// Signs every image and video output (`[provenance]`); `None`: outputs carry no
+    /// credentials.
+    pub provenance: Option<Arc<atelier_provenance::Provenance>>,
 }
 
 impl Default for WorkerConfig {
@@ -95,6 +99,7 @@ impl Default for WorkerConfig {
             retry_backoff: Duration::from_secs(2),
             shutdown_grace: Duration::from_secs(30),
             cache: CacheSettings::default(),
+            provenance: None,
         }
     }
 }

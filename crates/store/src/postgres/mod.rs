@@ -358,7 +358,8 @@ static CLAIM: Sql = sql!(
             (SELECT CAST(json_object_agg(u.name, CAST(u.outputs AS json)) AS TEXT) FROM nodes u
              WHERE u.run_id = c.run_id
                AND u.name IN (SELECT value FROM jsonb_each_text(CAST(n.links AS jsonb)))) AS sources,
-            (SELECT r.trace_parent FROM runs r WHERE r.id = c.run_id) AS trace_parent
+            (SELECT r.trace_parent FROM runs r WHERE r.id = c.run_id) AS trace_parent,
+            (SELECT CASE WHEN r.kind = 'workflow' THEN r.target END FROM runs r WHERE r.id = c.run_id) AS workflow
      FROM claimed c
      JOIN ranked r ON r.id = c.id
      JOIN nodes n ON n.run_id = c.run_id AND n.name = c.node

@@ -199,7 +199,8 @@ static CLAIM: Sql = sql!(
                   c.scheduled_at, c.id
          LIMIT 1)
      RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch,
-         (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent",
+         (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent,
+         (SELECT CASE WHEN kind = 'workflow' THEN target END FROM runs WHERE runs.id = tasks.run_id) AS workflow",
     available = TaskState::Available,
     running = TaskState::Running,
     lanes = crate::statements::lane_values()

@@ -20,7 +20,7 @@ use atelier_imaging::{self as imaging, GarmentRegion, OutputFormat};
 use bytes::Bytes;
 use image::DynamicImage;
 
-use crate::{Artifact, BuiltinOptions, Execution, Executor, ToolError};
+use crate::{Artifact, BuiltinOptions, Execution, Executor, Maker, ToolError, BUILTIN_MAKER};
 
 pub struct Builtin {
     options: BuiltinOptions,
@@ -57,6 +57,20 @@ impl Executor for Builtin {
             env!("CARGO_PKG_VERSION"),
             if self.options.noop { "/noop" } else { "" }
         ))
+    }
+
+    /// The built-in engine, with its learned subject model for the tools that use it.
+    fn maker(&self, tool: ToolId) -> Maker {
+        let uses_subject = matches!(
+            tool,
+            ToolId::BackgroundRemoval | ToolId::ProductShoot | ToolId::Reframe | ToolId::Fabric
+        );
+        match &self.options.subject {
+            Some(model) if uses_subject => {
+                Maker { model: format!("{BUILTIN_MAKER} with {}", model.name()), trained: true }
+            }
+            _ => Maker { model: BUILTIN_MAKER.to_string(), trained: false },
+        }
     }
 }
 

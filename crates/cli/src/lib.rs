@@ -381,9 +381,12 @@ struct Wiring<'a> {
 /// The workers' settings from `[worker]` (or its old name `[engine]`).
 /// The signer of this process's outputs (`[provenance]`), and what `/readyz` says of it. A
 /// generated certificate is made under `{data_dir}/provenance` at first start.
-pub fn provenance(config: &Config) -> anyhow::Result<(Option<Arc<Provenance>>, atelier_wire::probes::Provenance)> {
+pub fn provenance(
+    config: &Config,
+) -> anyhow::Result<(Option<Arc<Provenance>>, atelier_wire::probes::Provenance)> {
     use atelier_wire::probes::{Provenance as State, Signing};
-    let opened = Provenance::open(&config.provenance, &config.storage.data_dir).map_err(anyhow::Error::msg)?;
+    let opened =
+        Provenance::open(&config.provenance, &config.storage.data_dir).map_err(anyhow::Error::msg)?;
     let state = match opened.as_ref().map(Provenance::trust) {
         None => State::off(),
         Some(Trust::Configured) => State { signing: Signing::Configured, note: None },

@@ -90,7 +90,8 @@ pub(crate) fn generated(dir: &Path) -> Result<KeyPair, ProvenanceError> {
         // Written under temporary names and linked into place: a process that starts at the
         // same moment either finds no chain (and makes its own, which loses the race) or
         // the whole pair.
-        let unique = format!("{}.{}", std::process::id(), chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
+        let unique =
+            format!("{}.{}", std::process::id(), chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
         let tmp_key = dir.join(format!(".key.{unique}"));
         let tmp_chain = dir.join(format!(".chain.{unique}"));
         write_private(&tmp_key, made.key.as_bytes())?;
@@ -131,8 +132,11 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), ProvenanceError> {
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).map_err(|e| ProvenanceError::Keys(format!("{}: {e}", path.display())))?;
-    file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|e| ProvenanceError::Keys(format!("{}: {e}", path.display())))
+    let mut file =
+        options.open(path).map_err(|e| ProvenanceError::Keys(format!("{}: {e}", path.display())))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| ProvenanceError::Keys(format!("{}: {e}", path.display())))
 }
 
 /// A made certificate authority and signing certificate, PEM.
@@ -159,7 +163,8 @@ fn generate() -> Result<Made, ProvenanceError> {
     ca.distinguished_name.push(DnType::CommonName, format!("Atelier local provenance authority ({host})"));
     ca.distinguished_name.push(DnType::OrganizationName, "Atelier (self-hosted, unverified)");
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca.key_usages =
+        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
     ca.not_before = rcgen::date_time_ymd(year - 1, month, day.min(28));
     ca.not_after = rcgen::date_time_ymd(year + 20, month, day.min(28));
     let ca_cert = ca.self_signed(&ca_key).map_err(fail)?;

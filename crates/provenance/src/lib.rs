@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use c2pa::ValidationState;
 pub use manifest::{Ingredient, Origin, Step, ASSERTION_LABEL};
 pub use xmp::source_type_in;
 
@@ -230,6 +231,37 @@ impl Provenance {
         builder.sign(&*self.signer, media.mime(), &mut source, &mut signed)?;
         Ok(signed.into_inner())
     }
+}
+
+/// What a file's Content Credentials say, as the C2PA SDK reads them ([`read`]).
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    /// `Valid` (signed and unchanged, by a signer the reader does not know), `Trusted` or
+    /// `Invalid`.
+    pub state: c2pa::ValidationState,
+    /// The validation codes that are not plain successes (`signingCredential.untrusted`,
+    /// `assertion.dataHash.mismatch`…).
+    pub codes: Vec<String>,
+    /// The active manifest, as the SDK's report shows it.
+    pub manifest: serde_json::Value,
+    /// How many manifests the file carries (its own and its ingredients').
+    pub manifests: usize,
+}
+
+/// Reads `bytes`' credentials; an error when it carries none or cannot be read.
+pub fn read(media: Media, bytes: &[u8]) -> Result<Credentials, ProvenanceError> {
+    let reader = c2pa::Reader::from_context(c2pa::Context::new())
+        .with_stream(media.mime(), Cursor::new(bytes))
+        .map_err(|e| ProvenanceError::Sign(format!("reading the credentials: {e}")))?;
+    let report: serde_json::Value = serde_json::from_str(&reader.json())
+        .map_err(|e| ProvenanceError::Sign(format!("reading the credentials: {e}")))?;
+    let active = report["active_manifest"].as_str().unwrap_or_default();
+    Ok(Credentials {
+        state: reader.validation_state(),
+        codes: reader.validation_status().unwrap_or_default().iter().map(|s| s.code().to_string()).collect(),
+        manifest: report["manifests"][active].clone(),
+        manifests: reader.manifests().len(),
+    })
 }
 
 /// The IPTC digital source type of an output (<https://cv.iptc.org/newscodes/digitalsourcetype/>).

@@ -100,7 +100,10 @@ fn ingredient_label(i: usize) -> String {
 }
 
 /// A builder holding `origin`'s actions, ingredients and assertion, ready to sign.
-pub(crate) fn builder(context: &Arc<c2pa::Context>, origin: &Origin) -> Result<c2pa::Builder, ProvenanceError> {
+pub(crate) fn builder(
+    context: &Arc<c2pa::Context>,
+    origin: &Origin,
+) -> Result<c2pa::Builder, ProvenanceError> {
     let source_type = origin.source_type().uri();
     let parent = origin.ingredients.iter().position(|i| i.parent && origin.step == Step::Edited);
     let actions: Vec<Value> = match (origin.step, parent) {

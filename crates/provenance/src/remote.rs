@@ -27,7 +27,12 @@ pub(crate) struct RemoteSigner {
 }
 
 impl RemoteSigner {
-    pub(crate) fn new(url: &str, alg: SigningAlg, chain_pem: &[u8], tsa: Option<String>) -> Result<Self, ProvenanceError> {
+    pub(crate) fn new(
+        url: &str,
+        alg: SigningAlg,
+        chain_pem: &[u8],
+        tsa: Option<String>,
+    ) -> Result<Self, ProvenanceError> {
         let parsed = reqwest::Url::parse(url)
             .map_err(|e| ProvenanceError::Settings(format!("signing_url '{url}': {e}")))?;
         if !matches!(parsed.scheme(), "http" | "https") {
@@ -51,7 +56,8 @@ impl RemoteSigner {
                         .build()
                         .map_err(|e| e.to_string())?;
                     runtime.block_on(async move {
-                        let client = reqwest::Client::builder().timeout(TIMEOUT).build().map_err(|e| e.to_string())?;
+                        let client =
+                            reqwest::Client::builder().timeout(TIMEOUT).build().map_err(|e| e.to_string())?;
                         let answer = client
                             .post(&url)
                             .header("Content-Type", "application/octet-stream")
@@ -158,12 +164,15 @@ fn der_item(bytes: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
 pub(crate) fn pem_certificates(pem: &[u8]) -> Result<Vec<Vec<u8>>, ProvenanceError> {
     const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
     const END: &str = "-----END CERTIFICATE-----";
-    let text = std::str::from_utf8(pem).map_err(|_| ProvenanceError::Keys("the certificate chain is not PEM".into()))?;
+    let text = std::str::from_utf8(pem)
+        .map_err(|_| ProvenanceError::Keys("the certificate chain is not PEM".into()))?;
     let mut certs = Vec::new();
     let mut rest = text;
     while let Some(start) = rest.find(BEGIN) {
         let after = &rest[start + BEGIN.len()..];
-        let end = after.find(END).ok_or_else(|| ProvenanceError::Keys("a certificate in the chain is not closed".into()))?;
+        let end = after
+            .find(END)
+            .ok_or_else(|| ProvenanceError::Keys("a certificate in the chain is not closed".into()))?;
         let b64: String = after[..end].chars().filter(|c| !c.is_whitespace()).collect();
         let der = base64::engine::general_purpose::STANDARD
             .decode(b64)

@@ -67,7 +67,8 @@ fn png(bytes: &[u8], packet: &str) -> Result<Vec<u8>, Malformed> {
         let end = at.checked_add(12 + len).filter(|&e| e <= bytes.len()).ok_or(bad.clone())?;
         let kind = &header[4..8];
         let body = &bytes[at + 8..at + 8 + len];
-        let old_xmp = kind == b"iTXt" && body.starts_with(PNG_KEYWORD) && body.get(PNG_KEYWORD.len()) == Some(&0);
+        let old_xmp =
+            kind == b"iTXt" && body.starts_with(PNG_KEYWORD) && body.get(PNG_KEYWORD.len()) == Some(&0);
         if first && kind != b"IHDR" {
             return Err(bad);
         }
@@ -128,7 +129,10 @@ fn jpeg(bytes: &[u8], packet: &str) -> Result<Vec<u8>, Malformed> {
             out.extend_from_slice(&bytes[at..]);
             return Ok(out);
         }
-        let len = bytes.get(at + 2..at + 4).map(|b| u16::from_be_bytes([b[0], b[1]]) as usize).ok_or(bad.clone())?;
+        let len = bytes
+            .get(at + 2..at + 4)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]) as usize)
+            .ok_or(bad.clone())?;
         let end = (at + 2 + len).min(bytes.len());
         let old_xmp = marker == 0xE1 && bytes.get(at + 4..).is_some_and(|b| b.starts_with(JPEG_XMP));
         if !old_xmp {
@@ -249,7 +253,9 @@ mod tests {
                 image::Rgba([x as u8 * 6, y as u8 * 12, 90, (x * 7) as u8])
             }))
         } else {
-            image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(37, 21, |x, y| image::Rgb([x as u8 * 6, y as u8 * 12, 90])))
+            image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(37, 21, |x, y| {
+                image::Rgb([x as u8 * 6, y as u8 * 12, 90])
+            }))
         };
         let mut out = std::io::Cursor::new(Vec::new());
         image.write_to(&mut out, format).unwrap();
@@ -313,6 +319,9 @@ mod tests {
         let marked = embed(Media::Mp4, &original, "packet").unwrap();
         assert!(marked.starts_with(&original));
         assert_eq!(&marked[original.len() + 4..original.len() + 8], b"uuid");
-        assert_eq!(u32::from_be_bytes(marked[original.len()..original.len() + 4].try_into().unwrap()) as usize, marked.len() - original.len());
+        assert_eq!(
+            u32::from_be_bytes(marked[original.len()..original.len() + 4].try_into().unwrap()) as usize,
+            marked.len() - original.len()
+        );
     }
 }

@@ -45,7 +45,9 @@ fn generated() -> (tempfile::TempDir, Provenance) {
 
 /// The reader's report: state, active manifest.
 fn read(media: Media, bytes: &[u8]) -> (c2pa::ValidationState, Value, Vec<String>) {
-    let reader = c2pa::Reader::from_context(c2pa::Context::new()).with_stream(media.mime(), Cursor::new(bytes)).unwrap();
+    let reader = c2pa::Reader::from_context(c2pa::Context::new())
+        .with_stream(media.mime(), Cursor::new(bytes))
+        .unwrap();
     let report: Value = serde_json::from_str(&reader.json()).unwrap();
     let active = report["active_manifest"].as_str().unwrap().to_string();
     let codes = reader.validation_status().unwrap_or_default().iter().map(|s| s.code().to_string()).collect();
@@ -131,20 +133,30 @@ fn encode_rgb(image: &image::RgbImage, format: image::ImageFormat) -> Vec<u8> {
 #[test]
 fn a_chain_of_nodes_keeps_each_step_as_an_ingredient_manifest() {
     let (_dir, provenance) = generated();
-    let first = provenance.sign(Media::Png, &png(1, 40, 40), &origin(Step::Created, "comfyui", vec![])).unwrap();
+    let first =
+        provenance.sign(Media::Png, &png(1, 40, 40), &origin(Step::Created, "comfyui", vec![])).unwrap();
     let (_, manifest, _) = read(Media::Png, &first);
     let actions = &assertion(&manifest, "c2pa.actions")["actions"];
     assert_eq!(actions[0]["action"], "c2pa.created");
-    assert_eq!(actions[0]["digitalSourceType"], "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia");
+    assert_eq!(
+        actions[0]["digitalSourceType"],
+        "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"
+    );
 
     let second = provenance
         .sign(
             Media::Png,
             &png(2, 80, 80),
-            &origin(Step::Edited, "builtin", vec![Ingredient { name: "image".into(), bytes: &first, parent: true }]),
+            &origin(
+                Step::Edited,
+                "builtin",
+                vec![Ingredient { name: "image".into(), bytes: &first, parent: true }],
+            ),
         )
         .unwrap();
-    let reader = c2pa::Reader::from_context(c2pa::Context::new()).with_stream("image/png", Cursor::new(&second)).unwrap();
+    let reader = c2pa::Reader::from_context(c2pa::Context::new())
+        .with_stream("image/png", Cursor::new(&second))
+        .unwrap();
     assert_eq!(reader.validation_state(), c2pa::ValidationState::Valid);
     assert_eq!(reader.manifests().len(), 2, "the first node's manifest came along as the ingredient's");
     let report: Value = serde_json::from_str(&reader.json()).unwrap();
@@ -171,8 +183,12 @@ fn a_created_output_lists_its_inputs_as_inputs_not_parents() {
     let signed = provenance.sign(Media::Png, &png(6, 30, 60), &o).unwrap();
     let (state, manifest, codes) = read(Media::Png, &signed);
     assert_eq!(state, c2pa::ValidationState::Valid, "{codes:?}");
-    let relationships: Vec<&str> =
-        manifest["ingredients"].as_array().unwrap().iter().map(|i| i["relationship"].as_str().unwrap()).collect();
+    let relationships: Vec<&str> = manifest["ingredients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["relationship"].as_str().unwrap())
+        .collect();
     assert_eq!(relationships, ["inputTo", "inputTo"]);
     let actions = &assertion(&manifest, "c2pa.actions")["actions"];
     assert_eq!(
@@ -221,7 +237,10 @@ fn configured_files_sign_and_bad_settings_are_refused_at_start() {
     refused(Settings { algorithm: "rs1".into(), ..files.clone() }, "unknown algorithm");
     refused(Settings { private_key: keys.join("missing.pem"), ..files.clone() }, "missing.pem");
     refused(Settings { certificate: Default::default(), ..files.clone() }, "need the certificate");
-    refused(Settings { private_key: Default::default(), ..files.clone() }, "needs private_key or signing_url");
+    refused(
+        Settings { private_key: Default::default(), ..files.clone() },
+        "needs private_key or signing_url",
+    );
     refused(Settings { signing_url: "http://127.0.0.1:9/sign".into(), ..files.clone() }, "not both");
     refused(
         Settings { private_key: Default::default(), signing_url: "ftp://kms/sign".into(), ..files.clone() },

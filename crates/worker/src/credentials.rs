@@ -72,7 +72,11 @@ pub(crate) async fn sign(
         let _entered = span.enter();
         let ingredients: Vec<Ingredient> = inputs
             .iter()
-            .map(|(name, bytes)| Ingredient { name: name.clone(), bytes, parent: Some(name.as_str()) == primary })
+            .map(|(name, bytes)| Ingredient {
+                name: name.clone(),
+                bytes,
+                parent: Some(name.as_str()) == primary,
+            })
             .collect();
         let mut origin = Origin {
             step,
@@ -96,7 +100,8 @@ pub(crate) async fn sign(
                 origin.index = first + i;
                 let started = std::time::Instant::now();
                 let signed = provenance.sign(media, &artifact.bytes, &origin).map_err(|e| e.to_string())?;
-                metrics::histogram!("atelier_provenance_sign_seconds").record(started.elapsed().as_secs_f64());
+                metrics::histogram!("atelier_provenance_sign_seconds")
+                    .record(started.elapsed().as_secs_f64());
                 Ok(Artifact { bytes: Bytes::from(signed), ext: artifact.ext })
             })
             .collect()

@@ -11,6 +11,7 @@ mod files;
 mod idempotency;
 mod limits;
 mod metrics;
+mod provenance;
 mod pull;
 mod security;
 mod tools;

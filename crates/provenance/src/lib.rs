@@ -220,11 +220,14 @@ impl Provenance {
     }
 
     /// `bytes` (a `media` file) with the IPTC source type in its XMP and a signed manifest
-    /// saying how `origin` made it embedded. Holds the input and the signed copy, nothing more.
-    pub fn sign(&self, media: Media, bytes: &[u8], origin: &Origin) -> Result<Vec<u8>, ProvenanceError> {
+    /// saying how `origin` made it embedded. Takes the file so that at most two copies of it
+    /// are held at once: the file is dropped once its XMP copy is made, and that copy once
+    /// it is signed.
+    pub fn sign(&self, media: Media, bytes: impl AsRef<[u8]>, origin: &Origin) -> Result<Vec<u8>, ProvenanceError> {
         let source_type = origin.source_type();
-        let marked = xmp::embed(media, bytes, &xmp::packet(&source_type.uri()))
+        let marked = xmp::embed(media, bytes.as_ref(), &xmp::packet(&source_type.uri()))
             .map_err(|e| ProvenanceError::Sign(format!("writing the XMP packet: {e}")))?;
+        drop(bytes);
         let mut builder = manifest::builder(&self.context, origin)?;
         let mut source = Cursor::new(&marked[..]);
         let mut signed = Cursor::new(Vec::with_capacity(marked.len() + 32 * 1024));

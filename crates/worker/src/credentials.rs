@@ -99,7 +99,7 @@ pub(crate) async fn sign(
                 let Some(media) = Media::from_ext(artifact.ext) else { return Ok(artifact) };
                 origin.index = first + i;
                 let started = std::time::Instant::now();
-                let signed = provenance.sign(media, &artifact.bytes, &origin).map_err(|e| e.to_string())?;
+                let signed = provenance.sign(media, artifact.bytes, &origin).map_err(|e| e.to_string())?;
                 metrics::histogram!("atelier_provenance_sign_seconds")
                     .record(started.elapsed().as_secs_f64());
                 Ok(Artifact { bytes: Bytes::from(signed), ext: artifact.ext })

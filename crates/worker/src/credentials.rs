@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn edits_open_a_photo_and_the_other_tools_create() {
         for tool in ToolId::ALL {
-            let (step, composite) = step_of(*tool);
+            let (step, composite) = step_of(tool);
             let name = tool.spec().name;
             let edit = ["background_removal", "upscale", "reframe"].contains(&name);
             assert_eq!(step == Step::Edited, edit, "{name}");

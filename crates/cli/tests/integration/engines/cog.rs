@@ -93,6 +93,16 @@ async fn a_tryon_runs_on_cog_with_progress_and_the_interface_says_so() {
     // The garment (blue) was pasted onto the torso: the model really ran on the inputs.
     assert_eq!(img.get_pixel(32, 30).0, [20, 40, 200]);
     assert_eq!(server.predictions(), 1);
+    // Its credentials name the model server: a trained model's composite of the person.
+    let read = atelier_provenance::read(atelier_provenance::Media::Png, &bytes).unwrap();
+    assert_eq!(read.state, atelier_provenance::ValidationState::Valid, "{:?}", read.codes);
+    let assertions = read.manifest["assertions"].as_array().unwrap();
+    let ours = &assertions.iter().find(|a| a["label"] == "atelier.generation").unwrap()["data"];
+    assert_eq!((&ours["engine"], &ours["trained_model"]), (&json!("cog"), &json!(true)), "{ours}");
+    assert_eq!(
+        atelier_provenance::source_type_in(&bytes).as_deref(),
+        Some("http://cv.iptc.org/newscodes/digitalsourcetype/compositeWithTrainedAlgorithmicMedia")
+    );
     assert_eq!(last["tokens"], 1);
 }
 

@@ -275,8 +275,8 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
     tasks.extend(engines.watch(shutdown.clone()));
     // Webhooks from model servers reach this process at its public URL.
     let public_url = config.public_url();
-    let wiring = Wiring { engines: &engines, callbacks_at: Some(&public_url) };
-    spawn_workers(&config, &store, &blob, tools, provenance, wiring, &shutdown, &mut tasks)?;
+    let wiring = Wiring { engines: &engines, callbacks_at: Some(&public_url), provenance };
+    spawn_workers(&config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
     Ok(Running { addr, metrics_addr, store, blob, tasks: Tasks { shutdown, handles: tasks } })
 }
 
@@ -300,9 +300,9 @@ pub async fn start_worker(
         }
         _ => None,
     };
-    let wiring = Wiring { engines: &engines, callbacks_at: None };
     let (provenance, _) = provenance(config)?;
-    spawn_workers(config, &store, &blob, tools, provenance, wiring, &shutdown, &mut tasks)?;
+    let wiring = Wiring { engines: &engines, callbacks_at: None, provenance };
+    spawn_workers(config, &store, &blob, tools, wiring, &shutdown, &mut tasks)?;
     Ok(WorkerProcess { metrics_addr, tasks: Tasks { shutdown, handles: tasks } })
 }
 
@@ -371,14 +371,14 @@ impl WorkerProcess {
     }
 }
 
-/// How a process's workers reach the model servers.
+/// How a process's workers reach the model servers, and sign what they make.
 struct Wiring<'a> {
     engines: &'a atelier_engines::Engines,
     /// Where model servers' callbacks reach this process (one that serves HTTP).
     callbacks_at: Option<&'a str>,
+    provenance: Option<Arc<Provenance>>,
 }
 
-/// The workers' settings from `[worker]` (or its old name `[engine]`).
 /// The signer of this process's outputs (`[provenance]`), and what `/readyz` says of it. A
 /// generated certificate is made under `{data_dir}/provenance` at first start.
 pub fn provenance(
@@ -404,6 +404,7 @@ pub fn provenance(
     Ok((opened.map(Arc::new), state))
 }
 
+/// The workers' settings from `[worker]` (or its old name `[engine]`).
 fn worker_config(config: &Config, provenance: Option<Arc<Provenance>>) -> WorkerConfig {
     WorkerConfig {
         provenance,
@@ -466,12 +467,11 @@ fn spawn_workers(
     store: &SharedStore,
     blob: &BlobStore,
     tools: Option<Registry>,
-    provenance: Option<Arc<Provenance>>,
     wiring: Wiring<'_>,
     shutdown: &CancellationToken,
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> anyhow::Result<()> {
-    let worker_config = worker_config(config, provenance);
+    let worker_config = worker_config(config, wiring.provenance.clone());
     if config.worker.workers > 0 {
         let fetcher =
             Arc::new(Fetcher::new(input_policy(config)).map_err(|e| anyhow::anyhow!("input fetcher: {e}"))?);

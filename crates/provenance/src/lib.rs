@@ -223,7 +223,12 @@ impl Provenance {
     /// saying how `origin` made it embedded. Takes the file so that at most two copies of it
     /// are held at once: the file is dropped once its XMP copy is made, and that copy once
     /// it is signed.
-    pub fn sign(&self, media: Media, bytes: impl AsRef<[u8]>, origin: &Origin) -> Result<Vec<u8>, ProvenanceError> {
+    pub fn sign(
+        &self,
+        media: Media,
+        bytes: impl AsRef<[u8]>,
+        origin: &Origin,
+    ) -> Result<Vec<u8>, ProvenanceError> {
         let source_type = origin.source_type();
         let marked = xmp::embed(media, bytes.as_ref(), &xmp::packet(&source_type.uri()))
             .map_err(|e| ProvenanceError::Sign(format!("writing the XMP packet: {e}")))?;

@@ -54,7 +54,8 @@ fn signing_service(chain: Vec<u8>, key: Vec<u8>, answer: Answer) -> (String, Arc
                 Answer::Raw => ("200 OK", raw),
                 Answer::Error => ("503 Service Unavailable", b"the HSM is asleep".to_vec()),
             };
-            let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let head =
+                format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
             stream.write_all(head.as_bytes()).unwrap();
             stream.write_all(&body).unwrap();
         }
@@ -131,8 +132,11 @@ fn a_signing_service_signs_with_der_or_raw_answers() {
 fn a_signing_service_that_fails_stops_the_start_with_its_answer() {
     let (dir, chain, key) = keys();
     let (url, _) = signing_service(chain, key, Answer::Error);
-    let settings =
-        Settings { certificate: dir.path().join("provenance/chain.pem"), signing_url: url, ..Settings::default() };
+    let settings = Settings {
+        certificate: dir.path().join("provenance/chain.pem"),
+        signing_url: url,
+        ..Settings::default()
+    };
     let e = Provenance::open(&settings, dir.path()).unwrap_err().to_string();
     assert!(e.contains("503") && e.contains("the HSM is asleep"), "{e}");
     // Nothing listening at all.

@@ -134,7 +134,7 @@ fn encode_rgb(image: &image::RgbImage, format: image::ImageFormat) -> Vec<u8> {
 fn a_chain_of_nodes_keeps_each_step_as_an_ingredient_manifest() {
     let (_dir, provenance) = generated();
     let first =
-        provenance.sign(Media::Png, &png(1, 40, 40), &origin(Step::Created, "comfyui", vec![])).unwrap();
+        provenance.sign(Media::Png, png(1, 40, 40), &origin(Step::Created, "comfyui", vec![])).unwrap();
     let (_, manifest, _) = read(Media::Png, &first);
     let actions = &assertion(&manifest, "c2pa.actions")["actions"];
     assert_eq!(actions[0]["action"], "c2pa.created");
@@ -146,7 +146,7 @@ fn a_chain_of_nodes_keeps_each_step_as_an_ingredient_manifest() {
     let second = provenance
         .sign(
             Media::Png,
-            &png(2, 80, 80),
+            png(2, 80, 80),
             &origin(
                 Step::Edited,
                 "builtin",
@@ -180,7 +180,7 @@ fn a_created_output_lists_its_inputs_as_inputs_not_parents() {
         ],
     );
     o.composite = true;
-    let signed = provenance.sign(Media::Png, &png(6, 30, 60), &o).unwrap();
+    let signed = provenance.sign(Media::Png, png(6, 30, 60), &o).unwrap();
     let (state, manifest, codes) = read(Media::Png, &signed);
     assert_eq!(state, c2pa::ValidationState::Valid, "{codes:?}");
     let relationships: Vec<&str> = manifest["ingredients"]

@@ -318,6 +318,6 @@ async fn a_key_that_is_not_the_certificates_stops_the_start() {
     atelier_cli::provenance(&second).unwrap();
     config.provenance.certificate = dir.path().join("provenance/chain.pem");
     config.provenance.private_key = other.path().join("provenance/key.pem");
-    let err = atelier_cli::provenance(&config).err().expect("refused").to_string();
+    let err = atelier_cli::provenance(&config).expect_err("refused").to_string();
     assert!(err.contains("does not validate"), "{err}");
 }

@@ -11,6 +11,12 @@ use tokio::sync::{Mutex as AsyncMutex, Notify, OwnedMutexGuard, Semaphore, Semap
 
 use crate::error::{Result, StoreError};
 
+/// The longest a statement waits for the writer or a read connection. Far longer than any
+/// transaction takes; should a task ever hold one while it waits on something that waits for
+/// it, the waiters give up with an error (their callers retry, as after any store error)
+/// instead of the process stopping all writes for good.
+pub(super) const LOCK_WAIT: Duration = Duration::from_secs(60);
+
 /// How long the checkpointer waits after a commit before it checkpoints, so that one
 /// checkpoint covers the commits of that time.
 pub(super) const CHECKPOINT_DELAY: Duration = Duration::from_millis(100);
@@ -75,7 +81,21 @@ impl WriteTx {
     /// A write transaction (`BEGIN IMMEDIATE`) on the write connection, waiting for the
     /// transactions before it (first come, first served).
     pub(super) async fn begin(lock: &Arc<AsyncMutex<Writer>>) -> Result<Self> {
-        let mut writer = Arc::clone(lock).lock_owned().await;
+        Self::begin_within(lock, LOCK_WAIT).await
+    }
+
+    /// [`WriteTx::begin`], giving up with [`StoreError::Unavailable`] after `wait`.
+    pub(super) async fn begin_within(lock: &Arc<AsyncMutex<Writer>>, wait: Duration) -> Result<Self> {
+        let Ok(mut writer) = tokio::time::timeout(wait, Arc::clone(lock).lock_owned()).await else {
+            tracing::error!(
+                waited_secs = wait.as_secs_f64(),
+                "the database's writer stayed taken; giving this write up"
+            );
+            return Err(StoreError::Unavailable(format!(
+                "the database's writer stayed taken for {} s",
+                wait.as_secs()
+            )));
+        };
         writer.end_abandoned().await;
         // Marked open before it is sent: should this future be dropped while `BEGIN` is on its
         // way, the transaction it may still open is rolled back like any abandoned one.
@@ -143,8 +163,23 @@ impl Readers {
     }
 
     pub(super) async fn take(&self) -> Result<Reader<'_>> {
+        self.take_within(LOCK_WAIT).await
+    }
+
+    /// [`Readers::take`], giving up with [`StoreError::Unavailable`] after `wait`.
+    pub(super) async fn take_within(&self, wait: Duration) -> Result<Reader<'_>> {
+        let Ok(permit) = tokio::time::timeout(wait, self.free.acquire()).await else {
+            tracing::error!(
+                waited_secs = wait.as_secs_f64(),
+                "every read connection stayed taken; giving this read up"
+            );
+            return Err(StoreError::Unavailable(format!(
+                "every read connection stayed taken for {} s",
+                wait.as_secs()
+            )));
+        };
         // The semaphore is never closed.
-        let permit = self.free.acquire().await.map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let permit = permit.map_err(|e| StoreError::Corrupt(e.to_string()))?;
         // A permit guarantees an idle connection; a poisoned lock only means a panic while a
         // connection was pushed or popped, and the list is still whole.
         let conn = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();

@@ -605,6 +605,33 @@ mod tests {
         assert!((1..=2).contains(&n), "{n} accounts: 'maybe' at most once (its name is unique), 'sure' once");
     }
 
+    /// A writer or read connection that stays taken makes the next caller give up with an
+    /// error after the wait, not wait for good; both are usable again once given back.
+    #[tokio::test]
+    async fn a_lock_that_stays_taken_fails_the_waiter_instead_of_stalling_it() {
+        let (_dir, store) = open().await;
+        let wait = Duration::from_millis(100);
+        let held = store.begin().await.unwrap();
+        let waited = WriteTx::begin_within(&store.write, wait).await;
+        assert!(matches!(waited, Err(StoreError::Unavailable(_))), "{:?}", waited.err());
+        drop(held);
+        let tx = WriteTx::begin_within(&store.write, wait).await.expect("free again");
+        tx.commit().await.unwrap();
+
+        let readers: Vec<_> = {
+            let mut all = Vec::new();
+            for _ in 0..READERS {
+                all.push(store.read.take().await.unwrap());
+            }
+            all
+        };
+        let waited = store.read.take_within(wait).await;
+        assert!(matches!(waited, Err(StoreError::Unavailable(_))), "{:?}", waited.err());
+        drop(readers);
+        store.read.take_within(wait).await.expect("free again");
+        store.create_account("after", 1).await.unwrap();
+    }
+
     /// Commits leave checkpoints to the checkpointer: the database file grows with what was
     /// written, long before the log reaches the length at which a commit would checkpoint
     /// itself (`WAL_AUTOCHECKPOINT_PAGES`).

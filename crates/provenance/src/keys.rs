@@ -50,34 +50,10 @@ pub(crate) fn local_signer(
     pair: &KeyPair,
     alg: SigningAlg,
     tsa: Option<String>,
-) -> Result<Box<dyn c2pa::Signer + Send + Sync>, ProvenanceError> {
+) -> Result<c2pa::BoxedSigner, ProvenanceError> {
     let signer = c2pa::create_signer::from_keys(&pair.chain, &pair.key, alg, tsa)
         .map_err(|e| ProvenanceError::Keys(format!("the certificate and key do not make a signer: {e}")))?;
-    Ok(Box::new(SendSigner(signer)))
-}
-
-/// The SDK's boxed signer, which is `Send + Sync` on every platform but the web's.
-struct SendSigner(c2pa::BoxedSigner);
-
-impl c2pa::Signer for SendSigner {
-    fn sign(&self, data: &[u8]) -> c2pa::Result<Vec<u8>> {
-        self.0.sign(data)
-    }
-    fn alg(&self) -> SigningAlg {
-        self.0.alg()
-    }
-    fn certs(&self) -> c2pa::Result<Vec<Vec<u8>>> {
-        self.0.certs()
-    }
-    fn reserve_size(&self) -> usize {
-        self.0.reserve_size()
-    }
-    fn time_authority_url(&self) -> Option<String> {
-        self.0.time_authority_url()
-    }
-    fn send_timestamp_request(&self, message: &[u8]) -> Option<c2pa::Result<Vec<u8>>> {
-        self.0.send_timestamp_request(message)
-    }
+    Ok(signer)
 }
 
 /// The generated certificate under `dir`, made now if it is not there.

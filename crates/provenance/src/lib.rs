@@ -116,17 +116,6 @@ impl Media {
         }
     }
 
-    /// The format of these bytes, by their signature.
-    pub fn sniff(bytes: &[u8]) -> Option<Media> {
-        match bytes {
-            [0x89, b'P', b'N', b'G', ..] => Some(Media::Png),
-            [0xFF, 0xD8, 0xFF, ..] => Some(Media::Jpeg),
-            [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some(Media::Webp),
-            [_, _, _, _, b'f', b't', b'y', b'p', ..] => Some(Media::Mp4),
-            _ => None,
-        }
-    }
-
     pub fn mime(self) -> &'static str {
         match self {
             Media::Png => "image/png",
@@ -140,7 +129,7 @@ impl Media {
 /// Signs outputs. Cheap to share; signing is CPU work (hashing the file), to be run off the
 /// async threads.
 pub struct Provenance {
-    signer: Box<dyn c2pa::Signer + Send + Sync>,
+    signer: c2pa::BoxedSigner,
     trust: Trust,
     /// The SDK's settings, default ones.
     context: Arc<c2pa::Context>,
@@ -168,7 +157,7 @@ impl Provenance {
                 "private_key and signing_url need the certificate chain they sign for (certificate)".into(),
             ));
         }
-        let (signer, trust): (Box<dyn c2pa::Signer + Send + Sync>, Trust) = if !configured {
+        let (signer, trust): (c2pa::BoxedSigner, Trust) = if !configured {
             let dir = state_dir.join("provenance");
             let pair = keys::generated(&dir)?;
             (keys::local_signer(&pair, c2pa::SigningAlg::Es256, tsa)?, Trust::Generated { dir })

@@ -106,18 +106,19 @@ pub(crate) fn builder(
 ) -> Result<c2pa::Builder, ProvenanceError> {
     let source_type = origin.source_type().uri();
     let parent = origin.ingredients.iter().position(|i| i.parent && origin.step == Step::Edited);
-    let actions: Vec<Value> = match (origin.step, parent) {
-        (Step::Edited, Some(p)) => vec![
+    // The action that made the output; an edit with no photo to open (none was given, or it
+    // was not an image) made something new.
+    let made = |action: &str| {
+        json!({"action": action, "digitalSourceType": source_type,
+               "softwareAgent": {"name": "Atelier", "version": env!("CARGO_PKG_VERSION")},
+               "description": format!("{} ({})", origin.tool, origin.engine)})
+    };
+    let actions: Vec<Value> = match parent {
+        Some(p) => vec![
             json!({"action": "c2pa.opened", "parameters": {"ingredientIds": [ingredient_label(p)]}}),
-            json!({"action": "c2pa.edited", "digitalSourceType": source_type,
-                   "softwareAgent": {"name": "Atelier", "version": env!("CARGO_PKG_VERSION")},
-                   "description": format!("{} ({})", origin.tool, origin.engine)}),
+            made("c2pa.edited"),
         ],
-        // An edit with no photo to open (none was given, or it was not an image) made
-        // something new.
-        _ => vec![json!({"action": "c2pa.created", "digitalSourceType": source_type,
-                          "softwareAgent": {"name": "Atelier", "version": env!("CARGO_PKG_VERSION")},
-                          "description": format!("{} ({})", origin.tool, origin.engine)})],
+        None => vec![made("c2pa.created")],
     };
     let definition = json!({
         "claim_generator_info": [{"name": "Atelier", "version": env!("CARGO_PKG_VERSION")}],
@@ -137,7 +138,8 @@ pub(crate) fn builder(
             "label": ingredient_label(i),
             "description": format!("sha256:{digest}"),
         });
-        match Media::sniff(ingredient.bytes) {
+        let media = atelier_core::media::sniff(ingredient.bytes).and_then(|f| Media::from_ext(f.extension()));
+        match media {
             // The SDK hashes the input and brings its credentials along, if it has any.
             Some(media) => {
                 builder.add_ingredient_from_stream(
@@ -162,23 +164,15 @@ pub(crate) fn probe_png() -> Vec<u8> {
     // An 8-bit greyscale 2×2 image, all black.
     let mut png = Vec::new();
     png.extend_from_slice(b"\x89PNG\r\n\x1a\n");
-    let mut chunk = |kind: &[u8; 4], data: &[u8]| {
-        png.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        png.extend_from_slice(kind);
-        png.extend_from_slice(data);
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(kind);
-        crc.update(data);
-        png.extend_from_slice(&crc.finalize().to_be_bytes());
-    };
-    chunk(b"IHDR", &[0, 0, 0, 2, 0, 0, 0, 2, 8, 0, 0, 0, 0]);
+    let chunk = crate::xmp::png_chunk;
+    chunk(&mut png, b"IHDR", &[0, 0, 0, 2, 0, 0, 0, 2, 8, 0, 0, 0, 0]);
     // zlib, stored: two rows of filter byte 0 and two zero pixels.
     let raw = [0u8, 0, 0, 0, 0, 0];
     let mut idat = vec![0x78, 0x01, 0x01, raw.len() as u8, 0, !(raw.len() as u8), 0xFF];
     idat.extend_from_slice(&raw);
     idat.extend_from_slice(&adler32(&raw).to_be_bytes());
-    chunk(b"IDAT", &idat);
-    chunk(b"IEND", &[]);
+    chunk(&mut png, b"IDAT", &idat);
+    chunk(&mut png, b"IEND", &[]);
     png
 }
 

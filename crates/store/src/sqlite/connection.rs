@@ -17,6 +17,15 @@ use crate::error::{Result, StoreError};
 /// instead of the process stopping all writes for good.
 pub(super) const LOCK_WAIT: Duration = Duration::from_secs(60);
 
+/// `taking`'s result, or [`StoreError::Unavailable`] (logged) once `wait` has passed: `what`
+/// stayed taken.
+async fn within<T>(wait: Duration, what: &str, taking: impl std::future::Future<Output = T>) -> Result<T> {
+    tokio::time::timeout(wait, taking).await.map_err(|_| {
+        tracing::error!(waited_secs = wait.as_secs_f64(), "{what} stayed taken; giving this statement up");
+        StoreError::Unavailable(format!("{what} stayed taken for {} s", wait.as_secs_f64()))
+    })
+}
+
 /// How long the checkpointer waits after a commit before it checkpoints, so that one
 /// checkpoint covers the commits of that time.
 pub(super) const CHECKPOINT_DELAY: Duration = Duration::from_millis(100);
@@ -86,16 +95,7 @@ impl WriteTx {
 
     /// [`WriteTx::begin`], giving up with [`StoreError::Unavailable`] after `wait`.
     pub(super) async fn begin_within(lock: &Arc<AsyncMutex<Writer>>, wait: Duration) -> Result<Self> {
-        let Ok(mut writer) = tokio::time::timeout(wait, Arc::clone(lock).lock_owned()).await else {
-            tracing::error!(
-                waited_secs = wait.as_secs_f64(),
-                "the database's writer stayed taken; giving this write up"
-            );
-            return Err(StoreError::Unavailable(format!(
-                "the database's writer stayed taken for {} s",
-                wait.as_secs()
-            )));
-        };
+        let mut writer = within(wait, "the database's writer", Arc::clone(lock).lock_owned()).await?;
         writer.end_abandoned().await;
         // Marked open before it is sent: should this future be dropped while `BEGIN` is on its
         // way, the transaction it may still open is rolled back like any abandoned one.
@@ -168,18 +168,10 @@ impl Readers {
 
     /// [`Readers::take`], giving up with [`StoreError::Unavailable`] after `wait`.
     pub(super) async fn take_within(&self, wait: Duration) -> Result<Reader<'_>> {
-        let Ok(permit) = tokio::time::timeout(wait, self.free.acquire()).await else {
-            tracing::error!(
-                waited_secs = wait.as_secs_f64(),
-                "every read connection stayed taken; giving this read up"
-            );
-            return Err(StoreError::Unavailable(format!(
-                "every read connection stayed taken for {} s",
-                wait.as_secs()
-            )));
-        };
         // The semaphore is never closed.
-        let permit = permit.map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let permit = within(wait, "every read connection", self.free.acquire())
+            .await?
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         // A permit guarantees an idle connection; a poisoned lock only means a panic while a
         // connection was pushed or popped, and the list is still whole.
         let conn = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();

@@ -77,6 +77,9 @@ def server() -> Iterator[Server]:
     data_dir = Path(tempfile.mkdtemp(prefix="atelier-py-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATELIER__")}
     env["ATELIER__WORKER__SIMULATED_LATENCY_MS"] = str(SIMULATED_LATENCY_MS)
+    # ATELIER_TEST_OUTPUT_ACCESS=signed: the same tests with signed output URLs.
+    if os.environ.get("ATELIER_TEST_OUTPUT_ACCESS") == "signed":
+        env["ATELIER__OUTPUTS__ACCESS"] = "signed"
     env.setdefault("RUST_LOG", "warn")
     proc = subprocess.Popen(
         [

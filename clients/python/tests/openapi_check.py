@@ -51,7 +51,7 @@ NOT_COVERED_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/metrics
 
 #: Error names the client knows that the document's ``Error.name`` enum does not list:
 #: the answers of ``/files/...`` (crates/api/src/error.rs).
-ERRORS_OUTSIDE_DOCUMENT = frozenset({"FileNotFound", "OutputExpired"})
+ERRORS_OUTSIDE_DOCUMENT = frozenset({"FileNotFound", "OutputExpired", "FileUrlInvalid"})
 
 #: Component schemas the client deliberately has no model for: the console's own API
 #: (session cookie, not API keys), and each tool's input parameters (``Tool_<name>``: the

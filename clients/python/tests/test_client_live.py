@@ -15,6 +15,7 @@ from atelier_client import (
     AtelierError,
     BatchNotFound,
     Client,
+    FileUrlInvalid,
     IdempotencyKeyReused,
     InsufficientTokens,
     InvalidImage,
@@ -30,6 +31,7 @@ from atelier_client import (
     V2Status,
     WorkflowNotFound,
     WorkflowRunStatus,
+    error_from_response,
 )
 
 WAIT = dict(timeout=120, poll_interval=0.2)
@@ -111,6 +113,24 @@ def test_run_wait_and_fetch_the_output(client: Client, png: str) -> None:
     assert client.balance() == before - 1
     again = client.status(run.id)
     assert isinstance(again, NodeRunStatus) and again.output == final.output
+
+
+def test_an_output_url_works_as_given_and_signed_urls_refuse_any_other(client: Client, png: str) -> None:
+    final = client.run("upscale", {"image": png}).wait(**WAIT)
+    url = final.output[0]
+    assert httpx.get(url, timeout=30).status_code == 200
+    bare = url.split("?")[0]
+    answer = httpx.get(bare, timeout=30)
+    if "?" not in url:  # public outputs: the URL is the path
+        assert answer.status_code == 200
+        return
+    assert "expires=" in url and "signature=" in url
+    error = error_from_response(answer.status_code, answer.json())
+    assert isinstance(error, FileUrlInvalid) and error.status_code == 403 and error.reason == "unsigned"
+    forged = url[:-1] + ("A" if url[-1] != "A" else "B")
+    answer = httpx.get(forged, timeout=30)
+    error = error_from_response(answer.status_code, answer.json())
+    assert isinstance(error, FileUrlInvalid) and error.reason == "signature"
 
 
 def test_wait_by_polling_only(client: Client, png: str) -> None:

@@ -46,6 +46,12 @@ pub enum ApiError {
     FileNotFound,
     #[error("this output expired and is no longer available")]
     OutputExpired,
+    /// A `/files` request without a valid signature, with signed output URLs.
+    #[error("{0}")]
+    FileUrlInvalid(atelier_core::file_urls::Refusal),
+    /// A run or batch (or an output of one) deleted on request; the message says what and when.
+    #[error("{0}")]
+    Deleted(String),
     #[error("system templates are read-only: '{0}' cannot be changed here")]
     ReadOnlyTemplate(String),
     #[error("a request with this Idempotency-Key is still being processed; retry it later")]
@@ -114,7 +120,8 @@ impl ApiError {
             Self::InsufficientTokens { .. } => StatusCode::PAYMENT_REQUIRED,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidImage { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::OutputExpired => StatusCode::GONE,
+            Self::OutputExpired | Self::Deleted(_) => StatusCode::GONE,
+            Self::FileUrlInvalid(_) => StatusCode::FORBIDDEN,
             Self::ReadOnlyTemplate(_) | Self::IdempotencyConflict => StatusCode::CONFLICT,
             Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RateLimited { .. } | Self::ConcurrencyLimited { .. } | Self::QueueFull { .. } => {
@@ -141,6 +148,8 @@ impl ApiError {
             Self::InvalidImage { .. } => ErrorName::InvalidImage,
             Self::FileNotFound => ErrorName::FileNotFound,
             Self::OutputExpired => ErrorName::OutputExpired,
+            Self::FileUrlInvalid(_) => ErrorName::FileUrlInvalid,
+            Self::Deleted(_) => ErrorName::Deleted,
             Self::ReadOnlyTemplate(_) => ErrorName::ReadOnlyTemplate,
             Self::IdempotencyConflict => ErrorName::IdempotencyConflict,
             Self::IdempotencyKeyReused => ErrorName::IdempotencyKeyReused,
@@ -170,6 +179,9 @@ impl ApiError {
             Self::UploadNotFound { field, .. } => {
                 body.field = field.clone();
             }
+            Self::FileUrlInvalid(refusal) => {
+                body.reason = Some(refusal.reason().to_string());
+            }
             Self::InsufficientTokens { required, balance } => {
                 body.required = Some(*required);
                 body.balance = Some(*balance);
@@ -196,6 +208,7 @@ impl ApiError {
             | Self::PayloadTooLarge { .. }
             | Self::FileNotFound
             | Self::OutputExpired
+            | Self::Deleted(_)
             | Self::ReadOnlyTemplate(_)
             | Self::IdempotencyConflict
             | Self::IdempotencyKeyReused
@@ -224,6 +237,8 @@ impl ApiError {
             | Self::InvalidImage { .. }
             | Self::FileNotFound
             | Self::OutputExpired
+            | Self::FileUrlInvalid(_)
+            | Self::Deleted(_)
             | Self::ReadOnlyTemplate(_)
             | Self::IdempotencyConflict
             | Self::IdempotencyKeyReused

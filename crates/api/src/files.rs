@@ -1,12 +1,15 @@
 //! `/files/{key}`: outputs, with `ETag`, `Range` and `Cache-Control`;
 //! 410 once the run's retention has ended, whether or not the sweeper has
-//! deleted the object yet.
+//! deleted the object yet. With signed output URLs (`[outputs] access = "signed"`) a
+//! request without a valid, unexpired signature is refused (403 `FileUrlInvalid`) before
+//! anything is looked up, and the answer may be kept by the browser only (`private`) and
+//! only until the URL expires.
 
 use atelier_blob::http::{content_type_for, etag_matches, parse_range, RangeRequest};
 use atelier_blob::{validate_key, BlobError};
 use atelier_store::{now_micros, StoreError};
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
@@ -23,8 +26,10 @@ fn blob_error(e: BlobError) -> ApiError {
 pub(crate) async fn get_file(
     State(state): State<AppState>,
     Path(key): Path<String>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    let expires = state.blob.check_url(&key, query.as_deref()).map_err(ApiError::FileUrlInvalid)?;
     validate_key(&key).map_err(|_| ApiError::FileNotFound)?;
     let run_id = atelier_core::keys::run_of_output(&key).ok_or(ApiError::FileNotFound)?;
     match state.store.run_expiry(run_id).await {
@@ -34,7 +39,13 @@ pub(crate) async fn get_file(
         Err(e) => return Err(e.into()),
     }
     let meta = state.blob.head(&key).await.map_err(blob_error)?;
-    let cache = format!("public, max-age={}, immutable", state.config.file_max_age_secs);
+    let cache = match expires {
+        Some(expires) => {
+            let left = expires.saturating_sub(now_micros().max(0) as u64 / 1_000_000);
+            format!("private, max-age={}, immutable", left.min(state.config.file_max_age_secs))
+        }
+        None => format!("public, max-age={}, immutable", state.config.file_max_age_secs),
+    };
     let if_none_match = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok());
     if etag_matches(if_none_match, &meta.etag) {
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, meta.etag), (header::CACHE_CONTROL, cache)])

@@ -7,6 +7,10 @@
 //! it needs no read beyond the caller's key. Runs still going are always read from the
 //! database.
 //!
+//! With signed output URLs the URLs in a status change with their expiry: each entry keeps
+//! the URL expiry it was rendered with (`epoch`, 0 for public URLs) and is used only while
+//! new URLs would carry the same one (see `atelier_blob::BlobStore::url_epoch`).
+//!
 //! Entries are per account and run id (another account's poll of the same id still reads,
 //! and gets its 404), in shards with a bound each; a full shard drops an arbitrary entry (the
 //! first in its hash order).
@@ -33,7 +37,7 @@ type Key = (i64, Box<str>, Shape);
 
 /// The cache (see the module documentation).
 pub struct FinishedRuns {
-    shards: Vec<Mutex<HashMap<Key, Bytes>>>,
+    shards: Vec<Mutex<HashMap<Key, (Bytes, u64)>>>,
     hasher: RandomState,
 }
 
@@ -50,26 +54,30 @@ impl std::fmt::Debug for FinishedRuns {
 }
 
 impl FinishedRuns {
-    fn shard(&self, account_id: i64, run_id: &str) -> &Mutex<HashMap<Key, Bytes>> {
+    fn shard(&self, account_id: i64, run_id: &str) -> &Mutex<HashMap<Key, (Bytes, u64)>> {
         let index = self.hasher.hash_one((account_id, run_id)) as usize % SHARDS;
         &self.shards[index]
     }
 
-    /// The rendered status of a finished run of `account_id`, if one is kept.
-    pub fn get(&self, account_id: i64, run_id: &str, shape: Shape) -> Option<Bytes> {
+    /// The rendered status of a finished run of `account_id`, if one is kept with URLs of
+    /// `epoch`.
+    pub fn get(&self, account_id: i64, run_id: &str, shape: Shape, epoch: u64) -> Option<Bytes> {
         let shard = self.shard(account_id, run_id).lock().unwrap_or_else(PoisonError::into_inner);
-        shard.get(&(account_id, Box::from(run_id), shape)).cloned()
+        match shard.get(&(account_id, Box::from(run_id), shape)) {
+            Some((body, kept)) if *kept == epoch => Some(body.clone()),
+            _ => None,
+        }
     }
 
-    /// Keeps the rendered status of a run the caller read as finished.
-    pub fn put(&self, account_id: i64, run_id: &str, shape: Shape, body: Bytes) {
+    /// Keeps the rendered status of a run the caller read as finished, its URLs of `epoch`.
+    pub fn put(&self, account_id: i64, run_id: &str, shape: Shape, epoch: u64, body: Bytes) {
         let mut shard = self.shard(account_id, run_id).lock().unwrap_or_else(PoisonError::into_inner);
         if shard.len() >= SHARD_CAPACITY {
             if let Some(victim) = shard.keys().next().cloned() {
                 shard.remove(&victim);
             }
         }
-        shard.insert((account_id, Box::from(run_id), shape), body);
+        shard.insert((account_id, Box::from(run_id), shape), (body, epoch));
     }
 
     /// Statuses kept.
@@ -89,14 +97,24 @@ mod tests {
     #[test]
     fn entries_are_per_account_run_and_shape_and_bounded() {
         let cache = FinishedRuns::default();
-        cache.put(1, "gen_a", Shape::V3, Bytes::from_static(b"{\"a\":1}"));
-        assert_eq!(cache.get(1, "gen_a", Shape::V3).as_deref(), Some(&b"{\"a\":1}"[..]));
-        assert_eq!(cache.get(2, "gen_a", Shape::V3), None, "another account");
-        assert_eq!(cache.get(1, "gen_a", Shape::V2("tryon")), None, "another shape");
-        assert_eq!(cache.get(1, "gen_b", Shape::V3), None);
+        cache.put(1, "gen_a", Shape::V3, 0, Bytes::from_static(b"{\"a\":1}"));
+        assert_eq!(cache.get(1, "gen_a", Shape::V3, 0).as_deref(), Some(&b"{\"a\":1}"[..]));
+        assert_eq!(cache.get(2, "gen_a", Shape::V3, 0), None, "another account");
+        assert_eq!(cache.get(1, "gen_a", Shape::V2("tryon"), 0), None, "another shape");
+        assert_eq!(cache.get(1, "gen_b", Shape::V3, 0), None);
         for i in 0..(SHARDS * SHARD_CAPACITY + 1000) {
-            cache.put(1, &format!("gen_{i}"), Shape::V3, Bytes::from_static(b"{}"));
+            cache.put(1, &format!("gen_{i}"), Shape::V3, 0, Bytes::from_static(b"{}"));
         }
         assert!(cache.len() <= SHARDS * SHARD_CAPACITY);
+    }
+
+    #[test]
+    fn an_entry_with_urls_of_another_expiry_is_not_used() {
+        let cache = FinishedRuns::default();
+        cache.put(1, "gen_a", Shape::V3, 1_000, Bytes::from_static(b"{}"));
+        assert!(cache.get(1, "gen_a", Shape::V3, 1_000).is_some());
+        assert_eq!(cache.get(1, "gen_a", Shape::V3, 1_450), None, "its URLs would expire sooner");
+        cache.put(1, "gen_a", Shape::V3, 1_450, Bytes::from_static(b"{}"));
+        assert!(cache.get(1, "gen_a", Shape::V3, 1_450).is_some());
     }
 }

@@ -541,8 +541,9 @@ checks them as `POST /api/v3/uploads` does. 409 Conflict where the storage is a 
         );
     }
     paths.insert("/api/v2/user/tokens".into(), json!({"get": op("Token balance", None, "Tokens", &[401])}));
-    paths.insert("/files/{key}".into(), json!({"get": {"summary": "An output file (public, unguessable URL)", "responses": {
+    paths.insert("/files/{key}".into(), json!({"get": {"summary": "An output file (an unguessable URL; with signed output URLs, one that carries expires and signature)", "responses": {
         "200": {"description": "The file"}, "206": {"description": "A byte range"}, "304": {"description": "Not modified"},
+        "403": {"description": "Signed output URLs: unsigned, expired or forged (FileUrlInvalid)"},
         "404": {"description": "No such file"}, "410": {"description": "Retention ended"}, "416": {"description": "Range not satisfiable"}}}}));
     paths.insert(
         "/healthz".into(),
@@ -628,7 +629,9 @@ fn links_and_examples(paths: &mut Map<String, Value>, schemas: &mut Map<String, 
     workflow["get"]["responses"]["200"]["links"] = json!({"estimate": estimate});
     paths["/files/{key}"]["get"]["parameters"] = json!([{"name": "key", "in": "path", "required": true,
         "description": "The object key from an output URL, e.g. outputs/{run}/{node}/0.png (its slashes are part of the path)",
-        "schema": {"type": "string"}}]);
+        "schema": {"type": "string"}},
+        {"name": "expires", "in": "query", "required": false, "description": "With signed output URLs: the URL's expiry, Unix seconds (part of the URL a status gives)", "schema": {"type": "integer"}},
+        {"name": "signature", "in": "query", "required": false, "description": "With signed output URLs: HMAC-SHA256 of the key and expiry, base64url (part of the URL a status gives)", "schema": {"type": "string"}}]);
 
     let img = EXAMPLE_IMAGE;
     schemas["RunRequest"]["examples"] = json!([

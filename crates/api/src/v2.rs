@@ -108,7 +108,8 @@ async fn status(
     family: Family,
 ) -> Result<Response, ApiError> {
     let shape = Shape::V2(family.as_str());
-    if let Some(body) = state.finished.get(account.id, &id, shape) {
+    let epoch = state.blob.url_epoch();
+    if let Some(body) = state.finished.get(account.id, &id, shape, epoch) {
         return Ok(render::json_bytes(body));
     }
     let run = state.store.get_run(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
@@ -118,7 +119,7 @@ async fn status(
     }
     let body = render::to_bytes(&render::v2_status(&state.blob, &run, family));
     if run.status.is_terminal() {
-        state.finished.put(account.id, &id, shape, body.clone());
+        state.finished.put(account.id, &id, shape, epoch, body.clone());
     }
     Ok(render::json_bytes(body))
 }

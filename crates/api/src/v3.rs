@@ -76,7 +76,8 @@ async fn status(
     Caller(account): Caller,
     RunId(id): RunId,
 ) -> Result<Response, ApiError> {
-    if let Some(body) = state.finished.get(account.id, &id, Shape::V3) {
+    let epoch = state.blob.url_epoch();
+    if let Some(body) = state.finished.get(account.id, &id, Shape::V3, epoch) {
         return Ok(render::json_bytes(body));
     }
     match state.store.get_run(account.id, &id).await {
@@ -86,7 +87,7 @@ async fn status(
             render::add_waiting(&mut shape, &run, |tool| waiting_for_engine(&state, tool));
             let body = render::to_bytes(&shape);
             if run.status.is_terminal() {
-                state.finished.put(account.id, &id, Shape::V3, body.clone());
+                state.finished.put(account.id, &id, Shape::V3, epoch, body.clone());
             }
             Ok(render::json_bytes(body))
         }

@@ -40,6 +40,7 @@ use std::path::Path as FsPath;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use atelier_core::file_urls::{Refusal, UrlSigner};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
@@ -130,6 +131,8 @@ pub struct BlobStore {
     cdn_base_url: Option<String>,
     /// What signs URLs for direct transfers (S3), and the key prefix the store adds.
     signer: Option<(Arc<dyn Signer>, String)>,
+    /// With `[outputs] access = "signed"`: what signs and checks the `/files` URLs.
+    url_signer: Option<Arc<UrlSigner>>,
 }
 
 impl std::fmt::Debug for BlobStore {
@@ -138,6 +141,7 @@ impl std::fmt::Debug for BlobStore {
             .field("store", &self.store.to_string())
             .field("public_base_url", &self.public_base_url)
             .field("cdn_base_url", &self.cdn_base_url)
+            .field("signed_urls", &self.url_signer.is_some())
             .finish()
     }
 }
@@ -165,6 +169,7 @@ impl BlobStore {
             public_base_url: public_base_url.trim_end_matches('/').to_string(),
             cdn_base_url: None,
             signer: None,
+            url_signer: None,
         }
     }
 
@@ -195,6 +200,32 @@ impl BlobStore {
     /// The same store, with output URLs `{cdn_base_url}/{key}`.
     pub fn with_cdn(self, cdn_base_url: &str) -> Self {
         Self { cdn_base_url: Some(cdn_base_url.trim_end_matches('/').to_string()), ..self }
+    }
+
+    /// The same store, with output URLs that carry an expiry and a signature, and
+    /// [`BlobStore::check_url`] refusing any other (`[outputs] access = "signed"`).
+    pub fn with_signed_urls(self, signer: UrlSigner) -> Self {
+        Self { url_signer: Some(Arc::new(signer)), ..self }
+    }
+
+    /// The expiry that output URLs made now carry (0 when they are public): URLs made at two
+    /// moments of one epoch are the same.
+    pub fn url_epoch(&self) -> u64 {
+        self.url_signer.as_ref().map_or(0, |signer| signer.expiry(unix_now()))
+    }
+
+    /// Whether output URLs are signed.
+    pub fn signs_urls(&self) -> bool {
+        self.url_signer.is_some()
+    }
+
+    /// Checks the query string of a request for output `key`: with signed URLs, their expiry
+    /// (Unix seconds) or why they are refused; `Ok(None)` when URLs are public.
+    pub fn check_url(&self, key: &str, query: Option<&str>) -> Result<Option<u64>, Refusal> {
+        match &self.url_signer {
+            Some(signer) => signer.check(key, query, unix_now()).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Stores `bytes` under `key`, replacing any existing object.
@@ -341,7 +372,7 @@ impl BlobStore {
     }
 
     /// The public URL of `key`: `{cdn_base_url}/{key}` with a CDN, else
-    /// `{public_base_url}/files/{key}`.
+    /// `{public_base_url}/files/{key}`, with `?expires=…&signature=…` when URLs are signed.
     ///
     /// The key is inserted verbatim (keys produced by [`output_key`] need no
     /// escaping); a trailing slash on the base URL and a leading slash on the
@@ -350,7 +381,12 @@ impl BlobStore {
         let key = key.trim_start_matches('/');
         match &self.cdn_base_url {
             Some(cdn) => format!("{cdn}/{key}"),
-            None => format!("{}/files/{key}", self.public_base_url),
+            None => match &self.url_signer {
+                Some(signer) => {
+                    format!("{}/files/{key}?{}", self.public_base_url, signer.query(key, unix_now()))
+                }
+                None => format!("{}/files/{key}", self.public_base_url),
+            },
         }
     }
 
@@ -358,6 +394,11 @@ impl BlobStore {
     pub fn public_base_url(&self) -> &str {
         &self.public_base_url
     }
+}
+
+/// Seconds since the Unix epoch, as signed URLs count them.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// The key of a generated output: `outputs/{run_id}/{node}/{index}.{ext}` (core's key layout,
@@ -570,6 +611,24 @@ mod tests {
         assert_eq!(without.url(&key), "https://cdn.example.com/files/outputs/r/n/3.webp");
         assert_eq!(with_path.url("/x.png"), "https://example.com/atelier/files/x.png");
         assert_eq!(without.public_base_url(), "https://cdn.example.com");
+    }
+
+    #[test]
+    fn signed_urls_carry_what_check_url_accepts() {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let public = BlobStore::from_store(store.clone(), "https://api.example.com");
+        assert!(!public.signs_urls());
+        assert_eq!(public.check_url("outputs/r/n/0.png", None), Ok(None));
+        let signer = UrlSigner::new(vec![vec![9; 32]], 600).unwrap();
+        let signed = public.with_signed_urls(signer);
+        assert!(signed.signs_urls());
+        let url = signed.url("outputs/r/n/0.png");
+        let (path, query) = url.split_once('?').unwrap();
+        assert_eq!(path, "https://api.example.com/files/outputs/r/n/0.png");
+        let expires = signed.check_url("outputs/r/n/0.png", Some(query)).unwrap().unwrap();
+        assert!(expires > unix_now() + 599, "{expires}");
+        assert_eq!(signed.check_url("outputs/r/n/1.png", Some(query)), Err(Refusal::Forged));
+        assert_eq!(signed.check_url("outputs/r/n/0.png", None), Err(Refusal::Unsigned));
     }
 
     #[tokio::test]

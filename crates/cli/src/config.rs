@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use atelier_core::file_urls;
 use atelier_core::tools::{PriceSetting, Prices};
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::value::{Dict, Map, Value};
@@ -237,6 +238,25 @@ pub struct Outputs {
     /// Base URL that serves the stored objects directly (a CDN in front of the bucket
     /// prefix); output URLs become `{cdn_base_url}/{key}`. Empty: the API's `/files` route.
     pub cdn_base_url: String,
+    /// `public`: an output URL is enough to read the output (the interface's CDN-style
+    /// URLs); `signed`: output URLs carry an expiry and a signature, and `/files` refuses
+    /// any other request (not with `cdn_base_url`, which cannot check them).
+    pub access: OutputAccess,
+    /// With `signed`: how long an output URL works after the status that gave it was read.
+    pub url_secs: u64,
+    /// With `signed`: the keys that sign output URLs (at least 32 characters each): the first
+    /// signs, every one verifies. Empty: a key generated at first start under `{data_dir}`
+    /// (the embedded database only; every process of a shared database needs the same keys).
+    pub url_keys: Vec<String>,
+}
+
+/// `[outputs] access`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputAccess {
+    #[default]
+    Public,
+    Signed,
 }
 
 /// `[limits]`: request rates per API key and concurrency per account. 0 turns a limit off.
@@ -416,7 +436,14 @@ impl Default for Inputs {
 
 impl Default for Outputs {
     fn default() -> Self {
-        Self { retention_hours: 72, sweep_interval_secs: 600, cdn_base_url: String::new() }
+        Self {
+            retention_hours: 72,
+            sweep_interval_secs: 600,
+            cdn_base_url: String::new(),
+            access: OutputAccess::Public,
+            url_secs: 3600,
+            url_keys: Vec::new(),
+        }
     }
 }
 
@@ -575,6 +602,31 @@ impl Config {
                 "outputs.cdn_base_url must start with http:// or https:// (ATELIER__OUTPUTS__CDN_BASE_URL)"
                     .into(),
             );
+        }
+        if self.outputs.access == OutputAccess::Signed {
+            if !cdn.is_empty() {
+                return Err("outputs.access = \"signed\" cannot be used with outputs.cdn_base_url: a CDN \
+                            cannot check the signatures (ATELIER__OUTPUTS__ACCESS)"
+                    .into());
+            }
+            if !(1..=7 * 24 * 3600).contains(&self.outputs.url_secs) {
+                return Err("outputs.url_secs must be from 1 to 604800 (ATELIER__OUTPUTS__URL_SECS)".into());
+            }
+            if let Some(i) = self.outputs.url_keys.iter().position(|k| k.len() < file_urls::MIN_KEY_BYTES) {
+                return Err(format!(
+                    "outputs.url_keys: key {} is shorter than {} characters (make one with `openssl rand \
+                     -hex 32`) (ATELIER__OUTPUTS__URL_KEYS)",
+                    i + 1,
+                    file_urls::MIN_KEY_BYTES
+                ));
+            }
+            if self.outputs.url_keys.is_empty() && matches!(self.database(), Ok(DatabaseKind::Postgres(_))) {
+                return Err(
+                    "outputs.access = \"signed\" with a shared database needs outputs.url_keys: every \
+                            API process must sign with the same keys (ATELIER__OUTPUTS__URL_KEYS)"
+                        .into(),
+                );
+            }
         }
         if !self.server.public_url.is_empty() && !self.server.public_url.starts_with("http") {
             return Err(
@@ -768,6 +820,42 @@ mod tests {
         {
             assert!(err.contains(part), "{part} missing from: {err}");
         }
+    }
+
+    #[test]
+    fn signed_output_urls_need_keys_that_every_process_shares_and_no_cdn() {
+        let mut config = Config::default();
+        config.outputs.access = OutputAccess::Signed;
+        config.validate().expect("the embedded database makes its own key");
+        let check = |config: &Config, part: &str| {
+            let err = config.validate().unwrap_err();
+            assert!(err.contains(part), "{part} missing from: {err}");
+        };
+        let mut shared = config.clone();
+        shared.database.url = "postgres://db/atelier".into();
+        check(&shared, "ATELIER__OUTPUTS__URL_KEYS");
+        shared.outputs.url_keys = vec!["k".repeat(32)];
+        shared.validate().unwrap();
+        shared.outputs.url_keys.push("short".into());
+        check(&shared, "key 2 is shorter than 32");
+        for secs in [0, 604_801] {
+            config.outputs.url_secs = secs;
+            check(&config, "ATELIER__OUTPUTS__URL_SECS");
+        }
+        config.outputs.url_secs = 3600;
+        config.outputs.cdn_base_url = "https://cdn.example.com".into();
+        check(&config, "cannot be used with outputs.cdn_base_url");
+        let from_file: Config = Config::figment(
+            Toml::string("[outputs]\naccess = \"signed\"\nurl_keys = [\"a\", \"b\"]\n"),
+            Toml::string(""),
+        )
+        .extract()
+        .unwrap();
+        assert_eq!((from_file.outputs.access, from_file.outputs.url_keys.len()), (OutputAccess::Signed, 2));
+        let err = Config::figment(Toml::string("[outputs]\naccess = \"private\"\n"), Toml::string(""))
+            .extract::<Config>()
+            .unwrap_err();
+        assert!(err.to_string().contains("public"), "{err}");
     }
 
     #[test]

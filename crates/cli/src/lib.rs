@@ -70,12 +70,72 @@ pub async fn open_store(config: &Config) -> anyhow::Result<SharedStore> {
 }
 
 /// Opens object storage: `storage.url` (local directory or S3-compatible bucket), by default
-/// `{data_dir}/objects`.
+/// `{data_dir}/objects`; with `[outputs] access = "signed"`, output URLs signed.
 pub fn open_blob(config: &Config) -> anyhow::Result<BlobStore> {
     let location = config.storage_location()?;
     let cdn = Some(config.outputs.cdn_base_url.as_str()).filter(|u| !u.is_empty());
-    BlobStore::open(&location, &config.storage.s3.settings(), &config.public_url(), cdn)
-        .with_context(|| format!("opening object storage at {location:?}"))
+    let blob = BlobStore::open(&location, &config.storage.s3.settings(), &config.public_url(), cdn)
+        .with_context(|| format!("opening object storage at {location:?}"))?;
+    Ok(match url_signer(config)? {
+        Some(signer) => blob.with_signed_urls(signer),
+        None => blob,
+    })
+}
+
+/// What signs output URLs with `[outputs] access = "signed"`: `outputs.url_keys`, or the key
+/// kept in `{data_dir}/url-key` (made at first start, readable by its owner only).
+fn url_signer(config: &Config) -> anyhow::Result<Option<atelier_blob::UrlSigner>> {
+    use atelier_blob::UrlSigner;
+    if config.outputs.access != config::OutputAccess::Signed {
+        return Ok(None);
+    }
+    let keys: Vec<Vec<u8>> = if config.outputs.url_keys.is_empty() {
+        let path = config.storage.data_dir.join("url-key");
+        vec![generated_secret(&path, UrlSigner::new_key)?.into_bytes()]
+    } else {
+        config.outputs.url_keys.iter().map(|k| k.as_bytes().to_vec()).collect()
+    };
+    UrlSigner::new(keys, config.outputs.url_secs).map(Some).map_err(anyhow::Error::msg)
+}
+
+/// The secret kept in the file at `path`, made by `make` when there is none yet. A new one is
+/// written whole to a file of its own (readable by its owner only) and then linked to `path`,
+/// which fails if another process linked one first: every process keeps the first, and none
+/// ever reads a file half written.
+fn generated_secret(path: &std::path::Path, make: impl FnOnce() -> String) -> anyhow::Result<String> {
+    use std::io::Write as _;
+    let read = || -> anyhow::Result<String> {
+        let secret = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let secret = secret.trim().to_string();
+        anyhow::ensure!(!secret.is_empty(), "{} is empty: delete it to make a new key", path.display());
+        Ok(secret)
+    };
+    if path.exists() {
+        return read();
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let staged = path.with_extension(format!("{}.new", std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let secret = make();
+    let mut file = options.open(&staged).with_context(|| format!("creating {}", staged.display()))?;
+    file.write_all(secret.as_bytes())
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("writing {}", staged.display()))?;
+    let linked = std::fs::hard_link(&staged, path);
+    let _ = std::fs::remove_file(&staged);
+    match linked {
+        Ok(()) => {
+            tracing::info!(path = %path.display(), "generated a key for signing output URLs");
+            Ok(secret)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(),
+        Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
+    }
 }
 
 pub fn input_policy(config: &Config) -> InputPolicy {

@@ -199,6 +199,21 @@ pub enum Error {
         /// The server's message.
         message: String,
     },
+    /// 403 (`/files/…`, signed output URLs): the URL is unsigned, expired or not signed by
+    /// the service; `reason` is `unsigned`, `expired` or `signature`.
+    #[error("FileUrlInvalid: {message}")]
+    FileUrlInvalid {
+        /// The server's message.
+        message: String,
+        /// `unsigned`, `expired` or `signature`.
+        reason: String,
+    },
+    /// 410: the run or batch (or an output of it) was deleted on request.
+    #[error("Deleted: {message}")]
+    Deleted {
+        /// The server's message.
+        message: String,
+    },
     /// 500: the server failed (the message carries no internal detail).
     #[error("InternalError: {message}")]
     InternalError {
@@ -343,6 +358,8 @@ impl Error {
             ErrorName::Conflict => Self::Conflict { message },
             ErrorName::FileNotFound => Self::FileNotFound { message },
             ErrorName::OutputExpired => Self::OutputExpired { message },
+            ErrorName::FileUrlInvalid => Self::FileUrlInvalid { message, reason: reason.unwrap_or_default() },
+            ErrorName::Deleted => Self::Deleted { message },
             ErrorName::InternalError => Self::InternalError { message },
         }
     }
@@ -382,6 +399,8 @@ impl Error {
             Self::Conflict { .. } => ErrorName::Conflict,
             Self::FileNotFound { .. } => ErrorName::FileNotFound,
             Self::OutputExpired { .. } => ErrorName::OutputExpired,
+            Self::FileUrlInvalid { .. } => ErrorName::FileUrlInvalid,
+            Self::Deleted { .. } => ErrorName::Deleted,
             Self::InternalError { .. } => ErrorName::InternalError,
             Self::Other { .. }
             | Self::UnexpectedStatus { .. }
@@ -423,6 +442,8 @@ impl Error {
             | Self::Conflict { message }
             | Self::FileNotFound { message }
             | Self::OutputExpired { message }
+            | Self::FileUrlInvalid { message, .. }
+            | Self::Deleted { message }
             | Self::InternalError { message }
             | Self::Other { message, .. } => Some(message),
             Self::UnexpectedStatus { .. }
@@ -444,7 +465,7 @@ impl Error {
             Self::InvalidRequest { .. } | Self::MissingInputs { .. } => 400,
             Self::Unauthorized { .. } | Self::SessionRequired { .. } => 401,
             Self::InsufficientTokens { .. } => 402,
-            Self::Forbidden { .. } => 403,
+            Self::Forbidden { .. } | Self::FileUrlInvalid { .. } => 403,
             Self::UnknownTool { .. }
             | Self::WorkflowNotFound { .. }
             | Self::RunNotFound { .. }
@@ -453,7 +474,7 @@ impl Error {
             | Self::KeyNotFound { .. }
             | Self::FileNotFound { .. } => 404,
             Self::ReadOnlyTemplate { .. } | Self::IdempotencyConflict { .. } | Self::Conflict { .. } => 409,
-            Self::OutputExpired { .. } => 410,
+            Self::OutputExpired { .. } | Self::Deleted { .. } => 410,
             Self::PayloadTooLarge { .. } => 413,
             Self::InvalidInput { .. } | Self::InvalidImage { .. } | Self::IdempotencyKeyReused { .. } => 422,
             Self::RateLimited { .. } | Self::ConcurrencyLimited { .. } | Self::QueueFull { .. } => 429,

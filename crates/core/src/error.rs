@@ -30,6 +30,8 @@ string_enum! {
         QueueFull,
         FileNotFound,
         OutputExpired,
+        FileUrlInvalid,
+        Deleted,
         SessionRequired,
         Forbidden,
         KeyNotFound,

@@ -25,7 +25,7 @@
 //! which renders a set of them for SQL (`status.rs`); time as stored and shown (`time.rs`);
 //! request errors and the typed node error `NodeError` / `NodeErrorName` (`error.rs`); the v2 →
 //! v3 mapping (`v2.rs`); webhook signatures as Standard Webhooks defines them, signing and
-//! verifying (`webhook.rs`); the engines as the API shows them (`engines.rs`: `EngineKind`,
+//! verifying (`webhook.rs`); signed output URLs, signing and checking (`file_urls.rs`); the engines as the API shows them (`engines.rs`: `EngineKind`,
 //! `ToolRoute`, `EndpointHealth`, and the `EngineDirectory` trait the API reads).
 //!
 //! Not here: any I/O: no database, network or files.
@@ -35,6 +35,7 @@ pub mod choices;
 pub mod dag;
 pub mod engines;
 pub mod error;
+pub mod file_urls;
 pub mod ids;
 pub mod keys;
 pub mod media;

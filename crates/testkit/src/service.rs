@@ -145,6 +145,22 @@ fn select_backend(config: &mut Config) -> Option<Backend> {
     Some(Backend { _schema: schema, _moto: moto })
 }
 
+/// A key that signs output URLs in tests (`ATELIER_TEST_OUTPUT_ACCESS=signed`).
+pub const TEST_URL_KEY: &str = "test-url-key-0123456789abcdef0123456789";
+
+/// Serves outputs behind signed URLs when `ATELIER_TEST_OUTPUT_ACCESS=signed`, so that any
+/// interface suite can run in either mode.
+fn select_output_access(config: &mut Config) {
+    match std::env::var("ATELIER_TEST_OUTPUT_ACCESS").as_deref() {
+        Err(_) | Ok("" | "public") => {}
+        Ok("signed") => {
+            config.outputs.access = atelier_cli::config::OutputAccess::Signed;
+            config.outputs.url_keys = vec![TEST_URL_KEY.into()];
+        }
+        Ok(other) => panic!("ATELIER_TEST_OUTPUT_ACCESS={other}: expected public or signed"),
+    }
+}
+
 pub fn test_config(dir: &std::path::Path) -> Config {
     let mut config = Config::default();
     config.storage.data_dir = dir.to_path_buf();
@@ -167,6 +183,7 @@ impl TestApp {
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config(dir.path());
         let backend = select_backend(&mut config);
+        select_output_access(&mut config);
         tweak(&mut config);
         let store = atelier_cli::open_store(&config).await.unwrap();
         let (_, key) = store.create_account("test", tokens).await.unwrap();
@@ -180,6 +197,16 @@ impl TestApp {
             dir,
             _backend: backend,
             _shared: shared,
+        }
+    }
+
+    /// What `/files` answers for a URL that names no output: 404 `FileNotFound`, or with
+    /// signed output URLs 403 `FileUrlInvalid` (nothing is looked up without a signature).
+    pub fn no_such_file(&self) -> (u16, &'static str) {
+        if self.running.as_ref().unwrap().blob.signs_urls() {
+            (403, "FileUrlInvalid")
+        } else {
+            (404, "FileNotFound")
         }
     }
 

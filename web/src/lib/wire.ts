@@ -185,7 +185,7 @@ export type EngineKind = "builtin" | "comfyui" | "cog" | "onnx";
 /** The error object of an error answer: a stable machine name, a message, and the fields that name's errors carry. */
 export interface Error {
   /** The stable machine name (`InsufficientTokens`, `RunNotFound`, …). */
-  name: "InvalidRequest" | "MissingInputs" | "Unauthorized" | "InsufficientTokens" | "UnknownTool" | "WorkflowNotFound" | "RunNotFound" | "UploadNotFound" | "BatchNotFound" | "PayloadTooLarge" | "InvalidInput" | "InvalidImage" | "ReadOnlyTemplate" | "IdempotencyConflict" | "IdempotencyKeyReused" | "RateLimited" | "ConcurrencyLimited" | "QueueFull" | "FileNotFound" | "OutputExpired" | "SessionRequired" | "Forbidden" | "KeyNotFound" | "Conflict" | "InternalError";
+  name: "InvalidRequest" | "MissingInputs" | "Unauthorized" | "InsufficientTokens" | "UnknownTool" | "WorkflowNotFound" | "RunNotFound" | "UploadNotFound" | "BatchNotFound" | "PayloadTooLarge" | "InvalidInput" | "InvalidImage" | "ReadOnlyTemplate" | "IdempotencyConflict" | "IdempotencyKeyReused" | "RateLimited" | "ConcurrencyLimited" | "QueueFull" | "FileNotFound" | "OutputExpired" | "FileUrlInvalid" | "Deleted" | "SessionRequired" | "Forbidden" | "KeyNotFound" | "Conflict" | "InternalError";
   /** What went wrong, in words. */
   message: string;
   /** MissingInputs: the absent keys. */

@@ -39,6 +39,8 @@ __all__ = [
     "Conflict",
     "FileNotFound",
     "OutputExpired",
+    "FileUrlInvalid",
+    "Deleted",
     "InternalError",
     "ERROR_CLASSES",
     "ERROR_FIELDS",
@@ -278,6 +280,20 @@ class OutputExpired(AtelierError):
     error_name = "OutputExpired"
 
 
+class FileUrlInvalid(AtelierError):
+    """403 (``/files/...``, signed output URLs): the URL is unsigned, expired or not the
+    service's; ``reason`` is ``unsigned``, ``expired`` or ``signature``. Read the run's status
+    again for a fresh URL."""
+
+    error_name = "FileUrlInvalid"
+
+
+class Deleted(AtelierError):
+    """410: the run or batch (or an output of it) was deleted on request."""
+
+    error_name = "Deleted"
+
+
 class InternalError(AtelierError):
     """500: the server failed; the message never carries internal detail."""
 
@@ -313,6 +329,8 @@ ERROR_CLASSES: Dict[str, Type[AtelierError]] = {
         Conflict,
         FileNotFound,
         OutputExpired,
+        FileUrlInvalid,
+        Deleted,
         InternalError,
     )
     if cls.error_name is not None

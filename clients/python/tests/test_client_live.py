@@ -15,6 +15,7 @@ from atelier_client import (
     AtelierError,
     BatchNotFound,
     Client,
+    Deleted,
     FileUrlInvalid,
     IdempotencyKeyReused,
     InsufficientTokens,
@@ -484,3 +485,16 @@ def test_direct_uploads_need_s3_storage(client: Client) -> None:
         client.upload_direct(png_bytes(4, 4))
     assert refused.value.name == "Conflict" and refused.value.status_code == 409
     assert "POST /api/v3/uploads" in refused.value.message
+
+
+def test_a_finished_run_is_deleted_and_then_reads_deleted(client: Client, png: str) -> None:
+    run = client.run("upscale", {"image": png})
+    run.wait(**WAIT)
+    deletion = client.delete_run(run.id)
+    assert deletion.id == run.id and deletion.deleted and deletion.deleted_at and deletion.runs is None
+    assert client.delete_run(run.id).deleted_at == deletion.deleted_at
+    with pytest.raises(Deleted) as caught:
+        client.status(run.id)
+    assert caught.value.status_code == 410
+    with pytest.raises(RunNotFound):
+        client.delete_run("gen_zzzzzzzzzzzzzzzz")

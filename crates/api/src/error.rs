@@ -78,6 +78,10 @@ impl From<StoreError> for ApiError {
             StoreError::ConcurrencyLimited { limit } => Self::ConcurrencyLimited { limit },
             StoreError::QueueFull { limit, per_key } => Self::QueueFull { limit, per_key },
             StoreError::IdempotencyConflict => Self::IdempotencyConflict,
+            StoreError::Deleted { id, at } => {
+                Self::Deleted(format!("'{id}' was deleted on request at {}", atelier_store::format_time(at)))
+            }
+            StoreError::Conflict(reason) => Self::Conflict(reason),
             other => Self::Internal(other.to_string()),
         }
     }

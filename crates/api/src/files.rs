@@ -36,6 +36,7 @@ pub(crate) async fn get_file(
         Ok(Some(expires)) if expires <= now_micros() => return Err(ApiError::OutputExpired),
         Ok(_) => {}
         Err(StoreError::NotFound) => return Err(ApiError::FileNotFound),
+        Err(e @ StoreError::Deleted { .. }) => return Err(e.into()),
         Err(e) => return Err(e.into()),
     }
     let meta = state.blob.head(&key).await.map_err(blob_error)?;

@@ -28,6 +28,7 @@
 pub mod batches;
 pub mod body;
 pub mod console;
+pub mod deletion;
 pub mod error;
 pub mod events;
 mod extract;

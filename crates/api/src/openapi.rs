@@ -462,6 +462,10 @@ pub fn document() -> Value {
     );
     paths.insert("/api/v3/runs".into(), json!({"get": runs}));
     paths.insert(
+        "/api/v3/runs/{run_id}".into(),
+        json!({"delete": path_param(op("Delete a finished run: its outputs and stored inputs now, its ledger lines kept; later reads answer 410 Deleted", None, "Deletion", &[401, 404, 409]), "run_id")}),
+    );
+    paths.insert(
         "/api/v3/workflow/{name}".into(),
         json!({
             "get": workflow_name_param(op("Describe a workflow", None, "WorkflowDescription", &[401, 404, 422])),

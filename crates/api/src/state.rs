@@ -21,6 +21,9 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(store: SharedStore, blob: BlobStore, config: ApiConfig) -> Self {
-        Self { store, blob, config: Arc::new(config), finished: Arc::default() }
+        let finished: Arc<finished::FinishedRuns> = Arc::default();
+        let listener: Arc<dyn atelier_store::ChangeListener> = finished.clone();
+        store.changes().listen(Arc::downgrade(&listener));
+        Self { store, blob, config: Arc::new(config), finished }
     }
 }

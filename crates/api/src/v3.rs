@@ -30,6 +30,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/api/v3/status/{run_id}", get(status))
         .route("/api/v3/cancel/{run_id}", post(cancel))
         .route("/api/v3/runs", get(list_runs))
+        .route("/api/v3/runs/{run_id}", axum::routing::delete(crate::deletion::delete_run))
         .route("/api/v3/workflow/{name}", get(get_workflow).put(put_workflow).delete(delete_workflow))
         .route("/api/v3/workflows", get(list_workflows))
         .route("/api/v3/workflows/validate", post(validate_workflow))

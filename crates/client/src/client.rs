@@ -13,10 +13,10 @@ use url::Url;
 
 use crate::error::Error;
 use crate::models::{
-    Batch, BatchItemList, BatchList, BatchRequest, Deleted, DirectUpload, DirectUploadRequest, Estimate,
-    ItemState, Priority, RunHandle, RunKind, RunList, RunState, RunStatus, TokenBalance, Tool, Upload,
-    V2Status, WebhookDelivery, WebhookDeliveryList, WebhookEventKind, WebhookSecret, WorkflowDefinition,
-    WorkflowDescription, WorkflowSummary, WorkflowValidation,
+    Batch, BatchItemList, BatchList, BatchRequest, Deleted, Deletion, DirectUpload, DirectUploadRequest,
+    Estimate, ItemState, Priority, RunHandle, RunKind, RunList, RunState, RunStatus, TokenBalance, Tool,
+    Upload, V2Status, WebhookDelivery, WebhookDeliveryList, WebhookEventKind, WebhookSecret,
+    WorkflowDefinition, WorkflowDescription, WorkflowSummary, WorkflowValidation,
 };
 
 /// The timeout of each call unless the builder says otherwise.
@@ -362,6 +362,14 @@ impl Client {
     pub async fn cancel(&self, run_id: &str) -> Result<RunStatus, Error> {
         let request = self.request(Method::POST, self.url(&["api", "v3", "cancel", run_id]), Duration::ZERO);
         decode_status(self.call(request, "the cancel answer").await?.1, "the cancel answer")
+    }
+
+    /// `DELETE /api/v3/runs/{run_id}`: deletes a finished run's outputs and stored inputs now
+    /// (its ledger lines stay); its reads then fail with [`Error::Deleted`]. Asking again
+    /// answers the first deletion. An unfinished run is [`Error::Conflict`]: cancel it first.
+    pub async fn delete_run(&self, run_id: &str) -> Result<Deletion, Error> {
+        let request = self.request(Method::DELETE, self.url(&["api", "v3", "runs", run_id]), Duration::ZERO);
+        decode(self.call(request, "the deletion").await?.1, "the deletion")
     }
 
     /// `GET /api/v3/runs`: a page of the account's runs, newest first.

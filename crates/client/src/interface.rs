@@ -58,6 +58,8 @@ operations! {
         query [] headers [] request None, response Some("RunStatus");
     "GET" "/api/v3/runs" => [runs]
         query ["limit", "before", "status", "target"] headers [] request None, response Some("RunList");
+    "DELETE" "/api/v3/runs/{run_id}" => [delete_run]
+        query [] headers [] request None, response Some("Deletion");
     "GET" "/api/v3/workflow/{name}" => [workflow]
         query [] headers [] request None, response Some("WorkflowDescription");
     "PUT" "/api/v3/workflow/{name}" => [save_workflow]

@@ -9,13 +9,13 @@
 
 pub use atelier_wire::{
     parse_descriptor, Batch, BatchCounts, BatchEventType, BatchItem, BatchItemList, BatchItemRequest,
-    BatchList, BatchRequest, BatchState, BatchSummary, BatchTokens, Deleted, DeliveryEvent, DeliveryState,
-    DirectUpload, DirectUploadRequest, ErrorBody, ErrorResponse, Estimate, ItemState, NamedOutput, NodeEvent,
-    NodeEventType, NodeResult, NodeState, ParamKind, Priority, RunError, RunHandle, RunKind, RunList,
-    RunRequest, RunState, RunStatus, RunSummary, TokenBalance, Tool, ToolParam, Upload, V2Output, V2State,
-    V2Status, ValidationProblem, WaitingFor, WebhookAttempt, WebhookBatchEvent, WebhookDelivery,
-    WebhookDeliveryList, WebhookEventKind, WebhookNodeEvent, WebhookSecret, WorkflowDefinition,
-    WorkflowDescription, WorkflowInputs, WorkflowSummary, WorkflowValidation,
+    BatchList, BatchRequest, BatchState, BatchSummary, BatchTokens, Deleted, Deletion, DeliveryEvent,
+    DeliveryState, DirectUpload, DirectUploadRequest, ErrorBody, ErrorResponse, Estimate, ItemState,
+    NamedOutput, NodeEvent, NodeEventType, NodeResult, NodeState, ParamKind, Priority, RunError, RunHandle,
+    RunKind, RunList, RunRequest, RunState, RunStatus, RunSummary, TokenBalance, Tool, ToolParam, Upload,
+    V2Output, V2State, V2Status, ValidationProblem, WaitingFor, WebhookAttempt, WebhookBatchEvent,
+    WebhookDelivery, WebhookDeliveryList, WebhookEventKind, WebhookNodeEvent, WebhookSecret,
+    WorkflowDefinition, WorkflowDescription, WorkflowInputs, WorkflowSummary, WorkflowValidation,
 };
 
 /// Names of the `error` of a failed, skipped or canceled node or run (the OpenAPI

@@ -14,13 +14,25 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::watch;
 
-/// Per-run wake-ups, one for any run (the batch feeder), and one for queued webhook
-/// deliveries.
-#[derive(Debug)]
+/// What keeps something of runs and must hear of each change at once, in the publishing
+/// thread (the API's finished statuses): `Some(run)`, or `None` for every run.
+pub trait ChangeListener: Send + Sync {
+    fn changed(&self, run_id: Option<&str>);
+}
+
+/// Per-run wake-ups, one for any run (the batch feeder), one for queued webhook
+/// deliveries, and the listeners.
 pub struct ChangeFeed {
     runs: Mutex<HashMap<Box<str>, watch::Sender<u64>>>,
     any: watch::Sender<u64>,
     deliveries: watch::Sender<u64>,
+    listeners: Mutex<Vec<std::sync::Weak<dyn ChangeListener>>>,
+}
+
+impl std::fmt::Debug for ChangeFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChangeFeed").field("watched", &self.watched()).finish()
+    }
 }
 
 impl Default for ChangeFeed {
@@ -29,6 +41,7 @@ impl Default for ChangeFeed {
             runs: Mutex::new(HashMap::new()),
             any: watch::Sender::new(0),
             deliveries: watch::Sender::new(0),
+            listeners: Mutex::new(Vec::new()),
         }
     }
 }
@@ -54,8 +67,23 @@ impl ChangeFeed {
         RunWatch { feed: Arc::clone(self), run_id: run_id.into(), receiver }
     }
 
+    /// Tells `listener` of every change from now on, for as long as it lives.
+    pub fn listen(&self, listener: std::sync::Weak<dyn ChangeListener>) {
+        let mut listeners = self.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+        listeners.retain(|l| l.strong_count() > 0);
+        listeners.push(listener);
+    }
+
+    fn tell(&self, run_id: Option<&str>) {
+        let listeners = self.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+        for listener in listeners.iter().filter_map(std::sync::Weak::upgrade) {
+            listener.changed(run_id);
+        }
+    }
+
     /// Run `run_id` may have changed.
     pub fn publish(&self, run_id: &str) {
+        self.tell(Some(run_id));
         bump(&self.any);
         let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(sender) = runs.get(run_id) {
@@ -66,6 +94,7 @@ impl ChangeFeed {
     /// Every run may have changed (notifications were interrupted), and deliveries may be
     /// queued.
     pub fn publish_all(&self) {
+        self.tell(None);
         let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         runs.values().for_each(bump);
         bump(&self.any);

@@ -131,13 +131,13 @@ pub use cache::CacheEntry;
 pub use config::StoreConfig;
 pub use copy::{check_target_empty, copy_to_postgres, AccountTotals, CopyError, CopyReport, TableCount};
 pub use error::{Result, StoreError};
-pub use feed::{ChangeFeed, RunWatch};
+pub use feed::{ChangeFeed, ChangeListener, RunWatch};
 pub use idempotency::{
     IdempotencyClaim, IdempotencyRecord, IdempotencyStart, IdempotentAnswer, StoredAnswer,
 };
 pub use input::{InputKind, NewUpload, StoredInput};
 pub use postgres::{PgStore, RUNS_CHANNEL, STOPS_CHANNEL, TASKS_CHANNEL, WEBHOOKS_CHANNEL};
-pub use run::{NewRun, NodeRecord, RunQuery, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
+pub use run::{NewRun, NodeRecord, RunDeletion, RunQuery, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
 pub use sqlite::SqliteStore;
 /// Connection options for [`PgStore::connect_with`].
 pub use sqlx::postgres::PgConnectOptions;

@@ -20,6 +20,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0015_result_cache.sql"),
     include_str!("../migrations/sqlite/0016_batches.sql"),
     include_str!("../migrations/sqlite/0017_batch_webhooks.sql"),
+    include_str!("../migrations/sqlite/0018_deletion.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -40,4 +41,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0015_result_cache.sql"),
     include_str!("../migrations/postgres/0016_batches.sql"),
     include_str!("../migrations/postgres/0017_batch_webhooks.sql"),
+    include_str!("../migrations/postgres/0018_deletion.sql"),
 ];

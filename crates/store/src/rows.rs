@@ -75,6 +75,7 @@ impl FromRow for RunRecord {
             finished_at: row.opt_int("finished_at")?,
             expires_at: row.opt_int("expires_at")?,
             priority: parse_text(row.text("priority")?)?,
+            deleted_at: row.opt_int("deleted_at")?,
             nodes: Vec::new(),
         })
     }

@@ -94,7 +94,21 @@ pub struct RunRecord {
     pub finished_at: Option<Micros>,
     pub expires_at: Option<Micros>,
     pub priority: Priority,
+    /// When it was deleted on request (reads then answer `StoreError::Deleted`).
+    pub deleted_at: Option<Micros>,
     pub nodes: Vec<NodeRecord>,
+}
+
+/// What [`crate::Runs::delete_run`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunDeletion {
+    pub run_id: String,
+    pub deleted_at: Micros,
+    /// Deleted by an earlier request: nothing changed now.
+    pub already: bool,
+    /// The stored inline images and uploads the run used; each is deleted from storage once
+    /// no other run or batch uses it ([`crate::InputFiles::delete_input`]).
+    pub inputs: Vec<crate::StoredInput>,
 }
 
 /// A line of a run listing.

@@ -173,9 +173,8 @@ pub(crate) const RUN_OF_GENERATION: &str =
 /// `$1` account, `$2` created before, `$3` limit, `$4` status or NULL, `$5` target or NULL.
 pub(crate) const LIST_RUNS: &str =
     "SELECT id, kind, target, status, created_at, priority FROM runs WHERE account_id = $1 AND created_at < $2
-     AND ($4 IS NULL OR status = $4) AND ($5 IS NULL OR target = $5)
+     AND deleted_at IS NULL AND ($4 IS NULL OR status = $4) AND ($5 IS NULL OR target = $5)
      ORDER BY created_at DESC LIMIT $3";
-pub(crate) const RUN_STATUS: &str = "SELECT status FROM runs WHERE id = $1 AND account_id = $2";
 /// Fences off a run's live tasks: `$1` now, `$2` run.
 pub(crate) static CANCEL_TASKS: Sql = sql!(
     "UPDATE tasks SET state = '{canceled}', lease_epoch = lease_epoch + 1, finalized_at = $1
@@ -218,7 +217,7 @@ pub(crate) static SUCCEEDED_PRICE: Sql = sql!(
 pub(crate) const MARK_CACHED: &str =
     "UPDATE nodes SET price = 0, cached_from = $1 WHERE run_id = $2 AND name = $3";
 pub(crate) const SET_CHARGED: &str = "UPDATE runs SET charged = $1 WHERE id = $2";
-pub(crate) const RUN_EXPIRY: &str = "SELECT expires_at FROM runs WHERE id = $1";
+pub(crate) const RUN_EXPIRY: &str = "SELECT expires_at, deleted_at FROM runs WHERE id = $1";
 pub(crate) const MARK_SWEPT: &str = "UPDATE runs SET swept = TRUE WHERE id = $1";
 pub(crate) const SET_EXPIRY: &str = "UPDATE runs SET expires_at = $1 WHERE id = $2";
 /// What advancing run `$1` reads of its nodes ([`crate::run::NodeState`]), in order.
@@ -743,6 +742,36 @@ pub(crate) const REQUEUE_ITEM: &str =
 /// Batch `$1` running again with `$2` more tokens held.
 pub(crate) const REOPEN_BATCH: &str = "UPDATE batches
      SET status = 'running', finished_at = NULL, held = held + $2, price = price + $2 WHERE id = $1";
+
+// Deletion on request.
+
+/// Run `$1` of account `$2`: its status, batch and deletion.
+pub(crate) const RUN_FOR_DELETION: &str =
+    "SELECT status, batch_id, deleted_at FROM runs WHERE id = $1 AND account_id = $2";
+/// Marks run `$3` deleted at `$1` by `$2`, clears what it was sent, and makes its outputs
+/// expire now (and be swept again, should they have been already).
+pub(crate) const DELETE_RUN: &str = "UPDATE runs SET deleted_at = $1, deleted_by = $2, echo = NULL,
+     expires_at = CASE WHEN expires_at IS NULL OR expires_at > $1 THEN $1 ELSE expires_at END, swept = FALSE
+     WHERE id = $3 AND deleted_at IS NULL";
+/// Clears the parameters of run `$1`'s nodes (prompts, image URLs, inline images).
+pub(crate) const CLEAR_NODE_PARAMS: &str = "UPDATE nodes SET params = '{}' WHERE run_id = $1";
+/// Forgets the result cache's entries that point at run `$1`'s outputs.
+pub(crate) const FORGET_RUN_CACHE: &str = "DELETE FROM cache_entries WHERE run_id = $1";
+/// Drops run `$2`'s webhook deliveries not sent yet (`$1` now): they would describe a run
+/// that is gone.
+pub(crate) const DROP_RUN_DELIVERIES: &str =
+    "UPDATE webhook_deliveries SET state = 'failed', finished_at = $1 WHERE run_id = $2 AND state = 'pending'";
+/// The stored inputs run `$1` used.
+pub(crate) static RUN_INPUTS: Sql = sql!(
+    "SELECT {INPUT_COLUMNS} FROM inputs i JOIN run_inputs ri ON ri.input_id = i.id WHERE ri.run_id = $1"
+);
+/// Account `$1`'s finished runs created before `$2`, not deleted and not items of a batch,
+/// oldest first, up to `$3`.
+pub(crate) static RUNS_TO_PURGE: Sql = sql!(
+    "SELECT id FROM runs WHERE account_id = $1 AND created_at < $2 AND deleted_at IS NULL AND batch_id IS NULL
+     AND status NOT IN ({unfinished}) ORDER BY created_at LIMIT $3",
+    unfinished = sql_set(&RunStatus::UNFINISHED)
+);
 
 #[cfg(test)]
 mod lane_tests {

@@ -61,7 +61,7 @@ pub use batches::{
 };
 pub use errors::{ErrorBody, ErrorResponse};
 pub use runs::{
-    NamedOutput, NodeEvent, NodeResult, NodeState, Priority, RunError, RunHandle, RunKind, RunList,
+    Deletion, NamedOutput, NodeEvent, NodeResult, NodeState, Priority, RunError, RunHandle, RunKind, RunList,
     RunRequest, RunState, RunStatus, RunSummary, WaitingFor, WebhookEventKind,
 };
 pub use tools::{EngineKind, Fidelity, OutputKind, ParamKind, Tool, ToolParam};

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::batches::{Batch, BatchItemList, BatchList, BatchRequest};
 use crate::console;
 use crate::errors::{ErrorBody, ErrorResponse};
-use crate::runs::{NodeEvent, RunHandle, RunList, RunRequest, RunStatus};
+use crate::runs::{Deletion, NodeEvent, RunHandle, RunList, RunRequest, RunStatus};
 use crate::tools::Tool;
 use crate::uploads::{DirectUpload, DirectUploadRequest, Upload};
 use crate::v2::{TokenBalance, V2Status};
@@ -165,6 +165,7 @@ const ROOTS: &[Add] = &[
     add::<RunHandle>,
     add::<RunStatus>,
     add::<RunList>,
+    add::<Deletion>,
     add::<NodeEvent>,
     add::<ErrorResponse>,
     add::<ErrorBody>,

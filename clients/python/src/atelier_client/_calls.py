@@ -23,6 +23,7 @@ from .models import (
     BatchItemList,
     BatchList,
     DeletedWorkflow,
+    Deletion,
     Estimate,
     NodeEvent,
     OtherEvent,
@@ -349,6 +350,11 @@ def status(run_id: str) -> Call[RunStatus]:
 def cancel(run_id: str) -> Call[RunStatus]:
     """``POST /api/v3/cancel/{run_id}``."""
     return Call("POST", f"/api/v3/cancel/{seg(run_id)}", lambda r: parse_run_status(_obj(r)))
+
+
+def delete_run(run_id: str) -> Call[Deletion]:
+    """``DELETE /api/v3/runs/{run_id}``."""
+    return Call("DELETE", f"/api/v3/runs/{seg(run_id)}", lambda r: Deletion.from_raw(_obj(r)))
 
 
 def runs(

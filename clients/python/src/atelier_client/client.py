@@ -24,6 +24,7 @@ from .models import (
     BatchItemList,
     BatchList,
     DeletedWorkflow,
+    Deletion,
     Estimate,
     RunEvent,
     RunHandle,
@@ -350,6 +351,12 @@ class Client:
         """``POST /api/v3/cancel/{run_id}``: cancels an unfinished run (a finished one is
         left as it is); returns its status."""
         return self._call(calls.cancel(run_id))
+
+    def delete_run(self, run_id: str) -> Deletion:
+        """``DELETE /api/v3/runs/{run_id}``: deletes a finished run's outputs and stored inputs
+        now (its ledger lines stay); reads of it then raise :class:`Deleted`. An unfinished run
+        raises :class:`Conflict`: cancel it first."""
+        return self._call(calls.delete_run(run_id))
 
     def runs(
         self,

@@ -23,6 +23,7 @@ from .models import (
     BatchSummary,
     BatchTokens,
     DeletedWorkflow,
+    Deletion,
     DirectUpload,
     Estimate,
     NodeEvent,
@@ -107,6 +108,7 @@ OPERATIONS: Tuple[Operation, ...] = (
     Operation("GET", "/api/v3/status/{run_id}", ("status",), response="RunStatus"),
     Operation("GET", "/api/v3/status/{run_id}/events", ("events",), headers=frozenset({"Last-Event-ID"})),
     Operation("POST", "/api/v3/cancel/{run_id}", ("cancel",), response="RunStatus"),
+    Operation("DELETE", "/api/v3/runs/{run_id}", ("delete_run",), response="Deletion"),
     Operation(
         "GET",
         "/api/v3/runs",
@@ -182,6 +184,7 @@ SCHEMAS: Dict[str, Tuple[type, ...]] = {
     "Workflow": (WorkflowDefinition,),
     "WorkflowList": (WorkflowSummary,),
     "Deleted": (DeletedWorkflow,),
+    "Deletion": (Deletion,),
     "ToolList": (Tool,),
     "Tool": (Tool,),
     "ToolParam": (ToolParam,),

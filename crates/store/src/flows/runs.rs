@@ -13,8 +13,8 @@ use crate::error::{Result, StoreError};
 use crate::rows::Reservation;
 use crate::rules::{expiry, settlement};
 use crate::run::NodeState;
-use crate::run::{NewRun, RunQuery, RunRecord, RunSummary};
-use crate::sql::{args, parse_text, to_json, Conn};
+use crate::run::{NewRun, RunDeletion, RunQuery, RunRecord, RunSummary};
+use crate::sql::{args, parse_text, to_json, Conn, FromRow, RowRead};
 use crate::statements::*;
 use crate::telemetry::{self, Ended};
 use crate::traits::Runs;
@@ -77,13 +77,13 @@ impl<B: Backend> Runs for B {
     }
 
     async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
-        self.read_run(account_id, run_id).await
+        self.read_run(account_id, run_id).await.and_then(not_deleted)
     }
 
     async fn run_of_generation(&self, account_id: i64, gen_id: &str) -> Result<RunRecord> {
         let run_id: Option<String> =
             self.read().await?.fetch_optional(RUN_OF_GENERATION, args![gen_id, account_id]).await?;
-        self.read_run(account_id, &run_id.ok_or(StoreError::NotFound)?).await
+        self.read_run(account_id, &run_id.ok_or(StoreError::NotFound)?).await.and_then(not_deleted)
     }
 
     async fn list_runs(&self, account_id: i64, query: &RunQuery<'_>) -> Result<Vec<RunSummary>> {
@@ -101,7 +101,12 @@ impl<B: Backend> Runs for B {
         // The run's row first: completions of its nodes wait until the cancellation
         // committed, so no task is queued behind its back.
         B::lock_run(&mut tx, run_id).await?;
-        let status: Option<String> = tx.fetch_optional(RUN_STATUS, args![run_id, account_id]).await?;
+        let found: Option<DeletionRow> =
+            tx.fetch_optional(RUN_FOR_DELETION, args![run_id, account_id]).await?;
+        if let Some(DeletionRow { deleted_at: Some(at), .. }) = found {
+            return Err(StoreError::Deleted { id: run_id.to_string(), at });
+        }
+        let status: Option<String> = found.map(|row| row.status);
         let status: RunStatus = parse_text(&status.ok_or(StoreError::NotFound)?)?;
         let mut ended = None;
         if !status.is_terminal() {
@@ -122,8 +127,46 @@ impl<B: Backend> Runs for B {
     }
 
     async fn run_expiry(&self, run_id: &str) -> Result<Option<Micros>> {
-        let found: Option<Option<i64>> = self.read().await?.fetch_optional(RUN_EXPIRY, args![run_id]).await?;
-        found.ok_or(StoreError::NotFound)
+        let found: Option<Expiry> = self.read().await?.fetch_optional(RUN_EXPIRY, args![run_id]).await?;
+        match found.ok_or(StoreError::NotFound)? {
+            Expiry { deleted_at: Some(at), .. } => Err(StoreError::Deleted { id: run_id.to_string(), at }),
+            Expiry { expires_at, .. } => Ok(expires_at),
+        }
+    }
+
+    async fn delete_run(&self, account_id: i64, run_id: &str, by: &str) -> Result<RunDeletion> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        // The run's row first, as a cancellation or a completion takes it.
+        B::lock_run(&mut tx, run_id).await?;
+        let found: Option<DeletionRow> =
+            tx.fetch_optional(RUN_FOR_DELETION, args![run_id, account_id]).await?;
+        let row = found.ok_or(StoreError::NotFound)?;
+        let inputs = tx.fetch_all(&RUN_INPUTS, args![run_id]).await?;
+        if let Some(at) = row.deleted_at {
+            return Ok(RunDeletion { run_id: run_id.into(), deleted_at: at, already: true, inputs });
+        }
+        if !parse_text::<RunStatus>(&row.status)?.is_terminal() {
+            return Err(StoreError::Conflict(format!(
+                "run '{run_id}' has not finished: cancel it first, then delete it"
+            )));
+        }
+        if let Some(batch) = &row.batch_id {
+            return Err(StoreError::Conflict(format!(
+                "run '{run_id}' is an item of batch '{batch}': delete the batch (DELETE /api/v3/batches/{batch})"
+            )));
+        }
+        tx.execute(DELETE_RUN, args![now, by, run_id]).await?;
+        tx.execute(CLEAR_NODE_PARAMS, args![run_id]).await?;
+        tx.execute(FORGET_RUN_CACHE, args![run_id]).await?;
+        tx.execute(DROP_RUN_DELIVERIES, args![now, run_id]).await?;
+        B::commit(tx).await?;
+        self.changed([run_id]);
+        Ok(RunDeletion { run_id: run_id.into(), deleted_at: now, already: false, inputs })
+    }
+
+    async fn runs_to_purge(&self, account_id: i64, before: Micros, limit: i64) -> Result<Vec<String>> {
+        self.read().await?.fetch_all(&RUNS_TO_PURGE, args![account_id, before, limit]).await
     }
 
     async fn expired_runs(&self, now: Micros, limit: i64) -> Result<Vec<String>> {
@@ -230,5 +273,42 @@ pub(crate) async fn finish_if_done(
     match dag::outcome(nodes) {
         Some((status, error)) => finish_run(conn, config, run_id, status, error.as_ref(), now).await,
         None => Ok(None),
+    }
+}
+
+/// A read run, unless it was deleted.
+fn not_deleted(run: RunRecord) -> Result<RunRecord> {
+    match run.deleted_at {
+        Some(at) => Err(StoreError::Deleted { id: run.id, at }),
+        None => Ok(run),
+    }
+}
+
+/// What deleting (or cancelling) a run reads of it first.
+struct DeletionRow {
+    status: String,
+    batch_id: Option<String>,
+    deleted_at: Option<Micros>,
+}
+
+impl FromRow for DeletionRow {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(Self {
+            status: row.text("status")?.to_owned(),
+            batch_id: row.opt_text("batch_id")?.map(str::to_owned),
+            deleted_at: row.opt_int("deleted_at")?,
+        })
+    }
+}
+
+/// When a run's outputs expire, and whether it was deleted.
+struct Expiry {
+    expires_at: Option<Micros>,
+    deleted_at: Option<Micros>,
+}
+
+impl FromRow for Expiry {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(Self { expires_at: row.opt_int("expires_at")?, deleted_at: row.opt_int("deleted_at")? })
     }
 }

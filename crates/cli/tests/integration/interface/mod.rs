@@ -5,6 +5,7 @@ mod batches;
 mod cache;
 mod client;
 mod console;
+mod deletion;
 mod engine;
 mod events;
 mod files;

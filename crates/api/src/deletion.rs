@@ -1,0 +1,60 @@
+//! Deletion on request: `DELETE /api/v3/runs/{run_id}` here, `DELETE /api/v3/batches/{id}` in
+//! `batches.rs`, and what both (and `atelier admin purge`) do to storage once the store has
+//! recorded a deletion ([`erase`]).
+
+use atelier_blob::BlobStore;
+use atelier_store::{format_time, now_micros, RunDeletion, Store};
+use atelier_wire as wire;
+use axum::extract::State;
+use axum::Json;
+
+use crate::error::ApiError;
+use crate::extract::{Caller, RunId};
+use crate::state::AppState;
+
+/// Who a deletion is recorded as made by: the key (its id) or the console session's key.
+pub(crate) fn actor(account: &atelier_store::Account) -> String {
+    account.key_id.map_or_else(|| "account".to_string(), |id| format!("key {id}"))
+}
+
+/// Deletes what storage holds of a deleted run: its outputs (the run is then marked swept),
+/// and each stored input it used that no other unswept run, unfinished batch or live upload
+/// uses any more. A failure leaves the rest to the sweeper: the run's outputs expired with
+/// its deletion, and unused inputs are swept after `inputs.keep`. Returns the objects deleted.
+pub async fn erase(store: &dyn Store, blob: &BlobStore, deletion: &RunDeletion) -> Result<usize, String> {
+    let mut deleted = blob
+        .delete_prefix(&atelier_core::keys::run_outputs(&deletion.run_id))
+        .await
+        .map_err(|e| format!("deleting the outputs of {}: {e}", deletion.run_id))?;
+    store.mark_swept(&deletion.run_id).await.map_err(|e| e.to_string())?;
+    for input in &deletion.inputs {
+        if store.delete_input(input.id, now_micros()).await.map_err(|e| e.to_string())? {
+            blob.delete(&input.key())
+                .await
+                .map_err(|e| format!("deleting an input of {}: {e}", deletion.run_id))?;
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
+}
+
+/// `DELETE /api/v3/runs/{run_id}`: a finished run's outputs and stored inputs deleted now, its
+/// content cleared, its ledger lines kept; later reads answer 410 `Deleted`. Asking again
+/// answers the same (the first deletion's time).
+pub(crate) async fn delete_run(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    RunId(id): RunId,
+) -> Result<Json<wire::Deletion>, ApiError> {
+    let deletion =
+        state.store.delete_run(account.id, &id, &actor(&account)).await.map_err(ApiError::run_lookup(&id))?;
+    state.finished.forget(Some(&id));
+    match erase(state.store.as_ref(), &state.blob, &deletion).await {
+        Ok(objects) if !deletion.already => tracing::info!(run = %id, objects, "deleted a run on request"),
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(run = %id, error = %e, "deleting a run's stored files failed; the sweeper retries")
+        }
+    }
+    Ok(Json(wire::Deletion { id, deleted: true, deleted_at: format_time(deletion.deleted_at), runs: None }))
+}

@@ -398,7 +398,7 @@ pub fn document() -> Value {
             "Follow a run: Server-Sent Events of its nodes' changes, then its final status",
             None,
             "RunStatus",
-            &[401, 404],
+            &[401, 404, 410],
         ),
         "run_id",
     );
@@ -432,11 +432,11 @@ pub fn document() -> Value {
     );
     paths.insert(
         "/api/v3/status/{run_id}".into(),
-        json!({"get": path_param(op("Poll a run", None, "RunStatus", &[401, 404]), "run_id")}),
+        json!({"get": path_param(op("Poll a run", None, "RunStatus", &[401, 404, 410]), "run_id")}),
     );
     paths.insert(
         "/api/v3/cancel/{run_id}".into(),
-        json!({"post": path_param(op("Cancel a run", None, "RunStatus", &[401, 404]), "run_id")}),
+        json!({"post": path_param(op("Cancel a run", None, "RunStatus", &[401, 404, 410]), "run_id")}),
     );
     let mut runs = op("Recent runs of the account", None, "RunList", &[400, 401, 422]);
     add_param(&mut runs, query("limit", "Runs per page, 1-100 (20)", json!({"type": "integer"})));
@@ -541,7 +541,7 @@ checks them as `POST /api/v3/uploads` does. 409 Conflict where the storage is a 
         );
         paths.insert(
             format!("/api/v2/{path}/status/{{run_id}}"),
-            json!({"get": path_param(op(&format!("Poll a v2 {path} run"), None, "V2Status", &[401, 404]), "run_id")}),
+            json!({"get": path_param(op(&format!("Poll a v2 {path} run"), None, "V2Status", &[401, 404, 410]), "run_id")}),
         );
     }
     paths.insert("/api/v2/user/tokens".into(), json!({"get": op("Token balance", None, "Tokens", &[401])}));

@@ -1,6 +1,5 @@
-//! Deletion on request: `DELETE /api/v3/runs/{run_id}` here, `DELETE /api/v3/batches/{id}` in
-//! `batches.rs`, and what both (and `atelier admin purge`) do to storage once the store has
-//! recorded a deletion ([`erase`]).
+//! Deletion on request: `DELETE /api/v3/runs/{run_id}`, and what it does to storage once the
+//! store has recorded the deletion ([`erase`]).
 
 use atelier_blob::BlobStore;
 use atelier_store::{format_time, now_micros, RunDeletion, Store};
@@ -12,8 +11,9 @@ use crate::error::ApiError;
 use crate::extract::{Caller, RunId};
 use crate::state::AppState;
 
-/// Who a deletion is recorded as made by: the key (its id) or the console session's key.
-pub(crate) fn actor(account: &atelier_store::Account) -> String {
+/// Who a deletion is recorded as made by: the key the caller authenticated with (directly or
+/// through a console session), by its id.
+fn actor(account: &atelier_store::Account) -> String {
     account.key_id.map_or_else(|| "account".to_string(), |id| format!("key {id}"))
 }
 
@@ -48,6 +48,8 @@ pub(crate) async fn delete_run(
 ) -> Result<Json<wire::Deletion>, ApiError> {
     let deletion =
         state.store.delete_run(account.id, &id, &actor(&account)).await.map_err(ApiError::run_lookup(&id))?;
+    // The change feed tells every process, but on PostgreSQL this one hears it only after the
+    // notification comes back: a poll right after this answer must not find the kept status.
     state.finished.forget(Some(&id));
     match erase(state.store.as_ref(), &state.blob, &deletion).await {
         Ok(objects) if !deletion.already => tracing::info!(run = %id, objects, "deleted a run on request"),
@@ -56,5 +58,5 @@ pub(crate) async fn delete_run(
             tracing::warn!(run = %id, error = %e, "deleting a run's stored files failed; the sweeper retries")
         }
     }
-    Ok(Json(wire::Deletion { id, deleted: true, deleted_at: format_time(deletion.deleted_at), runs: None }))
+    Ok(Json(wire::Deletion { id, deleted: true, deleted_at: format_time(deletion.deleted_at) }))
 }

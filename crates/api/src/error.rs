@@ -49,7 +49,7 @@ pub enum ApiError {
     /// A `/files` request without a valid signature, with signed output URLs.
     #[error("{0}")]
     FileUrlInvalid(atelier_core::file_urls::Refusal),
-    /// A run or batch (or an output of one) deleted on request; the message says what and when.
+    /// A run (or an output of it) deleted on request; the message says which and when.
     #[error("{0}")]
     Deleted(String),
     #[error("system templates are read-only: '{0}' cannot be changed here")]

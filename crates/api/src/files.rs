@@ -29,22 +29,18 @@ pub(crate) async fn get_file(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let expires = state.blob.check_url(&key, query.as_deref()).map_err(ApiError::FileUrlInvalid)?;
+    let url_life = state.blob.check_url(&key, query.as_deref()).map_err(ApiError::FileUrlInvalid)?;
     validate_key(&key).map_err(|_| ApiError::FileNotFound)?;
     let run_id = atelier_core::keys::run_of_output(&key).ok_or(ApiError::FileNotFound)?;
     match state.store.run_expiry(run_id).await {
         Ok(Some(expires)) if expires <= now_micros() => return Err(ApiError::OutputExpired),
         Ok(_) => {}
         Err(StoreError::NotFound) => return Err(ApiError::FileNotFound),
-        Err(e @ StoreError::Deleted { .. }) => return Err(e.into()),
         Err(e) => return Err(e.into()),
     }
     let meta = state.blob.head(&key).await.map_err(blob_error)?;
-    let cache = match expires {
-        Some(expires) => {
-            let left = expires.saturating_sub(now_micros().max(0) as u64 / 1_000_000);
-            format!("private, max-age={}, immutable", left.min(state.config.file_max_age_secs))
-        }
+    let cache = match url_life {
+        Some(left) => format!("private, max-age={}, immutable", left.min(state.config.file_max_age_secs)),
         None => format!("public, max-age={}, immutable", state.config.file_max_age_secs),
     };
     let if_none_match = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok());

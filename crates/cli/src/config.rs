@@ -250,6 +250,13 @@ pub struct Outputs {
     pub url_keys: Vec<String>,
 }
 
+impl Outputs {
+    /// `url_keys` as the bytes that key the signatures.
+    pub fn url_key_bytes(&self) -> Vec<Vec<u8>> {
+        self.url_keys.iter().map(|k| k.as_bytes().to_vec()).collect()
+    }
+}
+
 /// `[outputs] access`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -612,13 +619,12 @@ impl Config {
             if !(1..=7 * 24 * 3600).contains(&self.outputs.url_secs) {
                 return Err("outputs.url_secs must be from 1 to 604800 (ATELIER__OUTPUTS__URL_SECS)".into());
             }
-            if let Some(i) = self.outputs.url_keys.iter().position(|k| k.len() < file_urls::MIN_KEY_BYTES) {
-                return Err(format!(
-                    "outputs.url_keys: key {} is shorter than {} characters (make one with `openssl rand \
-                     -hex 32`) (ATELIER__OUTPUTS__URL_KEYS)",
-                    i + 1,
-                    file_urls::MIN_KEY_BYTES
-                ));
+            if !self.outputs.url_keys.is_empty() {
+                file_urls::UrlSigner::new(self.outputs.url_key_bytes(), self.outputs.url_secs).map_err(|e| {
+                    format!(
+                        "outputs.url_keys: {e} (make one with `openssl rand -hex 32`) (ATELIER__OUTPUTS__URL_KEYS)"
+                    )
+                })?;
             }
             if self.outputs.url_keys.is_empty() && matches!(self.database(), Ok(DatabaseKind::Postgres(_))) {
                 return Err(

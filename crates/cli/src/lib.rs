@@ -93,7 +93,7 @@ fn url_signer(config: &Config) -> anyhow::Result<Option<atelier_blob::UrlSigner>
         let path = config.storage.data_dir.join("url-key");
         vec![generated_secret(&path, UrlSigner::new_key)?.into_bytes()]
     } else {
-        config.outputs.url_keys.iter().map(|k| k.as_bytes().to_vec()).collect()
+        config.outputs.url_key_bytes()
     };
     UrlSigner::new(keys, config.outputs.url_secs).map(Some).map_err(anyhow::Error::msg)
 }

@@ -208,7 +208,7 @@ pub enum Error {
         /// `unsigned`, `expired` or `signature`.
         reason: String,
     },
-    /// 410: the run or batch (or an output of it) was deleted on request.
+    /// 410: the run (or an output of it) was deleted on request.
     #[error("Deleted: {message}")]
     Deleted {
         /// The server's message.

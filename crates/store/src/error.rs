@@ -13,7 +13,7 @@ pub enum StoreError {
     QueueFull { limit: i64, per_key: bool },
     #[error("not found")]
     NotFound,
-    /// A run or batch deleted on request: its row remains, its content does not.
+    /// A run deleted on request: its row remains, its content does not.
     #[error("'{id}' was deleted on request")]
     Deleted { id: String, at: atelier_core::time::Micros },
     #[error("{0}")]

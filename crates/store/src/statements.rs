@@ -746,7 +746,7 @@ pub(crate) const REOPEN_BATCH: &str = "UPDATE batches
 // Deletion on request.
 
 /// Run `$1` of account `$2`: its status, batch and deletion.
-pub(crate) const RUN_FOR_DELETION: &str =
+pub(crate) const RUN_STANDING: &str =
     "SELECT status, batch_id, deleted_at FROM runs WHERE id = $1 AND account_id = $2";
 /// Marks run `$3` deleted at `$1` by `$2`, clears what it was sent, and makes its outputs
 /// expire now (and be swept again, should they have been already).
@@ -764,13 +764,6 @@ pub(crate) const DROP_RUN_DELIVERIES: &str =
 /// The stored inputs run `$1` used.
 pub(crate) static RUN_INPUTS: Sql = sql!(
     "SELECT {INPUT_COLUMNS} FROM inputs i JOIN run_inputs ri ON ri.input_id = i.id WHERE ri.run_id = $1"
-);
-/// Account `$1`'s finished runs created before `$2`, not deleted and not items of a batch,
-/// oldest first, up to `$3`.
-pub(crate) static RUNS_TO_PURGE: Sql = sql!(
-    "SELECT id FROM runs WHERE account_id = $1 AND created_at < $2 AND deleted_at IS NULL AND batch_id IS NULL
-     AND status NOT IN ({unfinished}) ORDER BY created_at LIMIT $3",
-    unfinished = sql_set(&RunStatus::UNFINISHED)
 );
 
 #[cfg(test)]

@@ -241,12 +241,9 @@ pub trait Runs: Send + Sync {
     /// outputs expire now (the sweeper deletes them if the caller does not), its result
     /// cache entries and pending webhook deliveries go; ledger lines stay. Deleting it again
     /// changes nothing (`already`). `NotFound` for another account's run, `Conflict` for an
-    /// unfinished run or an item of a batch (deleted with its batch). Reads of it then
+    /// unfinished run or an item of a batch (a batch's results read its items' runs). Reads of it then
     /// answer `Deleted`.
     async fn delete_run(&self, account_id: i64, run_id: &str, by: &str) -> Result<crate::RunDeletion>;
-    /// Finished runs of an account created before `before`, not deleted and not in a batch,
-    /// oldest first, up to `limit`: what `atelier admin purge` deletes.
-    async fn runs_to_purge(&self, account_id: i64, before: Micros, limit: i64) -> Result<Vec<String>>;
     /// Finished runs whose outputs expired and have not been swept yet.
     async fn expired_runs(&self, now: Micros, limit: i64) -> Result<Vec<String>>;
     async fn mark_swept(&self, run_id: &str) -> Result<()>;

@@ -99,9 +99,10 @@ async fn the_runs_inputs_are_named_for_deletion_and_go_once_no_run_uses_them(sto
     let (account, _) = store.create_account("a", 10).await.unwrap();
     let shared = store.register_input(account.id, "d-shared", "png", 100).await.unwrap();
     let own = store.register_input(account.id, "d-own", "png", 100).await.unwrap();
-    let first = submit_using(&store, account.id, &[shared.id, own.id]).await;
+    let first =
+        common::submit_using(store.as_ref(), account.id, &plan("x"), &[shared.id, own.id]).await.unwrap();
     finish(&store, &first, &format!("outputs/{first}/upscale/0.png")).await;
-    let second = submit_using(&store, account.id, &[shared.id]).await;
+    let second = common::submit_using(store.as_ref(), account.id, &plan("x"), &[shared.id]).await.unwrap();
     finish(&store, &second, &format!("outputs/{second}/upscale/0.png")).await;
 
     let deletion = store.delete_run(account.id, &first, "key 1").await.unwrap();
@@ -112,29 +113,4 @@ async fn the_runs_inputs_are_named_for_deletion_and_go_once_no_run_uses_them(sto
     let now = now_micros() + 1;
     assert!(store.delete_input(own.id, now).await.unwrap(), "only the deleted run used it");
     assert!(!store.delete_input(shared.id, now).await.unwrap(), "the other run still uses it");
-}
-
-async fn submit_using(store: &SharedStore, account: i64, inputs: &[i64]) -> String {
-    let id = atelier_core::ids::generation_id();
-    let plan = plan("x");
-    let run = atelier_store::NewRun {
-        id: id.clone(),
-        account_id: account,
-        kind: atelier_store::RunKind::Node,
-        family: None,
-        target: "upscale",
-        plan: &plan,
-        node_ids: vec![id.clone()],
-        echo: None,
-        idempotency: None,
-        inputs,
-        webhook: None,
-        trace_parent: None,
-        priority: Default::default(),
-        key_id: None,
-        start_within: None,
-        cache: true,
-    };
-    store.create_run(&run).await.unwrap();
-    id
 }

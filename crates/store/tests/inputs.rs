@@ -10,7 +10,7 @@ mod common;
 
 use atelier_core::plan::{compile_node, Plan};
 use atelier_core::tools::Prices;
-use atelier_store::{now_micros, InputKind, NewRun, NewUpload, RunKind, SharedStore, StoreConfig};
+use atelier_store::{now_micros, InputKind, NewUpload, SharedStore, StoreConfig};
 use serde_json::json;
 
 backend_tests! {
@@ -23,34 +23,6 @@ backend_tests! {
 
 fn plan() -> Plan {
     compile_node("upscale", json!({"image": "x"}).as_object().unwrap(), &Prices::default()).unwrap()
-}
-
-async fn submit_with(
-    store: &SharedStore,
-    account: i64,
-    plan: &Plan,
-    inputs: &[i64],
-) -> atelier_store::Result<String> {
-    let id = atelier_core::ids::generation_id();
-    let run = NewRun {
-        id: id.clone(),
-        account_id: account,
-        kind: RunKind::Node,
-        family: None,
-        target: "upscale",
-        plan,
-        node_ids: vec![id.clone()],
-        echo: None,
-        idempotency: None,
-        inputs,
-        webhook: None,
-        trace_parent: None,
-        priority: Default::default(),
-        key_id: None,
-        start_within: None,
-        cache: true,
-    };
-    store.create_run(&run).await.map(|_| id)
 }
 
 async fn an_image_is_registered_once_per_account(store: SharedStore) {
@@ -71,8 +43,8 @@ async fn an_image_is_deleted_only_when_its_runs_were_swept_and_it_was_not_used_s
     let (acct, _) = store.create_account("a", 10).await.unwrap();
     let input = store.register_input(acct.id, "d1", "png", 100).await.unwrap();
     let plan = plan();
-    let first = submit_with(&store, acct.id, &plan, &[input.id]).await.unwrap();
-    let second = submit_with(&store, acct.id, &plan, &[input.id]).await.unwrap();
+    let first = common::submit_using(store.as_ref(), acct.id, &plan, &[input.id]).await.unwrap();
+    let second = common::submit_using(store.as_ref(), acct.id, &plan, &[input.id]).await.unwrap();
     let later = now_micros() + 1_000_000;
     assert!(store.unused_inputs(later, 10).await.unwrap().is_empty(), "runs that are not swept use it");
     assert!(!store.delete_input(input.id, later).await.unwrap());
@@ -100,7 +72,7 @@ async fn an_image_is_deleted_only_when_its_runs_were_swept_and_it_was_not_used_s
 async fn a_refused_run_leaves_its_images_to_the_sweeper(store: SharedStore) {
     let (acct, _) = store.create_account("poor", 0).await.unwrap();
     let input = store.register_input(acct.id, "d1", "png", 100).await.unwrap();
-    let refused = submit_with(&store, acct.id, &plan(), &[input.id]).await;
+    let refused = common::submit_using(store.as_ref(), acct.id, &plan(), &[input.id]).await;
     assert!(matches!(refused, Err(atelier_store::StoreError::InsufficientTokens { .. })));
     let later = now_micros() + 1_000_000;
     let unused = store.unused_inputs(later, 10).await.unwrap();
@@ -151,7 +123,7 @@ async fn an_upload_is_kept_for_its_time_and_then_for_its_runs(store: SharedStore
     assert!(store.unused_inputs(later, 10).await.unwrap().is_empty(), "within its time");
     assert!(!store.delete_input(kept.id, later).await.unwrap());
 
-    let run = submit_with(&store, acct.id, &plan(), &[kept.id]).await.unwrap();
+    let run = common::submit_using(store.as_ref(), acct.id, &plan(), &[kept.id]).await.unwrap();
     let past = now + 20_000_000;
     assert!(store.unused_inputs(past, 10).await.unwrap().is_empty(), "a run that is not swept uses it");
     store.cancel_run(acct.id, &run).await.unwrap();

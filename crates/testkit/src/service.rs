@@ -149,13 +149,16 @@ fn select_backend(config: &mut Config) -> Option<Backend> {
 pub const TEST_URL_KEY: &str = "test-url-key-0123456789abcdef0123456789";
 
 /// Serves outputs behind signed URLs when `ATELIER_TEST_OUTPUT_ACCESS=signed`, so that any
-/// interface suite can run in either mode.
+/// interface suite can run in either mode. The URLs live the longest allowed (7 days), whose
+/// expiry moves in steps of an hour: two reads of a status a test compares then give the same
+/// URLs unless an hour's boundary falls between them.
 fn select_output_access(config: &mut Config) {
     match std::env::var("ATELIER_TEST_OUTPUT_ACCESS").as_deref() {
         Err(_) | Ok("" | "public") => {}
         Ok("signed") => {
             config.outputs.access = atelier_cli::config::OutputAccess::Signed;
             config.outputs.url_keys = vec![TEST_URL_KEY.into()];
+            config.outputs.url_secs = 7 * 24 * 3600;
         }
         Ok(other) => panic!("ATELIER_TEST_OUTPUT_ACCESS={other}: expected public or signed"),
     }
@@ -247,6 +250,22 @@ impl TestApp {
 
     pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
         self.call("POST", path, Some(&self.key.clone()), Some(body)).await
+    }
+
+    /// Uploads an image with `key` (`POST /api/v3/uploads`), asserting acceptance; its
+    /// `upload:` reference.
+    pub async fn upload(&self, key: &str, bytes: Vec<u8>) -> String {
+        let response = self
+            .client
+            .post(format!("{}/api/v3/uploads", self.base))
+            .header("X-API-KEY", key)
+            .header("content-type", "image/png")
+            .body(bytes)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.json::<Value>().await.unwrap()["input"].as_str().unwrap().to_string()
     }
 
     /// Starts a run and returns its id, asserting acceptance.

@@ -513,19 +513,16 @@ pub struct RunSummary {
     pub priority: Option<Priority>,
 }
 
-/// `DELETE /api/v3/runs/{run_id}` and `DELETE /api/v3/batches/{batch_id}`: what was deleted,
-/// and when (the first deletion's time, when it is asked again).
+/// `DELETE /api/v3/runs/{run_id}`: what was deleted, and when (the first deletion's time, when
+/// it is asked again).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Deletion {
-    /// The run's or batch's id.
+    /// The run's id.
     pub id: String,
     /// Always true.
     pub deleted: bool,
     /// When it was deleted (UTC, ISO 8601).
     pub deleted_at: String,
-    /// For a batch: how many of its runs were deleted with it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runs: Option<i64>,
 }
 
 /// A page of `GET /api/v3/runs`, newest first.

@@ -151,16 +151,14 @@ export interface Deleted {
   deleted: boolean;
 }
 
-/** `DELETE /api/v3/runs/{run_id}` and `DELETE /api/v3/batches/{batch_id}`: what was deleted, and when (the first deletion's time, when it is asked again). */
+/** `DELETE /api/v3/runs/{run_id}`: what was deleted, and when (the first deletion's time, when it is asked again). */
 export interface Deletion {
-  /** The run's or batch's id. */
+  /** The run's id. */
   id: string;
   /** Always true. */
   deleted: boolean;
   /** When it was deleted (UTC, ISO 8601). */
   deleted_at: string;
-  /** For a batch: how many of its runs were deleted with it. */
-  runs?: number;
 }
 
 /** What a webhook delivery tells. */

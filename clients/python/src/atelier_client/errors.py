@@ -289,7 +289,7 @@ class FileUrlInvalid(AtelierError):
 
 
 class Deleted(AtelierError):
-    """410: the run or batch (or an output of it) was deleted on request."""
+    """410: the run (or an output of it) was deleted on request."""
 
     error_name = "Deleted"
 

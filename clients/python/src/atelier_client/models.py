@@ -952,18 +952,14 @@ class Deletion:
     id: str
     deleted: bool
     deleted_at: str
-    #: For a batch: how many of its runs went with it.
-    runs: Optional[int] = None
     raw: Dict[str, Any] = _raw_field()
 
     @classmethod
     def from_raw(cls, raw: Mapping[str, Any]) -> "Deletion":
-        runs = raw.get("runs")
         return cls(
             id=str(raw.get("id", "")),
             deleted=bool(raw.get("deleted", False)),
             deleted_at=str(raw.get("deleted_at", "")),
-            runs=int(runs) if runs is not None else None,
             raw=dict(raw),
         )
 

@@ -101,9 +101,8 @@ impl<B: Backend> Runs for B {
         // The run's row first: completions of its nodes wait until the cancellation
         // committed, so no task is queued behind its back.
         B::lock_run(&mut tx, run_id).await?;
-        let found: Option<DeletionRow> =
-            tx.fetch_optional(RUN_FOR_DELETION, args![run_id, account_id]).await?;
-        if let Some(DeletionRow { deleted_at: Some(at), .. }) = found {
+        let found: Option<Standing> = tx.fetch_optional(RUN_STANDING, args![run_id, account_id]).await?;
+        if let Some(Standing { deleted_at: Some(at), .. }) = found {
             return Err(StoreError::Deleted { id: run_id.to_string(), at });
         }
         let status: Option<String> = found.map(|row| row.status);
@@ -139,8 +138,7 @@ impl<B: Backend> Runs for B {
         let mut tx = self.begin().await?;
         // The run's row first, as a cancellation or a completion takes it.
         B::lock_run(&mut tx, run_id).await?;
-        let found: Option<DeletionRow> =
-            tx.fetch_optional(RUN_FOR_DELETION, args![run_id, account_id]).await?;
+        let found: Option<Standing> = tx.fetch_optional(RUN_STANDING, args![run_id, account_id]).await?;
         let row = found.ok_or(StoreError::NotFound)?;
         let inputs = tx.fetch_all(&RUN_INPUTS, args![run_id]).await?;
         if let Some(at) = row.deleted_at {
@@ -153,7 +151,7 @@ impl<B: Backend> Runs for B {
         }
         if let Some(batch) = &row.batch_id {
             return Err(StoreError::Conflict(format!(
-                "run '{run_id}' is an item of batch '{batch}': delete the batch (DELETE /api/v3/batches/{batch})"
+                "run '{run_id}' is an item of batch '{batch}': a batch's runs cannot be deleted one by one"
             )));
         }
         tx.execute(DELETE_RUN, args![now, by, run_id]).await?;
@@ -163,10 +161,6 @@ impl<B: Backend> Runs for B {
         B::commit(tx).await?;
         self.changed([run_id]);
         Ok(RunDeletion { run_id: run_id.into(), deleted_at: now, already: false, inputs })
-    }
-
-    async fn runs_to_purge(&self, account_id: i64, before: Micros, limit: i64) -> Result<Vec<String>> {
-        self.read().await?.fetch_all(&RUNS_TO_PURGE, args![account_id, before, limit]).await
     }
 
     async fn expired_runs(&self, now: Micros, limit: i64) -> Result<Vec<String>> {
@@ -284,14 +278,14 @@ fn not_deleted(run: RunRecord) -> Result<RunRecord> {
     }
 }
 
-/// What deleting (or cancelling) a run reads of it first.
-struct DeletionRow {
+/// What cancelling or deleting a run reads of it first (`RUN_STANDING`).
+struct Standing {
     status: String,
     batch_id: Option<String>,
     deleted_at: Option<Micros>,
 }
 
-impl FromRow for DeletionRow {
+impl FromRow for Standing {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
         Ok(Self {
             status: row.text("status")?.to_owned(),

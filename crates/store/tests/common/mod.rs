@@ -147,6 +147,28 @@ pub async fn submit_queued(
     id: String,
     queueing: Queueing,
 ) -> Result<String, atelier_store::StoreError> {
+    submit_run(store, account, plan, id, queueing, &[]).await
+}
+
+/// As [`submit`], using the stored inputs `inputs` (`InputFiles::register_input`).
+pub async fn submit_using(
+    store: &dyn atelier_store::Store,
+    account: i64,
+    plan: &atelier_core::plan::Plan,
+    inputs: &[i64],
+) -> Result<String, atelier_store::StoreError> {
+    let id = atelier_core::ids::generation_id();
+    submit_run(store, account, plan, id, Queueing::default(), inputs).await
+}
+
+async fn submit_run(
+    store: &dyn atelier_store::Store,
+    account: i64,
+    plan: &atelier_core::plan::Plan,
+    id: String,
+    queueing: Queueing,
+    inputs: &[i64],
+) -> Result<String, atelier_store::StoreError> {
     use atelier_core::ids;
     use atelier_store::{NewRun, RunKind};
     let run = NewRun {
@@ -159,7 +181,7 @@ pub async fn submit_queued(
         node_ids: plan.nodes.iter().map(|_| ids::generation_id()).collect(),
         echo: None,
         idempotency: None,
-        inputs: &[],
+        inputs,
         webhook: None,
         trace_parent: None,
         priority: queueing.priority,

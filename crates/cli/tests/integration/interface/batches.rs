@@ -47,20 +47,6 @@ async fn image_server(fixed: Arc<AtomicBool>) -> std::net::SocketAddr {
     addr
 }
 
-async fn upload(app: &TestApp, key: &str, bytes: Vec<u8>) -> String {
-    let response = app
-        .client
-        .post(format!("{}/api/v3/uploads", app.base))
-        .header("X-API-KEY", key)
-        .header("content-type", "image/png")
-        .body(bytes)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.json::<Value>().await.unwrap()["input"].as_str().unwrap().to_string()
-}
-
 /// Polls the batch until it is no longer running.
 async fn settled(app: &TestApp, id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -80,7 +66,7 @@ async fn a_batch_runs_every_item_and_a_retry_reruns_only_the_failed_ones() {
     let fixed = Arc::new(AtomicBool::new(false));
     let addr = image_server(fixed.clone()).await;
     let app = TestApp::start_with(|c| c.inputs.allow_private_addresses = true, None, 1000).await;
-    let garment = upload(&app, &app.key.clone(), png_bytes(48, 32)).await;
+    let garment = app.upload(&app.key, png_bytes(48, 32)).await;
     let body = json!({
         "type": "node",
         "target": "upscale",
@@ -205,7 +191,7 @@ async fn a_batch_runs_every_item_and_a_retry_reruns_only_the_failed_ones() {
 async fn a_batch_that_cannot_run_whole_is_refused_and_nothing_is_made() {
     let app = TestApp::start_with(|_| {}, None, 2).await;
     let key = app.key.clone();
-    let garment = upload(&app, &key, png_bytes(32, 32)).await;
+    let garment = app.upload(&key, png_bytes(32, 32)).await;
     let item = |image: &str| json!({"input": {"image": image}});
     let body = |items: Vec<Value>| json!({"type": "node", "target": "upscale", "items": items});
 
@@ -225,7 +211,7 @@ async fn a_batch_that_cannot_run_whole_is_refused_and_nothing_is_made() {
     );
     // Another account's upload.
     let other = app.other_key(10).await;
-    let theirs = upload(&app, &other, png_bytes(16, 16)).await;
+    let theirs = app.upload(&other, png_bytes(16, 16)).await;
     let (code, e) = app.post("/api/v3/batches", &body(vec![item(&theirs)])).await;
     assert_eq!(
         (code, e["error"]["name"].as_str(), e["error"]["field"].as_str()),
@@ -320,7 +306,7 @@ async fn canceling_a_batch_cancels_its_runs_and_gives_back_every_token() {
 #[tokio::test]
 async fn a_batch_sent_again_with_its_idempotency_key_is_made_once() {
     let app = TestApp::start().await;
-    let garment = upload(&app, &app.key.clone(), png_bytes(24, 24)).await;
+    let garment = app.upload(&app.key, png_bytes(24, 24)).await;
     let body = json!({"type": "node", "target": "upscale", "items": [{"input": {"image": garment}}, {"input": {"image": garment}}]});
     let send = |body: Value| {
         app.client
@@ -372,7 +358,7 @@ async fn a_batch_of_10000_items_comes_from_an_uploaded_jsonl_file() {
 async fn ten_thousand_items_from_a_jsonl_file() {
     // API only: what is measured here is acceptance, paging and refusals, not the items' runs.
     let app = TestApp::start_with(|c| c.worker.workers = 0, None, 100_000).await;
-    let garment = upload(&app, &app.key.clone(), png_bytes(16, 16)).await;
+    let garment = app.upload(&app.key, png_bytes(16, 16)).await;
     let lines: Vec<String> = (0..10_000)
         .map(|i| json!({"input": {"image": garment, "seed": i}, "ref": format!("SKU-{i:05}")}).to_string())
         .collect();
@@ -413,7 +399,7 @@ async fn ten_thousand_items_from_a_jsonl_file() {
 #[tokio::test]
 async fn a_csv_items_file_is_typed_by_the_tools_parameters_and_refused_when_malformed() {
     let app = TestApp::start().await;
-    let garment = upload(&app, &app.key.clone(), png_bytes(16, 16)).await;
+    let garment = app.upload(&app.key, png_bytes(16, 16)).await;
     let csv = format!("ref,image,scale\nA,{garment},2\n\"B, blue\",{garment},4\n");
     let (code, file) = upload_items(&app, "text/csv", csv).await;
     assert_eq!((code, file["format"].as_str()), (200, Some("csv")), "{file}");

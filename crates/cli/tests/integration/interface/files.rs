@@ -279,7 +279,7 @@ async fn signed_urls_serve_with_etag_and_ranges_and_anything_else_is_refused() {
         let (code, reason) = refusal(&app, &format!("{}{bad}?{query}", app.base)).await;
         assert_eq!((code, reason.as_str()), (403, "signature"), "{bad}");
     }
-    // HEAD and a byte range of an unsigned URL are refused the same way.
+    // A byte range of an unsigned URL is refused the same way.
     let resp = app.client.get(path).header("Range", "bytes=0-9").send().await.unwrap();
     assert_eq!(resp.status(), 403);
 }

@@ -369,27 +369,12 @@ async fn deliveries_are_the_runs_owners_and_the_secret_needs_a_key() {
     assert!(deliveries(&app, &plain).await.is_empty());
 }
 
-/// Uploads a small PNG; its `upload:` reference.
-async fn upload_png(app: &TestApp) -> String {
-    let response = app
-        .client
-        .post(format!("{}/api/v3/uploads", app.base))
-        .header("X-API-KEY", &app.key)
-        .header("content-type", "image/png")
-        .body(super::common::png_bytes(16, 16))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.json::<Value>().await.unwrap()["input"].as_str().unwrap().to_string()
-}
-
 #[tokio::test]
 async fn a_batch_posts_batch_completed_once_it_ends_and_lists_the_delivery() {
     let app = app().await;
     let hook = Receiver::start(&[503]).await;
     let key = secret(&app).await;
-    let image = upload_png(&app).await;
+    let image = app.upload(&app.key, super::common::png_bytes(16, 16)).await;
     let body = json!({
         "type": "node", "target": "upscale", "input": {"image": image},
         "items": [{"ref": "a"}, {"ref": "b"}, {"ref": "c"}],
@@ -458,7 +443,7 @@ async fn deliveries_of_run(app: &TestApp, run: &str) -> usize {
 async fn a_batch_webhook_is_refused_at_acceptance_like_a_runs() {
     // Private addresses refused, as for runs: nothing reserved.
     let app = TestApp::start().await;
-    let image = upload_png(&app).await;
+    let image = app.upload(&app.key, super::common::png_bytes(16, 16)).await;
     let before = app.balance().await;
     for (url, field) in [("http://127.0.0.1:9/hook", "webhook_url"), ("ftp://example.com/x", "webhook_url")] {
         let body = json!({"type": "node", "target": "upscale", "input": {"image": image}, "items": [{}], "webhook_url": url});

@@ -12,7 +12,8 @@
 //!   of a batch unfinished at once, round robin across batches (every [`FEED_INTERVAL`]),
 //!   and finishes a batch whose items all ended;
 //! - janitor: deletes idempotency keys whose 24 hours are over (every `janitor_interval`,
-//!   by default [`JANITOR_INTERVAL`]); an expired key is already free for a new request
+//!   by default [`JANITOR_INTERVAL`]; the sweeper and the janitor first run one interval after
+//!   the start); an expired key is already free for a new request
 //!   before it is deleted, so how late this runs changes nothing but the table's size.
 
 use std::time::Duration;
@@ -67,8 +68,11 @@ const JANITOR_BATCH: i64 = 1000;
 impl Maintenance {
     pub async fn run(self, shutdown: CancellationToken) {
         let mut rescue = tokio::time::interval(self.rescue_interval);
-        let mut sweep = tokio::time::interval(self.sweep_interval);
-        let mut janitor = tokio::time::interval(self.janitor_interval);
+        // The sweeper and the janitor first run one interval after the start: what they delete
+        // is already refused (410) or free, and a pass at start would race whoever set it up.
+        let start = tokio::time::Instant::now();
+        let mut sweep = tokio::time::interval_at(start + self.sweep_interval, self.sweep_interval);
+        let mut janitor = tokio::time::interval_at(start + self.janitor_interval, self.janitor_interval);
         let mut deadline = tokio::time::interval(DEADLINE_INTERVAL);
         let mut feed = tokio::time::interval(FEED_INTERVAL);
         feed.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

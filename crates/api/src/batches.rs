@@ -197,6 +197,16 @@ async fn accept(
     idempotency_key: Option<String>,
 ) -> Result<Value, ApiError> {
     let BatchBody { run, items } = body;
+    let retention_secs = match state.config.retention.of_run(run.retention_secs, account.retention_secs)? {
+        Some(0) => {
+            return Err(RequestError::invalid(
+                "retention_secs",
+                "a batch's results are read after it ends: zero retention is for single runs",
+            )
+            .into())
+        }
+        kept => kept,
+    };
     let target = Target::find(state, account, &run).await?;
     if let Some(webhook) = &run.webhook {
         webhook.check(&state.config.inputs).await?;
@@ -267,6 +277,7 @@ async fn accept(
         trace_parent: atelier_telemetry::traces::traceparent(&tracing::Span::current()),
         webhook_url: run.webhook.as_ref().map(|w| w.url.as_str()),
         items: batch_items,
+        retention_secs,
         files,
         idempotency: None,
     };

@@ -483,6 +483,8 @@ async fn rerun(
         // Someone waits on the console's page: no deadline to start.
         start_within: None,
         cache: true,
+        // Kept as long as the run it repeats.
+        retention_secs: run.retention_secs,
     };
     let accepted = ops::submit(&state, &session.account, Submission::new(request, None, None), None).await?;
     Ok(Json(accepted.handle()).into_response())

@@ -32,16 +32,21 @@ pub(crate) async fn get_file(
     let url_life = state.blob.check_url(&key, query.as_deref()).map_err(ApiError::FileUrlInvalid)?;
     validate_key(&key).map_err(|_| ApiError::FileNotFound)?;
     let run_id = atelier_core::keys::run_of_output(&key).ok_or(ApiError::FileNotFound)?;
-    match state.store.run_expiry(run_id).await {
+    // Cached no longer than the run keeps its outputs (its own retention may be short).
+    let max_age = match state.store.run_expiry(run_id).await {
         Ok(Some(expires)) if expires <= now_micros() => return Err(ApiError::OutputExpired),
-        Ok(_) => {}
+        Ok(Some(expires)) => {
+            let left = u64::try_from((expires - now_micros()) / 1_000_000).unwrap_or(0);
+            left.min(state.config.file_max_age_secs)
+        }
+        Ok(None) => state.config.file_max_age_secs,
         Err(StoreError::NotFound) => return Err(ApiError::FileNotFound),
         Err(e) => return Err(e.into()),
-    }
+    };
     let meta = state.blob.head(&key).await.map_err(blob_error)?;
     let cache = match url_life {
-        Some(left) => format!("private, max-age={}, immutable", left.min(state.config.file_max_age_secs)),
-        None => format!("public, max-age={}, immutable", state.config.file_max_age_secs),
+        Some(left) => format!("private, max-age={}, immutable", left.min(max_age)),
+        None => format!("public, max-age={max_age}, immutable"),
     };
     let if_none_match = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok());
     if etag_matches(if_none_match, &meta.etag) {

@@ -57,7 +57,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::Router;
 pub use limits::{Decision, RateLimiter};
-pub use settings::{ApiConfig, Engines, RateLimit, UploadPolicy};
+pub use settings::{ApiConfig, Engines, RateLimit, RetentionPolicy, UploadPolicy};
 pub use state::AppState;
 
 /// The whole interface.

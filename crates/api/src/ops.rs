@@ -36,6 +36,9 @@ pub struct RunRequest {
     pub start_within: Option<Duration>,
     /// Whether the result cache may fill the run's nodes (`cache`, true unless `false`).
     pub cache: bool,
+    /// How long its outputs are kept (`retention_secs`, checked against the operator's range
+    /// when it is submitted); `None`: the key's, else the operator's default.
+    pub retention_secs: Option<u64>,
 }
 
 /// The longest `start_within_secs`: a day.
@@ -53,6 +56,18 @@ pub fn take_start_within(body: &mut Map<String, Value>) -> Result<Option<Duratio
                 format!("must be a whole number of seconds from 1 to {MAX_START_WITHIN_SECS}"),
             )),
         },
+    }
+}
+
+/// Takes the optional `retention_secs` of a run body (an extension of the v3 and v2 bodies):
+/// a whole number of seconds, 0 for zero retention; its range is the operator's, checked when
+/// the run is submitted ([`crate::settings::RetentionPolicy`]).
+pub fn take_retention(body: &mut Map<String, Value>) -> Result<Option<u64>, RequestError> {
+    match body.remove("retention_secs").filter(|v| !v.is_null()) {
+        None => Ok(None),
+        Some(value) => value.as_u64().map(Some).ok_or_else(|| {
+            RequestError::invalid("retention_secs", "must be a whole number of seconds (0: zero retention)")
+        }),
     }
 }
 
@@ -113,6 +128,7 @@ impl RunRequest {
         let priority = take_priority(&mut body)?;
         let start_within = take_start_within(&mut body)?;
         let cache = take_cache(&mut body)?;
+        let retention_secs = take_retention(&mut body)?;
         for key in body.keys() {
             if !["type", "target", "input"].contains(&key.as_str()) {
                 return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")));
@@ -135,6 +151,7 @@ impl RunRequest {
             priority,
             start_within,
             cache,
+            retention_secs,
         })
     }
 }
@@ -230,6 +247,7 @@ pub async fn submit(
     idempotency_key: Option<&str>,
 ) -> Result<Accepted, ApiError> {
     let Submission { mut request, family, echo, id } = submission;
+    let retention_secs = state.config.retention.of_run(request.retention_secs, account.retention_secs)?;
     let target = Target::find(state, account, &request).await?;
     // Compiled on placeholders (the long strings held once, in `slices`), then every image
     // value is read once, and only a request that passes every check stores anything.
@@ -285,6 +303,7 @@ pub async fn submit(
             key_id: account.key_id,
             start_within: request.start_within,
             cache: request.cache,
+            retention_secs,
         })
         .await?;
     Ok(accepted)

@@ -201,7 +201,10 @@ async fn complete(
         let task = worker.held(&state, completion.task_id, completion.epoch).await?;
         if let (Some(task), Outcome::Succeeded(keys)) = (&task, &completion.outcome) {
             let prefix = output_prefix(task);
-            if let Some(key) = keys.iter().find(|k| !k.starts_with(&prefix)) {
+            // Zero retention: outputs come back inline (`data:` URLs), never stored.
+            let allowed =
+                |k: &String| k.starts_with(&prefix) || (task.inline_outputs && k.starts_with("data:"));
+            if let Some(key) = keys.iter().find(|k| !allowed(k)) {
                 return Err(Refused::Forbidden(format!("output {key} is not under {prefix}")));
             }
         }

@@ -26,8 +26,18 @@ fn time(t: Option<i64>) -> Option<String> {
     t.map(format_time)
 }
 
-fn urls(blob: &BlobStore, node: &NodeRecord) -> Vec<String> {
+/// The output URLs of a node: none once its run's held outputs were dropped (zero retention,
+/// past its hold), whether or not the sweeper has cleared the row yet.
+fn urls(blob: &BlobStore, run: &RunRecord, node: &NodeRecord) -> Vec<String> {
+    if run.outputs_dropped(atelier_core::time::now_micros()) {
+        return Vec::new();
+    }
     node.outputs.iter().map(|k| blob.url(k)).collect()
+}
+
+/// `outputs_kept: false` on a zero-retention run whose outputs were dropped.
+fn outputs_kept(run: &RunRecord) -> Option<bool> {
+    run.outputs_dropped(atelier_core::time::now_micros()).then_some(false)
 }
 
 fn error(e: &Option<atelier_core::NodeError>) -> Option<wire::RunError> {
@@ -55,11 +65,11 @@ fn progress(node: &NodeRecord) -> Option<f32> {
 }
 
 /// A node result inside a workflow status (spec 2.2), with `progress` while it runs.
-fn node_result(blob: &BlobStore, node: &NodeRecord) -> wire::NodeResult {
+fn node_result(blob: &BlobStore, run: &RunRecord, node: &NodeRecord) -> wire::NodeResult {
     wire::NodeResult {
         id: node.gen_id.clone(),
         status: node.status.into(),
-        output: urls(blob, node),
+        output: urls(blob, run, node),
         error: error(&node.error),
         model_name: node.tool.clone(),
         progress: progress(node),
@@ -112,13 +122,14 @@ pub fn v3_status(blob: &BlobStore, run: &RunRecord, queue_position: Option<i64>)
         queue_position,
         waiting_for: None,
         cached_from: None,
+        outputs_kept: outputs_kept(run),
         raw: serde_json::Value::Null,
     };
     match run.kind {
         RunKind::Workflow => {
             let output = |node: &String| match run.nodes.iter().find(|n| &n.name == node) {
                 Some(n) if n.status == NodeStatus::Succeeded => {
-                    let mut list = urls(blob, n);
+                    let mut list = urls(blob, run, n);
                     Some(if list.len() == 1 {
                         wire::NamedOutput::One(list.remove(0))
                     } else {
@@ -130,14 +141,15 @@ pub fn v3_status(blob: &BlobStore, run: &RunRecord, queue_position: Option<i64>)
             shape.workflow_run_id = Some(run.id.clone());
             shape.outputs =
                 Some(run.outputs.iter().map(|(name, node)| (name.clone(), output(node))).collect());
-            shape.nodes = Some(run.nodes.iter().map(|n| (n.name.clone(), node_result(blob, n))).collect());
+            shape.nodes =
+                Some(run.nodes.iter().map(|n| (n.name.clone(), node_result(blob, run, n))).collect());
         }
         RunKind::Node => {
             let node = run.nodes.first();
             shape.id = Some(run.id.clone());
             shape.status = Some(run.status.into());
             shape.model_name = Some(node.map_or(run.target.clone(), |n| n.tool.clone()));
-            shape.output = Some(node.map(|n| urls(blob, n)).unwrap_or_default());
+            shape.output = Some(node.map(|n| urls(blob, run, n)).unwrap_or_default());
             shape.progress = node.and_then(progress);
             shape.cached_from = node.and_then(|n| n.cached_from.clone());
         }
@@ -155,7 +167,7 @@ pub fn v3_node_status(blob: &BlobStore, run: &RunRecord, node: &NodeRecord) -> w
         model_name: Some(node.tool.clone()),
         outputs: None,
         nodes: None,
-        output: Some(urls(blob, node)),
+        output: Some(urls(blob, run, node)),
         error: error(&node.error),
         created_at: format_time(run.created_at),
         finished_at: time(run.finished_at),
@@ -166,6 +178,7 @@ pub fn v3_node_status(blob: &BlobStore, run: &RunRecord, node: &NodeRecord) -> w
         queue_position: None,
         waiting_for: None,
         cached_from: node.cached_from.clone(),
+        outputs_kept: outputs_kept(run),
         raw: serde_json::Value::Null,
     }
 }
@@ -173,7 +186,7 @@ pub fn v3_node_status(blob: &BlobStore, run: &RunRecord, node: &NodeRecord) -> w
 /// A v2 status object: exactly the fields the spec lists for the family.
 pub fn v2_status(blob: &BlobStore, run: &RunRecord, family: Family) -> wire::V2Status {
     let node = run.nodes.first();
-    let output = node.map(|n| urls(blob, n)).unwrap_or_default();
+    let output = node.map(|n| urls(blob, run, n)).unwrap_or_default();
     let param = |key: &str| node.and_then(|n| n.params.get(key)).and_then(|v| v.as_str()).map(str::to_string);
     let (input, model_name) = match family {
         Family::Tryon => {

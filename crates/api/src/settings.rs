@@ -41,6 +41,52 @@ pub struct ApiConfig {
     pub max_batch_items: usize,
     /// How outputs are signed, as `/readyz` says.
     pub provenance: atelier_wire::probes::Provenance,
+    /// The retention keys and runs may set (`retention_secs`).
+    pub retention: RetentionPolicy,
+}
+
+/// Retention a customer controls: what a key or a run may set as `retention_secs`, within the
+/// operator's range (`[outputs] min_retention_secs`, `max_retention_secs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionPolicy {
+    pub min_secs: u64,
+    pub max_secs: u64,
+}
+
+impl Default for RetentionPolicy {
+    /// Anything from zero retention to the spec's 3 days.
+    fn default() -> Self {
+        Self { min_secs: 0, max_secs: 3 * 24 * 3600 }
+    }
+}
+
+impl RetentionPolicy {
+    /// Whether `secs` is in the operator's range; the refusal names the range.
+    pub fn check(&self, secs: u64) -> Result<u64, String> {
+        if (self.min_secs..=self.max_secs).contains(&secs) {
+            Ok(secs)
+        } else {
+            Err(format!("must be a whole number of seconds from {} to {}", self.min_secs, self.max_secs))
+        }
+    }
+
+    /// A run's retention: what its request asked for (refused outside the range), else its
+    /// key's (brought into the range, which may have changed since the key's was set), else
+    /// `None`, the operator's default.
+    pub fn of_run(
+        &self,
+        asked: Option<u64>,
+        key: Option<u64>,
+    ) -> Result<Option<u64>, atelier_core::RequestError> {
+        match (asked, key) {
+            (Some(secs), _) => self
+                .check(secs)
+                .map(Some)
+                .map_err(|e| atelier_core::RequestError::invalid("retention_secs", e)),
+            (None, Some(secs)) => Ok(Some(secs.clamp(self.min_secs, self.max_secs))),
+            (None, None) => Ok(None),
+        }
+    }
 }
 
 /// Default [`ApiConfig::max_batch_items`].
@@ -100,6 +146,7 @@ impl Default for ApiConfig {
             uploads: UploadPolicy::default(),
             max_batch_items: MAX_BATCH_ITEMS,
             provenance: atelier_wire::probes::Provenance::off(),
+            retention: RetentionPolicy::default(),
         }
     }
 }

@@ -86,6 +86,7 @@ async fn run(
     let priority = crate::ops::take_priority(&mut body)?;
     let start_within = crate::ops::take_start_within(&mut body)?;
     let cache = crate::ops::take_cache(&mut body)?;
+    let retention_secs = crate::ops::take_retention(&mut body)?;
     let (tool, input) = family.into_v3(body)?;
     let request = RunRequest {
         kind: RunKind::Node,
@@ -96,6 +97,7 @@ async fn run(
         priority,
         start_within,
         cache,
+        retention_secs,
     };
     let submission = Submission::new(request, Some(family.as_str()), Some(echo));
     Ok(idempotency::submit_once(&state, &account, keyed, submission).await?.into_response())
@@ -118,7 +120,7 @@ async fn status(
         return Err(ApiError::RunNotFound(id));
     }
     let body = render::to_bytes(&render::v2_status(&state.blob, &run, family));
-    if run.status.is_terminal() {
+    if run.status.is_terminal() && !run.holds_outputs_inline() {
         state.finished.put(account.id, &id, shape, epoch, body.clone());
     }
     Ok(render::json_bytes(body))

@@ -87,7 +87,8 @@ async fn status(
             let mut shape = render::v3_status(&state.blob, &run, position);
             render::add_waiting(&mut shape, &run, |tool| waiting_for_engine(&state, tool));
             let body = render::to_bytes(&shape);
-            if run.status.is_terminal() {
+            // Held outputs (zero retention) are dropped at the hold's end: read each time.
+            if run.status.is_terminal() && !run.holds_outputs_inline() {
                 state.finished.put(account.id, &id, Shape::V3, epoch, body.clone());
             }
             Ok(render::json_bytes(body))

@@ -375,8 +375,12 @@ impl BlobStore {
     ///
     /// The key is inserted verbatim (keys produced by [`output_key`] need no
     /// escaping); a trailing slash on the base URL and a leading slash on the
-    /// key are not doubled.
+    /// key are not doubled. An output held inline (a `data:` URL, zero retention) is its own
+    /// URL.
     pub fn url(&self, key: &str) -> String {
+        if key.starts_with("data:") {
+            return key.to_string();
+        }
         let key = key.trim_start_matches('/');
         match &self.cdn_base_url {
             Some(cdn) => format!("{cdn}/{key}"),

@@ -232,8 +232,16 @@ impl Default for Batches {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Outputs {
-    /// How long outputs stay readable after a run finishes.
+    /// How long outputs stay readable after a run finishes, for runs whose key and request
+    /// set no `retention_secs`.
     pub retention_hours: u64,
+    /// The shortest `retention_secs` a key or a run may set; 0 allows zero retention.
+    pub min_retention_secs: u64,
+    /// The longest `retention_secs` a key or a run may set; 0: `retention_hours`.
+    pub max_retention_secs: u64,
+    /// Zero retention: how long after a run finished its outputs are held inline (in its
+    /// nodes' rows, for its final status, webhook and events) before they are dropped.
+    pub inline_hold_secs: u64,
     pub sweep_interval_secs: u64,
     /// Base URL that serves the stored objects directly (a CDN in front of the bucket
     /// prefix); output URLs become `{cdn_base_url}/{key}`. Empty: the API's `/files` route.
@@ -445,6 +453,9 @@ impl Default for Outputs {
     fn default() -> Self {
         Self {
             retention_hours: 72,
+            min_retention_secs: 0,
+            max_retention_secs: 0,
+            inline_hold_secs: 600,
             sweep_interval_secs: 600,
             cdn_base_url: String::new(),
             access: OutputAccess::Public,
@@ -589,6 +600,19 @@ impl Config {
                 "outputs.retention_hours must be at least 1 (ATELIER__OUTPUTS__RETENTION_HOURS)".into()
             );
         }
+        let retention = self.retention_policy();
+        if retention.min_secs > retention.max_secs {
+            return Err(format!(
+                "outputs.min_retention_secs ({}) must not exceed outputs.max_retention_secs ({}) (ATELIER__OUTPUTS__MIN_RETENTION_SECS, ATELIER__OUTPUTS__MAX_RETENTION_SECS)",
+                retention.min_secs, retention.max_secs
+            ));
+        }
+        if !(1..=24 * 3600).contains(&self.outputs.inline_hold_secs) {
+            return Err(
+                "outputs.inline_hold_secs must be from 1 to 86400 (ATELIER__OUTPUTS__INLINE_HOLD_SECS)"
+                    .into(),
+            );
+        }
         if !(1..=24 * 365).contains(&self.inputs.upload_keep_hours) {
             return Err("inputs.upload_keep_hours must be from 1 to 8760 (a year) (ATELIER__INPUTS__UPLOAD_KEEP_HOURS)".into());
         }
@@ -692,6 +716,16 @@ impl Config {
 
     pub fn retention(&self) -> Duration {
         Duration::from_secs(self.outputs.retention_hours * 3600)
+    }
+
+    /// The `retention_secs` keys and runs may set: `[outputs] min_retention_secs` to
+    /// `max_retention_secs` (by default, `retention_hours`).
+    pub fn retention_policy(&self) -> atelier_api::RetentionPolicy {
+        let max_secs = match self.outputs.max_retention_secs {
+            0 => self.retention().as_secs(),
+            secs => secs,
+        };
+        atelier_api::RetentionPolicy { min_secs: self.outputs.min_retention_secs, max_secs }
     }
 }
 

@@ -42,6 +42,7 @@ pub use config::{Config, DatabaseKind};
 pub async fn open_store(config: &Config) -> anyhow::Result<SharedStore> {
     let store_config = StoreConfig {
         retention: config.retention(),
+        inline_hold: Duration::from_secs(config.outputs.inline_hold_secs),
         max_attempts: config.worker.max_attempts,
         max_unfinished_runs: config.limits.unfinished_runs_per_account,
         max_queued_runs: config.limits.queued_runs_per_account,
@@ -310,6 +311,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         },
         max_batch_items: config.batches.max_items,
         provenance: signing,
+        retention: config.retention_policy(),
     };
     let engine_directory = api_config.engines.clone();
     let state = AppState::new(store.clone(), blob.clone(), api_config);

@@ -176,12 +176,37 @@ enum KeyCmd {
         /// (the default) or bulk.
         #[arg(long)]
         priority: Option<atelier_core::status::Priority>,
+        /// How long the outputs of the runs made with this key are kept, in seconds, within
+        /// [outputs] min_retention_secs to max_retention_secs; 0 is zero retention.
+        #[arg(long, value_name = "SECS")]
+        retention_secs: Option<u64>,
     },
+    /// Set how long the outputs of the runs made with a key (given in full or by its prefix)
+    /// are kept, in seconds (0: zero retention, outputs handed back inline and never stored),
+    /// or `default` for the operator's; a run's own retention_secs still wins.
+    Retention { key: String, secs: RetentionArg },
     /// Set the lane of the runs made with a key (given in full or by its prefix) that name
     /// none: interactive, normal or bulk.
     Priority { key: String, priority: atelier_core::status::Priority },
     /// Revoke a key, given in full or by its prefix (atl_xxxx).
     Revoke { key: String },
+}
+
+/// `atelier admin key retention KEY SECS|default`.
+#[derive(Debug, Clone, Copy)]
+enum RetentionArg {
+    Secs(u64),
+    Default,
+}
+
+impl std::str::FromStr for RetentionArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "default" => Ok(Self::Default),
+            _ => s.parse().map(Self::Secs).map_err(|_| "a whole number of seconds, or 'default'".to_string()),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -537,12 +562,36 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
                 );
             }
         }
-        StoreAdmin::Key(KeyCmd::Create { account, priority }) => {
+        StoreAdmin::Key(KeyCmd::Create { account, priority, retention_secs }) => {
+            if let Some(secs) = retention_secs {
+                config.retention_policy().check(secs).map_err(|e| anyhow::anyhow!("--retention-secs {e}"))?;
+            }
             let key = store.create_key(&account).await.with_context(|| format!("account '{account}'"))?;
             if priority.is_some() {
                 store.set_key_priority(&key, priority).await.context("setting the key's priority")?;
             }
+            if retention_secs.is_some() {
+                store.set_key_retention(&key, retention_secs).await.context("setting the key's retention")?;
+            }
             println!("{key}");
+        }
+        StoreAdmin::Key(KeyCmd::Retention { key, secs }) => {
+            let secs = match secs {
+                RetentionArg::Secs(secs) => Some(
+                    config.retention_policy().check(secs).map_err(|e| anyhow::anyhow!("retention {e}"))?,
+                ),
+                RetentionArg::Default => None,
+            };
+            let info = store.set_key_retention(&key, secs).await.context("no active key matches")?;
+            let kept = match secs {
+                None => "for the operator's default retention".to_string(),
+                Some(0) => "not at all (zero retention: handed back inline, never stored)".to_string(),
+                Some(secs) => format!("for {secs} s"),
+            };
+            println!(
+                "Outputs of runs made with key {}… of account '{}' are now kept {kept}.",
+                info.prefix, info.account
+            );
         }
         StoreAdmin::Key(KeyCmd::Priority { key, priority }) => {
             let info = store.set_key_priority(&key, Some(priority)).await.context("no active key matches")?;

@@ -11,6 +11,10 @@ pub struct Account {
     /// The lane of the key the caller authenticated with (its default for runs that name
     /// none); normal when the key sets none, or when the account was found by name.
     pub priority: Priority,
+    /// The retention of the key the caller authenticated with, in seconds (the default of
+    /// its runs; 0 is zero retention); `None` when the key sets none, or when the account
+    /// was found by name.
+    pub retention_secs: Option<u64>,
     /// The key the caller authenticated with (directly or through a console session);
     /// `None` when the account was found by name.
     pub key_id: Option<i64>,

@@ -34,6 +34,9 @@ pub struct NewBatch<'a> {
     /// Where a `batch` webhook delivery goes each time the batch ends.
     pub webhook_url: Option<&'a str>,
     pub items: Vec<NewBatchItem>,
+    /// The retention of its runs, in seconds (`None`: the operator's default). Never 0: a
+    /// batch's results are read after it ends.
+    pub retention_secs: Option<u64>,
     /// Other stored inputs it keeps while open (its uploaded items file).
     pub files: Vec<i64>,
     /// The answer to record under the idempotency key the request claimed for this batch's

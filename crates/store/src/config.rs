@@ -5,8 +5,11 @@ use std::time::Duration;
 /// Settings that shape what the store writes.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
-    /// How long outputs stay readable after a run finishes.
+    /// How long outputs stay readable after a run finishes, for runs that set no retention.
     pub retention: Duration,
+    /// Zero retention: how long after a run finished its outputs are held inline in its
+    /// nodes' rows, for its final status, webhook and events (`[outputs] inline_hold_secs`).
+    pub inline_hold: Duration,
     /// Attempts per task before a retryable failure becomes final.
     pub max_attempts: u32,
     /// The hard cap: unfinished (queued or running) runs one account may have; a run beyond
@@ -34,6 +37,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         Self {
             retention: Duration::from_secs(3 * 24 * 3600),
+            inline_hold: Duration::from_secs(600),
             max_attempts: 3,
             max_unfinished_runs: 0,
             max_queued_runs: 0,

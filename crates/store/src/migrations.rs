@@ -21,6 +21,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0016_batches.sql"),
     include_str!("../migrations/sqlite/0017_batch_webhooks.sql"),
     include_str!("../migrations/sqlite/0018_deletion.sql"),
+    include_str!("../migrations/sqlite/0019_retention.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -42,4 +43,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0016_batches.sql"),
     include_str!("../migrations/postgres/0017_batch_webhooks.sql"),
     include_str!("../migrations/postgres/0018_deletion.sql"),
+    include_str!("../migrations/postgres/0019_retention.sql"),
 ];

@@ -76,6 +76,7 @@ impl FromRow for RunRecord {
             expires_at: row.opt_int("expires_at")?,
             priority: parse_text(row.text("priority")?)?,
             deleted_at: row.opt_int("deleted_at")?,
+            retention_secs: row.opt_int("retention_secs")?.and_then(|s| u64::try_from(s).ok()),
             nodes: Vec::new(),
         })
     }
@@ -133,12 +134,18 @@ fn key_priority(row: &dyn RowRead) -> Result<Priority> {
     row.opt_text("key_priority")?.map(parse_text).transpose().map(Option::unwrap_or_default)
 }
 
+/// A key's retention (`api_keys.retention_secs`, read as `key_retention`).
+fn key_retention(row: &dyn RowRead) -> Result<Option<u64>> {
+    Ok(row.opt_int("key_retention")?.and_then(|s| u64::try_from(s).ok()))
+}
+
 impl FromRow for Account {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
         Ok(Account {
             id: row.int("id")?,
             name: row.text("name")?.to_owned(),
             priority: Priority::default(),
+            retention_secs: None,
             key_id: None,
         })
     }
@@ -156,6 +163,7 @@ impl FromRow for KeyUse {
             holder: KeyHolder {
                 account: Account {
                     priority: key_priority(row)?,
+                    retention_secs: key_retention(row)?,
                     key_id: Some(row.int("key_id")?),
                     ..Account::from_row(row)?
                 },
@@ -237,6 +245,7 @@ impl FromRow for SessionRow {
                     id: row.int("account_id")?,
                     name: row.text("name")?.to_owned(),
                     priority: key_priority(row)?,
+                    retention_secs: key_retention(row)?,
                     key_id: Some(row.int("key_id")?),
                 },
                 key_id: row.int("key_id")?,
@@ -356,6 +365,7 @@ impl FromRow for crate::task::ClaimRow {
             node: row.text("node")?.to_owned(),
             trace_parent: row.opt_text("trace_parent")?.map(str::to_owned),
             workflow: row.opt_text("workflow")?.map(str::to_owned),
+            inline_outputs: row.opt_int("retention_secs")? == Some(0),
         })
     }
 }

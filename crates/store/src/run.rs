@@ -43,6 +43,15 @@ pub struct NewRun<'a> {
     pub start_within: Option<std::time::Duration>,
     /// Whether the result cache may fill the run's nodes (`"cache": false` turns it off).
     pub cache: bool,
+    /// How long its outputs are kept once it finished, in seconds (`None`: the operator's
+    /// default, [`crate::StoreConfig::retention`]; 0: zero retention, see
+    /// [`RunRecord::holds_outputs_inline`]).
+    pub retention_secs: Option<u64>,
+}
+
+/// Whole seconds as a column keeps them (a retention beyond `i64::MAX` is kept as that).
+pub(crate) fn signed(secs: u64) -> i64 {
+    i64::try_from(secs).unwrap_or(i64::MAX)
 }
 
 /// A duration in whole milliseconds, as `runs.start_within_ms` keeps it.
@@ -96,7 +105,23 @@ pub struct RunRecord {
     pub priority: Priority,
     /// When it was deleted on request (reads then answer `StoreError::Deleted`).
     pub deleted_at: Option<Micros>,
+    /// [`NewRun::retention_secs`].
+    pub retention_secs: Option<u64>,
     pub nodes: Vec<NodeRecord>,
+}
+
+impl RunRecord {
+    /// Zero retention: the outputs are `data:` URLs in the nodes' rows, never written to
+    /// object storage, and are dropped when the hold ends (`expires_at`).
+    pub fn holds_outputs_inline(&self) -> bool {
+        self.retention_secs == Some(0)
+    }
+
+    /// Whether its outputs were dropped: a zero-retention run past its hold (its status then
+    /// lists no outputs and says so).
+    pub fn outputs_dropped(&self, now: Micros) -> bool {
+        self.holds_outputs_inline() && self.expires_at.is_some_and(|at| at <= now)
+    }
 }
 
 /// What [`crate::Runs::delete_run`] did.

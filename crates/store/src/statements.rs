@@ -87,9 +87,12 @@ pub(crate) const ACTIVE_KEYS_MATCHING: &str =
 pub(crate) const REVOKE_KEY: &str = "UPDATE api_keys SET revoked_at = $1 WHERE id = $2";
 /// `$1` lane (or NULL: normal), `$2` key.
 pub(crate) const SET_KEY_PRIORITY: &str = "UPDATE api_keys SET priority = $1 WHERE id = $2";
+/// `$1` seconds (or NULL: the operator's default), `$2` key.
+pub(crate) const SET_KEY_RETENTION: &str = "UPDATE api_keys SET retention_secs = $1 WHERE id = $2";
 /// `$1` digest → the account (`id`, `name`), the key (`key_id`) and when it was last used.
 pub(crate) const AUTHENTICATE: &str =
-    "SELECT a.id, a.name, k.id AS key_id, k.last_used, k.priority AS key_priority
+    "SELECT a.id, a.name, k.id AS key_id, k.last_used, k.priority AS key_priority,
+            k.retention_secs AS key_retention
      FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.digest = $1 AND k.revoked_at IS NULL";
 /// `$1` now, `$2` key, `$3` the oldest `last_used` left as it is (it is kept to the minute).
@@ -136,7 +139,7 @@ pub(crate) const DELETE_ENDED_SESSIONS: &str =
 /// `$1` digest, `$2` now, `$3` idle cutoff: a live session whose key is not revoked.
 pub(crate) const SESSION_BY_DIGEST: &str =
     "SELECT s.id, s.account_id, a.name, s.key_id, s.csrf_token, s.created_at, s.last_seen, s.expires_at,
-            k.priority AS key_priority
+            k.priority AS key_priority, k.retention_secs AS key_retention
      FROM sessions s JOIN accounts a ON a.id = s.account_id JOIN api_keys k ON k.id = s.key_id
      WHERE s.digest = $1 AND k.revoked_at IS NULL AND s.expires_at > $2 AND s.last_seen > $3";
 pub(crate) const TOUCH_SESSION: &str = "UPDATE sessions SET last_seen = $1 WHERE id = $2";
@@ -189,10 +192,14 @@ pub(crate) static CANCEL_NODES: Sql = sql!(
     canceled = NodeStatus::Canceled,
     unfinished = sql_set(&NodeStatus::UNFINISHED)
 );
-/// Makes a run terminal unless it already is: `$1` status, `$2` error, `$3` now, `$4` expiry,
-/// `$5` run.
+/// Makes a run terminal unless it already is: `$1` status, `$2` error, `$3` now, `$4` the
+/// default retention (µs), `$5` run, `$6` the inline hold (µs): it expires its own
+/// `retention_secs` after now, or the default's, or the hold's for zero retention.
 pub(crate) static FINISH_RUN: Sql = sql!(
-    "UPDATE runs SET status = $1, error = $2, finished_at = $3, expires_at = $4
+    "UPDATE runs SET status = $1, error = $2, finished_at = $3,
+         expires_at = $3 + CASE WHEN retention_secs IS NULL THEN $4
+                                WHEN retention_secs = 0 THEN $6
+                                ELSE retention_secs * 1000000 END
      WHERE id = $5 AND status IN ({})",
     sql_set(&RunStatus::UNFINISHED)
 );
@@ -219,6 +226,9 @@ pub(crate) const MARK_CACHED: &str =
 pub(crate) const SET_CHARGED: &str = "UPDATE runs SET charged = $1 WHERE id = $2";
 pub(crate) const RUN_EXPIRY: &str = "SELECT expires_at, deleted_at FROM runs WHERE id = $1";
 pub(crate) const MARK_SWEPT: &str = "UPDATE runs SET swept = TRUE WHERE id = $1";
+/// Zero retention: run `$1`'s outputs held inline in its nodes' rows are dropped.
+pub(crate) const DROP_HELD_OUTPUTS: &str =
+    "UPDATE nodes SET outputs = '[]' WHERE run_id = $1 AND (SELECT retention_secs FROM runs WHERE id = $1) = 0";
 pub(crate) const SET_EXPIRY: &str = "UPDATE runs SET expires_at = $1 WHERE id = $2";
 /// What advancing run `$1` reads of its nodes ([`crate::run::NodeState`]), in order.
 pub(crate) const LOAD_NODE_STATES: &str =
@@ -407,7 +417,8 @@ pub(crate) const TASK_TOOL: &str =
 pub(crate) static RUNNING_TASK: Sql = sql!(
     "SELECT id, lease_epoch, attempt, max_attempts, run_id, account_id, node,
             (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent,
-            (SELECT CASE WHEN kind = 'workflow' THEN target END FROM runs WHERE runs.id = tasks.run_id) AS workflow
+            (SELECT CASE WHEN kind = 'workflow' THEN target END FROM runs WHERE runs.id = tasks.run_id) AS workflow,
+            (SELECT retention_secs FROM runs WHERE runs.id = tasks.run_id) AS retention_secs
      FROM tasks WHERE id = $1 AND lease_epoch = $2 AND state = '{}'",
     TaskState::Running
 );
@@ -659,8 +670,8 @@ pub(crate) const ITEM_STATUS: &str =
     "CASE WHEN i.state = 'pending' THEN 'pending' WHEN r.status IS NULL THEN 'canceled' ELSE r.status END";
 pub(crate) const INSERT_BATCH: &str = "INSERT INTO batches
      (id, account_id, key_id, kind, target, priority, cache, trace_parent, status, total, price, held, created_at,
-      webhook_url)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, $10, $11, $12)";
+      webhook_url, retention_secs)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, $10, $11, $12, $13)";
 /// `$1` batch, `$2` now: the `batch` delivery of a batch that just ended, when it has a
 /// webhook.
 pub(crate) const QUEUE_BATCH_DELIVERY: &str =
@@ -668,7 +679,8 @@ pub(crate) const QUEUE_BATCH_DELIVERY: &str =
      SELECT id, account_id, webhook_url, 'batch', $2 FROM batches WHERE id = $1 AND webhook_url IS NOT NULL";
 pub(crate) const INSERT_BATCH_INPUT: &str = "INSERT INTO batch_inputs (batch_id, input_id) VALUES ($1, $2)";
 const BATCH_COLUMNS: &str =
-    "id, account_id, key_id, kind, target, priority, cache, trace_parent, status, total, price, held, created_at, finished_at";
+    "id, account_id, key_id, kind, target, priority, cache, trace_parent, status, total, price, held, created_at, finished_at,
+     retention_secs";
 /// Batch `$1` of account `$2`.
 pub(crate) static BATCH: Sql = sql!("SELECT {BATCH_COLUMNS} FROM batches WHERE id = $1 AND account_id = $2");
 /// Batch `$1` of account `$2`, its row held to the end of the transaction (`{{lock}}`).

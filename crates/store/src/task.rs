@@ -29,6 +29,10 @@ pub struct ClaimedTask {
     /// name).
     #[serde(default)]
     pub workflow: Option<String>,
+    /// Zero retention: the node's outputs are handed back as `data:` URLs and never written
+    /// to object storage, and the result cache is neither read nor written for it.
+    #[serde(default)]
+    pub inline_outputs: bool,
 }
 
 /// Who claims the next tasks in a completion's transaction
@@ -65,6 +69,7 @@ pub(crate) struct ClaimRow {
     pub node: String,
     pub trace_parent: Option<String>,
     pub workflow: Option<String>,
+    pub inline_outputs: bool,
 }
 
 impl ClaimRow {
@@ -92,6 +97,7 @@ impl ClaimRow {
             upstream,
             trace_parent: self.trace_parent,
             workflow: self.workflow,
+            inline_outputs: self.inline_outputs,
         }
     }
 }

@@ -173,6 +173,9 @@ pub trait Accounts: Send + Sync {
     /// Sets the default lane of an active key, given in full or by its prefix (`None`:
     /// normal). Runs whose body names no `priority` queue in it.
     async fn set_key_priority(&self, key_or_prefix: &str, priority: Option<Priority>) -> Result<KeyInfo>;
+    /// Sets the retention of an active key's runs, in seconds (`None`: the operator's default;
+    /// 0: zero retention). The caller checks it against the operator's range.
+    async fn set_key_retention(&self, key_or_prefix: &str, secs: Option<u64>) -> Result<KeyInfo>;
     /// The account a key belongs to, if the key exists and is not revoked.
     async fn authenticate(&self, key: &str) -> Result<Option<Account>>;
     /// [`Accounts::authenticate`], with the key's id. Records when the key was last used, to

@@ -45,6 +45,7 @@ fn batch(account_id: i64, items: usize) -> NewBatch<'static> {
         target: "upscale",
         priority: Priority::Bulk,
         cache: true,
+        retention_secs: None,
         trace_parent: None,
         webhook_url: None,
         items: (0..items)

@@ -87,6 +87,7 @@ async fn submit(
         key_id: None,
         start_within: None,
         cache: true,
+        retention_secs: None,
     };
     store.create_run(&run).await.unwrap();
     id
@@ -162,6 +163,7 @@ async fn source() -> Source {
         target: "upscale",
         priority: atelier_core::status::Priority::Bulk,
         cache: true,
+        retention_secs: None,
         trace_parent: None,
         webhook_url: Some("https://hooks.example.com/batches"),
         items: vec![atelier_store::NewBatchItem {

@@ -70,6 +70,7 @@ async fn create(
             key_id: None,
             start_within: None,
             cache: true,
+            retention_secs: None,
         })
         .await
 }

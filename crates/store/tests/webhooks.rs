@@ -61,6 +61,7 @@ async fn submit(store: &SharedStore, account: i64, events: Option<WebhookEvents>
         key_id: None,
         start_within: None,
         cache: true,
+        retention_secs: None,
     };
     store.create_run(&run).await.unwrap();
     id

@@ -434,6 +434,11 @@ pub struct RunStatus {
     /// outputs of this run's node that did the same work; the node was charged nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_from: Option<String>,
+    /// Extension: `false` once the outputs of a zero-retention run (`retention_secs: 0`) were
+    /// dropped, at `expires_at`: they were handed back inline (as `data:` URLs) until then and
+    /// never stored, and the output lists are empty. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs_kept: Option<bool>,
     /// The answer as it came (kept by a reader; never written).
     #[serde(skip)]
     #[schemars(skip)]

@@ -480,7 +480,11 @@ async fn run_node(workers: &Workers, task: &ClaimedTask, attempt: Attempt<'_>) -
         if let Some(keys) = task.upstream.get(param.name) {
             let mut list = Vec::with_capacity(keys.len());
             for key in keys {
-                list.push(workers.queue.get_blob(task, key).await?);
+                let bytes = match held_output(key) {
+                    Some(held) => held?,
+                    None => workers.queue.get_blob(task, key).await?,
+                };
+                list.push(bytes);
             }
             images.insert(param.name.to_string(), list);
         } else if let Some(Value::String(value)) = node.params.get(param.name) {
@@ -507,7 +511,9 @@ async fn run_node(workers: &Workers, task: &ClaimedTask, attempt: Attempt<'_>) -
     let runs = fanned.as_ref().map_or(1, |k| images[k].len());
     let base_seed = seed_of(node);
     let cache = workers.config.cache;
-    let cache_key = executor.cache_identity().filter(|_| cache.enabled && node.cache).map(|identity| {
+    // Zero retention: nothing of the run is kept beyond it, a cache entry included.
+    let cacheable = cache.enabled && node.cache && !task.inline_outputs;
+    let cache_key = executor.cache_identity().filter(|_| cacheable).map(|identity| {
         let image_params: Vec<&str> = spec.image_params().map(|p| p.name).collect();
         crate::cache::key(&node.tool, &identity, &node.params, &image_params, base_seed, &images)
     });
@@ -635,10 +641,34 @@ async fn publish(
     let mut keys = Vec::with_capacity(artifacts.len());
     for (i, artifact) in artifacts.into_iter().enumerate() {
         let key = output_key(&task.run_id, &task.node.name, i, artifact.ext);
+        if task.inline_outputs {
+            keys.push(hold_output(&key, &artifact.bytes));
+            continue;
+        }
         workers.queue.put_blob(task, &key, artifact.bytes).await?;
         keys.push(key);
     }
     Ok(keys)
+}
+
+/// Zero retention: an output as the `data:` URL the node's row holds in place of a key (the
+/// key it would have had gives its type), never written to object storage.
+fn hold_output(key: &str, bytes: &[u8]) -> String {
+    let content_type = atelier_blob::http::content_type_for(key);
+    format!("data:{content_type};base64,{}", base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// An upstream output held inline ([`hold_output`]) as its bytes; `None` for a stored one.
+fn held_output(key: &str) -> Option<Result<Bytes, Failure>> {
+    let encoded = key.strip_prefix("data:")?.split_once(";base64,").map(|(_, data)| data);
+    Some(
+        encoded
+            .and_then(|data| base64::engine::general_purpose::STANDARD.decode(data).ok())
+            .map(Bytes::from)
+            .ok_or_else(|| {
+                Failure::new(NodeErrorName::ToolFailed, "an upstream output held inline is not base64", false)
+            }),
+    )
 }
 
 /// The node with every stored-input reference in its parameters replaced by the value as it

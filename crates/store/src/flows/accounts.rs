@@ -34,7 +34,16 @@ impl<B: Backend> Accounts for B {
         }
         let (key, _) = insert_key(&mut *tx, id, now).await?;
         B::commit(tx).await?;
-        Ok((Account { id, name: name.to_string(), priority: Priority::default(), key_id: None }, key))
+        Ok((
+            Account {
+                id,
+                name: name.to_string(),
+                priority: Priority::default(),
+                retention_secs: None,
+                key_id: None,
+            },
+            key,
+        ))
     }
 
     async fn account(&self, name: &str) -> Result<Account> {
@@ -66,6 +75,15 @@ impl<B: Backend> Accounts for B {
         let mut tx = self.begin().await?;
         let row = active_key(&mut *tx, key_or_prefix).await?;
         tx.execute(SET_KEY_PRIORITY, args![priority.map(Priority::as_str), row.id]).await?;
+        B::commit(tx).await?;
+        Ok(KeyInfo { prefix: row.prefix.clone(), account: row.account.clone(), revoked: false })
+    }
+
+    async fn set_key_retention(&self, key_or_prefix: &str, secs: Option<u64>) -> Result<KeyInfo> {
+        let secs = secs.map(|s| i64::try_from(s).unwrap_or(i64::MAX));
+        let mut tx = self.begin().await?;
+        let row = active_key(&mut *tx, key_or_prefix).await?;
+        tx.execute(SET_KEY_RETENTION, args![secs, row.id]).await?;
         B::commit(tx).await?;
         Ok(KeyInfo { prefix: row.prefix.clone(), account: row.account.clone(), revoked: false })
     }

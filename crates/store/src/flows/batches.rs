@@ -74,7 +74,8 @@ impl<B: Backend> Batches for B {
                 total,
                 price,
                 now,
-                batch.webhook_url
+                batch.webhook_url,
+                batch.retention_secs.map(crate::run::signed)
             ],
         )
         .await?;
@@ -297,6 +298,7 @@ async fn feed_batch<B: Backend>(store: &B, batch: &OpenBatch, window: i64, fed: 
             key_id: row.key_id,
             start_within: None,
             cache: row.cache,
+            retention_secs: row.retention_secs,
         };
         store.write_run(&mut tx, &run).await?;
         tx.execute(SET_RUN_BATCH, args![&batch.id, &run.id]).await?;
@@ -366,6 +368,7 @@ struct BatchRow {
     held: i64,
     created_at: Micros,
     finished_at: Option<Micros>,
+    retention_secs: Option<u64>,
 }
 
 impl FromRow for BatchRow {
@@ -385,6 +388,7 @@ impl FromRow for BatchRow {
             held: row.int("held")?,
             created_at: row.int("created_at")?,
             finished_at: row.opt_int("finished_at")?,
+            retention_secs: row.opt_int("retention_secs")?.and_then(|s| u64::try_from(s).ok()),
         })
     }
 }

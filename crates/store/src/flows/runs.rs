@@ -4,14 +4,14 @@
 use async_trait::async_trait;
 use atelier_core::dag;
 use atelier_core::status::{LedgerKind, RunStatus};
-use atelier_core::time::{now_micros, Micros};
+use atelier_core::time::{self, now_micros, Micros};
 use atelier_core::NodeError;
 
 use crate::backend::Backend;
 use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
 use crate::rows::Reservation;
-use crate::rules::{expiry, settlement};
+use crate::rules::settlement;
 use crate::run::NodeState;
 use crate::run::{NewRun, RunDeletion, RunQuery, RunRecord, RunSummary};
 use crate::sql::{args, parse_text, to_json, Conn, FromRow, RowRead};
@@ -168,6 +168,7 @@ impl<B: Backend> Runs for B {
     }
 
     async fn mark_swept(&self, run_id: &str) -> Result<()> {
+        self.execute_alone(DROP_HELD_OUTPUTS, args![run_id]).await?;
         self.execute_alone(MARK_SWEPT, args![run_id]).await.map(drop)
     }
 
@@ -193,10 +194,11 @@ pub(crate) async fn finish_run(
     error: Option<&NodeError>,
     now: Micros,
 ) -> Result<Option<Ended>> {
-    let expires = expiry(now, config.retention);
     let error = error.map(to_json);
-    let changed =
-        conn.execute(&FINISH_RUN, args![status.as_str(), error.as_deref(), now, expires, run_id]).await?;
+    let (retention, hold) = (time::micros(config.retention), time::micros(config.inline_hold));
+    let changed = conn
+        .execute(&FINISH_RUN, args![status.as_str(), error.as_deref(), now, retention, run_id, hold])
+        .await?;
     if changed == 0 {
         return Ok(None);
     }

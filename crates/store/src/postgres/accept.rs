@@ -34,7 +34,7 @@ use crate::sql::to_json;
 use crate::statements::{sql, Sql};
 
 /// Reserves `$2` tokens on account `$1` and, only when its balance covers them, writes each
-/// run (arrays `$6..$13` and `$29..$33`, one element per run), its ledger entry, its nodes (arrays
+/// run (arrays `$6..$13`, `$29..$33` and `$35`, one element per run), its ledger entry, its nodes (arrays
 /// `$14..$24` and `$34`, one element per node, with its run's id) and the tasks of its ready nodes
 /// (`$25`, `$26`) and the stored inputs it uses (`$27`, `$28`), and wakes the workers. One row when written, none when the balance is
 /// short. Foreign keys are checked at the end of the statement, when the runs' rows exist.
@@ -45,17 +45,17 @@ WITH reserve AS (
 ), run AS (
     SELECT r.* FROM reserve,
         unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::bigint[],
-               $29::text[], $30::text[], $31::smallint[], $32::bigint[], $33::bigint[])
+               $29::text[], $30::text[], $31::smallint[], $32::bigint[], $33::bigint[], $35::bigint[])
             AS r(id, kind, family, target, outputs, echo, warnings, price, trace_parent, priority, lane, key_id,
-                 start_within_ms)
+                 start_within_ms, retention_secs)
 ), ledger_entry AS (
     INSERT INTO ledger (account_id, run_id, kind, amount, created_at)
     SELECT $1, run.id, '{reserve}', run.price, $3 FROM run
 ), run_row AS (
     INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at,
-                      trace_parent, priority, key_id, start_within_ms)
+                      trace_parent, priority, key_id, start_within_ms, retention_secs)
     SELECT run.id, $1, run.kind, run.family, run.target, run.outputs, run.echo, run.warnings, '{queued}', run.price, $3,
-           run.trace_parent, run.priority, run.key_id, run.start_within_ms
+           run.trace_parent, run.priority, run.key_id, run.start_within_ms, run.retention_secs
     FROM run
 ), node_row AS (
     INSERT INTO nodes (run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status, cache)
@@ -95,6 +95,7 @@ pub(crate) struct Accepted {
     priority: Priority,
     key_id: Option<i64>,
     start_within_ms: Option<i64>,
+    retention_secs: Option<i64>,
     nodes: Vec<NodeRow>,
     inputs: Vec<i64>,
 }
@@ -130,6 +131,7 @@ impl Accepted {
             priority: run.priority,
             key_id: run.key_id,
             start_within_ms: run.start_within.map(crate::run::millis),
+            retention_secs: run.retention_secs.map(crate::run::signed),
             nodes: run
                 .plan
                 .nodes
@@ -300,6 +302,7 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u
         .bind(runs.iter().map(|r| r.key_id).collect::<Vec<_>>())
         .bind(runs.iter().map(|r| r.start_within_ms).collect::<Vec<_>>())
         .bind(nodes.iter().map(|(_, _, n)| n.cache).collect::<Vec<_>>())
+        .bind(runs.iter().map(|r| r.retention_secs).collect::<Vec<_>>())
         .fetch_optional(&mut *conn)
         .await?;
     Ok(written.is_some())

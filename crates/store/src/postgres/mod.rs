@@ -359,7 +359,8 @@ static CLAIM: Sql = sql!(
              WHERE u.run_id = c.run_id
                AND u.name IN (SELECT value FROM jsonb_each_text(CAST(n.links AS jsonb)))) AS sources,
             (SELECT r.trace_parent FROM runs r WHERE r.id = c.run_id) AS trace_parent,
-            (SELECT CASE WHEN r.kind = 'workflow' THEN r.target END FROM runs r WHERE r.id = c.run_id) AS workflow
+            (SELECT CASE WHEN r.kind = 'workflow' THEN r.target END FROM runs r WHERE r.id = c.run_id) AS workflow,
+            (SELECT r.retention_secs FROM runs r WHERE r.id = c.run_id) AS retention_secs
      FROM claimed c
      JOIN ranked r ON r.id = c.id
      JOIN nodes n ON n.run_id = c.run_id AND n.name = c.node

@@ -200,7 +200,8 @@ static CLAIM: Sql = sql!(
          LIMIT 1)
      RETURNING id, run_id, node, account_id, attempt, max_attempts, lease_epoch,
          (SELECT trace_parent FROM runs WHERE runs.id = tasks.run_id) AS trace_parent,
-         (SELECT CASE WHEN kind = 'workflow' THEN target END FROM runs WHERE runs.id = tasks.run_id) AS workflow",
+         (SELECT CASE WHEN kind = 'workflow' THEN target END FROM runs WHERE runs.id = tasks.run_id) AS workflow,
+         (SELECT retention_secs FROM runs WHERE runs.id = tasks.run_id) AS retention_secs",
     available = TaskState::Available,
     running = TaskState::Running,
     lanes = crate::statements::lane_values()
@@ -413,8 +414,8 @@ impl Backend for SqliteStore {
         sqlx::query(
             "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES (?, ?, ?, ?, ?);
              INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at,
-                               trace_parent, priority, key_id, start_within_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               trace_parent, priority, key_id, start_within_ms, retention_secs)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(run.account_id)
         .bind(&run.id)
@@ -436,6 +437,7 @@ impl Backend for SqliteStore {
         .bind(run.priority.as_str())
         .bind(run.key_id)
         .bind(run.start_within.map(crate::run::millis))
+        .bind(run.retention_secs.map(crate::run::signed))
         .execute(&mut *conn)
         .await?;
         for (position, (node, gen_id)) in run.plan.nodes.iter().zip(&run.node_ids).enumerate() {

@@ -137,6 +137,8 @@ pub struct Queueing {
     /// The key it is submitted with.
     pub key_id: Option<i64>,
     pub start_within: Option<std::time::Duration>,
+    /// Its own retention, in seconds (0: zero retention).
+    pub retention_secs: Option<u64>,
 }
 
 /// As [`submit_as`], queued as `queueing` says.
@@ -188,6 +190,7 @@ async fn submit_run(
         key_id: queueing.key_id,
         start_within: queueing.start_within,
         cache: true,
+        retention_secs: queueing.retention_secs,
     };
     store.create_run(&run).await.map(|_| id)
 }

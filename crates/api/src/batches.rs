@@ -72,8 +72,18 @@ enum Items {
 impl BatchBody {
     fn parse(mut body: Map<String, Value>, max_items: usize) -> Result<Self, RequestError> {
         for key in body.keys() {
-            if !["type", "target", "input", "items", "items_file", "priority", "cache", "webhook_url"]
-                .contains(&key.as_str())
+            if ![
+                "type",
+                "target",
+                "input",
+                "items",
+                "items_file",
+                "priority",
+                "cache",
+                "webhook_url",
+                "retention_secs",
+            ]
+            .contains(&key.as_str())
             {
                 return Err(RequestError::InvalidRequest(format!("unknown field '{key}'")));
             }

@@ -62,6 +62,9 @@ pub struct BatchArgs {
     /// Run every node afresh instead of filling it from the result cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// How long each item's outputs are kept, in seconds (the server's range; not 0).
+    #[arg(long, value_name = "SECS")]
+    pub retention_secs: Option<u64>,
     /// Sent as Idempotency-Key: the same batch started again with it is the first one.
     #[arg(long, value_name = "KEY")]
     pub idempotency_key: Option<String>,
@@ -154,6 +157,7 @@ async fn run(args: BatchArgs) -> Result<Exit, Stop> {
         priority,
         cache: args.no_cache.then_some(false),
         webhook_url: args.webhook.clone(),
+        retention_secs: args.retention_secs,
     };
     let batch = client
         .create_batch(&request, args.idempotency_key.as_deref())

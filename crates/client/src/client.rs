@@ -138,6 +138,9 @@ pub struct RunOptions {
     /// `cache: false` (with `Some(false)`): every node runs afresh instead of being filled
     /// from the result cache.
     pub cache: Option<bool>,
+    /// `retention_secs`: how long the run's outputs are kept, within the server's range; 0
+    /// is zero retention (outputs come back inline as `data:` URLs and are never stored).
+    pub retention_secs: Option<u64>,
     /// Sent as `Idempotency-Key`: the same key and body within 24 h get the first answer
     /// again and start nothing.
     pub idempotency_key: Option<String>,
@@ -843,5 +846,8 @@ fn add_webhook(body: &mut Map<String, Value>, options: &RunOptions) {
     }
     if let Some(cache) = options.cache {
         body.insert("cache".into(), Value::Bool(cache));
+    }
+    if let Some(secs) = options.retention_secs {
+        body.insert("retention_secs".into(), Value::from(secs));
     }
 }

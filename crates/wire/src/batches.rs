@@ -39,6 +39,11 @@ pub struct BatchRequest {
     /// ends, as a run's `webhook_url` does; the items' runs send none of their own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook_url: Option<String>,
+    /// How long each item's outputs are kept after its run finished, in seconds, as a run's
+    /// `retention_secs`; never 0 (a batch's results are read after it ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub retention_secs: Option<u64>,
 }
 
 /// One item of a batch request.

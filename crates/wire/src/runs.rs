@@ -261,6 +261,14 @@ pub struct RunRequest {
     /// are still kept, is filled from the result cache: the same outputs, charged nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<bool>,
+    /// Extension: how long the run's outputs are kept after it finished, in seconds, within
+    /// the operator's range (by default 0 to 3 days); absent: the API key's retention, else
+    /// the operator's default (3 days). 0 is zero retention: the outputs come back inline as
+    /// `data:` URLs in the final status, webhook and events, are never stored, and are dropped
+    /// after a short hold (`outputs_kept: false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub retention_secs: Option<u64>,
 }
 
 /// The answer of every accepted run request, v3 and v2.
@@ -623,11 +631,12 @@ mod tests {
             priority: Some(Priority::Interactive),
             start_within_secs: Some(30),
             cache: None,
+            retention_secs: Some(0),
         };
         assert_eq!(
             serde_json::to_value(&request).unwrap(),
             json!({"type": "node", "target": "upscale", "input": {"image": "<image>"}, "webhook_events": ["completed", "node"],
-                   "priority": "interactive", "start_within_secs": 30})
+                   "priority": "interactive", "start_within_secs": 30, "retention_secs": 0})
         );
         let unknown: Priority = serde_json::from_value(json!("urgent")).unwrap();
         assert_eq!(unknown, Priority::Unknown, "a lane this version does not know");

@@ -452,6 +452,7 @@ async fn a_batch_is_made_followed_and_downloaded() {
         priority: None,
         cache: Some(false),
         webhook_url: None,
+        retention_secs: Some(3600),
     };
     let batch = client.create_batch(&request, Some("rust-batch")).await.unwrap();
     assert_eq!((batch.items.total, batch.tokens.price, batch.priority), (2, 2, Priority::Bulk));

@@ -14,10 +14,10 @@ use super::common::{png_base64, png_bytes, TestApp};
 
 /// One event of a stream.
 #[derive(Debug, Clone, PartialEq)]
-struct Event {
-    id: Option<String>,
-    event: String,
-    data: Value,
+pub(super) struct Event {
+    pub(super) id: Option<String>,
+    pub(super) event: String,
+    pub(super) data: Value,
 }
 
 /// Parses an event stream's lines as the Server-Sent Events specification says (fields
@@ -66,7 +66,7 @@ impl Parser {
 }
 
 /// Opens a run's event stream; the response, to read with [`read_events`].
-async fn open(app: &TestApp, id: &str, last_event_id: Option<&str>) -> reqwest::Response {
+pub(super) async fn open(app: &TestApp, id: &str, last_event_id: Option<&str>) -> reqwest::Response {
     let mut request = app
         .client
         .get(format!("{}/api/v3/status/{id}/events", app.base))
@@ -79,7 +79,10 @@ async fn open(app: &TestApp, id: &str, last_event_id: Option<&str>) -> reqwest::
 }
 
 /// Reads events until the stream ends (at most 30 s), or until `stop` says so.
-async fn read_events(response: reqwest::Response, stop: impl Fn(&Event) -> bool) -> (Vec<Event>, bool) {
+pub(super) async fn read_events(
+    response: reqwest::Response,
+    stop: impl Fn(&Event) -> bool,
+) -> (Vec<Event>, bool) {
     assert_eq!(response.status(), 200);
     let content_type = response.headers()["content-type"].to_str().unwrap().to_string();
     assert!(content_type.starts_with("text/event-stream"), "{content_type}");

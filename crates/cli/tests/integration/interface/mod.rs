@@ -14,6 +14,7 @@ mod limits;
 mod metrics;
 mod provenance;
 mod pull;
+mod retention;
 mod security;
 mod tools;
 mod uploads;

@@ -16,7 +16,7 @@ use super::common::{png_base64, TestApp};
 
 /// A request the receiver got.
 #[derive(Debug, Clone)]
-struct Received {
+pub(super) struct Received {
     headers: HeaderMap,
     body: Bytes,
     at: Instant,
@@ -27,7 +27,7 @@ impl Received {
         self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
     }
 
-    fn json(&self) -> Value {
+    pub(super) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).expect("a JSON body")
     }
 
@@ -55,13 +55,13 @@ struct Log {
 
 /// An HTTP server on 127.0.0.1 that records every POST to `/hook`.
 #[derive(Clone)]
-struct Receiver {
-    url: String,
+pub(super) struct Receiver {
+    pub(super) url: String,
     log: Arc<Mutex<Log>>,
 }
 
 impl Receiver {
-    async fn start(answers: &[u16]) -> Self {
+    pub(super) async fn start(answers: &[u16]) -> Self {
         let log = Arc::new(Mutex::new(Log {
             received: Vec::new(),
             answers: answers.iter().rev().copied().collect(),
@@ -78,7 +78,7 @@ impl Receiver {
     }
 
     /// Waits (at most 20 s) until `n` requests arrived; returns them.
-    async fn wait_for(&self, n: usize) -> Vec<Received> {
+    pub(super) async fn wait_for(&self, n: usize) -> Vec<Received> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let received = self.received();
@@ -107,7 +107,7 @@ async fn receive(
 }
 
 /// A service whose webhooks may reach this machine, retrying after 50 ms.
-async fn app() -> TestApp {
+pub(super) async fn app() -> TestApp {
     TestApp::start_with(
         |c| {
             c.inputs.allow_private_addresses = true;

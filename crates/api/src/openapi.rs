@@ -563,7 +563,7 @@ checks them as `POST /api/v3/uploads` does. 409 Conflict where the storage is a 
         body.insert("type".into(), json!("object"));
         body.insert(
             "description".into(),
-            json!(format!("Mapped onto the v3 tool(s) of /api/v2/{}; v3 spellings accepted. Extension: webhook_url, webhook_events, priority, start_within_secs and cache as in RunRequest (a completed delivery's body is the v2 status)", family.path())),
+            json!(format!("Mapped onto the v3 tool(s) of /api/v2/{}; v3 spellings accepted. Extension: webhook_url, webhook_events, priority, start_within_secs, cache and retention_secs as in RunRequest (a completed delivery's body is the v2 status)", family.path())),
         );
         schemas.insert(format!("V2Run_{}", family.as_str()), Value::Object(body));
     }

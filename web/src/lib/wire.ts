@@ -110,6 +110,8 @@ export interface BatchRequest {
   cache?: boolean;
   /** Receives a signed `batch.completed` POST (a `WebhookBatchEvent`) each time the batch ends, as a run's `webhook_url` does; the items' runs send none of their own. */
   webhook_url?: string;
+  /** How long each item's outputs are kept after its run finished, in seconds, as a run's `retention_secs`; never 0 (a batch's results are read after it ends). */
+  retention_secs?: number;
 }
 
 /** Where a batch stands. */
@@ -451,6 +453,8 @@ export interface RunRequest {
   start_within_secs?: number;
   /** Extension: `false` runs every node afresh. By default a node whose exact work (tool, engine, parameters, seed and input images) this account ran before, and whose outputs are still kept, is filled from the result cache: the same outputs, charged nothing. */
   cache?: boolean;
+  /** Extension: how long the run's outputs are kept after it finished, in seconds, within the operator's range (by default 0 to 3 days); absent: the API key's retention, else the operator's default (3 days). 0 is zero retention: the outputs come back inline as `data:` URLs in the final status, webhook and events, are never stored, and are dropped after a short hold (`outputs_kept: false`). */
+  retention_secs?: number;
 }
 
 /** The state of a run (`overall_status`), in the order a run moves through them. The status of one node of a workflow run, addressed by its generation id, is the node's state, which may also be `pending` or `skipped`. */
@@ -494,6 +498,8 @@ export interface RunStatus {
   waiting_for?: WaitingFor;
   /** Extension, node runs: the node's outputs are copies, from the result cache, of the outputs of this run's node that did the same work; the node was charged nothing. */
   cached_from?: string;
+  /** Extension: `false` once the outputs of a zero-retention run (`retention_secs: 0`) were dropped, at `expires_at`: they were handed back inline (as `data:` URLs) until then and never stored, and the output lists are empty. Absent otherwise. */
+  outputs_kept?: boolean;
 }
 
 /** An item of `GET /api/v3/runs`. */

@@ -252,3 +252,15 @@ pub struct Fed {
     /// Open batches the pass found.
     pub open: usize,
 }
+
+/// What [`crate::Batches::delete_batch`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchDeletion {
+    pub batch_id: String,
+    pub deleted_at: atelier_core::time::Micros,
+    /// Deleted by an earlier request: nothing changed now.
+    pub already: bool,
+    /// Every run of the batch (each attempt of each item), deleted with it, with the stored
+    /// inputs each used, for the caller to delete from storage.
+    pub runs: Vec<crate::RunDeletion>,
+}

@@ -124,8 +124,8 @@ pub use account::{
 pub use atelier_core::status::RunKind;
 pub use atelier_core::time::{format_time, now_micros, Micros};
 pub use batch::{
-    BatchRecord, BatchStatus, BatchSummary, Fed, ItemCounts, ItemQuery, ItemRecord, ItemStatus, NewBatch,
-    NewBatchItem,
+    BatchDeletion, BatchRecord, BatchStatus, BatchSummary, Fed, ItemCounts, ItemQuery, ItemRecord,
+    ItemStatus, NewBatch, NewBatchItem,
 };
 pub use cache::CacheEntry;
 pub use config::StoreConfig;

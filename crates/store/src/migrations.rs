@@ -22,6 +22,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0017_batch_webhooks.sql"),
     include_str!("../migrations/sqlite/0018_deletion.sql"),
     include_str!("../migrations/sqlite/0019_retention.sql"),
+    include_str!("../migrations/sqlite/0020_batch_deletion.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -44,4 +45,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0017_batch_webhooks.sql"),
     include_str!("../migrations/postgres/0018_deletion.sql"),
     include_str!("../migrations/postgres/0019_retention.sql"),
+    include_str!("../migrations/postgres/0020_batch_deletion.sql"),
 ];

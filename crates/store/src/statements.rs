@@ -680,7 +680,7 @@ pub(crate) const QUEUE_BATCH_DELIVERY: &str =
 pub(crate) const INSERT_BATCH_INPUT: &str = "INSERT INTO batch_inputs (batch_id, input_id) VALUES ($1, $2)";
 const BATCH_COLUMNS: &str =
     "id, account_id, key_id, kind, target, priority, cache, trace_parent, status, total, price, held, created_at, finished_at,
-     retention_secs";
+     retention_secs, deleted_at";
 /// Batch `$1` of account `$2`.
 pub(crate) static BATCH: Sql = sql!("SELECT {BATCH_COLUMNS} FROM batches WHERE id = $1 AND account_id = $2");
 /// Batch `$1` of account `$2`, its row held to the end of the transaction (`{{lock}}`).
@@ -688,7 +688,7 @@ pub(crate) static BATCH_FOR_UPDATE: Sql =
     sql!("SELECT {BATCH_COLUMNS} FROM batches WHERE id = $1 AND account_id = $2{{lock}}");
 /// Account `$1`'s batches created before `$2`, newest first, up to `$3`.
 pub(crate) static LIST_BATCHES: Sql = sql!(
-    "SELECT {BATCH_COLUMNS} FROM batches WHERE account_id = $1 AND created_at < $2
+    "SELECT {BATCH_COLUMNS} FROM batches WHERE account_id = $1 AND created_at < $2 AND deleted_at IS NULL
      ORDER BY created_at DESC, id DESC LIMIT $3"
 );
 /// Batch `$1`'s items by status.
@@ -773,6 +773,32 @@ pub(crate) const FORGET_RUN_CACHE: &str = "DELETE FROM cache_entries WHERE run_i
 /// that is gone.
 pub(crate) const DROP_RUN_DELIVERIES: &str =
     "UPDATE webhook_deliveries SET state = 'failed', finished_at = $1 WHERE run_id = $2 AND state = 'pending'";
+/// Marks batch `$3` deleted at `$1` by `$2`, and clears what its items were sent (their
+/// inputs; their plans hold the same values as node parameters).
+pub(crate) const DELETE_BATCH: &str =
+    "UPDATE batches SET deleted_at = $1, deleted_by = $2 WHERE id = $3 AND deleted_at IS NULL";
+pub(crate) const CLEAR_BATCH_ITEMS: &str =
+    "UPDATE batch_items SET input = '{}', plan = '{\"nodes\":[],\"outputs\":{}}' WHERE batch_id = $1";
+/// [`DELETE_RUN`] for every run of batch `$3`.
+pub(crate) const DELETE_BATCH_RUNS: &str = "UPDATE runs SET deleted_at = $1, deleted_by = $2, echo = NULL,
+     expires_at = CASE WHEN expires_at IS NULL OR expires_at > $1 THEN $1 ELSE expires_at END, swept = FALSE
+     WHERE batch_id = $3 AND deleted_at IS NULL";
+/// [`CLEAR_NODE_PARAMS`] for every run of batch `$1`.
+pub(crate) const CLEAR_BATCH_NODE_PARAMS: &str =
+    "UPDATE nodes SET params = '{}' WHERE run_id IN (SELECT id FROM runs WHERE batch_id = $1)";
+/// [`FORGET_RUN_CACHE`] for every run of batch `$1`.
+pub(crate) const FORGET_BATCH_CACHE: &str =
+    "DELETE FROM cache_entries WHERE run_id IN (SELECT id FROM runs WHERE batch_id = $1)";
+/// Drops the batch's own deliveries not sent yet (`$1` now, `$2` batch).
+pub(crate) const DROP_BATCH_DELIVERIES: &str =
+    "UPDATE webhook_deliveries SET state = 'failed', finished_at = $1 WHERE batch_id = $2 AND state = 'pending'";
+/// The runs of batch `$1`, every attempt of every item.
+pub(crate) const BATCH_RUN_IDS: &str = "SELECT id FROM runs WHERE batch_id = $1 ORDER BY id";
+/// The stored inputs the runs of batch `$1` used, with the run.
+pub(crate) static BATCH_RUN_INPUTS: Sql = sql!(
+    "SELECT ri.run_id, {INPUT_COLUMNS} FROM inputs i JOIN run_inputs ri ON ri.input_id = i.id
+     WHERE ri.run_id IN (SELECT id FROM runs WHERE batch_id = $1)"
+);
 /// The stored inputs run `$1` used.
 pub(crate) static RUN_INPUTS: Sql = sql!(
     "SELECT {INPUT_COLUMNS} FROM inputs i JOIN run_inputs ri ON ri.input_id = i.id WHERE ri.run_id = $1"

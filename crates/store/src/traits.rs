@@ -103,6 +103,18 @@ pub trait Batches: Send + Sync {
     /// run kept in its history, and the batch runs again. Returns the batch and how many
     /// items were retried (0: nothing failed, nothing changed).
     async fn retry_batch(&self, account_id: i64, batch_id: &str) -> Result<(crate::batch::BatchRecord, i64)>;
+    /// Deletes a batch that ended (finished or canceled) of the account, recorded as made by
+    /// `by`: in one transaction, the batch is marked deleted, its items' inputs cleared, and
+    /// every run of it deleted as [`Runs::delete_run`] deletes one. A running batch, or one
+    /// whose canceled runs are still ending, is `Conflict`; another account's `NotFound`;
+    /// deleting again answers the first deletion (`already`). Every later read of the batch
+    /// or its runs is `Deleted`.
+    async fn delete_batch(
+        &self,
+        account_id: i64,
+        batch_id: &str,
+        by: &str,
+    ) -> Result<crate::batch::BatchDeletion>;
     /// One pass of the feeder over up to `limit` open batches, the one looked at longest ago
     /// first: each starts pending items while fewer than `window` of its runs are unfinished
     /// (each run drawing its price from the batch), or finishes when nothing is left.

@@ -28,6 +28,7 @@ backend_tests! {
     canceling_gives_back_what_is_held_and_cancels_started_runs(StoreConfig::default());
     batches_of_one_account_take_turns_and_another_account_cannot_see_them(StoreConfig::default());
     a_batch_with_a_webhook_queues_a_delivery_each_time_it_ends(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
+    a_batch_that_ended_is_deleted_with_every_run_of_it(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
 }
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -289,4 +290,58 @@ async fn a_batch_with_a_webhook_queues_a_delivery_each_time_it_ends(store: Share
     // Only the owner sees them.
     assert!(matches!(store.batch_deliveries(other.id, &hooked.id).await, Err(StoreError::NotFound)));
     assert!(matches!(store.batch_deliveries(acct.id, "bat_nothing").await, Err(StoreError::NotFound)));
+}
+
+async fn a_batch_that_ended_is_deleted_with_every_run_of_it(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    let new = batch(acct.id, 3);
+    store.create_batch(&new).await.unwrap();
+    let (other, _) = store.create_account("b", 0).await.unwrap();
+    // Running: refused, nothing changed.
+    assert_eq!(store.feed_batches(3, 10).await.unwrap().started, 3);
+    assert!(matches!(store.delete_batch(acct.id, &new.id, "key 1").await, Err(StoreError::Conflict(_))));
+    // One item fails, is retried and succeeds: its two runs are both the batch's.
+    let first: Vec<String> = store
+        .batch_items(acct.id, &new.id, &ItemQuery { status: None, after: None, limit: 10 })
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|i| i.run_id.clone())
+        .collect();
+    work(&store, &first[..1]).await;
+    store.feed_batches(3, 10).await.unwrap();
+    store.retry_batch(acct.id, &new.id).await.unwrap();
+    store.feed_batches(3, 10).await.unwrap();
+    work(&store, &[]).await;
+    store.feed_batches(3, 10).await.unwrap();
+    assert_eq!(store.get_batch(acct.id, &new.id).await.unwrap().status, BatchStatus::Finished);
+    let balance = store.balance(acct.id).await.unwrap();
+
+    assert!(matches!(store.delete_batch(other.id, &new.id, "key 2").await, Err(StoreError::NotFound)));
+    let deletion = store.delete_batch(acct.id, &new.id, "key 1").await.unwrap();
+    assert!(!deletion.already);
+    assert_eq!(deletion.runs.len(), 4, "three items, one retried: {:?}", deletion.runs);
+    for run in &deletion.runs {
+        match store.get_run(acct.id, &run.run_id).await {
+            Err(StoreError::Deleted { at, .. }) => assert_eq!(at, deletion.deleted_at),
+            other => panic!("expected Deleted, got {other:?}"),
+        }
+    }
+    let gone = |r: Result<_, StoreError>| matches!(r, Err(StoreError::Deleted { .. }));
+    assert!(gone(store.get_batch(acct.id, &new.id).await.map(drop)));
+    assert!(gone(
+        store
+            .batch_items(acct.id, &new.id, &ItemQuery { status: None, after: None, limit: 10 })
+            .await
+            .map(drop)
+    ));
+    assert!(gone(store.retry_batch(acct.id, &new.id).await.map(drop)));
+    assert!(gone(store.cancel_batch(acct.id, &new.id).await.map(drop)));
+    assert!(store.list_batches(acct.id, None, 10).await.unwrap().is_empty());
+    assert_eq!(store.balance(acct.id).await.unwrap(), balance, "the books are as they were");
+    assert_books(&store, acct.id, balance).await;
+    // Again: the first deletion, nothing changed.
+    let again = store.delete_batch(acct.id, &new.id, "key 3").await.unwrap();
+    assert!(again.already);
+    assert_eq!((again.deleted_at, again.runs.len()), (deletion.deleted_at, 4));
 }

@@ -12,10 +12,12 @@ use serde_json::Value;
 
 use crate::backend::Backend;
 use crate::batch::{
-    BatchRecord, BatchStatus, BatchSummary, Fed, ItemCounts, ItemQuery, ItemRecord, ItemStatus, NewBatch,
+    BatchDeletion, BatchRecord, BatchStatus, BatchSummary, Fed, ItemCounts, ItemQuery, ItemRecord,
+    ItemStatus, NewBatch,
 };
 use crate::error::{Result, StoreError};
-use crate::run::NewRun;
+use crate::input::StoredInput;
+use crate::run::{NewRun, RunDeletion};
 use crate::sql::{args, json_col, parse_text, to_json, Arg, Conn, FromRow, RowRead};
 use crate::statements::*;
 use crate::traits::{Batches, Runs};
@@ -126,7 +128,7 @@ impl<B: Backend> Batches for B {
     async fn get_batch(&self, account_id: i64, batch_id: &str) -> Result<BatchRecord> {
         let mut conn = self.read().await?;
         let row: Option<BatchRow> = conn.fetch_optional(&BATCH, args![batch_id, account_id]).await?;
-        let row = row.ok_or(StoreError::NotFound)?;
+        let row = row.ok_or(StoreError::NotFound)?.live()?;
         let counts: Vec<CountRow> = conn.fetch_all(&ITEM_COUNTS, args![batch_id]).await?;
         let tokens: TokensRow = conn.fetch_one(&BATCH_RUN_TOKENS, args![batch_id]).await?;
         let mut record = row.into_record();
@@ -158,7 +160,7 @@ impl<B: Backend> Batches for B {
     ) -> Result<Vec<ItemRecord>> {
         let mut conn = self.read().await?;
         let found: Option<BatchRow> = conn.fetch_optional(&BATCH, args![batch_id, account_id]).await?;
-        found.ok_or(StoreError::NotFound)?;
+        found.ok_or(StoreError::NotFound)?.live()?;
         let status = query.status.map(ItemStatus::as_str);
         let after = query.after.unwrap_or(-1);
         let rows: Vec<ItemRow> =
@@ -172,7 +174,7 @@ impl<B: Backend> Batches for B {
         B::lock_account(&mut tx, account_id).await?;
         let sql = BATCH_FOR_UPDATE.replace("{lock}", B::FOR_UPDATE);
         let row: Option<BatchRow> = tx.fetch_optional(&sql, args![batch_id, account_id]).await?;
-        let row = row.ok_or(StoreError::NotFound)?;
+        let row = row.ok_or(StoreError::NotFound)?.live()?;
         let mut delivery = false;
         if row.status == BatchStatus::Running {
             tx.execute(CANCEL_PENDING_ITEMS, args![batch_id]).await?;
@@ -201,7 +203,7 @@ impl<B: Backend> Batches for B {
         B::lock_account(&mut tx, account_id).await?;
         let sql = BATCH_FOR_UPDATE.replace("{lock}", B::FOR_UPDATE);
         let row: Option<BatchRow> = tx.fetch_optional(&sql, args![batch_id, account_id]).await?;
-        row.ok_or(StoreError::NotFound)?;
+        row.ok_or(StoreError::NotFound)?.live()?;
         let failed: Vec<FailedItem> = tx.fetch_all(&FAILED_ITEMS, args![batch_id]).await?;
         let retried = i64::try_from(failed.len()).unwrap_or(i64::MAX);
         if !failed.is_empty() {
@@ -223,6 +225,50 @@ impl<B: Backend> Batches for B {
         B::commit(tx).await?;
         announce(self, batch_id, false);
         Ok((self.get_batch(account_id, batch_id).await?, retried))
+    }
+
+    async fn delete_batch(&self, account_id: i64, batch_id: &str, by: &str) -> Result<BatchDeletion> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        B::lock_account(&mut tx, account_id).await?;
+        let sql = BATCH_FOR_UPDATE.replace("{lock}", B::FOR_UPDATE);
+        let row: Option<BatchRow> = tx.fetch_optional(&sql, args![batch_id, account_id]).await?;
+        let row = row.ok_or(StoreError::NotFound)?;
+        let ids: Vec<String> = tx.fetch_all(BATCH_RUN_IDS, args![batch_id]).await?;
+        let used: Vec<RunInput> = tx.fetch_all(&BATCH_RUN_INPUTS, args![batch_id]).await?;
+        let (deleted_at, already) = match row.deleted_at {
+            Some(at) => (at, true),
+            None => {
+                if row.status == BatchStatus::Running {
+                    return Err(StoreError::Conflict(format!(
+                        "batch '{batch_id}' is running: cancel it first, then delete it"
+                    )));
+                }
+                let in_flight: i64 = tx.fetch_one(&BATCH_RUNS_IN_FLIGHT, args![batch_id]).await?;
+                if in_flight > 0 {
+                    return Err(StoreError::Conflict(format!(
+                        "batch '{batch_id}' still has {in_flight} runs ending after its cancel: try again shortly"
+                    )));
+                }
+                tx.execute(DELETE_BATCH, args![now, by, batch_id]).await?;
+                tx.execute(CLEAR_BATCH_ITEMS, args![batch_id]).await?;
+                tx.execute(DELETE_BATCH_RUNS, args![now, by, batch_id]).await?;
+                tx.execute(CLEAR_BATCH_NODE_PARAMS, args![batch_id]).await?;
+                tx.execute(FORGET_BATCH_CACHE, args![batch_id]).await?;
+                tx.execute(DROP_BATCH_DELIVERIES, args![now, batch_id]).await?;
+                B::commit(tx).await?;
+                self.changed(ids.iter().map(String::as_str));
+                (now, false)
+            }
+        };
+        let runs = ids
+            .into_iter()
+            .map(|run_id| {
+                let inputs = used.iter().filter(|u| u.run_id == run_id).map(|u| u.input.clone()).collect();
+                RunDeletion { run_id, deleted_at, already, inputs }
+            })
+            .collect();
+        Ok(BatchDeletion { batch_id: batch_id.to_string(), deleted_at, already, runs })
     }
 
     async fn feed_batches(&self, window: i64, limit: i64) -> Result<Fed> {
@@ -369,6 +415,19 @@ struct BatchRow {
     created_at: Micros,
     finished_at: Option<Micros>,
     retention_secs: Option<u64>,
+    deleted_at: Option<Micros>,
+}
+
+/// A stored input and the run of a batch that used it ([`BATCH_RUN_INPUTS`]).
+struct RunInput {
+    run_id: String,
+    input: StoredInput,
+}
+
+impl FromRow for RunInput {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(Self { run_id: row.text("run_id")?.to_owned(), input: StoredInput::from_row(row)? })
+    }
 }
 
 impl FromRow for BatchRow {
@@ -389,11 +448,20 @@ impl FromRow for BatchRow {
             created_at: row.int("created_at")?,
             finished_at: row.opt_int("finished_at")?,
             retention_secs: row.opt_int("retention_secs")?.and_then(|s| u64::try_from(s).ok()),
+            deleted_at: row.opt_int("deleted_at")?,
         })
     }
 }
 
 impl BatchRow {
+    /// The batch, unless it was deleted (`Deleted` with when).
+    fn live(self) -> Result<Self> {
+        match self.deleted_at {
+            Some(at) => Err(StoreError::Deleted { id: self.id, at }),
+            None => Ok(self),
+        }
+    }
+
     /// The record, with what the batch itself holds as `reserved` (its runs' part is added
     /// by the caller) and no counts.
     fn into_record(self) -> BatchRecord {

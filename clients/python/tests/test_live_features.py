@@ -304,6 +304,16 @@ def test_a_run_may_say_how_soon_it_must_start(client: Client, png: str) -> None:
         assert info.value.field == "start_within_secs"
 
 
+def test_a_zero_retention_run_hands_its_outputs_back_inline(client: Client, png: str) -> None:
+    final = client.run("upscale", {"image": png}, retention_secs=0).wait(**WAIT)
+    assert final.succeeded and isinstance(final, NodeRunStatus)
+    assert final.output and final.output[0].startswith("data:image/png;base64,"), final.output[:1]
+    assert final.outputs_kept is None, "still held"
+    with pytest.raises(InvalidInput) as info:
+        client.run("upscale", {"image": png}, retention_secs=10**9)
+    assert info.value.field == "retention_secs"
+
+
 def test_failed_deliveries_are_recorded_and_retried(client: Client, png: str) -> None:
     with FakeServer() as receiver:
         receiver.routes[("POST", "/hook")] = Reply(500, b"down")

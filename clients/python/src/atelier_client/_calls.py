@@ -169,7 +169,11 @@ def _webhook_fields(
 
 
 def _with_queueing(
-    body: Dict[str, Any], priority: Optional[str], start_within_secs: Optional[int], cache: Optional[bool] = None
+    body: Dict[str, Any],
+    priority: Optional[str],
+    start_within_secs: Optional[int],
+    cache: Optional[bool] = None,
+    retention_secs: Optional[int] = None,
 ) -> Dict[str, Any]:
     # The lane: ``interactive``, ``normal`` or ``bulk`` (the server checks it: 422
     # InvalidInput otherwise); unset, the server uses the API key's lane. And how soon
@@ -181,6 +185,11 @@ def _with_queueing(
     # ``False``: every node runs afresh instead of being filled from the result cache.
     if cache is not None:
         body["cache"] = bool(cache)
+    # How long the outputs are kept after the run ended, in seconds (the server checks the
+    # operator's range: 422 InvalidInput otherwise); 0: zero retention, the outputs come
+    # back inline as ``data:`` URLs and are never stored. Unset, the key's or server's default.
+    if retention_secs is not None:
+        body["retention_secs"] = retention_secs
     return body
 
 
@@ -193,9 +202,10 @@ def _run_body(
     priority: Optional[str] = None,
     start_within_secs: Optional[int] = None,
     cache: Optional[bool] = None,
+    retention_secs: Optional[int] = None,
 ) -> Dict[str, Any]:
     body = _webhook_fields({"type": kind, "target": target, "input": dict(input)}, webhook_url, webhook_events)
-    return _with_queueing(body, priority, start_within_secs, cache)
+    return _with_queueing(body, priority, start_within_secs, cache, retention_secs)
 
 
 def _run_headers(idempotency_key: Optional[str], wait: Optional[int]) -> Dict[str, str]:
@@ -221,13 +231,16 @@ def run(
     priority: Optional[str] = None,
     start_within_secs: Optional[int] = None,
     cache: Optional[bool] = None,
+    retention_secs: Optional[int] = None,
 ) -> Call[RunHandle]:
     """``POST /api/v3/run``."""
     return Call(
         "POST",
         "/api/v3/run",
         lambda r: RunHandle.from_raw(_obj(r)),
-        json=_run_body(kind, target, input, webhook_url, webhook_events, priority, start_within_secs, cache),
+        json=_run_body(
+            kind, target, input, webhook_url, webhook_events, priority, start_within_secs, cache, retention_secs
+        ),
         headers=_run_headers(idempotency_key, wait),
         extra_timeout=float(wait or 0),
     )
@@ -324,6 +337,7 @@ def batch_body(
     priority: Optional[str] = None,
     cache: Optional[bool] = None,
     webhook_url: Optional[str] = None,
+    retention_secs: Optional[int] = None,
 ) -> Dict[str, Any]:
     """The body of ``POST /api/v3/batches``: each item ``{"input": {...}, "ref": "..."}``."""
     body: Dict[str, Any] = {"type": "workflow" if workflow else "node", "target": target}
@@ -337,6 +351,9 @@ def batch_body(
         body["priority"] = priority
     if cache is not None:
         body["cache"] = cache
+    # At least 1 (a batch's results are read after it ends); the server checks it.
+    if retention_secs is not None:
+        body["retention_secs"] = retention_secs
     if webhook_url is not None:
         body["webhook_url"] = webhook_url
     return body
@@ -442,6 +459,7 @@ def v2_run(
     priority: Optional[str] = None,
     start_within_secs: Optional[int] = None,
     cache: Optional[bool] = None,
+    retention_secs: Optional[int] = None,
 ) -> Call[RunHandle]:
     """``POST /api/v2/{family}/run``: the family's fields, plus the webhook and queueing fields."""
     return Call(
@@ -449,7 +467,11 @@ def v2_run(
         f"/api/v2/{_family(family)}/run",
         lambda r: RunHandle.from_raw(_obj(r)),
         json=_with_queueing(
-            _webhook_fields(dict(input), webhook_url, webhook_events), priority, start_within_secs, cache
+            _webhook_fields(dict(input), webhook_url, webhook_events),
+            priority,
+            start_within_secs,
+            cache,
+            retention_secs,
         ),
         headers=_run_headers(idempotency_key, None),
     )

@@ -265,6 +265,7 @@ class AsyncClient:
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
         cache: Optional[bool] = None,
+        retention_secs: Optional[int] = None,
     ) -> AsyncRun:
         """Starts a single-tool run (``POST /api/v3/run`` with ``type: node``).
 
@@ -285,6 +286,12 @@ class AsyncClient:
             cache: ``False`` runs every node afresh; unset, a node this account ran with
                 the same tool, parameters, seed and images is filled from the result cache
                 (the same outputs, charged nothing).
+            retention_secs: How long the outputs are kept after the run ended, in seconds,
+                within the server's range (by default 0 to 3 days; 422 InvalidInput
+                otherwise); unset, the API key's retention, else the server's default.
+                ``0`` is zero retention: the outputs come back inline as ``data:`` URLs in
+                the final status, webhooks and events, are never stored, and are dropped
+                after a short hold (then the status has ``outputs_kept=False``).
 
         Returns:
             The :class:`AsyncRun` (``.id``, ``.warnings``, ``.wait()``, ``.cancel()``).
@@ -301,6 +308,7 @@ class AsyncClient:
                 priority=priority,
                 start_within_secs=start_within_secs,
                 cache=cache,
+                retention_secs=retention_secs,
             )
         )
         return self._run(handle)
@@ -317,6 +325,7 @@ class AsyncClient:
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
         cache: Optional[bool] = None,
+        retention_secs: Optional[int] = None,
     ) -> AsyncRun:
         """Starts a saved workflow (``POST /api/v3/run`` with ``type: workflow``).
 
@@ -335,6 +344,7 @@ class AsyncClient:
                 priority=priority,
                 start_within_secs=start_within_secs,
                 cache=cache,
+                retention_secs=retention_secs,
             )
         )
         return self._run(handle)
@@ -581,6 +591,7 @@ class AsyncClient:
         cache: Optional[bool] = None,
         webhook_url: Optional[str] = None,
         idempotency_key: Optional[str] = None,
+        retention_secs: Optional[int] = None,
     ) -> Batch:
         """``POST /api/v3/batches``: runs the tool ``target`` (a saved workflow with
         ``workflow=True``) once per item, the whole price reserved up front
@@ -594,6 +605,9 @@ class AsyncClient:
             input: Values every item gets (an item's own value wins).
             priority: The items' lane (``bulk`` by default).
             cache: ``False`` runs every node afresh.
+            retention_secs: How long each item's outputs are kept after its run ended, in
+                seconds, as in :meth:`run` but at least 1 (a batch's results are read after
+                it ends); unset, the API key's or server's default.
             webhook_url: Receives a signed ``batch.completed`` POST
                 (:class:`WebhookBatchEvent`) each time the batch ends.
             idempotency_key: The same batch sent again with it answers the first one.
@@ -607,6 +621,7 @@ class AsyncClient:
             priority=priority,
             cache=cache,
             webhook_url=webhook_url,
+            retention_secs=retention_secs,
         )
         return await self._call(calls.create_batch(body, idempotency_key))
 
@@ -685,12 +700,14 @@ class AsyncClient:
         priority: Optional[str] = None,
         start_within_secs: Optional[int] = None,
         cache: Optional[bool] = None,
+        retention_secs: Optional[int] = None,
     ) -> AsyncV2Run:
         """``POST /api/v2/{family}/run``; ``family`` is one of ``tryon``, ``tryon_pro``,
         ``virtual_model``, ``fabric``, ``sketch_to_dress`` (or its path, ``tryon/pro``...).
 
         ``webhook_url`` / ``webhook_events`` as in :meth:`run`; a ``completed`` delivery of a
-        v2 run carries the family's v2 status."""
+        v2 run carries the family's v2 status. ``priority``, ``start_within_secs``, ``cache``
+        and ``retention_secs`` as in :meth:`run`."""
         handle = await self._call(
             calls.v2_run(
                 family,
@@ -701,6 +718,7 @@ class AsyncClient:
                 priority=priority,
                 start_within_secs=start_within_secs,
                 cache=cache,
+                retention_secs=retention_secs,
             )
         )
         return AsyncV2Run(self, handle, family)

@@ -222,9 +222,21 @@ KNOWN_FIELDS: Dict[str, FrozenSet[str]] = {
     "WorkflowNode": frozenset({"name", "tool", "params", "links", "mode"}),
     "WorkflowVariable": frozenset({"type", "targets"}),
     "RunRequest": frozenset(
-        {"type", "target", "input", "webhook_url", "webhook_events", "priority", "start_within_secs", "cache"}
+        {
+            "type",
+            "target",
+            "input",
+            "webhook_url",
+            "webhook_events",
+            "priority",
+            "start_within_secs",
+            "cache",
+            "retention_secs",
+        }
     ),
-    "BatchRequest": frozenset({"type", "target", "input", "items", "items_file", "priority", "cache", "webhook_url"}),
+    "BatchRequest": frozenset(
+        {"type", "target", "input", "items", "items_file", "priority", "cache", "retention_secs", "webhook_url"}
+    ),
     "BatchItemRequest": frozenset({"input", "ref"}),
     "DirectUploadRequest": frozenset({"content_type"}),
     "Error": frozenset(ERROR_FIELDS),

@@ -126,6 +126,10 @@ def _opt_str(value: Any) -> Optional[str]:
     return value if isinstance(value, str) else None
 
 
+def _opt_bool(value: Any) -> Optional[bool]:
+    return value if isinstance(value, bool) else None
+
+
 @dataclass
 class RunErrorInfo:
     """The ``error`` value of a failed, skipped or canceled run or node (not an HTTP error).
@@ -228,6 +232,10 @@ class WorkflowRunStatus(_RunState):
     queue_position: Optional[int] = None
     #: The lane it queues in: ``interactive``, ``normal`` or ``bulk``.
     priority: Optional[str] = None
+    #: ``False`` once the outputs of a zero-retention run (``retention_secs=0``) were dropped,
+    #: at ``expires_at`` (they were handed back inline as ``data:`` URLs until then, never
+    #: stored); the output lists are then empty. ``None`` otherwise.
+    outputs_kept: Optional[bool] = None
     raw: Dict[str, Any] = _raw_field()
 
     @property
@@ -250,6 +258,7 @@ class WorkflowRunStatus(_RunState):
             tokens=_opt_int(raw.get("tokens")),
             queue_position=_opt_int(raw.get("queue_position")),
             priority=_opt_str(raw.get("priority")),
+            outputs_kept=_opt_bool(raw.get("outputs_kept")),
             raw=dict(raw),
         )
 
@@ -280,6 +289,10 @@ class NodeRunStatus(_RunState):
     #: The run whose outputs these are copies of, when the result cache filled the node
     #: (charged nothing).
     cached_from: Optional[str] = None
+    #: ``False`` once the outputs of a zero-retention run (``retention_secs=0``) were dropped,
+    #: at ``expires_at`` (they were handed back inline as ``data:`` URLs until then, never
+    #: stored); the output lists are then empty. ``None`` otherwise.
+    outputs_kept: Optional[bool] = None
     raw: Dict[str, Any] = _raw_field()
 
     @property
@@ -306,6 +319,7 @@ class NodeRunStatus(_RunState):
             priority=_opt_str(raw.get("priority")),
             workflow_run_id=_opt_str(raw.get("workflow_run_id")),
             cached_from=_opt_str(raw.get("cached_from")),
+            outputs_kept=_opt_bool(raw.get("outputs_kept")),
             raw=dict(raw),
         )
 

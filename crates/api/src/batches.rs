@@ -45,7 +45,7 @@ const RESULTS_PAGE: i64 = 100;
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v3/batches", post(create).get(list))
-        .route("/api/v3/batches/{batch_id}", get(show))
+        .route("/api/v3/batches/{batch_id}", get(show).delete(crate::deletion::delete_batch))
         .route("/api/v3/batches/{batch_id}/items", get(items))
         .route("/api/v3/batches/{batch_id}/cancel", post(cancel))
         .route("/api/v3/batches/{batch_id}/retry", post(retry))
@@ -648,6 +648,8 @@ async fn deliveries(
     Caller(account): Caller,
     BatchId(id): BatchId,
 ) -> Result<Json<wire::WebhookDeliveryList>, ApiError> {
+    // A deleted batch's deliveries are gone with it.
+    state.store.get_batch(account.id, &id).await.map_err(lookup(&id))?;
     let list = state.store.batch_deliveries(account.id, &id).await.map_err(lookup(&id))?;
     Ok(Json(wire::WebhookDeliveryList { deliveries: list.iter().map(webhooks::delivery_shape).collect() }))
 }

@@ -1,5 +1,5 @@
-//! Deletion on request: `DELETE /api/v3/runs/{run_id}`, and what it does to storage once the
-//! store has recorded the deletion ([`erase`]).
+//! Deletion on request: `DELETE /api/v3/runs/{run_id}` and `DELETE /api/v3/batches/{batch_id}`,
+//! and what they do to storage once the store has recorded the deletion ([`erase`]).
 
 use atelier_blob::BlobStore;
 use atelier_store::{format_time, now_micros, RunDeletion, Store};
@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::Json;
 
 use crate::error::ApiError;
-use crate::extract::{Caller, RunId};
+use crate::extract::{BatchId, Caller, RunId};
 use crate::state::AppState;
 
 /// Who a deletion is recorded as made by: the key the caller authenticated with (directly or
@@ -56,6 +56,58 @@ pub(crate) async fn delete_run(
         Ok(_) => {}
         Err(e) => {
             tracing::warn!(run = %id, error = %e, "deleting a run's stored files failed; the sweeper retries")
+        }
+    }
+    Ok(Json(wire::Deletion { id, deleted: true, deleted_at: format_time(deletion.deleted_at) }))
+}
+
+/// How many runs of a deleted batch have their files deleted at once.
+const ERASING_AT_ONCE: usize = 8;
+
+/// Deletes what storage holds of each run of a deleted batch ([`erase`]), a few at a time.
+/// Returns the objects deleted; the first failure, once every run was tried (the sweeper
+/// deletes the rest).
+pub async fn erase_batch(
+    store: &dyn Store,
+    blob: &BlobStore,
+    deletion: &atelier_store::BatchDeletion,
+) -> Result<usize, String> {
+    let mut deleted = 0;
+    let mut failure = None;
+    for runs in deletion.runs.chunks(ERASING_AT_ONCE) {
+        for result in futures::future::join_all(runs.iter().map(|run| erase(store, blob, run))).await {
+            match result {
+                Ok(n) => deleted += n,
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+    }
+    failure.map_or(Ok(deleted), Err)
+}
+
+/// `DELETE /api/v3/batches/{batch_id}`: a batch that ended, with every run of it (each
+/// attempt of each item), deleted as `DELETE /api/v3/runs/{id}` deletes a run; later reads of
+/// the batch and its runs answer 410 `Deleted`. A running batch is 409 (cancel it first).
+pub(crate) async fn delete_batch(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    BatchId(id): BatchId,
+) -> Result<Json<wire::Deletion>, ApiError> {
+    let deletion = state
+        .store
+        .delete_batch(account.id, &id, &actor(&account))
+        .await
+        .map_err(crate::batches::lookup(&id))?;
+    for run in &deletion.runs {
+        state.finished.forget(Some(&run.run_id));
+    }
+    match erase_batch(state.store.as_ref(), &state.blob, &deletion).await {
+        Ok(objects) if !deletion.already => {
+            tracing::info!(batch = %id, runs = deletion.runs.len(), objects, "deleted a batch on request")
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(batch = %id, error = %e, "deleting a batch's stored files failed; the sweeper retries")
         }
     }
     Ok(Json(wire::Deletion { id, deleted: true, deleted_at: format_time(deletion.deleted_at) }))

@@ -202,14 +202,17 @@ says otherwise. A failed or canceled item's tokens are released as a run's are. 
     );
     paths.insert(
         "/api/v3/batches/{batch_id}".into(),
-        json!({"get": path_param(op("A batch: its items by state, tokens and progress", None, "Batch", &[401, 404]), "batch_id")}),
+        json!({
+            "get": path_param(op("A batch: its items by state, tokens and progress", None, "Batch", &[401, 404, 410]), "batch_id"),
+            "delete": path_param(op("Delete a batch that ended, with every run of it: their outputs and stored inline images now, the ledger lines kept; later reads of the batch and its runs answer 410 Deleted", None, "Deletion", &[401, 404, 409]), "batch_id"),
+        }),
     );
     let mut items = path_param(
         op(
             "A page of a batch's items, in order, with their runs' outputs and errors",
             None,
             "BatchItemList",
-            &[400, 401, 404, 422],
+            &[400, 401, 404, 410, 422],
         ),
         "batch_id",
     );
@@ -231,22 +234,22 @@ says otherwise. A failed or canceled item's tokens are released as a run's are. 
     paths.insert("/api/v3/batches/{batch_id}/items".into(), json!({"get": items}));
     paths.insert(
         "/api/v3/batches/{batch_id}/cancel".into(),
-        json!({"post": path_param(op("Cancel a batch: pending items will not start, its runs are canceled, what it holds is given back", None, "Batch", &[401, 404]), "batch_id")}),
+        json!({"post": path_param(op("Cancel a batch: pending items will not start, its runs are canceled, what it holds is given back", None, "Batch", &[401, 404, 410]), "batch_id")}),
     );
     paths.insert(
         "/api/v3/batches/{batch_id}/retry".into(),
-        json!({"post": path_param(op("Run the failed items again (new runs, their price reserved again; the failed runs kept as attempts)", None, "Batch", &[401, 402, 404]), "batch_id")}),
+        json!({"post": path_param(op("Run the failed items again (new runs, their price reserved again; the failed runs kept as attempts)", None, "Batch", &[401, 402, 404, 410]), "batch_id")}),
     );
     paths.insert(
         "/api/v3/batches/{batch_id}/webhooks".into(),
-        json!({"get": path_param(op("A batch's webhook deliveries (batch.completed) and every attempt", None, "WebhookDeliveries", &[401, 404]), "batch_id")}),
+        json!({"get": path_param(op("A batch's webhook deliveries (batch.completed) and every attempt", None, "WebhookDeliveries", &[401, 404, 410]), "batch_id")}),
     );
     let mut events = path_param(
         op(
             "Follow a batch: Server-Sent Events of its progress, then its final state",
             None,
             "Batch",
-            &[401, 404],
+            &[401, 404, 410],
         ),
         "batch_id",
     );
@@ -269,7 +272,7 @@ says otherwise. A failed or canceled item's tokens are released as a run's are. 
         ("results.jsonl", "Every item as a line of JSON (a BatchItem), streamed", "application/x-ndjson"),
         ("results.zip", "Every succeeded item's outputs as a ZIP, each under its ref (or item-<index>) and output name, streamed", "application/zip"),
     ] {
-        let mut operation = path_param(op(summary, None, "BatchItem", &[401, 404]), "batch_id");
+        let mut operation = path_param(op(summary, None, "BatchItem", &[401, 404, 410]), "batch_id");
         operation["responses"]["200"]["content"] = json!({content: {"schema": {"type": "string", "format": "binary"}}});
         paths.insert(format!("/api/v3/batches/{{batch_id}}/{file}"), json!({"get": operation}));
     }

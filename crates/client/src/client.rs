@@ -688,6 +688,18 @@ impl Client {
         decode(self.call(request, "the batch's items").await?.1, "the batch's items")
     }
 
+    /// `DELETE /api/v3/batches/{batch_id}`: deletes a batch that ended with every run of it
+    /// (their outputs and stored inline images now; the ledger lines stay); reads of the batch
+    /// and its runs then fail with [`Error::Deleted`]. A running batch is [`Error::Conflict`]:
+    /// cancel it first.
+    pub async fn delete_batch(&self, batch_id: &str) -> Result<Deletion, Error> {
+        let url = self.url(&["api", "v3", "batches", batch_id]);
+        decode(
+            self.call(self.request(Method::DELETE, url, Duration::ZERO), "the deletion").await?.1,
+            "the deletion",
+        )
+    }
+
     /// `POST /api/v3/batches/{batch_id}/cancel`: pending items will not start, its runs are
     /// canceled, and what it holds is given back.
     pub async fn cancel_batch(&self, batch_id: &str) -> Result<Batch, Error> {

@@ -88,6 +88,8 @@ operations! {
         query ["limit", "before"] headers [] request None, response Some("BatchList");
     "GET" "/api/v3/batches/{batch_id}" => [batch]
         query [] headers [] request None, response Some("Batch");
+    "DELETE" "/api/v3/batches/{batch_id}" => [delete_batch]
+        query [] headers [] request None, response Some("Deletion");
     "GET" "/api/v3/batches/{batch_id}/items" => [batch_items]
         query ["status", "after", "limit"] headers [] request None, response Some("BatchItemList");
     "POST" "/api/v3/batches/{batch_id}/cancel" => [cancel_batch]

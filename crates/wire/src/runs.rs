@@ -530,7 +530,7 @@ pub struct RunSummary {
 /// it is asked again).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Deletion {
-    /// The run's id.
+    /// The run's (or batch's) id.
     pub id: String,
     /// Always true.
     pub deleted: bool,

@@ -155,7 +155,7 @@ export interface Deleted {
 
 /** `DELETE /api/v3/runs/{run_id}`: what was deleted, and when (the first deletion's time, when it is asked again). */
 export interface Deletion {
-  /** The run's id. */
+  /** The run's (or batch's) id. */
   id: string;
   /** Always true. */
   deleted: boolean;

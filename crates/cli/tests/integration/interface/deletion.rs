@@ -169,3 +169,64 @@ async fn the_client_deletes_a_run_and_then_reads_deleted() {
     let error = client.status(&id).await.unwrap_err();
     assert!(matches!(error, Error::Deleted { .. }) && error.status() == Some(410), "{error:?}");
 }
+
+/// `DELETE /api/v3/batches/{id}`: a running batch is 409; once it ended, the batch and every
+/// run of it (a retried item's first run too) are deleted: their outputs leave storage now,
+/// the ledger stays, and the batch, its items, results, deliveries and runs answer 410.
+#[tokio::test]
+async fn a_batch_that_ended_is_deleted_with_every_run_of_it() {
+    let app = TestApp::start_with(|c| c.worker.simulated_latency_ms = 300, None, 1000).await;
+    let client = atelier_client::Client::builder(&app.base, &app.key).build().unwrap();
+    let image = app.upload(&app.key, super::common::png_bytes(8, 8)).await;
+    let items: Vec<Value> =
+        (0..3).map(|i| json!({"input": {"image": image}, "ref": format!("sku-{i}")})).collect();
+    let (code, batch) =
+        app.post("/api/v3/batches", &json!({"type": "node", "target": "upscale", "items": items})).await;
+    assert_eq!(code, 200, "{batch}");
+    let batch_id = batch["id"].as_str().unwrap().to_string();
+    let path = format!("/api/v3/batches/{batch_id}");
+    let (code, answer) = app.call("DELETE", &path, Some(&app.key), None).await;
+    assert_eq!((code, answer["error"]["name"].as_str()), (409, Some("Conflict")), "running: {answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("cancel it first"), "{answer}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while app.get(&path).await.1["status"] == "running" {
+        assert!(std::time::Instant::now() < deadline, "the batch did not end");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (_, listed) = app.get(&format!("{path}/items")).await;
+    let runs: Vec<String> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["run_id"].as_str().unwrap().to_string())
+        .collect();
+    let running = app.running.as_ref().unwrap();
+    for run in &runs {
+        assert!(!running.blob.list(Some(&format!("outputs/{run}"))).await.unwrap().is_empty());
+    }
+    let balance = app.balance().await;
+    let other = app.other_key(0).await;
+    let (code, answer) = app.call("DELETE", &path, Some(&other), None).await;
+    assert_eq!((code, answer["error"]["name"].as_str()), (404, Some("BatchNotFound")), "{answer}");
+
+    let deletion = client.delete_batch(&batch_id).await.unwrap();
+    assert_eq!((deletion.id.as_str(), deletion.deleted), (batch_id.as_str(), true));
+    for run in &runs {
+        assert!(running.blob.list(Some(&format!("outputs/{run}"))).await.unwrap().is_empty(), "{run}");
+        let status = app.get(&format!("/api/v3/status/{run}")).await;
+        assert!(gone(&status), "{run}: {status:?}");
+    }
+    for read in ["", "/items", "/results.jsonl", "/results.zip", "/webhooks", "/events"] {
+        let answer = app.get(&format!("{path}{read}")).await;
+        assert!(gone(&answer), "{read}: {answer:?}");
+    }
+    for action in ["/cancel", "/retry"] {
+        let answer = app.post(&format!("{path}{action}"), &json!({})).await;
+        assert!(gone(&answer), "{action}: {answer:?}");
+    }
+    let (_, list) = app.get("/api/v3/batches").await;
+    assert!(list["batches"].as_array().unwrap().is_empty(), "{list}");
+    assert_eq!(app.balance().await, balance, "the books are as they were");
+    let (code, again) = app.call("DELETE", &path, Some(&app.key), None).await;
+    assert_eq!((code, again["deleted_at"].as_str()), (200, Some(deletion.deleted_at.as_str())));
+}

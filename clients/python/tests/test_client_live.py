@@ -506,3 +506,22 @@ def test_a_finished_run_is_deleted_and_then_reads_deleted(client: Client, png: s
     assert caught.value.status_code == 410
     with pytest.raises(RunNotFound):
         client.delete_run("gen_zzzzzzzzzzzzzzzz")
+
+
+def test_a_finished_batch_is_deleted_with_its_runs_and_then_reads_deleted(client: Client) -> None:
+    from helpers import png_bytes
+
+    image = client.upload(png_bytes(12, 10)).input
+    batch = client.create_batch("upscale", [{"input": {"image": image}, "ref": "del-1"}])
+    assert list(client.batch_events(batch.id))[-1].batch.status == "finished"
+    run_id = client.batch_items(batch.id).items[0].run_id
+    deletion = client.delete_batch(batch.id)
+    assert deletion.id == batch.id and deletion.deleted and deletion.deleted_at
+    with pytest.raises(Deleted) as caught:
+        client.batch(batch.id)
+    assert caught.value.status_code == 410
+    with pytest.raises(Deleted):
+        client.status(run_id)
+    assert client.delete_batch(batch.id).deleted_at == deletion.deleted_at
+    with pytest.raises(BatchNotFound):
+        client.delete_batch("bat_0000000000000000")

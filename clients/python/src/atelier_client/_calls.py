@@ -327,6 +327,11 @@ def retry_batch(batch_id: str) -> Call[Batch]:
     return Call("POST", f"/api/v3/batches/{seg(batch_id)}/retry", lambda r: Batch.from_raw(_obj(r)))
 
 
+def delete_batch(batch_id: str) -> Call[Deletion]:
+    """``DELETE /api/v3/batches/{batch_id}``."""
+    return Call("DELETE", f"/api/v3/batches/{seg(batch_id)}", lambda r: Deletion.from_raw(_obj(r)))
+
+
 def batch_body(
     target: str,
     items: Iterable[Mapping[str, Any]],

@@ -652,6 +652,13 @@ class Client:
         price reserved again); ``retried`` says how many."""
         return self._call(calls.retry_batch(batch_id))
 
+    def delete_batch(self, batch_id: str) -> Deletion:
+        """``DELETE /api/v3/batches/{batch_id}``: deletes a batch that ended (finished or
+        canceled) with every run of it, their outputs and stored inputs now (the ledger lines
+        stay); reads of the batch and its runs then raise :class:`Deleted`. A running batch
+        raises :class:`Conflict`: cancel it first."""
+        return self._call(calls.delete_batch(batch_id))
+
     def download_batch_results(self, batch_id: str, path: Union[str, "os.PathLike[str]"]) -> int:
         """``GET /api/v3/batches/{batch_id}/results.jsonl`` to ``path`` (a line of JSON per
         item, :class:`BatchItem`); returns the bytes written."""

@@ -153,6 +153,7 @@ OPERATIONS: Tuple[Operation, ...] = (
     ),
     Operation("POST", "/api/v3/batches/{batch_id}/cancel", ("cancel_batch",), response="Batch"),
     Operation("POST", "/api/v3/batches/{batch_id}/retry", ("retry_batch",), response="Batch"),
+    Operation("DELETE", "/api/v3/batches/{batch_id}", ("delete_batch",), response="Deletion"),
     Operation("GET", "/api/v3/batches/{batch_id}/webhooks", ("batch_webhook_deliveries",), response="WebhookDeliveries"),
     Operation("GET", "/api/v3/batches/{batch_id}/events", ("batch_events",), headers=frozenset({"Last-Event-ID"})),
     # Files, streamed to a path.

@@ -15,6 +15,7 @@
 pub mod batch_cmd;
 pub mod config;
 pub mod migrate_data;
+pub mod purge;
 pub mod run_cmd;
 pub mod templates;
 

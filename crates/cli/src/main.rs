@@ -120,6 +120,25 @@ enum StoreAdmin {
     /// Tokens of pull workers (`atelier worker --server URL --token T`).
     #[command(subcommand)]
     WorkerToken(WorkerTokenCmd),
+    /// Delete an account's runs and batches created before a time, as DELETE
+    /// /api/v3/runs/{id} and /api/v3/batches/{id} do: their outputs and stored inline images
+    /// now, their content cleared, their ledger lines kept. Unfinished runs and running
+    /// batches are left (and counted); running it again finishes an interrupted purge.
+    Purge(PurgeArgs),
+}
+
+#[derive(Args)]
+struct PurgeArgs {
+    /// The account's name.
+    #[arg(long)]
+    account: String,
+    /// Runs and batches created before this time: 2026-11-01T00:00:00Z (RFC 3339), the
+    /// service's own form without an offset (UTC), or a date (its midnight, UTC).
+    #[arg(long, value_name = "TIME")]
+    before: String,
+    /// Print {"account", "before", "runs", "batches", "objects", "unfinished", "left"}.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -605,6 +624,29 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
             println!("Revoked key {}… of account '{}'.", info.prefix, info.account);
         }
         StoreAdmin::WorkerToken(command) => worker_tokens(store.as_ref(), command).await?,
+        StoreAdmin::Purge(PurgeArgs { account, before, json }) => {
+            let Some(at) = atelier_core::time::parse_time(&before) else {
+                bail!("--before {before:?}: give a time such as 2026-11-01T00:00:00Z or a date such as 2026-11-01");
+            };
+            let found = store.account(&account).await.with_context(|| format!("account '{account}'"))?;
+            let blob = atelier_cli::open_blob(&config)?;
+            let purged = atelier_cli::purge::purge(store.as_ref(), &blob, found.id, at).await?;
+            let before = atelier_store::format_time(at);
+            if json {
+                let mut out = serde_json::to_value(&purged)?;
+                out["account"] = json!(account);
+                out["before"] = json!(before);
+                println!("{out}");
+            } else {
+                println!(
+                    "Deleted {} runs and {} batches of '{account}' created before {before} ({} stored files); {} unfinished runs left.",
+                    purged.runs, purged.batches, purged.objects, purged.unfinished
+                );
+                if !purged.left.is_empty() {
+                    println!("Not finished now (run it again later): {}", purged.left.join(", "));
+                }
+            }
+        }
         StoreAdmin::Tokens(TokensCmd::Grant { account, tokens }) => {
             let balance =
                 store.grant(&account, tokens).await.with_context(|| format!("account '{account}'"))?;

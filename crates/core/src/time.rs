@@ -28,9 +28,38 @@ pub fn format_time(t: Micros) -> String {
         .unwrap_or_default()
 }
 
+/// A time as an operator writes it: RFC 3339 with an offset (`2026-11-01T09:00:00+01:00`),
+/// the service's own form without one (UTC, fractions allowed), or a date (its midnight, UTC).
+pub fn parse_time(text: &str) -> Option<Micros> {
+    let text = text.trim();
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Some(t.timestamp_micros());
+    }
+    if let Ok(t) = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f") {
+        return Some(t.and_utc().timestamp_micros());
+    }
+    let day = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
+    Some(day.and_hms_opt(0, 0, 0)?.and_utc().timestamp_micros())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_are_read_with_an_offset_without_one_or_as_a_day() {
+        let noon = 1_700_000_000_000_000 - 22 * 3600 * 1_000_000 - 13 * 60 * 1_000_000 - 20 * 1_000_000
+            + 12 * 3600 * 1_000_000;
+        assert_eq!(parse_time("2023-11-14T12:00:00Z"), Some(noon));
+        assert_eq!(parse_time("2023-11-14T13:00:00+01:00"), Some(noon));
+        assert_eq!(parse_time("2023-11-14T12:00:00"), Some(noon));
+        assert_eq!(parse_time(" 2023-11-14T12:00:00.000000 "), Some(noon));
+        assert_eq!(parse_time(&format_time(noon)), Some(noon), "what the service shows reads back");
+        assert_eq!(parse_time("2023-11-14"), Some(noon - 12 * 3600 * 1_000_000));
+        for bad in ["", "yesterday", "2023-13-01", "2023-11-14 12:00", "1700000000"] {
+            assert_eq!(parse_time(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn times_are_shown_to_the_microsecond_without_an_offset() {

@@ -264,3 +264,11 @@ pub struct BatchDeletion {
     /// inputs each used, for the caller to delete from storage.
     pub runs: Vec<crate::RunDeletion>,
 }
+
+/// What [`crate::Batches::purge_candidates`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Purgeable {
+    pub runs: Vec<String>,
+    pub batches: Vec<String>,
+    pub unfinished: i64,
+}

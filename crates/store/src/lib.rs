@@ -125,7 +125,7 @@ pub use atelier_core::status::RunKind;
 pub use atelier_core::time::{format_time, now_micros, Micros};
 pub use batch::{
     BatchDeletion, BatchRecord, BatchStatus, BatchSummary, Fed, ItemCounts, ItemQuery, ItemRecord,
-    ItemStatus, NewBatch, NewBatchItem,
+    ItemStatus, NewBatch, NewBatchItem, Purgeable,
 };
 pub use cache::CacheEntry;
 pub use config::StoreConfig;

@@ -799,6 +799,23 @@ pub(crate) static BATCH_RUN_INPUTS: Sql = sql!(
     "SELECT ri.run_id, {INPUT_COLUMNS} FROM inputs i JOIN run_inputs ri ON ri.input_id = i.id
      WHERE ri.run_id IN (SELECT id FROM runs WHERE batch_id = $1)"
 );
+/// `atelier admin purge`: account `$1`'s runs created before `$2` that ended, are not deleted
+/// and are not a batch's item, oldest first, up to `$3`.
+pub(crate) static RUNS_TO_PURGE: Sql = sql!(
+    "SELECT id FROM runs WHERE account_id = $1 AND created_at < $2 AND deleted_at IS NULL AND batch_id IS NULL
+       AND status NOT IN ({}) ORDER BY created_at, id LIMIT $3",
+    sql_set(&RunStatus::UNFINISHED)
+);
+/// `atelier admin purge`: account `$1`'s batches created before `$2` that ended and are not
+/// deleted, oldest first, up to `$3`.
+pub(crate) const BATCHES_TO_PURGE: &str = "SELECT id FROM batches WHERE account_id = $1 AND created_at < $2
+     AND deleted_at IS NULL AND status <> 'running' ORDER BY created_at, id LIMIT $3";
+/// Account `$1`'s runs created before `$2` not deleted and still unfinished (left by a purge).
+pub(crate) static UNFINISHED_BEFORE: Sql = sql!(
+    "SELECT COUNT(*) FROM runs WHERE account_id = $1 AND created_at < $2 AND deleted_at IS NULL
+       AND status IN ({})",
+    sql_set(&RunStatus::UNFINISHED)
+);
 /// The stored inputs run `$1` used.
 pub(crate) static RUN_INPUTS: Sql = sql!(
     "SELECT {INPUT_COLUMNS} FROM inputs i JOIN run_inputs ri ON ri.input_id = i.id WHERE ri.run_id = $1"

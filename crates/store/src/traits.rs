@@ -115,6 +115,16 @@ pub trait Batches: Send + Sync {
         batch_id: &str,
         by: &str,
     ) -> Result<crate::batch::BatchDeletion>;
+    /// What `atelier admin purge` deletes next: up to `limit` of the account's runs created
+    /// before `before` that ended and are no batch's item, and up to `limit` of its batches
+    /// created before then that ended, none deleted yet, oldest first; and how many of its runs
+    /// created before then are still unfinished (a purge leaves them).
+    async fn purge_candidates(
+        &self,
+        account_id: i64,
+        before: Micros,
+        limit: i64,
+    ) -> Result<crate::batch::Purgeable>;
     /// One pass of the feeder over up to `limit` open batches, the one looked at longest ago
     /// first: each starts pending items while fewer than `window` of its runs are unfinished
     /// (each run drawing its price from the batch), or finishes when nothing is left.

@@ -315,9 +315,22 @@ async fn a_batch_that_ended_is_deleted_with_every_run_of_it(store: SharedStore) 
     work(&store, &[]).await;
     store.feed_batches(3, 10).await.unwrap();
     assert_eq!(store.get_batch(acct.id, &new.id).await.unwrap().status, BatchStatus::Finished);
-    let balance = store.balance(acct.id).await.unwrap();
 
     assert!(matches!(store.delete_batch(other.id, &new.id, "key 2").await, Err(StoreError::NotFound)));
+    // A purge up to now finds the batch, not its runs (they go with it), and a single run.
+    let single = common::submit(store.as_ref(), acct.id, &plan()).await.unwrap();
+    let later = atelier_store::now_micros() + 1;
+    let found = store.purge_candidates(acct.id, later, 10).await.unwrap();
+    assert_eq!(
+        (found.runs, found.batches, found.unfinished),
+        (vec![], vec![new.id.clone()], 1),
+        "the single run is queued"
+    );
+    work(&store, &[]).await;
+    let found = store.purge_candidates(acct.id, later, 10).await.unwrap();
+    assert_eq!((found.runs, found.unfinished), (vec![single.clone()], 0));
+    assert!(store.purge_candidates(acct.id, 0, 10).await.unwrap().batches.is_empty(), "nothing before then");
+    let balance = store.balance(acct.id).await.unwrap();
     let deletion = store.delete_batch(acct.id, &new.id, "key 1").await.unwrap();
     assert!(!deletion.already);
     assert_eq!(deletion.runs.len(), 4, "three items, one retried: {:?}", deletion.runs);
@@ -344,4 +357,8 @@ async fn a_batch_that_ended_is_deleted_with_every_run_of_it(store: SharedStore) 
     let again = store.delete_batch(acct.id, &new.id, "key 3").await.unwrap();
     assert!(again.already);
     assert_eq!((again.deleted_at, again.runs.len()), (deletion.deleted_at, 4));
+    assert!(
+        store.purge_candidates(acct.id, later, 10).await.unwrap().batches.is_empty(),
+        "deleted: not found again"
+    );
 }

@@ -11,6 +11,7 @@ use atelier_core::time::{now_micros, Micros};
 use serde_json::Value;
 
 use crate::backend::Backend;
+use crate::batch::Purgeable;
 use crate::batch::{
     BatchDeletion, BatchRecord, BatchStatus, BatchSummary, Fed, ItemCounts, ItemQuery, ItemRecord,
     ItemStatus, NewBatch,
@@ -269,6 +270,14 @@ impl<B: Backend> Batches for B {
             })
             .collect();
         Ok(BatchDeletion { batch_id: batch_id.to_string(), deleted_at, already, runs })
+    }
+
+    async fn purge_candidates(&self, account_id: i64, before: Micros, limit: i64) -> Result<Purgeable> {
+        let mut conn = self.read().await?;
+        let runs = conn.fetch_all(&RUNS_TO_PURGE, args![account_id, before, limit]).await?;
+        let batches = conn.fetch_all(BATCHES_TO_PURGE, args![account_id, before, limit]).await?;
+        let unfinished = conn.fetch_one(&UNFINISHED_BEFORE, args![account_id, before]).await?;
+        Ok(Purgeable { runs, batches, unfinished })
     }
 
     async fn feed_batches(&self, window: i64, limit: i64) -> Result<Fed> {

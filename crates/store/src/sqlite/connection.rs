@@ -56,6 +56,56 @@ impl Drop for Checkpointer {
     }
 }
 
+/// How often [`DeletionWatch`] looks for deletions another process made.
+const DELETION_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How far back each look reaches: a deletion is stamped before it commits, so one stamped
+/// just before a look may commit just after it; seen again, it is announced again (harmless).
+const DELETION_OVERLAP: i64 = 10_000_000;
+
+/// Announces on the change feed the runs another process deleted (an `atelier admin purge`
+/// beside a running server: one embedded database, two processes), within about a second, so
+/// that what this process keeps of them (finished statuses) is dropped. Deletions made in this
+/// process are announced as they commit; on PostgreSQL a trigger tells every process.
+pub(super) struct DeletionWatch(tokio::task::JoinHandle<()>);
+
+impl DeletionWatch {
+    pub(super) async fn start(
+        options: &SqliteConnectOptions,
+        feed: Arc<crate::feed::ChangeFeed>,
+    ) -> Result<Self> {
+        let mut conn = options.connect().await?;
+        let mut since = atelier_core::time::now_micros();
+        Ok(DeletionWatch(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(DELETION_POLL).await;
+                let found: std::result::Result<Vec<(String, i64)>, _> = sqlx::query_as(
+                    "SELECT id, deleted_at FROM runs WHERE deleted_at IS NOT NULL AND deleted_at > ?
+                     ORDER BY deleted_at LIMIT 1000",
+                )
+                .bind(since - DELETION_OVERLAP)
+                .fetch_all(&mut conn)
+                .await;
+                match found {
+                    Ok(runs) => {
+                        for (run, at) in runs {
+                            feed.publish(&run);
+                            since = since.max(at);
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "looking for deleted runs failed"),
+                }
+            }
+        })))
+    }
+}
+
+impl Drop for DeletionWatch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// The write connection, and whether a transaction may be open on it that nobody will finish.
 pub(super) struct Writer {
     pub(super) conn: SqliteConnection,

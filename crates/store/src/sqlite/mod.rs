@@ -25,7 +25,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, Sq
 use sqlx::ConnectOptions;
 use tokio::sync::{Mutex as AsyncMutex, Notify};
 
-use self::connection::{Checkpointer, Reader, Readers, WriteTx, Writer};
+use self::connection::{Checkpointer, DeletionWatch, Reader, Readers, WriteTx, Writer};
 use crate::backend::Backend;
 use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
@@ -64,6 +64,8 @@ pub struct SqliteStore {
     feed: Arc<crate::feed::ChangeFeed>,
     /// Stops the checkpointer when the last clone of the store is dropped.
     _checkpointer: Arc<Checkpointer>,
+    /// Announces deletions made by other processes (set once migrated; stopped with the store).
+    deletion_watch: Arc<std::sync::OnceLock<DeletionWatch>>,
     /// Which claims take lower-lane work first.
     lanes: Arc<crate::lanes::LaneCredit>,
 }
@@ -92,9 +94,12 @@ impl SqliteStore {
             stops: Arc::new(tokio::sync::watch::Sender::new(0)),
             feed: Arc::default(),
             _checkpointer: checkpointer,
+            deletion_watch: Arc::default(),
             lanes,
         };
         store.migrate().await?;
+        let watch = DeletionWatch::start(&options.read_only(true), Arc::clone(&store.feed)).await?;
+        let _ = store.deletion_watch.set(watch);
         Ok(store)
     }
 }

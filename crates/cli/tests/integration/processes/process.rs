@@ -867,3 +867,80 @@ fn revoking_a_key_takes_effect_at_once_on_every_api_process() {
         child.wait().unwrap();
     }
 }
+
+/// `atelier admin key retention` and `atelier admin purge` beside a running embedded server:
+/// the purge deletes the account's runs created before the time given (files now, ledger
+/// kept), leaves later ones, and the server's kept statuses of the purged runs end within
+/// about a second (another process's deletion, read from the database).
+#[test]
+fn admin_purge_deletes_an_accounts_runs_before_a_time_beside_a_running_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, err) =
+        atelier(dir.path(), &["admin", "account", "create", "shop", "--tokens", "100", "--json"]);
+    assert!(ok, "{err}");
+    let key = serde_json::from_str::<Value>(&out).unwrap()["api_key"].as_str().unwrap().to_string();
+    // Retention per key: within the operator's range (0 to 72 h by default), or `default`.
+    for (value, accepted) in [("600", true), ("999999999", false), ("soon", false), ("default", true)] {
+        let (ok, out, err) = atelier(dir.path(), &["admin", "key", "retention", &key, value]);
+        assert_eq!(ok, accepted, "{value}: {out}{err}");
+    }
+    let (ok, _, err) = atelier(dir.path(), &["admin", "key", "create", "shop", "--retention-secs", "0"]);
+    assert!(ok, "{err}");
+
+    let (mut server, addr) = serve(dir.path(), &[], &[]);
+    let body =
+        json!({"type": "node", "target": "upscale", "input": {"image": png_base64(64, 48, [3, 5, 7])}});
+    let old: Vec<String> = (0..2)
+        .map(|_| {
+            let a = post(&format!("{addr}/api/v3/run"), &key, &body);
+            a["id"].as_str().unwrap_or_else(|| panic!("{a}")).to_string()
+        })
+        .collect();
+    let statuses: Vec<Value> = old.iter().map(|id| wait_succeeded(&addr, &key, id)).collect();
+    let before = statuses[1]["finished_at"].as_str().unwrap().to_string();
+    std::thread::sleep(Duration::from_millis(20));
+    let new = post(&format!("{addr}/api/v3/run"), &key, &body)["id"].as_str().unwrap().to_string();
+    wait_succeeded(&addr, &key, &new);
+    // Read again: the finished statuses are now kept in the server's memory.
+    for id in &old {
+        assert_eq!(get(&format!("{addr}/api/v3/status/{id}"), &key)["overall_status"], "succeeded");
+    }
+
+    for (args, message) in [
+        (vec!["--account", "shop", "--before", "yesterday"], "--before"),
+        (vec!["--account", "nobody", "--before", "2026-01-01"], "nobody"),
+    ] {
+        let (ok, _, err) = atelier(dir.path(), &[&["admin", "purge"][..], &args].concat());
+        assert!(!ok && err.contains(message), "{args:?}: {err}");
+    }
+    let (ok, out, err) =
+        atelier(dir.path(), &["admin", "purge", "--account", "shop", "--before", &before, "--json"]);
+    assert!(ok, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((report["runs"].as_u64(), report["batches"].as_u64()), (Some(2), Some(0)), "{report}");
+    assert_eq!((report["unfinished"].as_i64(), report["left"].as_array().map(Vec::len)), (Some(0), Some(0)));
+    assert!(report["objects"].as_u64().unwrap() >= 2, "{report}");
+
+    // The server hears of it: its kept statuses answer 410 within about a second; the output
+    // URLs too; the later run is untouched.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for (id, status) in old.iter().zip(&statuses) {
+        loop {
+            let answer = get(&format!("{addr}/api/v3/status/{id}"), &key);
+            if answer["error"]["name"] == "Deleted" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{id} still answers {answer}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for url in output_urls(status) {
+            assert_eq!(fetch(&url).0, 410, "{url}");
+        }
+    }
+    assert_eq!(get(&format!("{addr}/api/v3/status/{new}"), &key)["overall_status"], "succeeded");
+    // Again: nothing left to delete before that time.
+    let (ok, out, _) = atelier(dir.path(), &["admin", "purge", "--account", "shop", "--before", &before]);
+    assert!(ok && out.contains("Deleted 0 runs and 0 batches"), "{out}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

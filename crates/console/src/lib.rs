@@ -70,13 +70,14 @@ struct Policies {
 }
 
 /// The policy of the pages: everything from this origin, nothing inline, nothing framed.
-/// Images and videos may also be data and blob URLs (previews of chosen files) and come
-/// from the configured media origins.
+/// Images and videos may also be data and blob URLs (previews of chosen files, and the outputs
+/// of zero-retention runs, which come back as data URLs) and come from the configured media
+/// origins.
 pub fn content_security_policy(sources: &Sources) -> String {
     let media: String = sources.media.iter().map(|s| format!(" {s}")).collect();
     format!(
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:{media}; \
-         media-src 'self' blob:{media}; connect-src 'self'; font-src 'self'; object-src 'none'; \
+         media-src 'self' data: blob:{media}; connect-src 'self'; font-src 'self'; object-src 'none'; \
          frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
     )
 }

@@ -45,7 +45,7 @@ const RESULTS_PAGE: i64 = 100;
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v3/batches", post(create).get(list))
-        .route("/api/v3/batches/{batch_id}", get(show).delete(crate::deletion::delete_batch))
+        .route("/api/v3/batches/{batch_id}", get(show).delete(delete_batch))
         .route("/api/v3/batches/{batch_id}/items", get(items))
         .route("/api/v3/batches/{batch_id}/cancel", post(cancel))
         .route("/api/v3/batches/{batch_id}/retry", post(retry))
@@ -709,6 +709,34 @@ fn render_item(blob: &BlobStore, item: &ItemRecord, run: Option<&RunRecord>) -> 
         outputs,
         error,
     }
+}
+
+/// `DELETE /api/v3/batches/{batch_id}`: a batch that ended, with every run of it (each
+/// attempt of each item), deleted as `DELETE /api/v3/runs/{id}` deletes a run; later reads of
+/// the batch and its runs answer 410 `Deleted`. A running batch is 409 (cancel it first).
+pub(crate) async fn delete_batch(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    BatchId(id): BatchId,
+) -> Result<Json<wire::Deletion>, ApiError> {
+    let deletion = state
+        .store
+        .delete_batch(account.id, &id, &crate::deletion::actor(&account))
+        .await
+        .map_err(lookup(&id))?;
+    for run in &deletion.runs {
+        state.finished.forget(Some(&run.run_id));
+    }
+    match crate::deletion::erase_batch(state.store.as_ref(), &state.blob, &deletion).await {
+        Ok(objects) if !deletion.already => {
+            tracing::info!(batch = %id, runs = deletion.runs.len(), objects, "deleted a batch on request")
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(batch = %id, error = %e, "deleting a batch's stored files failed; the sweeper retries")
+        }
+    }
+    Ok(Json(wire::Deletion { id, deleted: true, deleted_at: format_time(deletion.deleted_at) }))
 }
 
 #[cfg(test)]

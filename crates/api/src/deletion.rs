@@ -8,12 +8,12 @@ use axum::extract::State;
 use axum::Json;
 
 use crate::error::ApiError;
-use crate::extract::{BatchId, Caller, RunId};
+use crate::extract::{Caller, RunId};
 use crate::state::AppState;
 
 /// Who a deletion is recorded as made by: the key the caller authenticated with (directly or
 /// through a console session), by its id.
-fn actor(account: &atelier_store::Account) -> String {
+pub(crate) fn actor(account: &atelier_store::Account) -> String {
     account.key_id.map_or_else(|| "account".to_string(), |id| format!("key {id}"))
 }
 
@@ -83,32 +83,4 @@ pub async fn erase_batch(
         }
     }
     failure.map_or(Ok(deleted), Err)
-}
-
-/// `DELETE /api/v3/batches/{batch_id}`: a batch that ended, with every run of it (each
-/// attempt of each item), deleted as `DELETE /api/v3/runs/{id}` deletes a run; later reads of
-/// the batch and its runs answer 410 `Deleted`. A running batch is 409 (cancel it first).
-pub(crate) async fn delete_batch(
-    State(state): State<AppState>,
-    Caller(account): Caller,
-    BatchId(id): BatchId,
-) -> Result<Json<wire::Deletion>, ApiError> {
-    let deletion = state
-        .store
-        .delete_batch(account.id, &id, &actor(&account))
-        .await
-        .map_err(crate::batches::lookup(&id))?;
-    for run in &deletion.runs {
-        state.finished.forget(Some(&run.run_id));
-    }
-    match erase_batch(state.store.as_ref(), &state.blob, &deletion).await {
-        Ok(objects) if !deletion.already => {
-            tracing::info!(batch = %id, runs = deletion.runs.len(), objects, "deleted a batch on request")
-        }
-        Ok(_) => {}
-        Err(e) => {
-            tracing::warn!(batch = %id, error = %e, "deleting a batch's stored files failed; the sweeper retries")
-        }
-    }
-    Ok(Json(wire::Deletion { id, deleted: true, deleted_at: format_time(deletion.deleted_at) }))
 }

@@ -84,7 +84,7 @@ async fn pages_are_the_app_under_a_strict_policy() {
         assert!(csp.contains("script-src 'self';") && csp.contains("style-src 'self';"), "{csp}");
         assert!(!csp.contains("unsafe"), "{csp}");
         assert!(csp.contains("img-src 'self' data: blob: https://cdn.example;"), "{csp}");
-    assert!(csp.contains("media-src 'self' data: blob: https://cdn.example;"), "{csp}");
+        assert!(csp.contains("media-src 'self' data: blob: https://cdn.example;"), "{csp}");
         assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
         assert_eq!(h["x-frame-options"], "DENY");
         assert_eq!(h["x-content-type-options"], "nosniff");

@@ -762,9 +762,10 @@ pub(crate) const RUN_STANDING: &str =
     "SELECT status, batch_id, deleted_at FROM runs WHERE id = $1 AND account_id = $2";
 /// Marks run `$3` deleted at `$1` by `$2`, clears what it was sent, and makes its outputs
 /// expire now (and be swept again, should they have been already).
-pub(crate) const DELETE_RUN: &str = "UPDATE runs SET deleted_at = $1, deleted_by = $2, echo = NULL,
+const DELETE_RUNS_WHERE: &str = "UPDATE runs SET deleted_at = $1, deleted_by = $2, echo = NULL,
      expires_at = CASE WHEN expires_at IS NULL OR expires_at > $1 THEN $1 ELSE expires_at END, swept = FALSE
-     WHERE id = $3 AND deleted_at IS NULL";
+     WHERE {which} = $3 AND deleted_at IS NULL";
+pub(crate) static DELETE_RUN: Sql = sql!("{}", DELETE_RUNS_WHERE.replace("{which}", "id"));
 /// Clears the parameters of run `$1`'s nodes (prompts, image URLs, inline images).
 pub(crate) const CLEAR_NODE_PARAMS: &str = "UPDATE nodes SET params = '{}' WHERE run_id = $1";
 /// Forgets the result cache's entries that point at run `$1`'s outputs.
@@ -780,9 +781,7 @@ pub(crate) const DELETE_BATCH: &str =
 pub(crate) const CLEAR_BATCH_ITEMS: &str =
     "UPDATE batch_items SET input = '{}', plan = '{\"nodes\":[],\"outputs\":{}}' WHERE batch_id = $1";
 /// [`DELETE_RUN`] for every run of batch `$3`.
-pub(crate) const DELETE_BATCH_RUNS: &str = "UPDATE runs SET deleted_at = $1, deleted_by = $2, echo = NULL,
-     expires_at = CASE WHEN expires_at IS NULL OR expires_at > $1 THEN $1 ELSE expires_at END, swept = FALSE
-     WHERE batch_id = $3 AND deleted_at IS NULL";
+pub(crate) static DELETE_BATCH_RUNS: Sql = sql!("{}", DELETE_RUNS_WHERE.replace("{which}", "batch_id"));
 /// [`CLEAR_NODE_PARAMS`] for every run of batch `$1`.
 pub(crate) const CLEAR_BATCH_NODE_PARAMS: &str =
     "UPDATE nodes SET params = '{}' WHERE run_id IN (SELECT id FROM runs WHERE batch_id = $1)";

@@ -253,7 +253,7 @@ impl<B: Backend> Batches for B {
                 }
                 tx.execute(DELETE_BATCH, args![now, by, batch_id]).await?;
                 tx.execute(CLEAR_BATCH_ITEMS, args![batch_id]).await?;
-                tx.execute(DELETE_BATCH_RUNS, args![now, by, batch_id]).await?;
+                tx.execute(&DELETE_BATCH_RUNS, args![now, by, batch_id]).await?;
                 tx.execute(CLEAR_BATCH_NODE_PARAMS, args![batch_id]).await?;
                 tx.execute(FORGET_BATCH_CACHE, args![batch_id]).await?;
                 tx.execute(DROP_BATCH_DELIVERIES, args![now, batch_id]).await?;

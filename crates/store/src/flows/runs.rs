@@ -154,7 +154,7 @@ impl<B: Backend> Runs for B {
                 "run '{run_id}' is an item of batch '{batch}': a batch's runs cannot be deleted one by one"
             )));
         }
-        tx.execute(DELETE_RUN, args![now, by, run_id]).await?;
+        tx.execute(&DELETE_RUN, args![now, by, run_id]).await?;
         tx.execute(CLEAR_NODE_PARAMS, args![run_id]).await?;
         tx.execute(FORGET_RUN_CACHE, args![run_id]).await?;
         tx.execute(DROP_RUN_DELIVERIES, args![now, run_id]).await?;

@@ -5,6 +5,7 @@
 # (status code, content type, headers, body schema).
 #
 # Usage: tests/contract.sh [MAX_EXAMPLES]   (default 100 per operation)
+#        tests/contract.sh --install          (only install Schemathesis, see below)
 # Environment:
 #   ATELIER_BIN       binary to test (default: target/debug/atelier, brought
 #                     up to date with `cargo build -p atelier-cli` first)
@@ -39,6 +40,9 @@ if [[ ! -x "$VENV/bin/schemathesis" ]]; then
     rm -rf "$VENV"
     "$PYTHON" -m venv "$VENV"
     "$VENV/bin/python" -m pip install --quiet 'schemathesis>=4,<5'
+fi
+if [[ "${1:-}" == --install ]]; then
+    exit 0
 fi
 SCHEMATHESIS=$(cd "$VENV/bin" && pwd)/schemathesis
 if [[ -z "${ATELIER_BIN:-}" ]]; then

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Contract test: Schemathesis generates requests from the OpenAPI document that
 # a running `atelier serve` publishes (/openapi.json), sends them with a valid
-# API key, and fails on any 5xx or any answer the document does not describe
-# (status code, content type, headers, body schema).
+# API key holding every scope, and again with a read-only key, and fails on any 5xx or
+# any answer the document does not describe (status code, content type, headers, body
+# schema).
 #
 # Usage: tests/contract.sh [MAX_EXAMPLES]   (default 100 per operation)
 #        tests/contract.sh --install          (only install Schemathesis, see below)
@@ -64,6 +65,10 @@ trap cleanup EXIT
 # generated runs are not all refused for tokens.
 KEY=$("$BIN" --data-dir "$WORK/data" admin account create contract --tokens 1000000 --json |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["api_key"])')
+# A second key of the same account that may only read: the third pass sends it, and every
+# operation that needs another scope must answer the documented 403.
+READ_KEY=$("$BIN" --data-dir "$WORK/data" admin key create contract --scopes read --json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["api_key"])')
 # The console's session is another account's (see below).
 CONSOLE_KEY=$("$BIN" --data-dir "$WORK/data" admin account create console --tokens 1000 --json |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["api_key"])')
@@ -103,15 +108,15 @@ ENDS_SESSION=(--exclude-operation-id delete_console_api_session --exclude-operat
 LAST=(--include-operation-id delete_console_api_session --include-operation-id delete_console_api_keys_id
     --phases examples,coverage,fuzzing)
 schemathesis() {
-    local junit=$1
+    local junit=$1 key=${PASS_KEY:-$KEY} examples=${PASS_EXAMPLES:-$MAX_EXAMPLES}
     shift
     # From the temporary directory: Schemathesis keeps a cache in ./.schemathesis.
     (cd "$WORK" && "$SCHEMATHESIS" run "$BASE/openapi.json" \
-        --header "X-API-KEY: $KEY" \
+        --header "X-API-KEY: $key" \
         --header "Cookie: $COOKIE" \
         --header "X-CSRF-Token: $CSRF" \
         --checks "$CHECKS" \
-        --max-examples "$MAX_EXAMPLES" \
+        --max-examples "$examples" \
         --seed "$SEED" \
         --workers 2 \
         --request-timeout 30 \
@@ -121,8 +126,10 @@ schemathesis() {
         --report junit --report-junit-path "$REPORT/$junit" "$@")
 }
 schemathesis junit.xml "${ENDS_SESSION[@]}" || status=$?
+# With the read-only key: fewer examples (most operations answer 403 before reading anything).
+PASS_KEY=$READ_KEY PASS_EXAMPLES=$(((MAX_EXAMPLES + 3) / 4)) schemathesis junit-read-only.xml "${ENDS_SESSION[@]}" || status=$?
 schemathesis junit-session-end.xml "${LAST[@]}" || status=$?
-echo "schemathesis: exit $status after $(($(date +%s) - started)) s; reports: $REPORT/junit.xml, $REPORT/junit-session-end.xml"
+echo "schemathesis: exit $status after $(($(date +%s) - started)) s; reports: $REPORT/junit.xml, $REPORT/junit-read-only.xml, $REPORT/junit-session-end.xml"
 
 if grep -n 'panicked' "$REPORT/serve.log"; then
     echo "the server panicked (see above)" >&2

@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { api, axe, recordViolations, policyViolations, shot, signIn, watchPolicy } from './helpers';
+import { api, axe, base, readKey, recordViolations, policyViolations, shot, signIn, watchPolicy } from './helpers';
 
 test('keys are shown once, listed by prefix and revoked; balance and ledger match the API', async ({ page }) => {
   await recordViolations(page);
@@ -8,11 +8,18 @@ test('keys are shown once, listed by prefix and revoked; balance and ledger matc
   const balance = (await api('/api/v2/user/tokens')).body.tokens;
   await expect(page.getByTestId('dashboard-balance')).toContainText(balance.toLocaleString('en-US'));
 
+  // A new key holds run and read unless chosen otherwise: this one, read only.
+  await expect(page.getByTestId('scope-run')).toBeChecked();
+  await expect(page.getByTestId('scope-workflows')).not.toBeChecked();
+  await page.getByTestId('scope-run').uncheck();
   await page.getByRole('button', { name: 'Create key' }).click();
   const shown = page.getByTestId('new-key');
   await expect(shown).toHaveText(/^atl_\w{40}$/);
   const created = (await shown.textContent())!;
   expect((await api('/api/v2/user/tokens', { apiKey: created })).status).toBe(200);
+  const refused = await api('/api/v3/run', { apiKey: created, method: 'POST', body: '{}' });
+  expect([refused.status, refused.body.error.name]).toEqual([403, 'Forbidden']);
+  await expect(page.getByTestId('key-row').first().getByTestId('key-scopes')).toHaveText('read');
   await page.getByRole('button', { name: 'Done' }).click();
   await expect(shown).toHaveCount(0);
   await page.reload();
@@ -30,4 +37,20 @@ test('keys are shown once, listed by prefix and revoked; balance and ledger matc
   await shot(page, 'dashboard');
   expect(errors).toEqual([]);
   expect(await policyViolations(page)).toEqual([]);
+});
+
+test('a read-only key signs in to a console that offers only what it may do', async ({ page }) => {
+  const errors = watchPolicy(page);
+  await signIn(page, readKey());
+  await expect(page.getByRole('heading', { name: 'API keys' })).toHaveCount(0);
+  await expect(page.getByTestId('ledger')).toBeVisible();
+  // The server refuses what the page hides.
+  const keys = await page.evaluate(async (url) => (await fetch(`${url}/console/api/keys`)).status, base());
+  expect(keys).toBe(403);
+  await page.goto(`${base()}/console/playground?tool=upscale`);
+  await expect(page.getByRole('button', { name: 'Run' })).toBeDisabled();
+  await page.goto(`${base()}/console/workflows`);
+  await expect(page.getByRole('heading', { name: 'Workflows' })).toBeVisible();
+  await expect(page.getByRole('button', { name: /^Delete / })).toHaveCount(0);
+  expect(errors.filter((e) => !e.includes('403'))).toEqual([]);
 });

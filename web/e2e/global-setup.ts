@@ -1,5 +1,6 @@
 // Starts `atelier serve` for the browser tests: ATELIER_BIN, else the newer of the release
-// and the debug binary; a temporary data directory; two accounts (one with tokens, one without);
+// and the debug binary; a temporary data directory; two accounts (one with tokens, one without)
+// and a read-only key of the first;
 // nodes slowed to 1.5 s so that running states can be seen and canceled. Tests read the
 // address and keys from the environment.
 import { execFileSync, spawn } from 'node:child_process';
@@ -23,6 +24,10 @@ export default async function globalSetup() {
       .api_key as string;
   process.env.ATELIER_KEY = account('e2e', 1000);
   process.env.ATELIER_POOR_KEY = account('poor', 0);
+  // A key of the first account that may only read (`atelier admin key create --scopes read`).
+  process.env.ATELIER_READ_KEY = JSON.parse(
+    execFileSync(bin, ['--data-dir', dir, 'admin', 'key', 'create', 'e2e', '--scopes', 'read', '--json']).toString(),
+  ).api_key as string;
 
   const server = spawn(bin, ['--data-dir', dir, 'serve', '--listen', '127.0.0.1:0', '--workers', '2'], {
     env: {

@@ -9,6 +9,7 @@ const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 export const base = () => process.env.ATELIER_URL!;
 export const key = () => process.env.ATELIER_KEY!;
 export const poorKey = () => process.env.ATELIER_POOR_KEY!;
+export const readKey = () => process.env.ATELIER_READ_KEY!;
 
 export async function signIn(page: Page, apiKey = key()) {
   await page.goto(`${base()}/console/`);

@@ -69,7 +69,7 @@ export function App() {
   else if (path === '/batches') page = <Batches />;
   else if (path.startsWith('/batches/')) page = <BatchDetail id={decodeURIComponent(path.slice(9))} ctx={ctx} />;
   else if (path === '/playground') page = <Playground route={route} ctx={ctx} />;
-  else if (path === '/workflows') page = <Workflows />;
+  else if (path === '/workflows') page = <Workflows ctx={ctx} />;
   else if (path === '/editor' || path.startsWith('/editor/')) page = <Editor name={path.length > 8 ? decodeURIComponent(path.slice(8)) : null} route={route} ctx={ctx} />;
   else page = <NotFound />;
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from typing import Any, Dict
 
 import httpx
@@ -17,6 +18,7 @@ from atelier_client import (
     Client,
     Deleted,
     FileUrlInvalid,
+    Forbidden,
     IdempotencyKeyReused,
     InsufficientTokens,
     InvalidImage,
@@ -279,6 +281,21 @@ def test_unauthorized_and_insufficient_tokens(server: Server, png: str) -> None:
             poor.run("upscale", {"image": png})
         assert (broke.value.required, broke.value.balance, broke.value.status_code) == (1, 0, 402)
         assert poor.runs().runs == []
+
+
+def test_a_key_without_the_scope_is_forbidden_and_changes_nothing(server: Server, png: str) -> None:
+    created = json.loads(server.admin("key", "create", "poor", "--scopes", "read", "--json"))
+    assert created["scopes"] == ["read"]
+    with Client(server.base_url, created["api_key"]) as reader:
+        assert reader.balance() == 0
+        with pytest.raises(Forbidden) as refused:
+            reader.run("upscale", {"image": png})
+        assert refused.value.status_code == 403
+        assert "'run' scope" in str(refused.value)
+        with pytest.raises(Forbidden):
+            reader.save_workflow("not-saved", {"nodes": [{"name": "Up", "tool": "upscale"}], "outputs": {"o": "Up.output"}})
+        assert reader.runs().runs == []
+        assert all(w.name != "not-saved" for w in reader.workflows())
 
 
 # --- v2 ------------------------------------------------------------------------------------------

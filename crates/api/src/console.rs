@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use atelier_core::params::stored_input_key;
+use atelier_core::scopes::{Scope, Scopes};
 use atelier_core::status::LedgerKind;
 use atelier_core::time::now_micros;
 use atelier_core::RequestError;
@@ -100,11 +101,15 @@ impl FromRequestParts<AppState> for SignedIn {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        if let Some(session) = parts.extensions.get::<Session>() {
-            return Ok(Self(session.clone()));
-        }
-        let session = authorize(&parts.method, &parts.headers, state).await?;
-        parts.extensions.insert(session.clone());
+        let session = match parts.extensions.get::<Session>() {
+            Some(session) => session.clone(),
+            None => {
+                let session = authorize(&parts.method, &parts.headers, state).await?;
+                parts.extensions.insert(session.clone());
+                session
+            }
+        };
+        crate::scopes::check(&parts.method, crate::extract::route(parts), session.account.scopes)?;
         Ok(Self(session))
     }
 }
@@ -200,12 +205,18 @@ fn set_cookie(headers: &HeaderMap, value: &str, max_age: i64) -> HeaderValue {
     HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static("atelier_session=; Max-Age=0"))
 }
 
-fn session_view(account: &str, csrf_token: &str, expires_at: i64, balance: i64) -> wire::Session {
+fn session_view(
+    account: &atelier_store::Account,
+    csrf_token: &str,
+    expires_at: i64,
+    balance: i64,
+) -> wire::Session {
     wire::Session {
-        account: account.to_string(),
+        account: account.name.clone(),
         csrf_token: csrf_token.to_string(),
         expires_at: format_time(expires_at),
         balance,
+        scopes: wire::Scope::list(account.scopes),
     }
 }
 
@@ -243,7 +254,7 @@ async fn sign_in(
     let made = state.store.create_session(&holder, limits).await?;
     let balance = state.store.balance(holder.account.id).await?;
     let max_age = i64::try_from(limits.absolute.as_secs()).unwrap_or(i64::MAX);
-    let view = session_view(&holder.account.name, &made.csrf_token, made.expires_at, balance);
+    let view = session_view(&holder.account, &made.csrf_token, made.expires_at, balance);
     let mut response = Json(view).into_response();
     response.headers_mut().insert(header::SET_COOKIE, set_cookie(&headers, &made.token, max_age));
     Ok(response)
@@ -254,7 +265,7 @@ async fn current(
     SignedIn(session): SignedIn,
 ) -> Result<Json<wire::Session>, ApiError> {
     let balance = state.store.balance(session.account.id).await?;
-    Ok(Json(session_view(&session.account.name, &session.csrf_token, session.expires_at, balance)))
+    Ok(Json(session_view(&session.account, &session.csrf_token, session.expires_at, balance)))
 }
 
 async fn sign_out(
@@ -278,6 +289,7 @@ fn key_view(key: &atelier_store::KeyRecord, current: i64) -> wire::Key {
         last_used: key.last_used.map(format_time),
         revoked_at: key.revoked_at.map(format_time),
         current: key.id == current,
+        scopes: wire::Scope::list(key.scopes),
     }
 }
 
@@ -289,12 +301,51 @@ async fn list_keys(
     Ok(Json(wire::KeyList { keys: keys.iter().map(|k| key_view(k, session.key_id)).collect() }))
 }
 
+/// A new key with the scopes the body names (`run` and `read` without a body), none beyond
+/// the session's own.
 async fn create_key(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
+    request: Request,
 ) -> Result<Json<wire::NewKey>, ApiError> {
-    let (record, key) = state.store.add_key(session.account.id).await?;
+    let body = crate::extract::body_bytes(request, &state).await?;
+    let scopes =
+        if body.iter().all(u8::is_ascii_whitespace) { Scopes::NEW_KEY } else { new_key_scopes(&body)? };
+    let beyond = scopes.beyond(session.account.scopes);
+    if !beyond.is_empty() {
+        return Err(ApiError::Forbidden(format!(
+            "a key cannot make a key with scopes it does not hold itself ({beyond})"
+        )));
+    }
+    let (record, key) = state.store.add_key(session.account.id, scopes).await?;
     Ok(Json(wire::NewKey { view: key_view(&record, session.key_id), key }))
+}
+
+/// The scopes of a `POST /console/api/keys` body: `{"scopes": ["run", "read"]}`.
+fn new_key_scopes(body: &[u8]) -> Result<Scopes, ApiError> {
+    let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(body) else {
+        return Err(RequestError::InvalidRequest("the body must be a JSON object".into()).into());
+    };
+    if let Some(name) = body.keys().find(|k| *k != "scopes") {
+        return Err(RequestError::invalid(name.as_str(), "unknown field (the body takes scopes)").into());
+    }
+    let invalid = || {
+        let allowed = Scope::NAMES.iter().map(|n| Value::from(*n)).collect();
+        RequestError::InvalidInput {
+            field: "scopes".into(),
+            reason: "a list of scope names".into(),
+            allowed: Some(allowed),
+        }
+    };
+    match body.get("scopes") {
+        None | Some(Value::Null) => Ok(Scopes::NEW_KEY),
+        Some(Value::Array(names)) => names
+            .iter()
+            .map(|name| name.as_str().and_then(|n| n.parse::<Scope>().ok()).ok_or_else(invalid))
+            .collect::<Result<Scopes, _>>()
+            .map_err(Into::into),
+        Some(_) => Err(invalid().into()),
+    }
 }
 
 async fn revoke_key(

@@ -12,8 +12,10 @@ use crate::body::RunBody;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The account of the `X-API-KEY` header. Extracted first in every
-/// handler, so a request without a valid key gets 401 before anything else.
+/// The account of the `X-API-KEY` header (or of the console's session, under
+/// `/console/api/v3`), whose key holds the scope the route needs ([`crate::scopes`]).
+/// Extracted first in every handler, so a request without a valid key gets 401, and one whose
+/// key lacks the scope 403, before anything else.
 pub struct Caller(pub Account);
 
 /// The account the rate-limit middleware authenticated, handed to [`Caller`] in the
@@ -39,15 +41,21 @@ impl FromRequestParts<AppState> for Caller {
             ))
             .into());
         }
-        if let Some(Authenticated(account)) = parts.extensions.remove::<Authenticated>() {
-            return Ok(Caller(account));
-        }
-        let key = api_key(&parts.headers).ok_or(ApiError::Unauthorized)?;
-        match state.store.authenticate(key).await? {
-            Some(account) => Ok(Caller(account)),
-            None => Err(ApiError::Unauthorized),
-        }
+        let account = match parts.extensions.remove::<Authenticated>() {
+            Some(Authenticated(account)) => account,
+            None => {
+                let key = api_key(&parts.headers).ok_or(ApiError::Unauthorized)?;
+                state.store.authenticate(key).await?.ok_or(ApiError::Unauthorized)?
+            }
+        };
+        crate::scopes::check(&parts.method, route(parts), account.scopes)?;
+        Ok(Caller(account))
     }
+}
+
+/// The route the request matched, as routed (`/api/v3/status/{run_id}`).
+pub(crate) fn route(parts: &Parts) -> &str {
+    parts.extensions.get::<axum::extract::MatchedPath>().map_or("", axum::extract::MatchedPath::as_str)
 }
 
 /// The name of the first query parameter that carries an API key: one named

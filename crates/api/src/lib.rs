@@ -13,7 +13,8 @@
 //! `/worker/v1`, worker tokens); the console's API (`console.rs`: sessions by cookie with CSRF
 //! and same-origin checks, keys, ledger, usage, run details and re-runs, and
 //! `/console/api/v3/*`, the v3 routes again behind the session); authentication; rate limits
-//! (`limits.rs`); idempotency keys (`idempotency.rs`); thin handlers over transport-free
+//! (`limits.rs`); which scope each operation needs, one table the extractors check and the
+//! OpenAPI document declares (`scopes.rs`); idempotency keys (`idempotency.rs`); thin handlers over transport-free
 //! operations (`ops.rs`); webhooks (`webhooks.rs`: the request fields, the secret and delivery
 //! endpoints, and a finished run's delivery body); live events and waiting requests over the
 //! change feed (`events.rs`); finished runs' statuses kept once rendered (`finished.rs`);
@@ -43,6 +44,7 @@ pub mod ops;
 mod probes;
 mod pull;
 pub mod render;
+pub mod scopes;
 pub mod settings;
 pub mod state;
 pub mod uploads;

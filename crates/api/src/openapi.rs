@@ -304,11 +304,19 @@ fn console_paths(paths: &mut Map<String, Value>) {
         "get": console_op("The session: account, CSRF token, expiry and balance", None, Some("Session"), &[], false),
         "delete": console_op("Sign out", None, None, &[], true),
     }));
+    let mut new_key = console_op(
+        "A new API key, shown once, with the scopes the body names (run and read without a body; never beyond the session's own)",
+        Some("NewKeyRequest"),
+        Some("NewKey"),
+        &[400, 422],
+        true,
+    );
+    new_key["requestBody"]["required"] = json!(false);
     paths.insert(
         "/console/api/keys".into(),
         json!({
             "get": console_op("The account's API keys, by prefix", None, Some("KeyList"), &[], false),
-            "post": console_op("A new API key, shown once", None, Some("NewKey"), &[], true),
+            "post": new_key,
         }),
     );
     let mut revoke = console_op(
@@ -574,15 +582,44 @@ checks them as `POST /api/v3/uploads` does. 409 Conflict where the storage is a 
         schemas.insert(format!("Tool_{}", tool.name), tool_schema(tool.params));
     }
     console_paths(&mut paths);
+    declare_scopes(&mut paths);
     links_and_examples(&mut paths, &mut schemas);
     json!({
         "openapi": "3.1.0",
         "info": {"title": "Atelier", "version": env!("CARGO_PKG_VERSION"),
                  "description": "Asynchronous fashion image generation: v3 unified runs and workflows, v2 per-tool endpoints. The web console's API (tag console) is under /console/api and authorized by a session cookie; /console/api/v3/* answers every /api/v3/* operation the same way for the signed-in account (a change also needs X-CSRF-Token)."},
         "paths": paths,
-        "components": {"schemas": schemas, "headers": headers(), "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-KEY"},
+        "components": {"schemas": schemas, "headers": headers(), "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-KEY", "description": "An API key. Each key holds scopes (run, read, workflows, webhooks, keys); an operation names the one it needs as its security requirement's scope and as x-atelier-scope, and a key without it gets 403 Forbidden"},
             "ConsoleSession": {"type": "apiKey", "in": "cookie", "name": "atelier_session", "description": "The console's session cookie, from POST /console/api/session (never accepted under /api)"}}},
     })
+}
+
+/// Every keyed operation says which scope it needs ([`crate::scopes`], the table the server
+/// enforces): as the scope of its security requirement, as `x-atelier-scope`, and in its 403
+/// answer.
+fn declare_scopes(paths: &mut Map<String, Value>) {
+    use crate::scopes::{needs, Needs};
+    for (path, item) in paths.iter_mut() {
+        let Some(item) = item.as_object_mut() else { continue };
+        for (method, operation) in item.iter_mut() {
+            let Some(Needs::Scope(scope)) = needs(&method.to_ascii_uppercase(), path) else { continue };
+            let Some(requirements) = operation["security"].as_array_mut() else { continue };
+            for requirement in requirements.iter_mut().filter_map(Value::as_object_mut) {
+                for scopes in requirement.values_mut() {
+                    *scopes = json!([scope.as_str()]);
+                }
+            }
+            operation["x-atelier-scope"] = json!(scope.as_str());
+            let lacks = format!("The key lacks the '{scope}' scope (Forbidden)");
+            let responses = &mut operation["responses"];
+            match responses["403"]["description"].as_str() {
+                Some(csrf) => responses["403"]["description"] = json!(format!("{lacks}; or: {csrf}")),
+                None => {
+                    responses["403"] = json!({"description": lacks, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}});
+                }
+            }
+        }
+    }
 }
 
 /// A 16×16 PNG (a red rectangle on grey) as a data URI: the image of the request examples.

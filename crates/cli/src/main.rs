@@ -199,7 +199,17 @@ enum KeyCmd {
         /// [outputs] min_retention_secs to max_retention_secs; 0 is zero retention.
         #[arg(long, value_name = "SECS")]
         retention_secs: Option<u64>,
+        /// What the key may do, comma-separated: run, read, workflows, webhooks, keys
+        /// (default: run,read).
+        #[arg(long, value_name = "SCOPES", default_value = "run,read")]
+        scopes: atelier_core::scopes::Scopes,
+        /// Print {"account": NAME, "api_key": KEY, "scopes": [...]}.
+        #[arg(long)]
+        json: bool,
     },
+    /// Set what a key (given in full or by its prefix) may do, comma-separated: run, read,
+    /// workflows, webhooks, keys. From its next request on, console sessions included.
+    Scopes { key: String, scopes: atelier_core::scopes::Scopes },
     /// Set how long the outputs of the runs made with a key (given in full or by its prefix)
     /// are kept, in seconds (0: zero retention, outputs handed back inline and never stored),
     /// or `default` for the operator's; a run's own retention_secs still wins.
@@ -581,18 +591,33 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
                 );
             }
         }
-        StoreAdmin::Key(KeyCmd::Create { account, priority, retention_secs }) => {
+        StoreAdmin::Key(KeyCmd::Create { account, priority, retention_secs, scopes, json }) => {
             if let Some(secs) = retention_secs {
                 config.retention_policy().check(secs).map_err(|e| anyhow::anyhow!("--retention-secs {e}"))?;
             }
-            let key = store.create_key(&account).await.with_context(|| format!("account '{account}'"))?;
+            if scopes.is_empty() {
+                bail!("--scopes: name at least one of run, read, workflows, webhooks, keys");
+            }
+            let key =
+                store.create_key(&account, scopes).await.with_context(|| format!("account '{account}'"))?;
             if priority.is_some() {
                 store.set_key_priority(&key, priority).await.context("setting the key's priority")?;
             }
             if retention_secs.is_some() {
                 store.set_key_retention(&key, retention_secs).await.context("setting the key's retention")?;
             }
-            println!("{key}");
+            if json {
+                println!("{}", json!({"account": account, "api_key": key, "scopes": scopes}));
+            } else {
+                println!("{key}");
+            }
+        }
+        StoreAdmin::Key(KeyCmd::Scopes { key, scopes }) => {
+            if scopes.is_empty() {
+                bail!("name at least one scope of run, read, workflows, webhooks, keys");
+            }
+            let info = store.set_key_scopes(&key, scopes).await.context("no active key matches")?;
+            println!("Key {}… of account '{}' may now: {}.", info.prefix, info.account, info.scopes);
         }
         StoreAdmin::Key(KeyCmd::Retention { key, secs }) => {
             let secs = match secs {

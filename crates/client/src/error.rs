@@ -169,7 +169,8 @@ pub enum Error {
         /// The server's message.
         message: String,
     },
-    /// 403 (console routes): a change without the session's CSRF token.
+    /// 403: the API key does not hold the scope the operation needs (the message names it;
+    /// nothing changed); on console routes also a change without the session's CSRF token.
     #[error("Forbidden: {message}")]
     Forbidden {
         /// The server's message.

@@ -25,7 +25,8 @@
 //! which renders a set of them for SQL (`status.rs`); time as stored and shown (`time.rs`);
 //! request errors and the typed node error `NodeError` / `NodeErrorName` (`error.rs`); the v2 →
 //! v3 mapping (`v2.rs`); webhook signatures as Standard Webhooks defines them, signing and
-//! verifying (`webhook.rs`); signed output URLs, signing and checking (`file_urls.rs`); the engines as the API shows them (`engines.rs`: `EngineKind`,
+//! verifying (`webhook.rs`); signed output URLs, signing and checking (`file_urls.rs`); what an API key may do
+//! (`scopes.rs`: `Scope`, `Scopes`); the engines as the API shows them (`engines.rs`: `EngineKind`,
 //! `ToolRoute`, `EndpointHealth`, and the `EngineDirectory` trait the API reads).
 //!
 //! Not here: any I/O: no database, network or files.
@@ -41,6 +42,7 @@ pub mod keys;
 pub mod media;
 pub mod params;
 pub mod plan;
+pub mod scopes;
 pub mod status;
 pub mod time;
 pub mod tools;

@@ -1,5 +1,6 @@
 //! Accounts, API keys, the ledger and console sessions as callers see them.
 
+use atelier_core::scopes::Scopes;
 use atelier_core::status::Priority;
 
 use atelier_core::time::Micros;
@@ -18,6 +19,9 @@ pub struct Account {
     /// The key the caller authenticated with (directly or through a console session);
     /// `None` when the account was found by name.
     pub key_id: Option<i64>,
+    /// What the key the caller authenticated with may do; every scope when the account was
+    /// found by name (the operator).
+    pub scopes: Scopes,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +29,7 @@ pub struct KeyInfo {
     pub prefix: String,
     pub account: String,
     pub revoked: bool,
+    pub scopes: Scopes,
 }
 
 /// An API key as its account's listing shows it: never the key, only its prefix.
@@ -37,6 +42,7 @@ pub struct KeyRecord {
     /// When a request last authenticated with it, to the minute (`None`: never).
     pub last_used: Option<Micros>,
     pub revoked_at: Option<Micros>,
+    pub scopes: Scopes,
 }
 
 /// The account and key a full API key authenticates.

@@ -23,6 +23,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0018_deletion.sql"),
     include_str!("../migrations/sqlite/0019_retention.sql"),
     include_str!("../migrations/sqlite/0020_batch_deletion.sql"),
+    include_str!("../migrations/sqlite/0021_scopes.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -46,4 +47,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0018_deletion.sql"),
     include_str!("../migrations/postgres/0019_retention.sql"),
     include_str!("../migrations/postgres/0020_batch_deletion.sql"),
+    include_str!("../migrations/postgres/0021_scopes.sql"),
 ];

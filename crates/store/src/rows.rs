@@ -1,6 +1,7 @@
 //! Rows decoded into records, the same on both backends: both schemas keep JSON in text
 //! columns, integers in 64-bit columns and flags as booleans (SQLite's 0/1 read as such).
 
+use atelier_core::scopes::Scopes;
 use atelier_core::status::Priority;
 
 use crate::account::Account;
@@ -134,6 +135,11 @@ fn key_priority(row: &dyn RowRead) -> Result<Priority> {
     row.opt_text("key_priority")?.map(parse_text).transpose().map(Option::unwrap_or_default)
 }
 
+/// A key's scopes (`api_keys.scopes`, read as `key_scopes`, or as `scopes`).
+fn scopes(row: &dyn RowRead, column: &str) -> Result<Scopes> {
+    row.text(column)?.parse().map_err(|e: String| StoreError::Corrupt(format!("api_keys.scopes: {e}")))
+}
+
 /// A key's retention (`api_keys.retention_secs`, read as `key_retention`).
 fn key_retention(row: &dyn RowRead) -> Result<Option<u64>> {
     Ok(row.opt_int("key_retention")?.and_then(|s| u64::try_from(s).ok()))
@@ -147,6 +153,7 @@ impl FromRow for Account {
             priority: Priority::default(),
             retention_secs: None,
             key_id: None,
+            scopes: Scopes::ALL,
         })
     }
 }
@@ -165,6 +172,7 @@ impl FromRow for KeyUse {
                     priority: key_priority(row)?,
                     retention_secs: key_retention(row)?,
                     key_id: Some(row.int("key_id")?),
+                    scopes: scopes(row, "key_scopes")?,
                     ..Account::from_row(row)?
                 },
                 key_id: row.int("key_id")?,
@@ -195,6 +203,7 @@ impl FromRow for KeyRecord {
             created_at: row.int("created_at")?,
             last_used: row.opt_int("last_used")?,
             revoked_at: row.opt_int("revoked_at")?,
+            scopes: scopes(row, "scopes")?,
         })
     }
 }
@@ -247,6 +256,7 @@ impl FromRow for SessionRow {
                     priority: key_priority(row)?,
                     retention_secs: key_retention(row)?,
                     key_id: Some(row.int("key_id")?),
+                    scopes: scopes(row, "key_scopes")?,
                 },
                 key_id: row.int("key_id")?,
                 csrf_token: row.text("csrf_token")?.to_owned(),
@@ -263,6 +273,18 @@ pub(crate) struct KeyRow {
     pub id: i64,
     pub prefix: String,
     pub account: String,
+    pub scopes: Scopes,
+}
+
+impl KeyRow {
+    pub(crate) fn info(&self) -> crate::account::KeyInfo {
+        crate::account::KeyInfo {
+            prefix: self.prefix.clone(),
+            account: self.account.clone(),
+            revoked: false,
+            scopes: self.scopes,
+        }
+    }
 }
 
 impl FromRow for KeyRow {
@@ -271,6 +293,7 @@ impl FromRow for KeyRow {
             id: row.int("id")?,
             prefix: row.text("prefix")?.to_owned(),
             account: row.text("name")?.to_owned(),
+            scopes: scopes(row, "scopes")?,
         })
     }
 }

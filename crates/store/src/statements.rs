@@ -56,9 +56,9 @@ pub(crate) const CREATE_ACCOUNT: &str = "INSERT INTO accounts (name, balance, cr
      ON CONFLICT (name) DO NOTHING RETURNING id";
 pub(crate) const ACCOUNT_BY_NAME: &str = "SELECT id, name FROM accounts WHERE name = $1";
 pub(crate) const COUNT_ACCOUNTS: &str = "SELECT COUNT(*) FROM accounts";
-/// `$1` account, `$2` digest, `$3` prefix, `$4` now.
-pub(crate) const INSERT_KEY: &str =
-    "INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES ($1, $2, $3, $4) RETURNING id";
+/// `$1` account, `$2` digest, `$3` prefix, `$4` now, `$5` scopes.
+pub(crate) const INSERT_KEY: &str = "INSERT INTO api_keys (account_id, digest, prefix, created_at, scopes)
+     VALUES ($1, $2, $3, $4, $5) RETURNING id";
 // Pull workers' tokens.
 
 pub(crate) const INSERT_WORKER_TOKEN: &str =
@@ -82,26 +82,31 @@ pub(crate) const TOUCH_WORKER_TOKEN: &str =
 
 /// Active keys whose digest is `$1` or whose prefix is `$2`.
 pub(crate) const ACTIVE_KEYS_MATCHING: &str =
-    "SELECT k.id, k.prefix, a.name FROM api_keys k JOIN accounts a ON a.id = k.account_id
+    "SELECT k.id, k.prefix, a.name, k.scopes FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.revoked_at IS NULL AND (k.digest = $1 OR k.prefix = $2)";
 pub(crate) const REVOKE_KEY: &str = "UPDATE api_keys SET revoked_at = $1 WHERE id = $2";
 /// `$1` lane (or NULL: normal), `$2` key.
 pub(crate) const SET_KEY_PRIORITY: &str = "UPDATE api_keys SET priority = $1 WHERE id = $2";
 /// `$1` seconds (or NULL: the operator's default), `$2` key.
 pub(crate) const SET_KEY_RETENTION: &str = "UPDATE api_keys SET retention_secs = $1 WHERE id = $2";
-/// `$1` digest → the account (`id`, `name`), the key (`key_id`) and when it was last used.
+/// `$1` scopes (text form), `$2` key.
+pub(crate) const SET_KEY_SCOPES: &str = "UPDATE api_keys SET scopes = $1 WHERE id = $2";
+/// `$1` digest → the account (`id`, `name`), the key (`key_id`, its lane, retention and
+/// scopes) and when it was last used.
 pub(crate) const AUTHENTICATE: &str =
     "SELECT a.id, a.name, k.id AS key_id, k.last_used, k.priority AS key_priority,
-            k.retention_secs AS key_retention
+            k.retention_secs AS key_retention, k.scopes AS key_scopes
      FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.digest = $1 AND k.revoked_at IS NULL";
 /// `$1` now, `$2` key, `$3` the oldest `last_used` left as it is (it is kept to the minute).
 pub(crate) const TOUCH_KEY: &str =
     "UPDATE api_keys SET last_used = $1 WHERE id = $2 AND (last_used IS NULL OR last_used < $3)";
-pub(crate) const LIST_KEYS: &str = "SELECT id, prefix, created_at, last_used, revoked_at FROM api_keys
+pub(crate) const LIST_KEYS: &str =
+    "SELECT id, prefix, created_at, last_used, revoked_at, scopes FROM api_keys
      WHERE account_id = $1 ORDER BY id DESC";
 /// `$1` key, `$2` account.
-pub(crate) const KEY_OF_ACCOUNT: &str = "SELECT id, prefix, created_at, last_used, revoked_at FROM api_keys
+pub(crate) const KEY_OF_ACCOUNT: &str =
+    "SELECT id, prefix, created_at, last_used, revoked_at, scopes FROM api_keys
      WHERE id = $1 AND account_id = $2";
 /// `$1` now, `$2` key, `$3` account: changes nothing when the key is not the account's or is
 /// revoked already.
@@ -139,7 +144,7 @@ pub(crate) const DELETE_ENDED_SESSIONS: &str =
 /// `$1` digest, `$2` now, `$3` idle cutoff: a live session whose key is not revoked.
 pub(crate) const SESSION_BY_DIGEST: &str =
     "SELECT s.id, s.account_id, a.name, s.key_id, s.csrf_token, s.created_at, s.last_seen, s.expires_at,
-            k.priority AS key_priority, k.retention_secs AS key_retention
+            k.priority AS key_priority, k.retention_secs AS key_retention, k.scopes AS key_scopes
      FROM sessions s JOIN accounts a ON a.id = s.account_id JOIN api_keys k ON k.id = s.key_id
      WHERE s.digest = $1 AND k.revoked_at IS NULL AND s.expires_at > $2 AND s.last_seen > $3";
 pub(crate) const TOUCH_SESSION: &str = "UPDATE sessions SET last_seen = $1 WHERE id = $2";

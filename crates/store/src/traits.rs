@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use atelier_core::scopes::Scopes;
 use atelier_core::status::Priority;
 use atelier_core::NodeError;
 use serde_json::Value;
@@ -182,13 +183,14 @@ pub trait Lifecycle: Send + Sync + 'static {
 /// Accounts, keys and the token ledger.
 #[async_trait]
 pub trait Accounts: Send + Sync {
-    /// Creates an account with an initial grant and its first API key.
+    /// Creates an account with an initial grant and its first API key, which holds every
+    /// scope (the account's owner makes narrower keys with it).
     /// Returns the account and the key (shown once; only its digest is kept).
     async fn create_account(&self, name: &str, tokens: i64) -> Result<(Account, String)>;
     async fn account(&self, name: &str) -> Result<Account>;
     async fn account_count(&self) -> Result<i64>;
-    /// A new key for an existing account.
-    async fn create_key(&self, account: &str) -> Result<String>;
+    /// A new key for an existing account, holding `scopes`.
+    async fn create_key(&self, account: &str, scopes: Scopes) -> Result<String>;
     /// Revokes a key given in full or by its shown prefix (`atl_abcd`).
     /// A prefix must match exactly one active key.
     async fn revoke_key(&self, key_or_prefix: &str) -> Result<KeyInfo>;
@@ -198,6 +200,9 @@ pub trait Accounts: Send + Sync {
     /// Sets the retention of an active key's runs, in seconds (`None`: the operator's default;
     /// 0: zero retention). The caller checks it against the operator's range.
     async fn set_key_retention(&self, key_or_prefix: &str, secs: Option<u64>) -> Result<KeyInfo>;
+    /// Sets what an active key, given in full or by its prefix, may do; from the next request
+    /// on (its console sessions too).
+    async fn set_key_scopes(&self, key_or_prefix: &str, scopes: Scopes) -> Result<KeyInfo>;
     /// The account a key belongs to, if the key exists and is not revoked.
     async fn authenticate(&self, key: &str) -> Result<Option<Account>>;
     /// [`Accounts::authenticate`], with the key's id. Records when the key was last used, to
@@ -205,8 +210,9 @@ pub trait Accounts: Send + Sync {
     async fn authenticate_key(&self, key: &str) -> Result<Option<KeyHolder>>;
     /// An account's keys, revoked ones too, newest first.
     async fn list_keys(&self, account_id: i64) -> Result<Vec<KeyRecord>>;
-    /// A new key for an account: its listing record and the key (shown once).
-    async fn add_key(&self, account_id: i64) -> Result<(KeyRecord, String)>;
+    /// A new key for an account, holding `scopes`: its listing record and the key (shown
+    /// once). The caller checks that its own key holds them.
+    async fn add_key(&self, account_id: i64, scopes: Scopes) -> Result<(KeyRecord, String)>;
     /// Revokes one of the account's keys by id, and ends the sessions signed in with it.
     /// `NotFound` when the account has no such key, `Conflict` when it is revoked already.
     async fn revoke_account_key(&self, account_id: i64, key_id: i64) -> Result<KeyRecord>;

@@ -15,6 +15,7 @@ backend_tests! {
     accounts_keys_and_grants(StoreConfig::default());
     keys_are_revoked_by_prefix_when_it_is_unambiguous(StoreConfig::default());
     a_keys_lane_comes_with_the_account_it_authenticates(StoreConfig::default());
+    a_keys_scopes_come_with_the_account_it_authenticates_and_its_sessions(StoreConfig::default());
     concurrent_account_creation_conflicts(StoreConfig::default());
     account_workflows_shadow_templates(StoreConfig::default());
     workflow_names_in_any_script_are_kept_exactly_and_sorted_by_code_point(StoreConfig::default());
@@ -44,11 +45,42 @@ async fn worker_tokens_are_kept_as_digests_and_revoked_by_prefix(store: SharedSt
     assert!(matches!(store.revoke_worker_token("atw_nope").await, Err(StoreError::NotFound)));
 }
 
+async fn a_keys_scopes_come_with_the_account_it_authenticates_and_its_sessions(store: SharedStore) {
+    use atelier_core::scopes::Scopes;
+    let (acct, owner) = store.create_account("acme", 10).await.unwrap();
+    assert_eq!(acct.scopes, Scopes::ALL, "the first key of an account holds every scope");
+    assert_eq!(store.authenticate(&owner).await.unwrap().unwrap().scopes, Scopes::ALL);
+    let reader = store.create_key("acme", "read".parse().unwrap()).await.unwrap();
+    let holder = store.authenticate_key(&reader).await.unwrap().unwrap();
+    assert_eq!(holder.account.scopes.to_string(), "read");
+    let (record, made) = store.add_key(acct.id, Scopes::NEW_KEY).await.unwrap();
+    assert_eq!(record.scopes, Scopes::NEW_KEY);
+    assert_eq!(store.authenticate(&made).await.unwrap().unwrap().scopes, Scopes::NEW_KEY);
+
+    // A session carries its key's scopes, and sees a change of them at its next request.
+    let limits = atelier_store::SessionLimits::default();
+    let session = store.create_session(&holder, limits).await.unwrap();
+    let seen = store.session(&session.token, limits).await.unwrap().unwrap();
+    assert_eq!(seen.account.scopes.to_string(), "read");
+    let info =
+        store.set_key_scopes(&ids::key_prefix(&reader), "read,workflows".parse().unwrap()).await.unwrap();
+    assert_eq!((info.account.as_str(), info.scopes.to_string()), ("acme", "read,workflows".to_string()));
+    assert_eq!(store.authenticate(&reader).await.unwrap().unwrap().scopes.to_string(), "read,workflows");
+    let seen = store.session(&session.token, limits).await.unwrap().unwrap();
+    assert_eq!(seen.account.scopes.to_string(), "read,workflows");
+
+    let listed = store.list_keys(acct.id).await.unwrap();
+    let scopes: Vec<String> = listed.iter().map(|k| k.scopes.to_string()).collect();
+    assert_eq!(scopes, ["run,read", "read,workflows", "run,read,workflows,webhooks,keys"], "newest first");
+    assert_eq!(store.account("acme").await.unwrap().scopes, Scopes::ALL, "found by name: the operator");
+    assert!(matches!(store.set_key_scopes("atl_nope", Scopes::ALL).await, Err(StoreError::NotFound)));
+}
+
 async fn a_keys_lane_comes_with_the_account_it_authenticates(store: SharedStore) {
     use atelier_core::status::Priority;
     let (acct, key) = store.create_account("acme", 10).await.unwrap();
     assert_eq!(acct.priority, Priority::Normal);
-    let other = store.create_key("acme").await.unwrap();
+    let other = store.create_key("acme", atelier_core::scopes::Scopes::ALL).await.unwrap();
     let info = store.set_key_priority(&ids::key_prefix(&key), Some(Priority::Bulk)).await.unwrap();
     assert_eq!((info.account.as_str(), info.revoked), ("acme", false));
     assert_eq!(store.authenticate(&key).await.unwrap().unwrap().priority, Priority::Bulk);
@@ -83,8 +115,11 @@ async fn accounts_keys_and_grants(store: SharedStore) {
     assert!(store.grant("acme", 0).await.is_err());
     assert!(matches!(store.grant("nobody", 5).await, Err(StoreError::NotFound)));
 
-    let second = store.create_key("acme").await.unwrap();
-    assert!(matches!(store.create_key("nobody").await, Err(StoreError::NotFound)));
+    let second = store.create_key("acme", atelier_core::scopes::Scopes::ALL).await.unwrap();
+    assert!(matches!(
+        store.create_key("nobody", atelier_core::scopes::Scopes::ALL).await,
+        Err(StoreError::NotFound)
+    ));
     let revoked = store.revoke_key(&key).await.unwrap();
     assert_eq!(
         (revoked.prefix, revoked.account, revoked.revoked),

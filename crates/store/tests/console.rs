@@ -28,7 +28,7 @@ backend_tests! {
 
 async fn keys_are_listed_by_prefix_with_their_last_use(store: SharedStore) {
     let (acct, first) = store.create_account("acme", 0).await.unwrap();
-    let (record, second) = store.add_key(acct.id).await.unwrap();
+    let (record, second) = store.add_key(acct.id, atelier_core::scopes::Scopes::ALL).await.unwrap();
     assert_eq!(record.prefix, ids::key_prefix(&second));
     assert_eq!((record.last_used, record.revoked_at), (None, None));
 
@@ -106,7 +106,7 @@ async fn sessions_live_until_signed_out_idle_expired_or_their_key_is_revoked(sto
     // Revoking the key ends every session made with it, through the console or the CLI.
     store.revoke_account_key(acct.id, holder.key_id).await.unwrap();
     assert_eq!(store.session(&other.token, limits).await.unwrap(), None);
-    let second = store.create_key("acme").await.unwrap();
+    let second = store.create_key("acme", atelier_core::scopes::Scopes::ALL).await.unwrap();
     let holder = store.authenticate_key(&second).await.unwrap().unwrap();
     let live = store.create_session(&holder, limits).await.unwrap();
     store.revoke_key(&second).await.unwrap();

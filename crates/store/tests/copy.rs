@@ -114,7 +114,7 @@ async fn source() -> Source {
     let path = dir.path().join("atelier.db");
     let store = SqliteStore::open(&path, StoreConfig::default()).await.unwrap();
     let (acme, revoked) = store.create_account("acme", 20).await.unwrap();
-    let key = store.create_key("acme").await.unwrap();
+    let key = store.create_key("acme", atelier_core::scopes::Scopes::ALL).await.unwrap();
     store.revoke_key(&revoked).await.unwrap();
     // A console session, signed in with the key that stays.
     let holder = store.authenticate_key(&key).await.unwrap().unwrap();
@@ -376,7 +376,7 @@ async fn everything_is_copied_with_its_ids_and_verified() {
         .await
         .unwrap();
     assert!(flow > max_flow, "{flow} after {max_flow}");
-    target.create_key("acme").await.unwrap();
+    target.create_key("acme", atelier_core::scopes::Scopes::ALL).await.unwrap();
     assert_eq!(target.grant("acme", 1).await.unwrap(), 26);
 
     // A second copy into the now populated target is refused and writes nothing.

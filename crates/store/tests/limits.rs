@@ -68,7 +68,7 @@ backend_tests! {
 async fn the_key_queue_cap_counts_the_runs_of_one_key(store: SharedStore) {
     let (a, first_key) = store.create_account("a", 100).await.unwrap();
     let first = store.authenticate_key(&first_key).await.unwrap().unwrap().key_id;
-    let (second, _) = store.add_key(a.id).await.unwrap();
+    let (second, _) = store.add_key(a.id, atelier_core::scopes::Scopes::ALL).await.unwrap();
     let by = |key_id| Queueing { key_id, ..Queueing::default() };
     let submit_by = |key_id| {
         let store = store.clone();

@@ -87,7 +87,7 @@ async fn each_run_expires_after_its_own_retention_and_zero_holds_outputs_inline(
 async fn a_keys_retention_is_read_with_the_key(store: SharedStore) {
     let (_, first) = store.create_account("a", 0).await.unwrap();
     assert_eq!(store.authenticate(&first).await.unwrap().unwrap().retention_secs, None);
-    let key = store.create_key("a").await.unwrap();
+    let key = store.create_key("a", atelier_core::scopes::Scopes::ALL).await.unwrap();
     let info = store.set_key_retention(&key, Some(0)).await.unwrap();
     assert_eq!((info.account.as_str(), info.revoked), ("a", false));
     assert_eq!(store.authenticate(&key).await.unwrap().unwrap().retention_secs, Some(0));

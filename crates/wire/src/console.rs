@@ -29,6 +29,56 @@ pub struct Session {
     pub expires_at: String,
     /// The account's available balance.
     pub balance: i64,
+    /// What the key this session signed in with may do: the session may do the same.
+    pub scopes: Vec<Scope>,
+}
+
+/// One thing an API key may do (`atelier_core::scopes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Submit, cancel and delete runs and batches; upload images.
+    Run,
+    /// Read runs, batches, outputs, events, estimates, tools, workflows and the balance.
+    Read,
+    /// Save and delete workflows.
+    Workflows,
+    /// Read and rotate the webhook secret, read delivery logs, replay deliveries.
+    Webhooks,
+    /// Create, list and revoke the account's keys (never with scopes beyond its own).
+    Keys,
+    /// A scope this version does not know.
+    #[serde(other)]
+    #[schemars(skip)]
+    Unknown,
+}
+
+wire_enum!(Scope {
+    Run => "run",
+    Read => "read",
+    Workflows => "workflows",
+    Webhooks => "webhooks",
+    Keys => "keys",
+});
+
+impl Scope {
+    /// A set of scopes as listed on the wire, in their fixed order.
+    pub fn list(scopes: atelier_core::scopes::Scopes) -> Vec<Self> {
+        scopes.iter().map(Self::from).collect()
+    }
+}
+
+impl From<atelier_core::scopes::Scope> for Scope {
+    fn from(s: atelier_core::scopes::Scope) -> Self {
+        use atelier_core::scopes::Scope as S;
+        match s {
+            S::Run => Self::Run,
+            S::Read => Self::Read,
+            S::Workflows => Self::Workflows,
+            S::Webhooks => Self::Webhooks,
+            S::Keys => Self::Keys,
+        }
+    }
 }
 
 /// An API key of the account, by prefix (the key itself is shown once, when made).
@@ -46,6 +96,17 @@ pub struct Key {
     pub revoked_at: Option<String>,
     /// The key this session signed in with.
     pub current: bool,
+    /// What the key may do.
+    pub scopes: Vec<Scope>,
+}
+
+/// The body of `POST /console/api/keys` (optional): the new key's scopes, `run` and `read`
+/// when left out; never beyond the session's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NewKeyRequest {
+    /// What the new key may do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<Scope>>,
 }
 
 /// A new API key: its view and the key itself.

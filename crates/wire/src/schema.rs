@@ -191,6 +191,7 @@ const ROOTS: &[Add] = &[
     add::<console::Session>,
     add::<console::KeyList>,
     add::<console::NewKey>,
+    add::<console::NewKeyRequest>,
     add::<console::Ledger>,
     add::<console::Usage>,
     add::<console::RunDetail>,
@@ -213,6 +214,7 @@ mod tests {
         assert_eq!(schemas["Fidelity"]["enum"], serde_json::json!(atelier_core::tools::Fidelity::NAMES));
         assert_eq!(schemas["OutputKind"]["enum"], serde_json::json!(atelier_core::tools::OutputKind::NAMES));
         assert_eq!(schemas["EngineKind"]["enum"], serde_json::json!(["builtin", "comfyui", "cog", "onnx"]));
+        assert_eq!(schemas["Scope"]["enum"], serde_json::json!(atelier_core::scopes::Scope::NAMES));
     }
 
     #[test]

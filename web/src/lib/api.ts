@@ -92,6 +92,7 @@ export function explain(error: unknown): string {
 // (./wire.ts), under the names the pages use.
 
 export type Session = wire.Session;
+export type Scope = wire.Scope;
 export type ParamType = wire.ParamKind;
 export type ParamSpec = wire.ToolParam;
 export type Tool = wire.Tool;

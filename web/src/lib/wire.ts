@@ -256,6 +256,8 @@ export interface Key {
   revoked_at: string | null;
   /** The key this session signed in with. */
   current: boolean;
+  /** What the key may do. */
+  scopes: Scope[];
 }
 
 /** The account's API keys. */
@@ -310,8 +312,16 @@ export interface NewKey {
   revoked_at: string | null;
   /** The key this session signed in with. */
   current: boolean;
+  /** What the key may do. */
+  scopes: Scope[];
   /** The key itself: shown this once. */
   key: string;
+}
+
+/** The body of `POST /console/api/keys` (optional): the new key's scopes, `run` and `read` when left out; never beyond the session's own. */
+export interface NewKeyRequest {
+  /** What the new key may do. */
+  scopes?: Scope[];
 }
 
 /** The data of a `node` event of /api/v3/status/{run_id}/events: a node's state or progress changed. */
@@ -518,6 +528,9 @@ export interface RunSummary {
   priority: Priority | null;
 }
 
+/** One thing an API key may do (`atelier_core::scopes`). */
+export type Scope = "run" | "read" | "workflows" | "webhooks" | "keys";
+
 /** A console session: the account, the CSRF token that changes need, its expiry and the balance. */
 export interface Session {
   /** The account's name. */
@@ -528,6 +541,8 @@ export interface Session {
   expires_at: string;
   /** The account's available balance. */
   balance: number;
+  /** What the key this session signed in with may do: the session may do the same. */
+  scopes: Scope[];
 }
 
 /** The body of a sign-in. */

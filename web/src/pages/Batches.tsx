@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { SessionContext } from '../lib/session';
+import { can, type SessionContext } from '../lib/session';
 import { explain, get, post, type Batch, type BatchItemList, type BatchList } from '../lib/api';
 import { when } from '../lib/format';
 import { useBatchFollow, useInterval, useLoad } from '../lib/hooks';
@@ -140,10 +140,10 @@ export function BatchDetail({ id, ctx }: { id: string; ctx: SessionContext }) {
         ))}
       </div>
       <div className="row">
-        {counts.failed > 0 && b.status !== 'canceled' && (
+        {counts.failed > 0 && b.status !== 'canceled' && can(ctx.session, 'run') && (
           <button type="button" disabled={busy} onClick={() => act('retry')}>Retry {counts.failed.toLocaleString()} failed</button>
         )}
-        {running && <button type="button" className="danger" disabled={busy} onClick={() => act('cancel')}>Cancel batch</button>}
+        {running && can(ctx.session, 'run') && <button type="button" className="danger" disabled={busy} onClick={() => act('cancel')}>Cancel batch</button>}
         <a className="button" href={`/console/api${path}/results.jsonl`} download={`${b.id}.jsonl`}>Download results (JSON lines)</a>
         <a className="button" href={`/console/api${path}/results.zip`} download={`${b.id}.zip`}>Download outputs (ZIP)</a>
       </div>

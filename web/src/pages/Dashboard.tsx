@@ -1,6 +1,6 @@
 import { useState } from 'react';
-import type { SessionContext } from '../lib/session';
-import { del, explain, get, post, type Key, type LedgerEntry, type UsageDay } from '../lib/api';
+import { can, type SessionContext } from '../lib/session';
+import { del, explain, get, post, type Key, type LedgerEntry, type Scope, type UsageDay } from '../lib/api';
 import { when } from '../lib/format';
 import { useLoad } from '../lib/hooks';
 import { Link } from '../lib/router';
@@ -17,16 +17,30 @@ export function Dashboard({ ctx }: { ctx: SessionContext }) {
           </p>
           <p className="hint">Grants minus charges minus open reservations. Grants come from the operator.</p>
         </div>
-        <Usage />
+        {can(ctx.session, 'read') && <Usage />}
       </div>
-      <Keys ctx={ctx} />
-      <Ledger />
+      {can(ctx.session, 'keys') && <Keys ctx={ctx} />}
+      {can(ctx.session, 'read') && <Ledger />}
     </section>
   );
 }
 
+/** Every scope, in the server's order, with what it allows. */
+const SCOPES: [Scope, string][] = [
+  ['run', 'submit, cancel and delete runs and batches; upload images'],
+  ['read', 'read runs, outputs, workflows, tools, the balance'],
+  ['workflows', 'save and delete workflows'],
+  ['webhooks', 'the webhook secret and delivery logs'],
+  ['keys', 'create, list and revoke keys'],
+];
+
 function Keys({ ctx }: { ctx: SessionContext }) {
   const keys = useLoad(() => get<{ keys: Key[] }>('/keys'), []);
+  // A new key holds run and read unless chosen otherwise, never more than this session's key.
+  const held = ctx.session.scopes;
+  const [chosen, setChosen] = useState<Scope[]>(() => (['run', 'read'] as Scope[]).filter((s) => held.includes(s)));
+  const toggle = (scope: Scope) =>
+    setChosen((now) => (now.includes(scope) ? now.filter((s) => s !== scope) : [...now, scope]));
   const [shown, setShown] = useState<string | null>(null);
   const [copied, setCopied] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -34,7 +48,7 @@ function Keys({ ctx }: { ctx: SessionContext }) {
   const create = async () => {
     setError(null);
     try {
-      const made = await post<Key & { key: string }>('/keys');
+      const made = await post<Key & { key: string }>('/keys', { scopes: chosen });
       setShown(made.key);
       setCopied(false);
       keys.reload();
@@ -72,8 +86,17 @@ function Keys({ ctx }: { ctx: SessionContext }) {
     <div className="card">
       <div className="card-head">
         <h2>API keys</h2>
-        <button type="button" onClick={create}>Create key</button>
+        <button type="button" onClick={create} disabled={!chosen.length}>Create key</button>
       </div>
+      <fieldset className="scopes">
+        <legend>A new key may</legend>
+        {SCOPES.filter(([s]) => held.includes(s)).map(([scope, what]) => (
+          <label key={scope} title={what}>
+            <input type="checkbox" checked={chosen.includes(scope)} onChange={() => toggle(scope)} data-testid={`scope-${scope}`} />{' '}
+            {scope}
+          </label>
+        ))}
+      </fieldset>
       {shown && (
         <div className="new-key" role="status">
           <p>
@@ -92,6 +115,7 @@ function Keys({ ctx }: { ctx: SessionContext }) {
         <thead>
           <tr>
             <th scope="col">Key</th>
+            <th scope="col">Scopes</th>
             <th scope="col">Created</th>
             <th scope="col">Last used</th>
             <th scope="col">State</th>
@@ -104,6 +128,7 @@ function Keys({ ctx }: { ctx: SessionContext }) {
               <td>
                 <code>{k.prefix}…</code> {k.current && <span className="tag">this session</span>}
               </td>
+              <td data-testid="key-scopes">{k.scopes.join(', ')}</td>
               <td>{when(k.created_at)}</td>
               <td>{k.last_used ? when(k.last_used) : 'never'}</td>
               <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>

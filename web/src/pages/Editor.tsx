@@ -14,7 +14,7 @@ import {
   type Node,
 } from '@xyflow/react';
 import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
-import type { SessionContext } from '../lib/session';
+import { can, type SessionContext } from '../lib/session';
 import { autoLayout } from '../editor/layout';
 import {
   IN_HANDLE,
@@ -62,7 +62,8 @@ export function Editor(props: { name: string | null; route: string; ctx: Session
   );
 }
 
-function EditorInner({ name, route }: { name: string | null; route: string; ctx: SessionContext }) {
+function EditorInner({ name, route, ctx }: { name: string | null; route: string; ctx: SessionContext }) {
+  const mayWrite = can(ctx.session, 'workflows');
   const from = queryOf(route).get('from');
   const source = name ?? from;
   const tools = useLoad(() => get<Tool[]>('/v3/tools'), []);
@@ -296,7 +297,7 @@ function EditorInner({ name, route }: { name: string | null; route: string; ctx:
             <input value={saveAs} onChange={(e) => setSaveAs(e.target.value)} placeholder="My workflow" data-testid="workflow-name" aria-describedby="name-help" />
           </label>
           <span id="name-help" className="sr-only">Any name up to 100 characters, without a slash</span>
-          <button type="button" onClick={() => void save()} disabled={problems || !graph.nodes.length || (isTemplate && targetName === name)} title={isTemplate && targetName === name ? 'Templates are read-only: save under another name' : 'Save (Ctrl+S)'}>
+          <button type="button" onClick={() => void save()} disabled={problems || !graph.nodes.length || (isTemplate && targetName === name) || !mayWrite} title={!mayWrite ? "This session's key does not hold the workflows scope" : isTemplate && targetName === name ? 'Templates are read-only: save under another name' : 'Save (Ctrl+S)'}>
             Save
           </button>
           <button type="button" onClick={undo} disabled={!canUndo} title="Undo (Ctrl+Z)">Undo</button>

@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState, type FormEvent } from 'react';
-import type { SessionContext } from '../lib/session';
+import { can, type SessionContext } from '../lib/session';
 import { Outputs } from '../components/Outputs';
 import { RunGraph, type RunNode } from '../components/RunGraph';
 import { parseDescriptor, type WorkflowDoc } from '../editor/model';
@@ -187,7 +187,9 @@ function RunForm({
             estimateNote && <span className="hint">{estimateNote}</span>
           )}
         </div>
-        <button type="submit" disabled={busy}>{busy ? 'Starting…' : 'Run'}</button>
+        <button type="submit" disabled={busy || !can(ctx.session, 'run')} title={can(ctx.session, 'run') ? undefined : "This session's key does not hold the run scope"}>
+          {busy ? 'Starting…' : 'Run'}
+        </button>
         {error && !error.field && <p className="error" role="alert" data-testid="run-refused">{error.text}</p>}
       </form>
       <div className="run-view">

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { SessionContext } from '../lib/session';
+import { can, type SessionContext } from '../lib/session';
 import { Outputs } from '../components/Outputs';
 import { RunGraph } from '../components/RunGraph';
 import { explain, get, post, TERMINAL, type RunDetail as Detail, type RunStatus } from '../lib/api';
@@ -79,8 +79,8 @@ export function RunDetail({ id, ctx }: { id: string; ctx: SessionContext }) {
         {status.expires_at && (<><dt>Outputs</dt><dd>{expiresIn(status.expires_at)}</dd></>)}
       </dl>
       <div className="row">
-        {live && <button type="button" className="danger" onClick={cancel}>Cancel run</button>}
-        {d.rerun && <button type="button" onClick={rerun}>Run again with the same input</button>}
+        {live && can(ctx.session, 'run') && <button type="button" className="danger" onClick={cancel}>Cancel run</button>}
+        {d.rerun && can(ctx.session, 'run') && <button type="button" onClick={rerun}>Run again with the same input</button>}
         {d.type === 'workflow' && <button type="button" onClick={() => navigate(`/editor/${encodeURIComponent(d.target)}`)}>Open workflow in editor</button>}
       </div>
       {error && <p className="error" role="alert">{error}</p>}

@@ -3,8 +3,10 @@ import { del, explain, get, segment, type WorkflowSummary } from '../lib/api';
 import { when } from '../lib/format';
 import { useLoad } from '../lib/hooks';
 import { Link, navigate } from '../lib/router';
+import { can, type SessionContext } from '../lib/session';
 
-export function Workflows() {
+export function Workflows({ ctx }: { ctx: SessionContext }) {
+  const mayWrite = can(ctx.session, 'workflows');
   const list = useLoad(() => get<WorkflowSummary[]>('/v3/workflows'), []);
   const [error, setError] = useState<string | null>(null);
   const remove = async (name: string) => {
@@ -33,7 +35,9 @@ export function Workflows() {
               <Link to={`/editor/${segment(w.name)}`} className="name">{w.name}</Link>
               <span className="hint">saved {when(w.created_at)}</span>
               <Link to={`/playground?workflow=${encodeURIComponent(w.name)}`}>Run</Link>
-              <button type="button" className="danger" onClick={() => remove(w.name)} aria-label={`Delete ${w.name}`}>Delete</button>
+              {mayWrite && (
+                <button type="button" className="danger" onClick={() => remove(w.name)} aria-label={`Delete ${w.name}`}>Delete</button>
+              )}
             </li>
           ))}
         </ul>

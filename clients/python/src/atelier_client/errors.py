@@ -251,7 +251,8 @@ class SessionRequired(AtelierError):
 
 
 class Forbidden(AtelierError):
-    """403 (console routes): a change without the session's CSRF token."""
+    """403: the API key does not hold the scope the operation needs (the message names it;
+    nothing changed); on console routes also a change without the session's CSRF token."""
 
     error_name = "Forbidden"
 

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use atelier_core::ids;
+use atelier_core::scopes::Scopes;
 use atelier_core::status::{LedgerKind, Priority};
 use atelier_core::time::{now_micros, Micros};
 
@@ -32,7 +33,7 @@ impl<B: Backend> Accounts for B {
             tx.execute(INSERT_LEDGER, args![id, None::<&str>, LedgerKind::Grant.as_str(), tokens, now])
                 .await?;
         }
-        let (key, _) = insert_key(&mut *tx, id, now).await?;
+        let (key, _) = insert_key(&mut *tx, id, now, Scopes::ALL).await?;
         B::commit(tx).await?;
         Ok((
             Account {
@@ -41,6 +42,7 @@ impl<B: Backend> Accounts for B {
                 priority: Priority::default(),
                 retention_secs: None,
                 key_id: None,
+                scopes: Scopes::ALL,
             },
             key,
         ))
@@ -54,10 +56,10 @@ impl<B: Backend> Accounts for B {
         self.read().await?.fetch_one(COUNT_ACCOUNTS, args![]).await
     }
 
-    async fn create_key(&self, account: &str) -> Result<String> {
+    async fn create_key(&self, account: &str, scopes: Scopes) -> Result<String> {
         let account = self.account(account).await?;
         let mut tx = self.begin().await?;
-        let (key, _) = insert_key(&mut *tx, account.id, now_micros()).await?;
+        let (key, _) = insert_key(&mut *tx, account.id, now_micros(), scopes).await?;
         B::commit(tx).await?;
         Ok(key)
     }
@@ -68,7 +70,7 @@ impl<B: Backend> Accounts for B {
         tx.execute(REVOKE_KEY, args![now_micros(), row.id]).await?;
         tx.execute(DELETE_KEY_SESSIONS, args![row.id]).await?;
         B::commit(tx).await?;
-        Ok(KeyInfo { prefix: row.prefix.clone(), account: row.account.clone(), revoked: true })
+        Ok(KeyInfo { revoked: true, ..row.info() })
     }
 
     async fn set_key_priority(&self, key_or_prefix: &str, priority: Option<Priority>) -> Result<KeyInfo> {
@@ -76,7 +78,7 @@ impl<B: Backend> Accounts for B {
         let row = active_key(&mut *tx, key_or_prefix).await?;
         tx.execute(SET_KEY_PRIORITY, args![priority.map(Priority::as_str), row.id]).await?;
         B::commit(tx).await?;
-        Ok(KeyInfo { prefix: row.prefix.clone(), account: row.account.clone(), revoked: false })
+        Ok(row.info())
     }
 
     async fn set_key_retention(&self, key_or_prefix: &str, secs: Option<u64>) -> Result<KeyInfo> {
@@ -85,7 +87,15 @@ impl<B: Backend> Accounts for B {
         let row = active_key(&mut *tx, key_or_prefix).await?;
         tx.execute(SET_KEY_RETENTION, args![secs, row.id]).await?;
         B::commit(tx).await?;
-        Ok(KeyInfo { prefix: row.prefix.clone(), account: row.account.clone(), revoked: false })
+        Ok(row.info())
+    }
+
+    async fn set_key_scopes(&self, key_or_prefix: &str, scopes: Scopes) -> Result<KeyInfo> {
+        let mut tx = self.begin().await?;
+        let row = active_key(&mut *tx, key_or_prefix).await?;
+        tx.execute(SET_KEY_SCOPES, args![&scopes.to_string(), row.id]).await?;
+        B::commit(tx).await?;
+        Ok(KeyInfo { scopes, ..row.info() })
     }
 
     async fn authenticate(&self, key: &str) -> Result<Option<Account>> {
@@ -113,10 +123,10 @@ impl<B: Backend> Accounts for B {
         self.read().await?.fetch_all(LIST_KEYS, args![account_id]).await
     }
 
-    async fn add_key(&self, account_id: i64) -> Result<(KeyRecord, String)> {
+    async fn add_key(&self, account_id: i64, scopes: Scopes) -> Result<(KeyRecord, String)> {
         let now = now_micros();
         let mut tx = self.begin().await?;
-        let key = insert_key(&mut *tx, account_id, now).await?;
+        let key = insert_key(&mut *tx, account_id, now, scopes).await?;
         let record: KeyRecord = tx.fetch_one(KEY_OF_ACCOUNT, args![key.1, account_id]).await?;
         B::commit(tx).await?;
         Ok((record, key.0))
@@ -182,7 +192,6 @@ impl<B: Backend> Accounts for B {
 /// How precisely a key's `last_used` is kept.
 const KEY_USE_RESOLUTION_MICROS: i64 = 60_000_000;
 
-/// A new key of `account_id`: the key, shown once, and its row's id.
 /// The active key given in full or by its prefix; `Conflict` when a prefix matches several.
 async fn active_key(conn: &mut impl Conn, key_or_prefix: &str) -> Result<KeyRow> {
     let digest = ids::key_digest(key_or_prefix);
@@ -197,11 +206,18 @@ async fn active_key(conn: &mut impl Conn, key_or_prefix: &str) -> Result<KeyRow>
     }
 }
 
-async fn insert_key(conn: &mut impl Conn, account_id: i64, now: i64) -> Result<(String, i64)> {
+/// A new key of `account_id` holding `scopes`: the key, shown once, and its row's id.
+async fn insert_key(
+    conn: &mut impl Conn,
+    account_id: i64,
+    now: i64,
+    scopes: Scopes,
+) -> Result<(String, i64)> {
     let key = ids::api_key();
     let digest = ids::key_digest(&key);
+    let prefix = ids::key_prefix(&key);
     let id: i64 = conn
-        .fetch_one(INSERT_KEY, args![account_id, &digest[..], ids::key_prefix(&key).as_str(), now])
+        .fetch_one(INSERT_KEY, args![account_id, &digest[..], prefix.as_str(), now, &scopes.to_string()])
         .await?;
     Ok((key, id))
 }

@@ -199,6 +199,17 @@ async fn refusals_are_typed_errors_with_their_fields() {
     let stranger = Client::new(&app.base, "atl_not_a_key").unwrap();
     let e = stranger.balance().await.unwrap_err();
     assert!(matches!(e, Error::Unauthorized { .. }), "{e:?}");
+    // A key without the scope: Forbidden, its message naming the scope.
+    let reader_key = app.store().create_key("test", "read".parse().unwrap()).await.unwrap();
+    let reader = Client::new(&app.base, &reader_key).unwrap();
+    assert_eq!(reader.balance().await.unwrap(), 0);
+    match reader.run("upscale", json!({"image": png_base64(8, 8)}), RunOptions::default()).await {
+        Err(e @ Error::Forbidden { .. }) => {
+            assert_eq!((e.name(), e.status()), (Some("Forbidden"), Some(403)));
+            assert!(e.to_string().contains("'run' scope"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
     let e = Client::new("ftp://example.com", "k").unwrap_err();
     assert!(matches!(e, Error::Config(_)), "{e:?}");
     match client.upload(Bytes::from_static(b"not an image")).await {

@@ -107,7 +107,7 @@ async fn a_key_gets_429_with_retry_after_once_its_burst_is_spent() {
 async fn each_key_has_its_own_limit() {
     let app = TestApp::start_with(rate(0.1, 2), None, 10).await;
     let first = app.key.clone();
-    let same_account = app.store().create_key("test").await.unwrap();
+    let same_account = app.store().create_key("test", atelier_core::scopes::Scopes::ALL).await.unwrap();
     let other_account = app.other_key(10).await;
     for _ in 0..2 {
         assert_eq!(send(&app, "GET", "/api/v3/tools", Some(&first), None).await.0, 200);
@@ -345,7 +345,7 @@ async fn a_keys_full_queue_refuses_its_runs_and_not_another_keys() {
     assert_eq!(app.balance().await, 99, "the refused run reserved nothing");
     // Another key of the same account queues on its own cap.
     let account = app.store().authenticate(&app.key).await.unwrap().unwrap();
-    let (_, second) = app.store().add_key(account.id).await.unwrap();
+    let (_, second) = app.store().add_key(account.id, atelier_core::scopes::Scopes::ALL).await.unwrap();
     let (code, _, handle) = send(&app, "POST", "/api/v3/run", Some(&second), Some(&upscale())).await;
     assert_eq!(code, 200, "{handle}");
 }

@@ -15,6 +15,7 @@ mod metrics;
 mod provenance;
 mod pull;
 mod retention;
+mod scopes;
 mod security;
 mod tools;
 mod uploads;

@@ -86,7 +86,7 @@ async fn a_run_keeps_its_outputs_as_long_as_it_or_its_key_asks_within_the_operat
     // A key's retention is its runs' default; a run's own wins; one set before the operator
     // narrowed the range is brought into it.
     let store = app.store();
-    let key = store.create_key("test").await.unwrap();
+    let key = store.create_key("test", atelier_core::scopes::Scopes::ALL).await.unwrap();
     store.set_key_retention(&key, Some(600)).await.unwrap();
     let post = |body: Value| {
         let app = &app;

@@ -34,6 +34,8 @@ export default async function globalSetup() {
       ...process.env,
       ATELIER__WORKER__SIMULATED_LATENCY_MS: '1500',
       ATELIER__CONSOLE__SIGN_IN_FAILURES_PER_MINUTE: '100',
+      // The webhook receiver of the runs test listens on this machine.
+      ATELIER__INPUTS__ALLOW_PRIVATE_ADDRESSES: 'true',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

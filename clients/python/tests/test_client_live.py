@@ -17,6 +17,7 @@ from atelier_client import (
     BatchNotFound,
     Client,
     Deleted,
+    DeliveryNotFound,
     FileUrlInvalid,
     Forbidden,
     IdempotencyKeyReused,
@@ -281,6 +282,15 @@ def test_unauthorized_and_insufficient_tokens(server: Server, png: str) -> None:
             poor.run("upscale", {"image": png})
         assert (broke.value.required, broke.value.balance, broke.value.status_code) == (1, 0, 402)
         assert poor.runs().runs == []
+
+
+def test_replaying_a_delivery_the_run_does_not_have_is_delivery_not_found(client: Client, png: str) -> None:
+    run = client.run("upscale", {"image": png})
+    run.wait(**WAIT)
+    assert client.webhook_deliveries(run.id) == []
+    with pytest.raises(DeliveryNotFound) as missing:
+        client.replay_delivery(run.id, "msg_nosuch")
+    assert missing.value.status_code == 404
 
 
 def test_a_key_without_the_scope_is_forbidden_and_changes_nothing(server: Server, png: str) -> None:

@@ -36,6 +36,8 @@ pub enum ApiError {
     UploadNotFound { id: String, field: Option<String> },
     #[error("batch '{0}' not found")]
     BatchNotFound(String),
+    #[error("the run has no webhook delivery '{0}'")]
+    DeliveryNotFound(String),
     #[error("insufficient tokens: the price is {required}, the balance is {balance}")]
     InsufficientTokens { required: i64, balance: i64 },
     #[error("the request body is larger than {limit} bytes")]
@@ -119,6 +121,7 @@ impl ApiError {
             Self::SignInLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::RunNotFound(_)
             | Self::BatchNotFound(_)
+            | Self::DeliveryNotFound(_)
             | Self::FileNotFound
             | Self::UploadNotFound { .. } => StatusCode::NOT_FOUND,
             Self::InsufficientTokens { .. } => StatusCode::PAYMENT_REQUIRED,
@@ -147,6 +150,7 @@ impl ApiError {
             Self::RunNotFound(_) => ErrorName::RunNotFound,
             Self::UploadNotFound { .. } => ErrorName::UploadNotFound,
             Self::BatchNotFound(_) => ErrorName::BatchNotFound,
+            Self::DeliveryNotFound(_) => ErrorName::DeliveryNotFound,
             Self::InsufficientTokens { .. } => ErrorName::InsufficientTokens,
             Self::PayloadTooLarge { .. } => ErrorName::PayloadTooLarge,
             Self::InvalidImage { .. } => ErrorName::InvalidImage,
@@ -209,6 +213,7 @@ impl ApiError {
             | Self::Conflict(_)
             | Self::RunNotFound(_)
             | Self::BatchNotFound(_)
+            | Self::DeliveryNotFound(_)
             | Self::PayloadTooLarge { .. }
             | Self::FileNotFound
             | Self::OutputExpired
@@ -235,6 +240,7 @@ impl ApiError {
             | Self::Conflict(_)
             | Self::RunNotFound(_)
             | Self::BatchNotFound(_)
+            | Self::DeliveryNotFound(_)
             | Self::UploadNotFound { .. }
             | Self::InsufficientTokens { .. }
             | Self::PayloadTooLarge { .. }

@@ -437,6 +437,17 @@ pub fn document() -> Value {
         "/api/v3/webhooks/secret/rotate".into(),
         json!({"post": op("A new webhook signing secret; the previous one still signs for 24 hours", None, "WebhookSecret", &[401])}),
     );
+    let mut replay = op(
+        "Send one of a run's webhook deliveries again, now: a new attempt with the same webhook-id (receivers deduplicate it), in the delivery log; 409 while it is pending",
+        None,
+        "WebhookDelivery",
+        &[401, 404, 409, 410],
+    );
+    replay["parameters"] = json!([
+        {"name": "run_id", "in": "path", "required": true, "schema": {"type": "string"}},
+        {"name": "delivery", "in": "path", "required": true, "description": "The delivery's id (its webhook-id, msg_…), from GET /api/v3/runs/{run_id}/webhooks", "schema": {"type": "string"}},
+    ]);
+    paths.insert("/api/v3/runs/{run_id}/webhooks/{delivery}/replay".into(), json!({"post": replay}));
     paths.insert(
         "/api/v3/runs/{run_id}/webhooks".into(),
         json!({"get": path_param(op("A run's webhook deliveries and every attempt", None, "WebhookDeliveries", &[401, 404]), "run_id")}),

@@ -33,6 +33,7 @@ pub const OPERATIONS: &[(&str, &str, Needs)] = &[
     ("GET", "/api/v3/runs", S(Read)),
     ("DELETE", "/api/v3/runs/{run_id}", S(Run)),
     ("GET", "/api/v3/runs/{run_id}/webhooks", S(Webhooks)),
+    ("POST", "/api/v3/runs/{run_id}/webhooks/{delivery}/replay", S(Webhooks)),
     ("GET", "/api/v3/workflow/{name}", S(Read)),
     ("PUT", "/api/v3/workflow/{name}", S(Workflows)),
     ("DELETE", "/api/v3/workflow/{name}", S(Workflows)),

@@ -1,6 +1,6 @@
 //! Webhooks, the HTTP side: a run body's `webhook_url` and `webhook_events` ([`WebhookRequest`]),
-//! the endpoints `GET /api/v3/webhooks/secret`, `POST /api/v3/webhooks/secret/rotate` and
-//! `GET /api/v3/runs/{id}/webhooks`, and the body of a `completed` delivery, which is the run's
+//! the endpoints `GET /api/v3/webhooks/secret`, `POST /api/v3/webhooks/secret/rotate`,
+//! `GET /api/v3/runs/{id}/webhooks` and `POST /api/v3/runs/{id}/webhooks/{delivery}/replay`, and the body of a `completed` delivery, which is the run's
 //! status as its status endpoint answers it ([`completed_body`]). The deliveries themselves are
 //! made by `atelier_worker::Deliverer`, in every `serve` and `worker` process.
 
@@ -12,10 +12,11 @@ use atelier_core::v2::Family;
 use atelier_core::RequestError;
 use atelier_inputs::InputPolicy;
 use atelier_store::{
-    DeliveryEvent, DeliveryRecord, DeliveryState as DeliveryRecordState, RunRecord, WebhookEvents,
-    WebhookSecret,
+    DeliveryEvent, DeliveryRecord, DeliveryState as DeliveryRecordState, RunRecord, StoreError,
+    WebhookEvents, WebhookSecret,
 };
-use axum::extract::State;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Map, Value};
@@ -36,6 +37,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/api/v3/webhooks/secret", get(secret))
         .route("/api/v3/webhooks/secret/rotate", post(rotate))
         .route("/api/v3/runs/{run_id}/webhooks", get(deliveries))
+        .route("/api/v3/runs/{run_id}/webhooks/{delivery}/replay", post(replay))
 }
 
 /// Where a run's events go, as a request gives it.
@@ -138,6 +140,31 @@ async fn deliveries(
     Ok(Json(atelier_wire::WebhookDeliveryList { deliveries: list.iter().map(delivery_shape).collect() }))
 }
 
+/// Sends one of a run's deliveries again, now: a new attempt with the same `webhook-id`, in
+/// the delivery log. 409 while the delivery is pending; 404 `DeliveryNotFound` for a message
+/// id the run does not have; a deleted run's 410.
+async fn replay(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<atelier_wire::WebhookDelivery>, ApiError> {
+    let Ok(Path((id, delivery))) = path else { return Err(ApiError::RunNotFound(String::new())) };
+    if !atelier_core::ids::is_run_id(&id) {
+        return Err(ApiError::RunNotFound(id));
+    }
+    // A deleted run answers 410, another account's 404.
+    state.store.get_run(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
+    match state.store.replay_delivery(account.id, &id, &delivery).await {
+        Ok(()) => {}
+        Err(StoreError::NotFound) => return Err(ApiError::DeliveryNotFound(delivery)),
+        Err(StoreError::Conflict(reason)) => return Err(ApiError::Conflict(reason)),
+        Err(e) => return Err(e.into()),
+    }
+    let list = state.store.run_deliveries(account.id, &id).await.map_err(ApiError::run_lookup(&id))?;
+    let replayed = list.iter().find(|d| d.message_id == delivery);
+    replayed.map(|d| Json(delivery_shape(d))).ok_or(ApiError::DeliveryNotFound(delivery))
+}
+
 /// A delivery and its attempts, as the deliveries listings answer it.
 pub(crate) fn delivery_shape(d: &DeliveryRecord) -> atelier_wire::WebhookDelivery {
     use atelier_wire::DeliveryState;
@@ -168,6 +195,7 @@ pub(crate) fn delivery_shape(d: &DeliveryRecord) -> atelier_wire::WebhookDeliver
                 duration_ms: a.duration_ms,
             })
             .collect(),
+        replays: d.replays,
     }
 }
 

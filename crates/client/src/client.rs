@@ -499,6 +499,16 @@ impl Client {
         Ok(list.deliveries)
     }
 
+    /// `POST /api/v3/runs/{run_id}/webhooks/{delivery}/replay`: sends one of the run's
+    /// deliveries again, now (a new attempt with the same `webhook-id`); the delivery as it is
+    /// then. `Error::Conflict` while it is pending, `Error::DeliveryNotFound` for an id the run
+    /// does not have.
+    pub async fn replay_delivery(&self, run_id: &str, delivery: &str) -> Result<WebhookDelivery, Error> {
+        let url = self.url(&["api", "v3", "runs", run_id, "webhooks", delivery, "replay"]);
+        let request = self.request(Method::POST, url, Duration::ZERO);
+        decode(self.call(request, "the replayed delivery").await?.1, "the replayed delivery")
+    }
+
     // --- v2 -----------------------------------------------------------------------------
 
     /// `GET /api/v2/user/tokens`: the available balance.

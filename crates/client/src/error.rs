@@ -80,6 +80,12 @@ pub enum Error {
         /// The server's message.
         message: String,
     },
+    /// 404: the run has no webhook delivery of that id.
+    #[error("DeliveryNotFound: {message}")]
+    DeliveryNotFound {
+        /// The server's message.
+        message: String,
+    },
     /// 404: no upload of that id for this account (never uploaded by it, or its time is
     /// over); in a run, `field` is the image input that names it.
     #[error("UploadNotFound: {message}")]
@@ -335,6 +341,7 @@ impl Error {
             ErrorName::RunNotFound => Self::RunNotFound { message },
             ErrorName::UploadNotFound => Self::UploadNotFound { message, field },
             ErrorName::BatchNotFound => Self::BatchNotFound { message },
+            ErrorName::DeliveryNotFound => Self::DeliveryNotFound { message },
             ErrorName::PayloadTooLarge => Self::PayloadTooLarge { message },
             ErrorName::InvalidInput => Self::InvalidInput {
                 message,
@@ -385,6 +392,7 @@ impl Error {
             Self::RunNotFound { .. } => ErrorName::RunNotFound,
             Self::UploadNotFound { .. } => ErrorName::UploadNotFound,
             Self::BatchNotFound { .. } => ErrorName::BatchNotFound,
+            Self::DeliveryNotFound { .. } => ErrorName::DeliveryNotFound,
             Self::PayloadTooLarge { .. } => ErrorName::PayloadTooLarge,
             Self::InvalidInput { .. } => ErrorName::InvalidInput,
             Self::InvalidImage { .. } => ErrorName::InvalidImage,
@@ -428,6 +436,7 @@ impl Error {
             | Self::RunNotFound { message }
             | Self::UploadNotFound { message, .. }
             | Self::BatchNotFound { message }
+            | Self::DeliveryNotFound { message }
             | Self::PayloadTooLarge { message }
             | Self::InvalidInput { message, .. }
             | Self::InvalidImage { message, .. }
@@ -472,6 +481,7 @@ impl Error {
             | Self::RunNotFound { .. }
             | Self::UploadNotFound { .. }
             | Self::BatchNotFound { .. }
+            | Self::DeliveryNotFound { .. }
             | Self::KeyNotFound { .. }
             | Self::FileNotFound { .. } => 404,
             Self::ReadOnlyTemplate { .. } | Self::IdempotencyConflict { .. } | Self::Conflict { .. } => 409,

@@ -110,6 +110,8 @@ operations! {
         query [] headers [] request None, response Some("WebhookSecret");
     "GET" "/api/v3/runs/{run_id}/webhooks" => [webhook_deliveries]
         query [] headers [] request None, response Some("WebhookDeliveries");
+    "POST" "/api/v3/runs/{run_id}/webhooks/{delivery}/replay" => [replay_delivery]
+        query [] headers [] request None, response Some("WebhookDelivery");
     "POST" "/api/v2/tryon/run" => [v2_run]
         query [] headers ["Idempotency-Key"] request Some("V2Run_tryon"), response Some("RunHandle");
     "GET" "/api/v2/tryon/status/{run_id}" => [v2_status]

@@ -19,6 +19,7 @@ string_enum! {
         RunNotFound,
         UploadNotFound,
         BatchNotFound,
+        DeliveryNotFound,
         PayloadTooLarge,
         InvalidInput,
         InvalidImage,

@@ -24,6 +24,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0019_retention.sql"),
     include_str!("../migrations/sqlite/0020_batch_deletion.sql"),
     include_str!("../migrations/sqlite/0021_scopes.sql"),
+    include_str!("../migrations/sqlite/0022_webhook_replays.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -48,4 +49,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0019_retention.sql"),
     include_str!("../migrations/postgres/0020_batch_deletion.sql"),
     include_str!("../migrations/postgres/0021_scopes.sql"),
+    include_str!("../migrations/postgres/0022_webhook_replays.sql"),
 ];

@@ -463,6 +463,7 @@ impl FromRow for (i64, crate::webhook::DeliveryRecord) {
             finished_at: row.opt_int("finished_at")?,
             next_at: (state == crate::webhook::DeliveryState::Pending).then_some(row.int("next_at")?),
             attempts: Vec::new(),
+            replays: u32::try_from(row.int("replays")?).unwrap_or(0),
         };
         Ok((row.int("id")?, record))
     }

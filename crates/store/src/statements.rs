@@ -619,7 +619,7 @@ pub(crate) const RUN_OF_ACCOUNT: &str = "SELECT id FROM runs WHERE id = $1 AND a
 /// `$1` the run or batch whose deliveries these are, named by the column `{owner}`
 /// (`run_id` or `batch_id`).
 const DELIVERIES_OF: &str =
-    "SELECT id, message_id, event, node, node_status, url, state, next_at, created_at, finished_at
+    "SELECT id, message_id, event, node, node_status, url, state, next_at, created_at, finished_at, replays
      FROM webhook_deliveries WHERE {owner} = $1 ORDER BY id";
 /// As [`DELIVERIES_OF`], their attempts.
 const DELIVERY_ATTEMPTS_OF: &str =
@@ -659,6 +659,16 @@ pub(crate) static END_DELIVERY_ATTEMPT: Sql = sql!(
     "UPDATE webhook_deliveries SET state = $1, next_at = $2, finished_at = $3
      WHERE id = $4 AND attempts = $5 AND state = '{pending}'
        AND NOT EXISTS (SELECT 1 FROM webhook_attempts WHERE delivery_id = $4 AND attempt = $5)",
+    pending = crate::webhook::DeliveryState::Pending.as_str()
+);
+/// `$1` message id, `$2` run: the delivery's state.
+pub(crate) const DELIVERY_STATE: &str =
+    "SELECT state FROM webhook_deliveries WHERE message_id = $1 AND run_id = $2";
+/// `$1` now, `$2` message id, `$3` run: an ended delivery pending again, due now; its
+/// attempts keep counting, so the next one is a new attempt with the same message id.
+pub(crate) static REPLAY_DELIVERY: Sql = sql!(
+    "UPDATE webhook_deliveries SET state = '{pending}', next_at = $1, finished_at = NULL, replays = replays + 1
+     WHERE message_id = $2 AND run_id = $3 AND state <> '{pending}'",
     pending = crate::webhook::DeliveryState::Pending.as_str()
 );
 /// When the soonest pending delivery is due.

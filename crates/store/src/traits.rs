@@ -493,4 +493,9 @@ pub trait Webhooks: Send + Sync {
     async fn batch_deliveries(&self, account_id: i64, batch_id: &str) -> Result<Vec<DeliveryRecord>>;
     /// When the soonest pending delivery is due (claimed ones: when their claim lapses).
     async fn next_delivery_due(&self) -> Result<Option<Micros>>;
+    /// Sends an ended delivery of the account's run again: pending, due now, its next attempt
+    /// a new one with the same message id (`webhook-id`), so receivers deduplicate it.
+    /// `NotFound` when the run is not the account's or has no such delivery, `Conflict` when
+    /// the delivery is pending (an attempt is due or being made).
+    async fn replay_delivery(&self, account_id: i64, run_id: &str, message_id: &str) -> Result<()>;
 }

@@ -166,4 +166,6 @@ pub struct DeliveryRecord {
     /// When the next attempt is due, while pending.
     pub next_at: Option<Micros>,
     pub attempts: Vec<DeliveryAttempt>,
+    /// How often it was replayed (sent again on request).
+    pub replays: u32,
 }

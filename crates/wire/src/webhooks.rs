@@ -96,6 +96,10 @@ pub struct WebhookDelivery {
     /// Every attempt so far.
     #[serde(default)]
     pub attempts: Vec<WebhookAttempt>,
+    /// Extension: how often it was replayed (`POST …/webhooks/{delivery}/replay`); each
+    /// replay's attempt is in `attempts`.
+    #[serde(default)]
+    pub replays: u32,
 }
 
 /// `GET /api/v3/runs/{id}/webhooks`: a run's webhook deliveries and every attempt.

@@ -117,5 +117,6 @@ export type Batch = wire.Batch;
 export type BatchList = wire.BatchList;
 export type BatchItem = wire.BatchItem;
 export type BatchItemList = wire.BatchItemList;
+export type WebhookDelivery = wire.WebhookDelivery;
 
 export const TERMINAL = ['succeeded', 'failed', 'canceled'];

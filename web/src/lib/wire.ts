@@ -197,7 +197,7 @@ export type EngineKind = "builtin" | "comfyui" | "cog" | "onnx";
 /** The error object of an error answer: a stable machine name, a message, and the fields that name's errors carry. */
 export interface Error {
   /** The stable machine name (`InsufficientTokens`, `RunNotFound`, …). */
-  name: "InvalidRequest" | "MissingInputs" | "Unauthorized" | "InsufficientTokens" | "UnknownTool" | "WorkflowNotFound" | "RunNotFound" | "UploadNotFound" | "BatchNotFound" | "PayloadTooLarge" | "InvalidInput" | "InvalidImage" | "ReadOnlyTemplate" | "IdempotencyConflict" | "IdempotencyKeyReused" | "RateLimited" | "ConcurrencyLimited" | "QueueFull" | "FileNotFound" | "OutputExpired" | "FileUrlInvalid" | "Deleted" | "SessionRequired" | "Forbidden" | "KeyNotFound" | "Conflict" | "InternalError";
+  name: "InvalidRequest" | "MissingInputs" | "Unauthorized" | "InsufficientTokens" | "UnknownTool" | "WorkflowNotFound" | "RunNotFound" | "UploadNotFound" | "BatchNotFound" | "DeliveryNotFound" | "PayloadTooLarge" | "InvalidInput" | "InvalidImage" | "ReadOnlyTemplate" | "IdempotencyConflict" | "IdempotencyKeyReused" | "RateLimited" | "ConcurrencyLimited" | "QueueFull" | "FileNotFound" | "OutputExpired" | "FileUrlInvalid" | "Deleted" | "SessionRequired" | "Forbidden" | "KeyNotFound" | "Conflict" | "InternalError";
   /** What went wrong, in words. */
   message: string;
   /** MissingInputs: the absent keys. */
@@ -724,6 +724,8 @@ export interface WebhookDelivery {
   next_attempt_at: string | null;
   /** Every attempt so far. */
   attempts: WebhookAttempt[];
+  /** Extension: how often it was replayed (`POST …/webhooks/{delivery}/replay`); each replay's attempt is in `attempts`. */
+  replays: number;
 }
 
 /** What a run's `webhook_url` receives. */

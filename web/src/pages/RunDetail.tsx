@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { can, type SessionContext } from '../lib/session';
 import { Outputs } from '../components/Outputs';
 import { RunGraph } from '../components/RunGraph';
-import { explain, get, post, TERMINAL, type RunDetail as Detail, type RunStatus } from '../lib/api';
+import { explain, get, post, TERMINAL, type RunDetail as Detail, type RunStatus, type WebhookDelivery } from '../lib/api';
 import { expiresIn, when } from '../lib/format';
 import { useLoad, useRunFollow } from '../lib/hooks';
 import { navigate } from '../lib/router';
@@ -92,6 +92,65 @@ export function RunDetail({ id, ctx }: { id: string; ctx: SessionContext }) {
       )}
       <RunGraph nodes={graphNodes} states={states} />
       <Outputs outputs={outputsOf(status)} expiresAt={status.expires_at} />
+      {can(ctx.session, 'webhooks') && <Deliveries id={id} finished={!live} />}
     </section>
+  );
+}
+
+/** The run's webhook deliveries, each with its attempts, and *Send again* for those that ended. */
+function Deliveries({ id, finished }: { id: string; finished: boolean }) {
+  const path = `/v3/runs/${encodeURIComponent(id)}/webhooks`;
+  const list = useLoad(() => get<{ deliveries: WebhookDelivery[] }>(path), [id, finished]);
+  const [error, setError] = useState<string | null>(null);
+  const deliveries = list.data?.deliveries ?? [];
+  if (!deliveries.length) return null;
+  const replay = async (delivery: WebhookDelivery) => {
+    setError(null);
+    try {
+      await post<WebhookDelivery>(`${path}/${encodeURIComponent(delivery.id)}/replay`);
+      list.reload();
+    } catch (e) {
+      setError(explain(e));
+    }
+  };
+  return (
+    <div className="card" data-testid="deliveries">
+      <h2>Webhook deliveries</h2>
+      {error && <p className="error" role="alert">{error}</p>}
+      <table>
+        <caption className="sr-only">Webhook deliveries of this run</caption>
+        <thead>
+          <tr>
+            <th scope="col">Message</th>
+            <th scope="col">Event</th>
+            <th scope="col">State</th>
+            <th scope="col">Attempts</th>
+            <th scope="col"><span className="sr-only">Actions</span></th>
+          </tr>
+        </thead>
+        <tbody>
+          {deliveries.map((w) => {
+            const last = w.attempts[w.attempts.length - 1];
+            return (
+              <tr key={w.id} data-testid="delivery-row">
+                <td><code>{w.id}</code></td>
+                <td>{w.event}{w.node ? ` (${w.node})` : ''}</td>
+                <td>{w.state}</td>
+                <td>
+                  {w.attempts.length}
+                  {last && ` (last: ${last.status_code ?? last.error ?? 'no answer'})`}
+                  {w.replays > 0 && `, replayed ${w.replays}×`}
+                </td>
+                <td>
+                  {w.state !== 'pending' && (
+                    <button type="button" onClick={() => replay(w)} aria-label={`Send ${w.id} again`}>Send again</button>
+                  )}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
   );
 }

@@ -507,6 +507,16 @@ def webhook_deliveries(run_id: str) -> Call[List[WebhookDelivery]]:
     )
 
 
+def replay_delivery(run_id: str, delivery: str) -> Call[WebhookDelivery]:
+    """``POST /api/v3/runs/{run_id}/webhooks/{delivery}/replay``."""
+
+    return Call(
+        "POST",
+        f"/api/v3/runs/{seg(run_id)}/webhooks/{seg(delivery)}/replay",
+        lambda r: WebhookDelivery.from_raw(_obj(r)),
+    )
+
+
 # --- the events stream -------------------------------------------------------------------
 
 

@@ -745,3 +745,10 @@ class Client:
     def webhook_deliveries(self, run_id: str) -> List[WebhookDelivery]:
         """``GET /api/v3/runs/{run_id}/webhooks``: the run's webhook messages and attempts."""
         return self._call(calls.webhook_deliveries(run_id))
+
+    def replay_delivery(self, run_id: str, delivery: str) -> WebhookDelivery:
+        """``POST /api/v3/runs/{run_id}/webhooks/{delivery}/replay``: sends one of the run's
+        deliveries again, now (a new attempt with the same ``webhook-id``); the delivery as
+        it is then. ``Conflict`` while it is pending, ``DeliveryNotFound`` for an id the run
+        does not have."""
+        return self._call(calls.replay_delivery(run_id, delivery))

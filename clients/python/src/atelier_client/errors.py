@@ -24,6 +24,7 @@ __all__ = [
     "RunNotFound",
     "UploadNotFound",
     "BatchNotFound",
+    "DeliveryNotFound",
     "PayloadTooLarge",
     "InvalidInput",
     "InvalidImage",
@@ -190,6 +191,12 @@ class BatchNotFound(AtelierError):
     error_name = "BatchNotFound"
 
 
+class DeliveryNotFound(AtelierError):
+    """404: the run has no webhook delivery of that id (``replay_delivery``)."""
+
+    error_name = "DeliveryNotFound"
+
+
 class PayloadTooLarge(AtelierError):
     """413: the request body is over the server's limit."""
 
@@ -315,6 +322,7 @@ ERROR_CLASSES: Dict[str, Type[AtelierError]] = {
         RunNotFound,
         UploadNotFound,
         BatchNotFound,
+        DeliveryNotFound,
         PayloadTooLarge,
         InvalidInput,
         InvalidImage,

@@ -1051,6 +1051,8 @@ class WebhookDelivery:
     created_at: str
     next_attempt_at: Optional[str]
     attempts: List[WebhookAttempt]
+    #: How often it was replayed (``replay_delivery``).
+    replays: int = 0
     raw: Dict[str, Any] = _raw_field()
 
     @classmethod
@@ -1064,6 +1066,7 @@ class WebhookDelivery:
             created_at=str(raw.get("created_at", "")),
             next_attempt_at=_opt_str(raw.get("next_attempt_at")),
             attempts=[WebhookAttempt.from_raw(a) for a in _list(raw.get("attempts")) if isinstance(a, Mapping)],
+            replays=int(raw.get("replays") or 0),
             raw=dict(raw),
         )
 

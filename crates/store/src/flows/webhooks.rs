@@ -114,6 +114,27 @@ impl<B: Backend> Webhooks for B {
     async fn next_delivery_due(&self) -> Result<Option<Micros>> {
         self.read().await?.fetch_optional(&NEXT_DELIVERY_DUE, args![]).await.map(Option::flatten)
     }
+
+    async fn replay_delivery(&self, account_id: i64, run_id: &str, message_id: &str) -> Result<()> {
+        let mut tx = self.begin().await?;
+        let owned: Option<String> = tx.fetch_optional(RUN_OF_ACCOUNT, args![run_id, account_id]).await?;
+        if owned.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        if tx.execute(&REPLAY_DELIVERY, args![now_micros(), message_id, run_id]).await? == 0 {
+            let state: Option<String> = tx.fetch_optional(DELIVERY_STATE, args![message_id, run_id]).await?;
+            return Err(match state {
+                None => StoreError::NotFound,
+                Some(_) => StoreError::Conflict(
+                    "the delivery is pending: an attempt is due or being made, so it is not replayed".into(),
+                ),
+            });
+        }
+        B::commit(tx).await?;
+        // Due now: the deliverer wakes for it.
+        self.feed().publish_deliveries();
+        Ok(())
+    }
 }
 
 /// The deliveries of a run or a batch with their attempts, read by `[owned by the account,

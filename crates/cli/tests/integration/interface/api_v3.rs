@@ -374,7 +374,8 @@ async fn every_documented_operation_is_routed() {
             .replace("{run_id}", "gen_0000000000000000")
             .replace("{batch_id}", "bat_0000000000000000")
             .replace("{id}", "gen_0000000000000000")
-            .replace("{name}", "no-such-workflow");
+            .replace("{name}", "no-such-workflow")
+            .replace("{delivery}", "msg_nosuchdelivery");
         assert!(!concrete.contains('{'), "a parameter this test does not fill: {path}");
         for method in item.as_object().unwrap().keys() {
             let body = (method != "get" && method != "delete").then(|| json!({}));

@@ -458,3 +458,63 @@ async fn a_batch_webhook_is_refused_at_acceptance_like_a_runs() {
     let (_, list) = app.get("/api/v3/batches").await;
     assert_eq!(list["batches"], json!([]));
 }
+
+#[tokio::test]
+async fn a_replay_sends_a_delivery_again_with_the_same_webhook_id_and_logs_the_attempt() {
+    let app = app().await;
+    let hook = Receiver::start(&[]).await;
+    let key = secret(&app).await;
+    let id = app.run(&upscale(&hook)).await;
+    hook.wait_for(1).await;
+    let list = settled(&app, &id).await;
+    let message = list[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(list[0]["replays"], 0);
+    let replay = format!("/api/v3/runs/{id}/webhooks/{message}/replay");
+
+    // Through the Rust client.
+    let client = atelier_client::Client::new(&app.base, &app.key).unwrap();
+    let replayed = client.replay_delivery(&id, &message).await.unwrap();
+    assert_eq!((replayed.id.as_str(), replayed.replays), (message.as_str(), 1));
+    let missing = client.replay_delivery(&id, "msg_nosuch").await.unwrap_err();
+    assert!(matches!(missing, atelier_client::Error::DeliveryNotFound { .. }), "{missing:?}");
+    let got = hook.wait_for(2).await;
+    assert_eq!(got[1].header("webhook-id"), message, "the same webhook-id: receivers deduplicate");
+    assert_eq!(got[1].verify(&key), Ok(()));
+    assert_eq!(got[1].json(), got[0].json(), "the same body");
+    let list = settled(&app, &id).await;
+    let attempts = list[0]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "{list:?}");
+    assert_eq!((attempts[1]["attempt"].as_i64(), attempts[1]["status_code"].as_i64()), (Some(2), Some(200)));
+    assert_eq!((list[0]["state"].as_str(), list[0]["replays"].as_u64()), (Some("delivered"), Some(1)));
+
+    // Unknown message, another account's run, an unknown run: 404; no key: 401.
+    let (code, answer) = app.post(&format!("/api/v3/runs/{id}/webhooks/msg_nosuch/replay"), &json!({})).await;
+    assert_eq!((code, answer["error"]["name"].as_str()), (404, Some("DeliveryNotFound")), "{answer}");
+    let other = app.other_key(10).await;
+    let (code, answer) = app.call("POST", &replay, Some(&other), None).await;
+    assert_eq!((code, answer["error"]["name"].as_str()), (404, Some("RunNotFound")), "{answer}");
+    let (code, _) = app.post("/api/v3/runs/gen_zzzzzzzzzzzzzzzz/webhooks/msg_x/replay", &json!({})).await;
+    assert_eq!(code, 404);
+    assert_eq!(app.call("POST", &replay, None, None).await.0, 401);
+    // A deleted run's deliveries are gone with it: 410.
+    let (code, _) = app.call("DELETE", &format!("/api/v3/runs/{id}"), Some(&app.key), None).await;
+    assert_eq!(code, 200);
+    let (code, answer) = app.post(&replay, &json!({})).await;
+    assert_eq!((code, answer["error"]["name"].as_str()), (410, Some("Deleted")), "{answer}");
+    assert_eq!(hook.received().len(), 2, "nothing more was sent");
+}
+
+#[tokio::test]
+async fn a_pending_delivery_is_not_replayed() {
+    let app = app().await;
+    // The receiver fails every attempt for a while: the delivery stays pending, retried.
+    let hook = Receiver::start(&[500; 50]).await;
+    let id = app.run(&upscale(&hook)).await;
+    hook.wait_for(1).await;
+    let list = deliveries(&app, &id).await;
+    assert_eq!(list[0]["state"], "pending", "{list:?}");
+    let message = list[0]["id"].as_str().unwrap();
+    let (code, answer) = app.post(&format!("/api/v3/runs/{id}/webhooks/{message}/replay"), &json!({})).await;
+    assert_eq!((code, answer["error"]["name"].as_str()), (409, Some("Conflict")), "{answer}");
+    assert_eq!(deliveries(&app, &id).await[0]["replays"], 0);
+}

@@ -333,13 +333,13 @@ fn new_key_scopes(body: &[u8]) -> Result<Scopes, ApiError> {
         let allowed = Scope::NAMES.iter().map(|n| Value::from(*n)).collect();
         RequestError::InvalidInput {
             field: "scopes".into(),
-            reason: "a list of scope names".into(),
+            reason: "a list of one or more scope names".into(),
             allowed: Some(allowed),
         }
     };
     match body.get("scopes") {
         None | Some(Value::Null) => Ok(Scopes::NEW_KEY),
-        Some(Value::Array(names)) => names
+        Some(Value::Array(names)) if !names.is_empty() => names
             .iter()
             .map(|name| name.as_str().and_then(|n| n.parse::<Scope>().ok()).ok_or_else(invalid))
             .collect::<Result<Scopes, _>>()

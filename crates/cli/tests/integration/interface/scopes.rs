@@ -260,6 +260,7 @@ async fn keys_are_made_with_run_and_read_and_never_beyond_their_makers_scopes() 
     // Bad bodies: 422 naming the field, or 400.
     for (asked, code) in [
         (json!({"scopes": ["admin"]}), 422),
+        (json!({"scopes": []}), 422),
         (json!({"scopes": "read"}), 422),
         (json!({"scope": ["read"]}), 422),
         (json!([]), 400),

@@ -101,6 +101,21 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
     assert!(!ok && err.contains("nobody"), "{err}");
     let (ok, second, _) = atelier(dir.path(), &["admin", "key", "create", "acme"]);
     assert!(ok && second.trim().starts_with("atl_"));
+    // Scopes: run,read by default, as named, changed; unknown names and none refused.
+    let (ok, out, err) =
+        atelier(dir.path(), &["admin", "key", "create", "acme", "--scopes", "read,keys", "--json"]);
+    assert!(ok, "{err}");
+    let scoped: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((&scoped["account"], &scoped["scopes"]), (&json!("acme"), &json!(["read", "keys"])));
+    let scoped = scoped["api_key"].as_str().unwrap();
+    let (ok, out, err) = atelier(dir.path(), &["admin", "key", "scopes", &scoped[..8], "run,workflows"]);
+    assert!(ok && out.contains("run,workflows"), "{out}{err}");
+    let (ok, _, err) = atelier(dir.path(), &["admin", "key", "create", "acme", "--scopes", "run,admin"]);
+    assert!(!ok && err.contains("unknown scope 'admin'"), "{err}");
+    let (ok, _, err) = atelier(dir.path(), &["admin", "key", "create", "acme", "--scopes", ""]);
+    assert!(!ok && err.contains("at least one"), "{err}");
+    let (ok, _, err) = atelier(dir.path(), &["admin", "key", "scopes", "atl_nope", "read"]);
+    assert!(!ok && err.contains("no active key"), "{err}");
     let (ok, out, _) = atelier(dir.path(), &["admin", "key", "revoke", key]);
     assert!(ok && out.contains("acme"), "{out}");
     let (ok, _, _) = atelier(dir.path(), &["admin", "key", "revoke", key]);

@@ -32,7 +32,7 @@ impl Scope {
     /// What the scope allows, in words (the OpenAPI document and the docs show it).
     pub fn describe(self) -> &'static str {
         match self {
-            Self::Run => "submit and cancel runs and batches, upload images",
+            Self::Run => "submit, cancel and delete runs and batches, upload images",
             Self::Read => "read runs, batches, outputs, events, estimates, tools, workflows, the balance",
             Self::Workflows => "save and delete workflows",
             Self::Webhooks => "read and rotate the webhook secret, read delivery logs, replay deliveries",
@@ -67,11 +67,6 @@ impl Scopes {
         self.0 & scope.bit() != 0
     }
 
-    /// Whether every scope of `other` is in `self`.
-    pub fn covers(self, other: Self) -> bool {
-        other.0 & !self.0 == 0
-    }
-
     pub fn with(self, scope: Scope) -> Self {
         Self(self.0 | scope.bit())
     }
@@ -80,7 +75,7 @@ impl Scopes {
         Scope::ALL.iter().copied().filter(move |s| self.contains(*s))
     }
 
-    /// The scopes of `self` that `holder` lacks, as text (for the error that refuses them).
+    /// The scopes of `self` that `holder` lacks (empty when `holder` has them all).
     pub fn beyond(self, holder: Self) -> Self {
         Self(self.0 & !holder.0)
     }
@@ -173,11 +168,11 @@ mod tests {
     }
 
     #[test]
-    fn covers_and_beyond_compare_sets() {
+    fn beyond_compares_sets() {
         let read: Scopes = "read".parse().unwrap();
-        assert!(Scopes::ALL.covers(Scopes::NEW_KEY));
-        assert!(Scopes::NEW_KEY.covers(read));
-        assert!(!read.covers(Scopes::NEW_KEY));
+        assert!(Scopes::NEW_KEY.beyond(Scopes::ALL).is_empty());
+        assert!(read.beyond(Scopes::NEW_KEY).is_empty());
+        assert!(!Scopes::NEW_KEY.beyond(read).is_empty());
         assert_eq!(Scopes::NEW_KEY.beyond(read).to_string(), "run");
         assert!(read.beyond(Scopes::ALL).is_empty());
         assert_eq!(Scope::ALL.iter().copied().collect::<Scopes>(), Scopes::ALL);

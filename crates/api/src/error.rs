@@ -40,6 +40,17 @@ pub enum ApiError {
     DeliveryNotFound(String),
     #[error("insufficient tokens: the price is {required}, the balance is {balance}")]
     InsufficientTokens { required: i64, balance: i64 },
+    /// `required` more tokens would cross a key's or an account's spend limit for the day or
+    /// the month.
+    #[error("the {holder}'s {period}ly spend limit of {limit} tokens would be crossed: {used} used, the price is {required}; it resets at {}", atelier_store::format_time(*resets_at))]
+    SpendLimitReached {
+        holder: atelier_core::spend::Holder,
+        period: atelier_core::spend::Period,
+        limit: i64,
+        used: i64,
+        required: i64,
+        resets_at: atelier_store::Micros,
+    },
     #[error("the request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
     #[error("{field}: {reason}")]
@@ -76,6 +87,9 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::InsufficientTokens { required, balance } => {
                 Self::InsufficientTokens { required, balance }
+            }
+            StoreError::SpendLimitReached { holder, period, limit, used, required, resets_at } => {
+                Self::SpendLimitReached { holder, period, limit, used, required, resets_at }
             }
             StoreError::ConcurrencyLimited { limit } => Self::ConcurrencyLimited { limit },
             StoreError::QueueFull { limit, per_key } => Self::QueueFull { limit, per_key },
@@ -124,7 +138,7 @@ impl ApiError {
             | Self::DeliveryNotFound(_)
             | Self::FileNotFound
             | Self::UploadNotFound { .. } => StatusCode::NOT_FOUND,
-            Self::InsufficientTokens { .. } => StatusCode::PAYMENT_REQUIRED,
+            Self::InsufficientTokens { .. } | Self::SpendLimitReached { .. } => StatusCode::PAYMENT_REQUIRED,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidImage { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::OutputExpired | Self::Deleted(_) => StatusCode::GONE,
@@ -152,6 +166,7 @@ impl ApiError {
             Self::BatchNotFound(_) => ErrorName::BatchNotFound,
             Self::DeliveryNotFound(_) => ErrorName::DeliveryNotFound,
             Self::InsufficientTokens { .. } => ErrorName::InsufficientTokens,
+            Self::SpendLimitReached { .. } => ErrorName::SpendLimitReached,
             Self::PayloadTooLarge { .. } => ErrorName::PayloadTooLarge,
             Self::InvalidImage { .. } => ErrorName::InvalidImage,
             Self::FileNotFound => ErrorName::FileNotFound,
@@ -193,6 +208,14 @@ impl ApiError {
             Self::InsufficientTokens { required, balance } => {
                 body.required = Some(*required);
                 body.balance = Some(*balance);
+            }
+            Self::SpendLimitReached { holder, period, limit, used, required, resets_at } => {
+                body.applies_to = Some(holder.to_string());
+                body.period = Some(period.to_string());
+                body.limit = Some(*limit);
+                body.used = Some(*used);
+                body.required = Some(*required);
+                body.resets_at = Some(atelier_store::format_time(*resets_at));
             }
             Self::RateLimited { retry_after } | Self::SignInLimited { retry_after } => {
                 body.retry_after = Some(*retry_after);
@@ -243,6 +266,7 @@ impl ApiError {
             | Self::DeliveryNotFound(_)
             | Self::UploadNotFound { .. }
             | Self::InsufficientTokens { .. }
+            | Self::SpendLimitReached { .. }
             | Self::PayloadTooLarge { .. }
             | Self::InvalidImage { .. }
             | Self::FileNotFound

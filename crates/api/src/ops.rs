@@ -304,6 +304,7 @@ pub async fn submit(
             start_within: request.start_within,
             cache: request.cache,
             retention_secs,
+            from_batch: false,
         })
         .await?;
     Ok(accepted)

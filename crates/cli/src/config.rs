@@ -295,6 +295,31 @@ pub struct Limits {
     /// The same cap per API key: runs submitted with one key (or a console session signed in
     /// with it) waiting to start. 0 = no cap.
     pub queued_runs_per_key: u32,
+    /// Spend limits, the default of every key or account that sets none of its own
+    /// (`atelier admin key limit`, `atelier admin account limit`): tokens one key may reserve
+    /// per UTC day and per UTC month; beyond them, 402 `SpendLimitReached`. 0 = no limit.
+    pub daily_tokens_per_key: u64,
+    pub monthly_tokens_per_key: u64,
+    /// The same for all keys of one account together.
+    pub daily_tokens_per_account: u64,
+    pub monthly_tokens_per_account: u64,
+    /// Nodes of one key running at once, over all workers; its other nodes wait in the
+    /// queue. 0 = no cap.
+    pub running_nodes_per_key: u32,
+}
+
+impl Limits {
+    /// The spend limits' defaults as the store reads them.
+    pub fn spend_defaults(&self) -> atelier_store::SpendDefaults {
+        let limit = |n: u64| (n > 0).then(|| i64::try_from(n).unwrap_or(i64::MAX));
+        atelier_store::SpendDefaults {
+            account_daily: limit(self.daily_tokens_per_account),
+            account_monthly: limit(self.monthly_tokens_per_account),
+            key_daily: limit(self.daily_tokens_per_key),
+            key_monthly: limit(self.monthly_tokens_per_key),
+            key_concurrency: limit(u64::from(self.running_nodes_per_key)),
+        }
+    }
 }
 
 /// `[metrics]`: Prometheus metrics at `/metrics` (docs/OPERATIONS.md).
@@ -476,6 +501,11 @@ impl Default for Limits {
             unfinished_runs_per_account: 0,
             queued_runs_per_account: 0,
             queued_runs_per_key: 0,
+            daily_tokens_per_key: 0,
+            monthly_tokens_per_key: 0,
+            daily_tokens_per_account: 0,
+            monthly_tokens_per_account: 0,
+            running_nodes_per_key: 0,
         }
     }
 }

@@ -50,6 +50,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<SharedStore> {
         max_queued_runs_per_key: config.limits.queued_runs_per_key,
         max_running_nodes: config.limits.running_nodes_per_account,
         lower_lane_share_permille: (config.worker.lower_lane_share * 1000.0).round() as u32,
+        spend: config.limits.spend_defaults(),
     };
     match config.database().map_err(anyhow::Error::msg)? {
         DatabaseKind::Sqlite(path) => {

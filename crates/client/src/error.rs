@@ -56,6 +56,24 @@ pub enum Error {
         /// The available balance.
         balance: i64,
     },
+    /// 402: the price would cross a spend limit of the key or of its account; nothing ran.
+    #[error("SpendLimitReached: {message}")]
+    SpendLimitReached {
+        /// The server's message.
+        message: String,
+        /// Whose limit: `key` or `account`.
+        applies_to: String,
+        /// `day` or `month` (UTC calendar periods).
+        period: String,
+        /// The limit, in tokens.
+        limit: i64,
+        /// Tokens reserved in the period so far.
+        used: i64,
+        /// The run's (or batch's) price.
+        required: i64,
+        /// When the period ends and its usage starts from zero (UTC, without an offset).
+        resets_at: String,
+    },
     /// 404: no tool of that name.
     #[error("UnknownTool: {message}")]
     UnknownTool {
@@ -324,6 +342,10 @@ impl Error {
             balance,
             retry_after,
             limit,
+            applies_to,
+            period,
+            used,
+            resets_at,
         } = body;
         let retry_after = retry_after.or(retry_after_header);
         let Ok(known) = name.parse::<ErrorName>() else { return Self::Other { name, status, message } };
@@ -335,6 +357,15 @@ impl Error {
                 message,
                 required: required.unwrap_or_default(),
                 balance: balance.unwrap_or_default(),
+            },
+            ErrorName::SpendLimitReached => Self::SpendLimitReached {
+                message,
+                applies_to: applies_to.unwrap_or_default(),
+                period: period.unwrap_or_default(),
+                limit: limit.unwrap_or_default(),
+                used: used.unwrap_or_default(),
+                required: required.unwrap_or_default(),
+                resets_at: resets_at.unwrap_or_default(),
             },
             ErrorName::UnknownTool => Self::UnknownTool { message },
             ErrorName::WorkflowNotFound => Self::WorkflowNotFound { message },
@@ -387,6 +418,7 @@ impl Error {
             Self::MissingInputs { .. } => ErrorName::MissingInputs,
             Self::Unauthorized { .. } => ErrorName::Unauthorized,
             Self::InsufficientTokens { .. } => ErrorName::InsufficientTokens,
+            Self::SpendLimitReached { .. } => ErrorName::SpendLimitReached,
             Self::UnknownTool { .. } => ErrorName::UnknownTool,
             Self::WorkflowNotFound { .. } => ErrorName::WorkflowNotFound,
             Self::RunNotFound { .. } => ErrorName::RunNotFound,
@@ -431,6 +463,7 @@ impl Error {
             | Self::MissingInputs { message, .. }
             | Self::Unauthorized { message }
             | Self::InsufficientTokens { message, .. }
+            | Self::SpendLimitReached { message, .. }
             | Self::UnknownTool { message }
             | Self::WorkflowNotFound { message }
             | Self::RunNotFound { message }
@@ -474,7 +507,7 @@ impl Error {
         Some(match self {
             Self::InvalidRequest { .. } | Self::MissingInputs { .. } => 400,
             Self::Unauthorized { .. } | Self::SessionRequired { .. } => 401,
-            Self::InsufficientTokens { .. } => 402,
+            Self::InsufficientTokens { .. } | Self::SpendLimitReached { .. } => 402,
             Self::Forbidden { .. } | Self::FileUrlInvalid { .. } => 403,
             Self::UnknownTool { .. }
             | Self::WorkflowNotFound { .. }
@@ -536,6 +569,19 @@ mod tests {
             json!({"id": null, "error": {"name": "InsufficientTokens", "message": "insufficient tokens: the run costs 5, the balance is 3", "required": 5, "balance": 3}}),
         );
         assert!(matches!(e, Error::InsufficientTokens { required: 5, balance: 3, .. }), "{e:?}");
+        let spend = map(
+            402,
+            json!({"id": null, "error": {"name": "SpendLimitReached", "message": "m", "applies_to": "key",
+                   "period": "day", "limit": 100, "used": 98, "required": 5, "resets_at": "2026-11-30T00:00:00.000000"}}),
+        );
+        match &spend {
+            Error::SpendLimitReached { applies_to, period, limit: 100, used: 98, required: 5, resets_at, .. } => {
+                assert_eq!((applies_to.as_str(), period.as_str()), ("key", "day"));
+                assert_eq!(resets_at, "2026-11-30T00:00:00.000000");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!((spend.name(), spend.status()), (Some("SpendLimitReached"), Some(402)));
         assert_eq!((e.name(), e.status()), (Some("InsufficientTokens"), Some(402)));
         assert_eq!(
             e.to_string(),

@@ -14,6 +14,7 @@ string_enum! {
         MissingInputs,
         Unauthorized,
         InsufficientTokens,
+        SpendLimitReached,
         UnknownTool,
         WorkflowNotFound,
         RunNotFound,

@@ -43,6 +43,7 @@ pub mod media;
 pub mod params;
 pub mod plan;
 pub mod scopes;
+pub mod spend;
 pub mod status;
 pub mod time;
 pub mod tools;

@@ -43,6 +43,8 @@ pub struct KeyRecord {
     pub last_used: Option<Micros>,
     pub revoked_at: Option<Micros>,
     pub scopes: Scopes,
+    /// Its spend limits and what it used of them.
+    pub spend: crate::SpendUse,
 }
 
 /// The account and key a full API key authenticates.

@@ -31,6 +31,8 @@ pub struct StoreConfig {
     /// mille) of each process's claims, spread evenly, take the oldest lower-lane task first
     /// (`lanes.rs`). 0 = strict priority (a busy higher lane can starve the lower ones).
     pub lower_lane_share_permille: u32,
+    /// The spend limits of keys and accounts that set none of their own.
+    pub spend: crate::spend::SpendDefaults,
 }
 
 impl Default for StoreConfig {
@@ -44,6 +46,7 @@ impl Default for StoreConfig {
             max_queued_runs_per_key: 0,
             max_running_nodes: 0,
             lower_lane_share_permille: 100,
+            spend: crate::spend::SpendDefaults::default(),
         }
     }
 }

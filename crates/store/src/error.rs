@@ -4,6 +4,17 @@
 pub enum StoreError {
     #[error("insufficient tokens: {required} required, {balance} available")]
     InsufficientTokens { required: i64, balance: i64 },
+    /// `required` more tokens would cross the `holder`'s (key's or account's) limit for the
+    /// `period`, of which `used` is used; it resets at `resets_at`.
+    #[error("the {holder}'s {period} spend limit of {limit} tokens is reached: {used} used, {required} required")]
+    SpendLimitReached {
+        holder: atelier_core::spend::Holder,
+        period: atelier_core::spend::Period,
+        limit: i64,
+        used: i64,
+        required: i64,
+        resets_at: atelier_core::time::Micros,
+    },
     /// The account already has `limit` unfinished runs (`StoreConfig::max_unfinished_runs`).
     #[error("too many unfinished runs: the limit is {limit}")]
     ConcurrencyLimited { limit: i64 },

@@ -109,6 +109,7 @@ mod rows;
 mod rules;
 mod run;
 mod sql;
+mod spend;
 mod sqlite;
 mod statements;
 mod task;
@@ -138,13 +139,14 @@ pub use idempotency::{
 pub use input::{InputKind, NewUpload, StoredInput};
 pub use postgres::{PgStore, RUNS_CHANNEL, STOPS_CHANNEL, TASKS_CHANNEL, WEBHOOKS_CHANNEL};
 pub use run::{NewRun, NodeRecord, RunDeletion, RunQuery, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
+pub use spend::{Limits, PeriodUse, SpendDefaults, SpendUse};
 pub use sqlite::SqliteStore;
 /// Connection options for [`PgStore::connect_with`].
 pub use sqlx::postgres::PgConnectOptions;
 pub use task::{ClaimedTask, NextClaim, Outcome, QueueStat};
 pub use telemetry::enable_metrics;
 pub use traits::{
-    Accounts, Batches, IdempotencyKeys, InputFiles, Lifecycle, ResultCache, Runs, Sessions, SharedStore,
+    Accounts, Batches, IdempotencyKeys, InputFiles, Lifecycle, LimitChange, ResultCache, Runs, Sessions, SharedStore,
     Store, TaskQueue, Webhooks, WorkerTokens, Workflows,
 };
 pub use webhook::{

@@ -25,6 +25,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0020_batch_deletion.sql"),
     include_str!("../migrations/sqlite/0021_scopes.sql"),
     include_str!("../migrations/sqlite/0022_webhook_replays.sql"),
+    include_str!("../migrations/sqlite/0023_spend_limits.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -50,4 +51,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0020_batch_deletion.sql"),
     include_str!("../migrations/postgres/0021_scopes.sql"),
     include_str!("../migrations/postgres/0022_webhook_replays.sql"),
+    include_str!("../migrations/postgres/0023_spend_limits.sql"),
 ];

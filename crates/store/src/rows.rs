@@ -195,15 +195,45 @@ impl FromRow for crate::WorkerTokenRecord {
     }
 }
 
-impl FromRow for KeyRecord {
+/// A key of an account's listing ([`crate::statements::LIST_KEYS`]), before its spend is
+/// read against the configured defaults.
+pub(crate) struct ListedKey {
+    id: i64,
+    prefix: String,
+    created_at: i64,
+    last_used: Option<i64>,
+    revoked_at: Option<i64>,
+    scopes: Scopes,
+    counters: crate::spend::Counters,
+    running: i64,
+}
+
+impl ListedKey {
+    pub(crate) fn record(self, defaults: &crate::SpendDefaults, now: i64) -> KeyRecord {
+        let holder = atelier_core::spend::Holder::Key;
+        KeyRecord {
+            id: self.id,
+            prefix: self.prefix,
+            created_at: self.created_at,
+            last_used: self.last_used,
+            revoked_at: self.revoked_at,
+            scopes: self.scopes,
+            spend: crate::spend::spend_use(&self.counters, holder, defaults, Some(self.running), now),
+        }
+    }
+}
+
+impl FromRow for ListedKey {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
-        Ok(KeyRecord {
+        Ok(ListedKey {
             id: row.int("id")?,
             prefix: row.text("prefix")?.to_owned(),
             created_at: row.int("created_at")?,
             last_used: row.opt_int("last_used")?,
             revoked_at: row.opt_int("revoked_at")?,
             scopes: scopes(row, "scopes")?,
+            counters: crate::spend::Counters::from_row(row)?,
+            running: row.int("running")?,
         })
     }
 }
@@ -313,6 +343,9 @@ pub(crate) struct Reservation {
     pub reserved: i64,
     pub kind: atelier_core::status::RunKind,
     pub target: String,
+    pub key_id: Option<i64>,
+    /// When its price was counted against the spend limits.
+    pub counted_at: i64,
 }
 
 impl FromRow for Reservation {
@@ -322,6 +355,8 @@ impl FromRow for Reservation {
             reserved: row.int("reserved")?,
             kind: parse_text(row.text("kind")?)?,
             target: row.text("target")?.to_owned(),
+            key_id: row.opt_int("key_id")?,
+            counted_at: row.int("counted_at")?,
         })
     }
 }

@@ -47,6 +47,9 @@ pub struct NewRun<'a> {
     /// default, [`crate::StoreConfig::retention`]; 0: zero retention, see
     /// [`RunRecord::holds_outputs_inline`]).
     pub retention_secs: Option<u64>,
+    /// Started by its batch, which counted the run's price against the spend limits when it
+    /// was accepted: the run takes its tokens from the balance without counting them again.
+    pub from_batch: bool,
 }
 
 /// Whole seconds as a column keeps them (a retention beyond `i64::MAX` is kept as that).

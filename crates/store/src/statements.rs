@@ -101,13 +101,19 @@ pub(crate) const AUTHENTICATE: &str =
 /// `$1` now, `$2` key, `$3` the oldest `last_used` left as it is (it is kept to the minute).
 pub(crate) const TOUCH_KEY: &str =
     "UPDATE api_keys SET last_used = $1 WHERE id = $2 AND (last_used IS NULL OR last_used < $3)";
-pub(crate) const LIST_KEYS: &str =
-    "SELECT id, prefix, created_at, last_used, revoked_at, scopes FROM api_keys
-     WHERE account_id = $1 ORDER BY id DESC";
+pub(crate) static LIST_KEYS: Sql = sql!(
+    "SELECT {columns} FROM api_keys k WHERE k.account_id = $1 ORDER BY k.id DESC",
+    columns = LISTED_KEY_COLUMNS
+);
 /// `$1` key, `$2` account.
-pub(crate) const KEY_OF_ACCOUNT: &str =
-    "SELECT id, prefix, created_at, last_used, revoked_at, scopes FROM api_keys
-     WHERE id = $1 AND account_id = $2";
+pub(crate) static KEY_OF_ACCOUNT: Sql = sql!(
+    "SELECT {columns} FROM api_keys k WHERE k.id = $1 AND k.account_id = $2",
+    columns = LISTED_KEY_COLUMNS
+);
+/// What `rows::ListedKey` reads of a key `k`.
+const LISTED_KEY_COLUMNS: &str = "k.id, k.prefix, k.created_at, k.last_used, k.revoked_at, k.scopes, k.daily_limit,
+     k.monthly_limit, k.concurrency_limit, k.day_start, k.day_used, k.month_start, k.month_used,
+     (SELECT COUNT(*) FROM tasks t WHERE t.key_id = k.id AND t.state = 'running') AS running";
 /// `$1` now, `$2` key, `$3` account: changes nothing when the key is not the account's or is
 /// revoked already.
 pub(crate) const REVOKE_KEY_OF_ACCOUNT: &str =
@@ -208,7 +214,10 @@ pub(crate) static FINISH_RUN: Sql = sql!(
      WHERE id = $5 AND status IN ({})",
     sql_set(&RunStatus::UNFINISHED)
 );
-pub(crate) const RESERVATION: &str = "SELECT account_id, reserved, kind, target FROM runs WHERE id = $1";
+/// Its spend was counted when its batch was accepted, or else when it was.
+pub(crate) const RESERVATION: &str = "SELECT account_id, reserved, kind, target, key_id,
+            COALESCE((SELECT b.created_at FROM batches b WHERE b.id = runs.batch_id), created_at) AS counted_at
+     FROM runs WHERE id = $1";
 /// Run `$1`'s nodes by tool and state, for the metrics of a run that ended.
 pub(crate) const NODE_COUNTS: &str =
     "SELECT tool, status, COUNT(*) AS n FROM nodes WHERE run_id = $1 GROUP BY tool, status";
@@ -265,10 +274,11 @@ pub(crate) static QUEUE_NODE: Sql = sql!(
     pending = NodeStatus::Pending
 );
 /// An available task: `$1` run, `$2` node, `$3` account, `$4` max attempts, `$5` now; in
-/// its run's lane, with its run's deadline to start.
+/// its run's lane, with its run's deadline to start and its run's key.
 pub(crate) static INSERT_TASK: Sql = sql!(
-    "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane, start_by)
-     VALUES ($1, $2, $3, '{}', $4, $5, $5, {lane}, {start_by})",
+    "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane, start_by,
+                        key_id)
+     VALUES ($1, $2, $3, '{}', $4, $5, $5, {lane}, {start_by}, (SELECT key_id FROM runs WHERE id = $1))",
     TaskState::Available,
     lane = lane_of_run!("$1"),
     start_by = start_by_of_run!("$5", "$1")

@@ -29,6 +29,7 @@ use crate::input::{NewUpload, StoredInput};
 use crate::run::{NewRun, RunQuery, RunRecord, RunSummary};
 use crate::task::{ClaimedTask, NextClaim, Outcome};
 use crate::webhook::{AttemptEnd, Delivery, DeliveryAttempt, DeliveryRecord, WebhookSecret};
+use crate::spend::SpendUse;
 use crate::workflow::WorkflowRow;
 use atelier_core::time::Micros;
 
@@ -226,6 +227,27 @@ pub trait Accounts: Send + Sync {
     async fn balance(&self, account_id: i64) -> Result<i64>;
     /// Ledger entries of a run, as (kind, amount), oldest first.
     async fn ledger_for_run(&self, run_id: &str) -> Result<Vec<(String, i64)>>;
+    /// The spend limits of account `account_id`, and of its key `key_id` when given, with what
+    /// each used in the current UTC day and month (and, for the key, its running nodes).
+    async fn spend(&self, account_id: i64, key_id: Option<i64>) -> Result<(SpendUse, Option<SpendUse>)>;
+    /// Sets the limits of an active key given in full or by its prefix; `None`: unchanged.
+    /// A setting of `None` inside follows the configured default. From the next run on.
+    async fn set_key_limits(&self, key_or_prefix: &str, limits: LimitChange) -> Result<(KeyInfo, SpendUse)>;
+    /// [`Accounts::set_key_limits`] for one of account `account_id`'s keys by id (the
+    /// console); `NotFound` when it has no such key.
+    async fn set_account_key_limits(&self, account_id: i64, key_id: i64, limits: LimitChange) -> Result<KeyRecord>;
+    /// Sets an account's own limits (every key of it together); its `concurrency` must be
+    /// unchanged (`Conflict` otherwise: the cap on running nodes is a key's).
+    async fn set_account_limits(&self, account: &str, limits: LimitChange) -> Result<SpendUse>;
+}
+
+/// New limit settings: each `Some` replaces the stored setting (whose own `None` follows
+/// the configured default), each `None` leaves it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitChange {
+    pub daily: Option<atelier_core::spend::Setting>,
+    pub monthly: Option<atelier_core::spend::Setting>,
+    pub concurrency: Option<atelier_core::spend::Setting>,
 }
 
 /// Console sessions (see `flows/sessions.rs`).

@@ -29,6 +29,7 @@ backend_tests! {
     batches_of_one_account_take_turns_and_another_account_cannot_see_them(StoreConfig::default());
     a_batch_with_a_webhook_queues_a_delivery_each_time_it_ends(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
     a_batch_that_ended_is_deleted_with_every_run_of_it(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
+    a_batch_counts_against_spend_limits_once_and_gives_back_what_it_did_not_use(StoreConfig { max_attempts: 1, ..StoreConfig::default() });
 }
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -361,4 +362,44 @@ async fn a_batch_that_ended_is_deleted_with_every_run_of_it(store: SharedStore) 
         store.purge_candidates(acct.id, later, 10).await.unwrap().batches.is_empty(),
         "deleted: not found again"
     );
+}
+
+async fn a_batch_counts_against_spend_limits_once_and_gives_back_what_it_did_not_use(store: SharedStore) {
+    use atelier_core::spend::{Holder, Period};
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    let (key, _) = store.add_key(acct.id, atelier_core::scopes::Scopes::NEW_KEY).await.unwrap();
+    let limit = atelier_store::LimitChange { daily: Some(Some(10)), ..Default::default() };
+    store.set_account_key_limits(acct.id, key.id, limit).await.unwrap();
+    let used = |store: SharedStore| async move {
+        let (account, key) = store.spend(acct.id, Some(key.id)).await.unwrap();
+        (account.day.used, key.unwrap().day.used)
+    };
+    // Over the key's limit as a whole: refused whole, nothing reserved.
+    let too_big = NewBatch { key_id: Some(key.id), ..batch(acct.id, 11) };
+    assert!(matches!(
+        store.create_batch(&too_big).await,
+        Err(StoreError::SpendLimitReached { holder: Holder::Key, period: Period::Day, limit: 10, used: 0, required: 11, .. })
+    ));
+    assert_books(&store, acct.id, 100).await;
+    let new = NewBatch { key_id: Some(key.id), ..batch(acct.id, 4) };
+    store.create_batch(&new).await.unwrap();
+    assert_eq!(used(store.clone()).await, (4, 4), "counted once, when accepted");
+    // Its runs start without counting again; the failed item's tokens come back.
+    assert_eq!(store.feed_batches(10, 10).await.unwrap().started, 4);
+    assert_eq!(used(store.clone()).await, (4, 4));
+    let b = store.get_batch(acct.id, &new.id).await.unwrap();
+    let items = store.batch_items(acct.id, &new.id, &ItemQuery { status: None, after: None, limit: 10 }).await.unwrap();
+    let failing = vec![items[0].run_id.clone().unwrap()];
+    assert_eq!(work(&store, &failing).await, 4);
+    store.feed_batches(10, 10).await.unwrap();
+    assert_eq!(used(store.clone()).await, (3, 3));
+    // A retry counts the failed item again.
+    store.retry_batch(acct.id, &b.id).await.unwrap();
+    assert_eq!(used(store.clone()).await, (4, 4));
+    let seven = NewBatch { key_id: Some(key.id), ..batch(acct.id, 7) };
+    assert!(matches!(store.create_batch(&seven).await, Err(StoreError::SpendLimitReached { used: 4, required: 7, .. })));
+    // A cancel gives back what the batch still holds.
+    store.cancel_batch(acct.id, &b.id).await.unwrap();
+    assert_eq!(used(store.clone()).await, (3, 3));
+    assert_books(&store, acct.id, 97).await;
 }

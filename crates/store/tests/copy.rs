@@ -88,6 +88,7 @@ async fn submit(
         start_within: None,
         cache: true,
         retention_secs: None,
+        from_batch: false,
     };
     store.create_run(&run).await.unwrap();
     id

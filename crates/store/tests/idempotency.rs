@@ -71,6 +71,7 @@ async fn create(
             start_within: None,
             cache: true,
             retention_secs: None,
+            from_batch: false,
         })
         .await
 }

@@ -62,6 +62,7 @@ async fn submit(store: &SharedStore, account: i64, events: Option<WebhookEvents>
         start_within: None,
         cache: true,
         retention_secs: None,
+        from_batch: false,
     };
     store.create_run(&run).await.unwrap();
     id

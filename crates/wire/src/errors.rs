@@ -28,16 +28,33 @@ pub struct ErrorBody {
     /// InvalidInput: the allowed values of a select, or the known names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed: Option<Vec<Value>>,
-    /// InsufficientTokens: the run's price.
+    /// InsufficientTokens and SpendLimitReached: the run's (or batch's) price.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required: Option<i64>,
     /// InsufficientTokens: the available balance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub balance: Option<i64>,
-    /// The account's cap on unfinished runs (ConcurrencyLimited), or the account's or the API
-    /// key's cap on runs waiting to start (QueueFull).
+    /// The account's cap on unfinished runs (ConcurrencyLimited), the account's or the API
+    /// key's cap on runs waiting to start (QueueFull), or the spend limit the price would
+    /// cross, in tokens (SpendLimitReached).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
+    /// SpendLimitReached: whose limit, `key` (the API key's own) or `account` (all keys of
+    /// the account together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::names::spend_holder")]
+    pub applies_to: Option<String>,
+    /// SpendLimitReached: the limit's period, `day` or `month` (UTC calendar periods).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::names::spend_period")]
+    pub period: Option<String>,
+    /// SpendLimitReached: tokens reserved in the current period so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used: Option<i64>,
+    /// SpendLimitReached: when the period ends and its usage starts again from zero (UTC,
+    /// `YYYY-MM-DDTHH:MM:SS.ffffff`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<String>,
     /// Seconds to wait (429).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<u64>,

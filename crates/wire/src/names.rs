@@ -12,3 +12,13 @@ pub(crate) fn node_error_name(_: &mut SchemaGenerator) -> Schema {
 pub(crate) fn error_name(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "enum": atelier_core::ErrorName::NAMES})
 }
+
+/// The schema of a spend limit's holder: `key` or `account`.
+pub(crate) fn spend_holder(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "enum": atelier_core::spend::Holder::NAMES})
+}
+
+/// The schema of a spend limit's period: `day` or `month`.
+pub(crate) fn spend_period(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "enum": atelier_core::spend::Period::NAMES})
+}

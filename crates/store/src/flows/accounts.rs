@@ -10,10 +10,12 @@ use crate::account::{Account, KeyInfo};
 use crate::account::{KeyHolder, KeyRecord, LedgerEntry, LedgerQuery, Usage};
 use crate::backend::Backend;
 use crate::error::{Result, StoreError};
-use crate::rows::{DayNodes, DayTokens, KeyRow, KeyUse, LedgerRow};
+use crate::rows::{DayNodes, DayTokens, KeyRow, KeyUse, LedgerRow, ListedKey};
+use crate::spend::{self, SpendUse};
 use crate::sql::{args, Conn};
 use crate::statements::*;
-use crate::traits::Accounts;
+use crate::traits::{Accounts, LimitChange};
+use atelier_core::spend::Holder;
 
 #[async_trait]
 impl<B: Backend> Accounts for B {
@@ -120,23 +122,26 @@ impl<B: Backend> Accounts for B {
     }
 
     async fn list_keys(&self, account_id: i64) -> Result<Vec<KeyRecord>> {
-        self.read().await?.fetch_all(LIST_KEYS, args![account_id]).await
+        let keys: Vec<ListedKey> = self.read().await?.fetch_all(&LIST_KEYS, args![account_id]).await?;
+        let now = now_micros();
+        Ok(keys.into_iter().map(|k| k.record(&self.settings().spend, now)).collect())
     }
 
     async fn add_key(&self, account_id: i64, scopes: Scopes) -> Result<(KeyRecord, String)> {
         let now = now_micros();
         let mut tx = self.begin().await?;
         let key = insert_key(&mut *tx, account_id, now, scopes).await?;
-        let record: KeyRecord = tx.fetch_one(KEY_OF_ACCOUNT, args![key.1, account_id]).await?;
+        let record: ListedKey = tx.fetch_one(&KEY_OF_ACCOUNT, args![key.1, account_id]).await?;
         B::commit(tx).await?;
-        Ok((record, key.0))
+        Ok((record.record(&self.settings().spend, now), key.0))
     }
 
     async fn revoke_account_key(&self, account_id: i64, key_id: i64) -> Result<KeyRecord> {
+        let now = now_micros();
         let mut tx = self.begin().await?;
-        let revoked = tx.execute(REVOKE_KEY_OF_ACCOUNT, args![now_micros(), key_id, account_id]).await?;
-        let record: Option<KeyRecord> = tx.fetch_optional(KEY_OF_ACCOUNT, args![key_id, account_id]).await?;
-        let record = record.ok_or(StoreError::NotFound)?;
+        let revoked = tx.execute(REVOKE_KEY_OF_ACCOUNT, args![now, key_id, account_id]).await?;
+        let record: Option<ListedKey> = tx.fetch_optional(&KEY_OF_ACCOUNT, args![key_id, account_id]).await?;
+        let record = record.ok_or(StoreError::NotFound)?.record(&self.settings().spend, now);
         if revoked == 0 {
             return Err(StoreError::Conflict("the key is revoked already".into()));
         }
@@ -186,6 +191,40 @@ impl<B: Backend> Accounts for B {
     async fn ledger_for_run(&self, run_id: &str) -> Result<Vec<(String, i64)>> {
         let rows: Vec<LedgerRow> = self.read().await?.fetch_all(LEDGER_FOR_RUN, args![run_id]).await?;
         Ok(rows.into_iter().map(|LedgerRow(kind, amount)| (kind, amount)).collect())
+    }
+
+    async fn spend(&self, account_id: i64, key_id: Option<i64>) -> Result<(SpendUse, Option<SpendUse>)> {
+        let mut read = self.read().await?;
+        spend::usage(&mut *read, &self.settings().spend, account_id, key_id, now_micros()).await
+    }
+
+    async fn set_key_limits(&self, key_or_prefix: &str, limits: LimitChange) -> Result<(KeyInfo, SpendUse)> {
+        let mut tx = self.begin().await?;
+        let row = active_key(&mut *tx, key_or_prefix).await?;
+        spend::set_limits(&mut *tx, Holder::Key, row.id, limits).await?;
+        B::commit(tx).await?;
+        let account = self.account(&row.account).await?;
+        let (_, key) = self.spend(account.id, Some(row.id)).await?;
+        Ok((row.info(), key.ok_or(StoreError::NotFound)?))
+    }
+
+    async fn set_account_key_limits(&self, account_id: i64, key_id: i64, limits: LimitChange) -> Result<KeyRecord> {
+        let now = now_micros();
+        let mut tx = self.begin().await?;
+        let record: Option<ListedKey> = tx.fetch_optional(&KEY_OF_ACCOUNT, args![key_id, account_id]).await?;
+        record.ok_or(StoreError::NotFound)?;
+        spend::set_limits(&mut *tx, Holder::Key, key_id, limits).await?;
+        let record: ListedKey = tx.fetch_one(&KEY_OF_ACCOUNT, args![key_id, account_id]).await?;
+        B::commit(tx).await?;
+        Ok(record.record(&self.settings().spend, now))
+    }
+
+    async fn set_account_limits(&self, account: &str, limits: LimitChange) -> Result<SpendUse> {
+        let account = self.account(account).await?;
+        let mut tx = self.begin().await?;
+        spend::set_limits(&mut *tx, Holder::Account, account.id, limits).await?;
+        B::commit(tx).await?;
+        Ok(self.spend(account.id, None).await?.0)
     }
 }
 

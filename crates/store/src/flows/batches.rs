@@ -55,10 +55,9 @@ impl<B: Backend> Batches for B {
                 return Err(StoreError::IdempotencyConflict);
             }
         }
-        if tx.execute(RESERVE, args![price, batch.account_id]).await? == 0 {
-            let balance = tx.fetch_one(BALANCE, args![batch.account_id]).await?;
-            return Err(StoreError::InsufficientTokens { required: price, balance });
-        }
+        let spend = &self.settings().spend;
+        crate::spend::reserve(&mut *tx, B::FOR_UPDATE, spend, batch.account_id, batch.key_id, price, true, now)
+            .await?;
         let reserve = LedgerKind::Reserve.as_str();
         tx.execute(INSERT_LEDGER, args![batch.account_id, Some(batch.id.as_str()), reserve, price, now])
             .await?;
@@ -179,8 +178,7 @@ impl<B: Backend> Batches for B {
         let mut delivery = false;
         if row.status == BatchStatus::Running {
             tx.execute(CANCEL_PENDING_ITEMS, args![batch_id]).await?;
-            delivery =
-                end_batch(&mut *tx, account_id, batch_id, row.held, BatchStatus::Canceled, now).await?;
+            delivery = end_batch(&mut *tx, &row, BatchStatus::Canceled, now).await?;
         }
         let runs: Vec<String> = tx.fetch_all(&BATCH_UNFINISHED_RUNS, args![batch_id]).await?;
         B::commit(tx).await?;
@@ -204,15 +202,16 @@ impl<B: Backend> Batches for B {
         B::lock_account(&mut tx, account_id).await?;
         let sql = BATCH_FOR_UPDATE.replace("{lock}", B::FOR_UPDATE);
         let row: Option<BatchRow> = tx.fetch_optional(&sql, args![batch_id, account_id]).await?;
-        row.ok_or(StoreError::NotFound)?.live()?;
+        let key_id = row.ok_or(StoreError::NotFound)?.live()?.key_id;
         let failed: Vec<FailedItem> = tx.fetch_all(&FAILED_ITEMS, args![batch_id]).await?;
         let retried = i64::try_from(failed.len()).unwrap_or(i64::MAX);
         if !failed.is_empty() {
             let price: i64 = failed.iter().map(|f| f.price).sum();
-            if tx.execute(RESERVE, args![price, account_id]).await? == 0 {
-                let balance = tx.fetch_one(BALANCE, args![account_id]).await?;
-                return Err(StoreError::InsufficientTokens { required: price, balance });
-            }
+            // Counted now, on the batch's key: what its runs give back later goes to the
+            // period the batch was made in, so a retry on a later day or month counts in
+            // full there (the safe side of exact).
+            let spend = &self.settings().spend;
+            crate::spend::reserve(&mut *tx, B::FOR_UPDATE, spend, account_id, key_id, price, true, now).await?;
             let reserve = LedgerKind::Reserve.as_str();
             tx.execute(INSERT_LEDGER, args![account_id, Some(batch_id), reserve, price, now]).await?;
             for item in &failed {
@@ -310,8 +309,7 @@ async fn feed_batch<B: Backend>(store: &B, batch: &OpenBatch, window: i64, fed: 
             return Ok(());
         }
         // Nothing pending, nothing running: the batch is done.
-        let delivery =
-            end_batch(&mut *tx, batch.account_id, &batch.id, row.held, BatchStatus::Finished, now).await?;
+        let delivery = end_batch(&mut *tx, &row, BatchStatus::Finished, now).await?;
         B::commit(tx).await?;
         announce(store, &batch.id, delivery);
         fed.finished.push(batch.id.clone());
@@ -354,6 +352,7 @@ async fn feed_batch<B: Backend>(store: &B, batch: &OpenBatch, window: i64, fed: 
             start_within: None,
             cache: row.cache,
             retention_secs: row.retention_secs,
+            from_batch: true,
         };
         store.write_run(&mut tx, &run).await?;
         tx.execute(SET_RUN_BATCH, args![&batch.id, &run.id]).await?;
@@ -366,21 +365,13 @@ async fn feed_batch<B: Backend>(store: &B, batch: &OpenBatch, window: i64, fed: 
     Ok(())
 }
 
-/// Gives back the `held` tokens of a batch that ends.
 /// Ends a running batch (`status`: finished or canceled) in the transaction of `conn`: gives
 /// back what it holds and queues its `batch` delivery when it has a webhook. Whether one was
 /// queued, for [`announce`] once the transaction commits.
-async fn end_batch(
-    conn: &mut impl Conn,
-    account_id: i64,
-    batch_id: &str,
-    held: i64,
-    status: BatchStatus,
-    now: Micros,
-) -> Result<bool> {
-    give_back(conn, account_id, batch_id, held, now).await?;
-    conn.execute(END_BATCH, args![batch_id, status.as_str(), now]).await?;
-    Ok(conn.execute(QUEUE_BATCH_DELIVERY, args![batch_id, now]).await? > 0)
+async fn end_batch(conn: &mut impl Conn, batch: &BatchRow, status: BatchStatus, now: Micros) -> Result<bool> {
+    give_back(conn, batch, now).await?;
+    conn.execute(END_BATCH, args![&batch.id, status.as_str(), now]).await?;
+    Ok(conn.execute(QUEUE_BATCH_DELIVERY, args![&batch.id, now]).await? > 0)
 }
 
 /// After a commit that changed batch `batch_id`'s state: its followers read it again, and
@@ -392,17 +383,15 @@ fn announce<B: Backend>(store: &B, batch_id: &str, delivery: bool) {
     }
 }
 
-async fn give_back(
-    conn: &mut impl Conn,
-    account_id: i64,
-    batch_id: &str,
-    held: i64,
-    now: Micros,
-) -> Result<()> {
+/// Gives back what batch `batch` holds: to the balance, and to the spend counters of the
+/// period it was accepted in.
+async fn give_back(conn: &mut impl Conn, batch: &BatchRow, now: Micros) -> Result<()> {
+    let (account_id, held) = (batch.account_id, batch.held);
     if held > 0 {
         conn.execute(ADD_TO_BALANCE, args![held, account_id]).await?;
         let release = LedgerKind::Release.as_str();
-        conn.execute(INSERT_LEDGER, args![account_id, Some(batch_id), release, held, now]).await?;
+        conn.execute(INSERT_LEDGER, args![account_id, Some(batch.id.as_str()), release, held, now]).await?;
+        crate::spend::give_back(conn, account_id, batch.key_id, held, batch.created_at).await?;
     }
     Ok(())
 }

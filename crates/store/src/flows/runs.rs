@@ -184,7 +184,8 @@ impl<B: Backend> Runs for B {
 /// Makes a run terminal and settles its tokens, exactly once: the status update is guarded
 /// (and on PostgreSQL re-checked against the latest committed row), and settlement only
 /// follows a guarded update that matched. Succeeded nodes are charged; the rest of the
-/// reservation is released. Returns the run when it was ended here, for the metrics the
+/// reservation is released, and given back to the spend counters of the period it was
+/// counted in. Returns the run when it was ended here, for the metrics the
 /// caller records once the transaction committed.
 pub(crate) async fn finish_run(
     conn: &mut impl Conn,
@@ -202,12 +203,13 @@ pub(crate) async fn finish_run(
     if changed == 0 {
         return Ok(None);
     }
-    let Reservation { account_id, reserved, kind, target } =
+    let Reservation { account_id, reserved, kind, target, key_id, counted_at } =
         conn.fetch_one(RESERVATION, args![run_id]).await?;
     let succeeded: i64 = conn.fetch_one(&SUCCEEDED_PRICE, args![run_id]).await?;
     let (charged, released) = settlement(reserved, succeeded);
     conn.execute(SET_CHARGED, args![charged, run_id]).await?;
     conn.execute(ADD_TO_BALANCE, args![released, account_id]).await?;
+    crate::spend::give_back(conn, account_id, key_id, released, counted_at).await?;
     for (entry, amount) in [(LedgerKind::Charge, charged), (LedgerKind::Release, released)] {
         conn.execute(INSERT_LEDGER, args![account_id, Some(run_id), entry.as_str(), amount, now]).await?;
     }

@@ -23,25 +23,59 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use atelier_core::spend::Period;
 use atelier_core::status::{LedgerKind, NodeStatus, Priority, RunStatus, TaskState};
 use sqlx::postgres::PgConnection;
 use tokio::sync::oneshot;
 
 use super::{PgStore, TASKS_CHANNEL};
+use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
 use crate::run::NewRun;
 use crate::sql::to_json;
-use crate::statements::{sql, Sql};
+use crate::statements::{sql, Sql, BALANCE};
 
-/// Reserves `$2` tokens on account `$1` and, only when its balance covers them, writes each
+/// Reserves `$2` tokens on account `$1` for key `$36` and, only when its balance covers them
+/// and (when `$37`: they count against the spend limits) they cross neither the key's nor the
+/// account's limits for the day starting `$38` and the month starting `$39` (unset limits: the
+/// defaults `$40`..`$43`), counts them and writes each
 /// run (arrays `$6..$13`, `$29..$33` and `$35`, one element per run), its ledger entry, its nodes (arrays
 /// `$14..$24` and `$34`, one element per node, with its run's id) and the tasks of its ready nodes
 /// (`$25`, `$26`) and the stored inputs it uses (`$27`, `$28`), and wakes the workers. One row when written, none when the balance is
 /// short. Foreign keys are checked at the end of the statement, when the runs' rows exist.
 static ACCEPT_RUNS: Sql = sql!(
     "
-WITH reserve AS (
-    UPDATE accounts SET balance = balance - $2 WHERE id = $1 AND balance >= $2 RETURNING id
+WITH account AS (
+    SELECT balance, COALESCE(daily_limit, $40) AS daily, COALESCE(monthly_limit, $41) AS monthly,
+           CASE WHEN day_start = $38 THEN day_used ELSE 0 END AS day_used,
+           CASE WHEN month_start = $39 THEN month_used ELSE 0 END AS month_used
+    FROM accounts WHERE id = $1 FOR UPDATE
+), holder AS (
+    SELECT COALESCE(daily_limit, $42) AS daily, COALESCE(monthly_limit, $43) AS monthly,
+           CASE WHEN day_start = $38 THEN day_used ELSE 0 END AS day_used,
+           CASE WHEN month_start = $39 THEN month_used ELSE 0 END AS month_used
+    FROM api_keys WHERE id = $36 AND $37 FOR UPDATE
+), fits AS (
+    SELECT 1 FROM account a
+    WHERE a.balance >= $2
+      AND (NOT $37 OR (
+           NOT COALESCE(a.daily >= 0 AND a.day_used + $2 > a.daily, false)
+           AND NOT COALESCE(a.monthly >= 0 AND a.month_used + $2 > a.monthly, false)
+           AND NOT EXISTS (SELECT 1 FROM holder h
+                           WHERE (h.daily >= 0 AND h.day_used + $2 > h.daily)
+                              OR (h.monthly >= 0 AND h.month_used + $2 > h.monthly))))
+), reserve AS (
+    UPDATE accounts SET balance = balance - $2,
+        day_used = CASE WHEN NOT $37 THEN day_used WHEN day_start = $38 THEN day_used + $2 ELSE $2 END,
+        day_start = CASE WHEN $37 THEN $38 ELSE day_start END,
+        month_used = CASE WHEN NOT $37 THEN month_used WHEN month_start = $39 THEN month_used + $2 ELSE $2 END,
+        month_start = CASE WHEN $37 THEN $39 ELSE month_start END
+    WHERE id = $1 AND balance >= $2 AND EXISTS (SELECT 1 FROM fits) RETURNING id
+), key_count AS (
+    UPDATE api_keys SET
+        day_used = CASE WHEN day_start = $38 THEN day_used + $2 ELSE $2 END, day_start = $38,
+        month_used = CASE WHEN month_start = $39 THEN month_used + $2 ELSE $2 END, month_start = $39
+    WHERE id = $36 AND $37 AND EXISTS (SELECT 1 FROM fits)
 ), run AS (
     SELECT r.* FROM reserve,
         unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::bigint[],
@@ -64,8 +98,9 @@ WITH reserve AS (
                $21::boolean[], $22::bigint[], $23::bigint[], $24::text[], $34::boolean[])
             AS n(run_id, name, position, gen_id, tool, params, links, bypassed, fanout, price, status, cache)
 ), task_row AS (
-    INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane, start_by)
-    SELECT t.run_id, t.node, $1, '{available}', $4, $3, $3, run.lane, $3 + run.start_within_ms * 1000
+    INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane, start_by,
+                       key_id)
+    SELECT t.run_id, t.node, $1, '{available}', $4, $3, $3, run.lane, $3 + run.start_within_ms * 1000, run.key_id
     FROM unnest($25::text[], $26::text[]) AS t(run_id, node) JOIN run ON run.id = t.run_id
 ), input_row AS (
     INSERT INTO run_inputs (run_id, input_id)
@@ -96,6 +131,8 @@ pub(crate) struct Accepted {
     key_id: Option<i64>,
     start_within_ms: Option<i64>,
     retention_secs: Option<i64>,
+    /// Whether its price counts against the spend limits (not when its batch counted it).
+    count: bool,
     nodes: Vec<NodeRow>,
     inputs: Vec<i64>,
 }
@@ -132,6 +169,7 @@ impl Accepted {
             key_id: run.key_id,
             start_within_ms: run.start_within.map(crate::run::millis),
             retention_secs: run.retention_secs.map(crate::run::signed),
+            count: !run.from_batch,
             nodes: run
                 .plan
                 .nodes
@@ -182,7 +220,8 @@ impl Turns {
 
 impl PgStore {
     /// Writes `run` with the other runs of its account waiting at the same time (see the
-    /// module documentation); `InsufficientTokens` when the balance does not cover it.
+    /// module documentation); `SpendLimitReached` or `InsufficientTokens` when a limit or the
+    /// balance refuses it.
     pub(crate) async fn accept_in_turn(&self, run: Accepted) -> Result<()> {
         let account_id = run.account_id;
         let turn = self.turns.of(account_id);
@@ -226,39 +265,62 @@ impl PgStore {
                 return;
             }
         };
-        if batch.len() > 1 {
-            let runs: Vec<&Accepted> = batch.iter().map(|w| &w.run).collect();
-            if let Ok(true) = write_runs(&mut conn, &runs, self.config.max_attempts).await {
-                for w in batch {
-                    let _ = w.answer.send(Ok(()));
-                }
-                return;
+        // One statement counts against one key's limits: the runs of each key together.
+        let mut groups: Vec<Vec<Waiting>> = Vec::new();
+        for w in batch {
+            match groups.iter_mut().find(|g| g[0].run.key_id == w.run.key_id && g[0].run.count == w.run.count) {
+                Some(group) => group.push(w),
+                None => groups.push(vec![w]),
             }
         }
-        for w in batch {
-            let answer = write_run(&mut conn, &w.run, self.config.max_attempts).await;
-            let _ = w.answer.send(answer);
+        for group in groups {
+            if group.len() > 1 {
+                let runs: Vec<&Accepted> = group.iter().map(|w| &w.run).collect();
+                if let Ok(true) = write_runs(&mut conn, &runs, &self.config).await {
+                    for w in group {
+                        let _ = w.answer.send(Ok(()));
+                    }
+                    continue;
+                }
+            }
+            for w in group {
+                let answer = write_run(&mut conn, &w.run, &self.config).await;
+                let _ = w.answer.send(answer);
+            }
         }
     }
 }
 
+/// How many times a refused run is written again when, read afterwards, nothing refuses it
+/// any longer (tokens came back in between).
+const REFUSAL_RECHECKS: usize = 3;
+
 /// Writes one run with [`ACCEPT_RUNS`] on `conn` (its own transaction, or the caller's);
-/// `InsufficientTokens` when the balance does not cover it, and then nothing was written.
-pub(crate) async fn write_run(conn: &mut PgConnection, run: &Accepted, max_attempts: u32) -> Result<()> {
-    if write_runs(conn, &[run], max_attempts).await? {
-        return Ok(());
+/// `SpendLimitReached` or `InsufficientTokens` when a limit or the balance refuses it, and
+/// then nothing was written.
+pub(crate) async fn write_run(conn: &mut PgConnection, run: &Accepted, config: &StoreConfig) -> Result<()> {
+    for _ in 0..REFUSAL_RECHECKS {
+        if write_runs(conn, &[run], config).await? {
+            return Ok(());
+        }
+        let (account, key, price) = (run.account_id, run.key_id.filter(|_| run.count), run.price);
+        let now = atelier_core::time::now_micros();
+        let refusal = crate::spend::why_refused(conn, &config.spend, account, key, price, now).await?;
+        if let Some(refusal) = refusal {
+            return Err(refusal);
+        }
     }
-    let balance: i64 = sqlx::query_scalar("SELECT balance FROM accounts WHERE id = $1")
-        .bind(run.account_id)
-        .fetch_one(&mut *conn)
-        .await?;
+    let balance = sqlx::query_scalar(BALANCE).bind(run.account_id).fetch_one(&mut *conn).await?;
     Err(StoreError::InsufficientTokens { required: run.price, balance })
 }
 
-/// Writes `runs`, all of one account, with one [`ACCEPT_RUNS`]; false when the balance does
-/// not cover their total, and then nothing was written.
-async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u32) -> Result<bool> {
+/// Writes `runs`, all of one account and one key (and all counted, or none), with one
+/// [`ACCEPT_RUNS`]; false when the balance or a limit refuses their total, and then nothing
+/// was written.
+async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], config: &StoreConfig) -> Result<bool> {
     let Some(first) = runs.first() else { return Ok(true) };
+    let now = atelier_core::time::now_micros();
+    let defaults = &config.spend;
     let nodes: Vec<(&str, i64, &NodeRow)> = runs
         .iter()
         .flat_map(|run| {
@@ -270,8 +332,8 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u
     let written = sqlx::query(ACCEPT_RUNS.as_str())
         .bind(first.account_id)
         .bind(runs.iter().map(|r| r.price).sum::<i64>())
-        .bind(atelier_core::time::now_micros())
-        .bind(i64::from(max_attempts))
+        .bind(now)
+        .bind(i64::from(config.max_attempts))
         .bind(TASKS_CHANNEL)
         .bind(runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())
         .bind(runs.iter().map(|r| r.kind).collect::<Vec<_>>())
@@ -303,6 +365,14 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], max_attempts: u
         .bind(runs.iter().map(|r| r.start_within_ms).collect::<Vec<_>>())
         .bind(nodes.iter().map(|(_, _, n)| n.cache).collect::<Vec<_>>())
         .bind(runs.iter().map(|r| r.retention_secs).collect::<Vec<_>>())
+        .bind(first.key_id)
+        .bind(first.count)
+        .bind(Period::Day.start(now))
+        .bind(Period::Month.start(now))
+        .bind(defaults.account_daily)
+        .bind(defaults.account_monthly)
+        .bind(defaults.key_daily)
+        .bind(defaults.key_monthly)
         .fetch_optional(&mut *conn)
         .await?;
     Ok(written.is_some())

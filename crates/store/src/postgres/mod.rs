@@ -561,7 +561,7 @@ impl Backend for PgStore {
     }
 
     async fn write_run(&self, conn: &mut PgConnection, run: &NewRun<'_>) -> Result<()> {
-        accept::write_run(conn, &Accepted::new(run), self.config.max_attempts).await
+        accept::write_run(conn, &Accepted::new(run), &self.config).await
     }
 
     async fn accept(&self, run: &NewRun<'_>) -> Option<Result<()>> {

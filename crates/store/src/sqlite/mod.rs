@@ -35,7 +35,7 @@ use crate::run::{NewRun, NodeRecord, RunRecord, STATUS_PARAM_MAX_BYTES};
 use crate::run::{NodeState, STATUS_PARAMS_AS_STORED_BYTES};
 use crate::sql::args;
 use crate::sql::{impl_conn, to_json, Conn, FromRow};
-use crate::statements::{sql, Sql, BALANCE, INSERT_RUN_INPUT, RESERVE};
+use crate::statements::{sql, Sql, INSERT_RUN_INPUT};
 use crate::task::ClaimRow;
 use crate::task::ClaimedTask;
 use crate::traits::Lifecycle;
@@ -296,12 +296,12 @@ macro_rules! insert_task_sql {
     () => {
         concat!(
             "INSERT INTO tasks (run_id, node, account_id, state, max_attempts, scheduled_at, created_at, lane,
-                                start_by)
+                                start_by, key_id)
              VALUES (?, ?, ?, ?, ?, ?, ?, ",
             crate::statements::lane_of_run!("?"),
             ", ",
             crate::statements::start_by_of_run!("?", "?"),
-            ")"
+            ", ?)"
         )
     };
 }
@@ -412,10 +412,8 @@ impl Backend for SqliteStore {
     async fn write_run(&self, conn: &mut SqliteConnection, run: &NewRun<'_>) -> Result<()> {
         let price = run.plan.price();
         let now = time::now_micros();
-        if conn.execute(RESERVE, args![price, run.account_id]).await? == 0 {
-            let balance = conn.fetch_one(BALANCE, args![run.account_id]).await?;
-            return Err(StoreError::InsufficientTokens { required: price, balance });
-        }
+        let (account_id, key_id, count) = (run.account_id, run.key_id, !run.from_batch);
+        crate::spend::reserve(conn, "", &self.config.spend, account_id, key_id, price, count, now).await?;
         sqlx::query(
             "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES (?, ?, ?, ?, ?);
              INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at,
@@ -477,6 +475,7 @@ impl Backend for SqliteStore {
                     .bind(&run.id)
                     .bind(now)
                     .bind(&run.id)
+                    .bind(run.key_id)
             } else {
                 insert
             };

@@ -191,6 +191,7 @@ async fn submit_run(
         start_within: queueing.start_within,
         cache: true,
         retention_secs: queueing.retention_secs,
+        from_batch: false,
     };
     store.create_run(&run).await.map(|_| id)
 }

@@ -79,6 +79,7 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
         .route("/console/api/session", post(sign_in).get(current).delete(sign_out))
         .route("/console/api/keys", get(list_keys).post(create_key))
         .route("/console/api/keys/{id}", delete(revoke_key))
+        .route("/console/api/keys/{id}/limits", axum::routing::put(set_key_limits))
         .route("/console/api/ledger", get(ledger))
         .route("/console/api/usage", get(usage))
         .route("/console/api/runs/{run_id}", get(run_detail))
@@ -290,6 +291,7 @@ fn key_view(key: &atelier_store::KeyRecord, current: i64) -> wire::Key {
         revoked_at: key.revoked_at.map(format_time),
         current: key.id == current,
         scopes: wire::Scope::list(key.scopes),
+        spend: crate::spend::view(&key.spend),
     }
 }
 
@@ -367,6 +369,45 @@ async fn revoke_key(
         response.headers_mut().insert(header::SET_COOKIE, set_cookie(&headers, "", 0));
     }
     Ok(response)
+}
+
+/// Sets a key's spend limits (`PUT /console/api/keys/{id}/limits`, body `LimitsRequest`):
+/// never beyond the session's own key's ([`crate::spend::change`]).
+async fn set_key_limits(
+    State(state): State<AppState>,
+    SignedIn(session): SignedIn,
+    id: Result<Path<i64>, axum::extract::rejection::PathRejection>,
+    request: Request,
+) -> Result<Json<wire::Key>, ApiError> {
+    let Ok(Path(id)) = id else { return Err(RequestError::invalid("id", "a key id is a number").into()) };
+    let body = crate::extract::body_bytes(request, &state).await?;
+    let request = limits_request(&body)?;
+    let (_, own) = state.store.spend(session.account.id, Some(session.key_id)).await?;
+    let own = own.ok_or(ApiError::SessionRequired)?;
+    let change = crate::spend::change(&request, &own)?;
+    match state.store.set_account_key_limits(session.account.id, id, change).await {
+        Ok(record) => Ok(Json(key_view(&record, session.key_id))),
+        Err(StoreError::NotFound) => Err(ApiError::KeyNotFound(id)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A `LimitsRequest` body: a JSON object of `daily`, `monthly` and `running_nodes`, each an
+/// integer or null.
+fn limits_request(body: &[u8]) -> Result<atelier_wire::LimitsRequest, ApiError> {
+    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
+        return Err(RequestError::InvalidRequest("the body must be a JSON object".into()).into());
+    };
+    for (name, value) in &fields {
+        if !["daily", "monthly", "running_nodes"].contains(&name.as_str()) {
+            return Err(RequestError::invalid(name.as_str(), "unknown field (the body takes daily, monthly and running_nodes)").into());
+        }
+        if !(value.is_null() || value.is_i64()) {
+            return Err(RequestError::invalid(name.as_str(), "a whole number (-1: no limit) or null (the default)").into());
+        }
+    }
+    serde_json::from_value(Value::Object(fields))
+        .map_err(|e| RequestError::InvalidRequest(format!("the body is not a limits request: {e}")).into())
 }
 
 #[derive(Deserialize)]

@@ -43,6 +43,7 @@ pub mod openapi;
 pub mod ops;
 mod probes;
 mod pull;
+pub mod spend;
 pub mod render;
 pub mod scopes;
 pub mod settings;
@@ -70,6 +71,7 @@ pub fn router(state: AppState) -> Router {
         .merge(batches::routes())
         .merge(v2::routes())
         .merge(webhooks::routes())
+        .merge(spend::routes())
         .merge(events::routes());
     if let Some(limiter) = RateLimiter::new(state.config.rate_limit) {
         let limits = limits::Limits { state: state.clone(), limiter: Arc::new(limiter) };

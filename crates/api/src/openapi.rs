@@ -39,6 +39,11 @@ fn op(summary: &str, body: Option<&str>, ok: &str, errors: &[u16]) -> Value {
             });
             response["headers"] = Value::Object(headers);
         }
+        if code == 402 {
+            response["description"] = json!("The balance does not cover the price (InsufficientTokens), or the price would \
+cross a spend limit of the key or of its account for the UTC day or month (SpendLimitReached: `applies_to`, `period`, \
+`limit`, `used`, `required`, `resets_at`); nothing was made");
+        }
         responses.insert(code.to_string(), response);
     }
     let mut o = json!({"summary": summary, "security": [{"ApiKey": []}], "responses": responses});
@@ -331,6 +336,18 @@ fn console_paths(paths: &mut Map<String, Value>) {
         json!({"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}),
     );
     paths.insert("/console/api/keys/{id}".into(), json!({"delete": revoke}));
+    let mut limits = console_op(
+        "Set a key's spend limits (left-out fields unchanged, null: the operator's default, -1: none); never above the session's own key's limits (403)",
+        Some("LimitsRequest"),
+        Some("Key"),
+        &[400, 404, 422],
+        true,
+    );
+    add_param(
+        &mut limits,
+        json!({"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}),
+    );
+    paths.insert("/console/api/keys/{id}/limits".into(), json!({"put": limits}));
     let mut ledger =
         console_op("The account's ledger, newest first", None, Some("Ledger"), &[400, 422], false);
     add_param(
@@ -432,6 +449,10 @@ pub fn document() -> Value {
     paths.insert(
         "/api/v3/webhooks/secret".into(),
         json!({"get": op("The account's webhook signing secret (made on first read)", None, "WebhookSecret", &[401])}),
+    );
+    paths.insert(
+        "/api/v3/usage".into(),
+        json!({"get": op("Extension. The spend limits of the calling key and of its account (tokens per UTC day and month; the key's cap on running nodes), and what each used in the current period", None, "SpendReport", &[401])}),
     );
     paths.insert(
         "/api/v3/webhooks/secret/rotate".into(),

@@ -184,6 +184,28 @@ enum AccountCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Set an account's spend limits, all its keys together (only those named change), and
+    /// print its limits and what it used this UTC day and month.
+    Limit {
+        account: String,
+        #[command(flatten)]
+        limits: TokenLimitArgs,
+        /// Print the limits and usage as JSON (the shape of GET /api/v3/usage's `account`).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Tokens per UTC day and month: a number, `none` (no limit, whatever the configured
+/// default) or `default` (follow `[limits]`).
+#[derive(Args, Debug, Clone, Copy)]
+struct TokenLimitArgs {
+    /// Tokens per UTC day.
+    #[arg(long, value_name = "N|none|default")]
+    daily: Option<atelier_core::spend::LimitArg>,
+    /// Tokens per UTC month.
+    #[arg(long, value_name = "N|none|default")]
+    monthly: Option<atelier_core::spend::LimitArg>,
 }
 
 #[derive(Subcommand)]
@@ -219,6 +241,47 @@ enum KeyCmd {
     Priority { key: String, priority: atelier_core::status::Priority },
     /// Revoke a key, given in full or by its prefix (atl_xxxx).
     Revoke { key: String },
+    /// Set a key's spend limits and its cap on running nodes (given in full or by its
+    /// prefix; only those named change), and print its limits and what it used this UTC day
+    /// and month.
+    Limit {
+        key: String,
+        #[command(flatten)]
+        limits: TokenLimitArgs,
+        /// Nodes of the key running at once (1 or more), `none` or `default`.
+        #[arg(long, value_name = "N|none|default")]
+        concurrency: Option<atelier_core::spend::LimitArg>,
+        /// Print the limits and usage as JSON (the shape of GET /api/v3/usage's `key`).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Prints a key's or an account's limits and usage.
+fn print_spend(what: &str, spend: &atelier_store::SpendUse, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(&atelier_api::spend::view(spend)).unwrap_or_default());
+        return;
+    }
+    println!("{what}:");
+    for period in [&spend.day, &spend.month] {
+        let limit = period.limit.map_or("no limit".to_string(), |n| format!("limit {n}"));
+        println!(
+            "  {:<5}  {} used, {limit}; resets at {}",
+            period.period.as_str(),
+            period.used,
+            atelier_store::format_time(period.resets_at)
+        );
+    }
+    if let Some(running) = spend.running {
+        let cap = spend.concurrency.map_or("no cap".to_string(), |n| format!("cap {n}"));
+        println!("  nodes  {running} running, {cap}");
+    }
+}
+
+/// A setting as the store takes it.
+fn setting(arg: Option<atelier_core::spend::LimitArg>) -> Option<atelier_core::spend::Setting> {
+    arg.map(|a| a.0)
 }
 
 /// `atelier admin key retention KEY SECS|default`.
@@ -643,6 +706,28 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
                 "Runs made with key {}… of account '{}' now queue as {priority}.",
                 info.prefix, info.account
             );
+        }
+        StoreAdmin::Key(KeyCmd::Limit { key, limits, concurrency, json }) => {
+            if concurrency.is_some_and(|c| c.0 == Some(0)) {
+                bail!("--concurrency: a key's cap on running nodes is 1 or more (or none, or default)");
+            }
+            let change = atelier_store::LimitChange {
+                daily: setting(limits.daily),
+                monthly: setting(limits.monthly),
+                concurrency: setting(concurrency),
+            };
+            let (info, spend) = store.set_key_limits(&key, change).await.context("no active key matches")?;
+            print_spend(&format!("Key {}… of account '{}'", info.prefix, info.account), &spend, json);
+        }
+        StoreAdmin::Account(AccountCmd::Limit { account, limits, json }) => {
+            let change = atelier_store::LimitChange {
+                daily: setting(limits.daily),
+                monthly: setting(limits.monthly),
+                concurrency: None,
+            };
+            let spend =
+                store.set_account_limits(&account, change).await.with_context(|| format!("account '{account}'"))?;
+            print_spend(&format!("Account '{account}' (all its keys together)"), &spend, json);
         }
         StoreAdmin::Key(KeyCmd::Revoke { key }) => {
             let info = store.revoke_key(&key).await.context("no active key matches")?;

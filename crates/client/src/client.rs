@@ -477,6 +477,14 @@ impl Client {
         decode(self.call(request, "the validation").await?.1, "the validation")
     }
 
+    // --- spend limits -----------------------------------------------------------------
+
+    /// `GET /api/v3/usage`: the spend limits of this key and of its account (tokens per UTC
+    /// day and month, the key's cap on running nodes) and what each used.
+    pub async fn usage(&self) -> Result<atelier_wire::SpendReport, Error> {
+        self.get(&["api", "v3", "usage"], "the usage").await
+    }
+
     // --- webhooks ---------------------------------------------------------------------
 
     /// `GET /api/v3/webhooks/secret`: the account's signing secret (made on first read).

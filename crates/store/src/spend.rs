@@ -325,6 +325,11 @@ pub(crate) async fn set_limits(conn: &mut impl Conn, holder: Holder, id: i64, ch
         if setting.is_some_and(|n| n < UNLIMITED) {
             return Err(StoreError::Conflict(format!("a limit is 0 or more, or {UNLIMITED} for none")));
         }
+        if column == "concurrency_limit" && setting == Some(0) {
+            return Err(StoreError::Conflict(
+                "a key's cap on running nodes is 1 or more (a spend limit of 0 stops its runs)".into(),
+            ));
+        }
         if holder == Holder::Account && column == "concurrency_limit" {
             return Err(StoreError::Conflict("an account has no concurrency limit; set it on its keys".into()));
         }

@@ -22,6 +22,11 @@ backend_tests! {
     tokens_given_back_give_the_limit_back(StoreConfig::default());
     unset_limits_follow_the_defaults_and_none_overrides_them(defaults());
     limits_are_set_read_and_refused_when_malformed(StoreConfig::default());
+    a_keys_cap_on_running_nodes_holds_within_a_claim_and_across_claims(StoreConfig::default());
+    the_default_cap_on_running_nodes_applies_to_keys_without_their_own(StoreConfig {
+        spend: SpendDefaults { key_concurrency: Some(1), ..SpendDefaults::default() },
+        ..StoreConfig::default()
+    });
 }
 
 fn defaults() -> StoreConfig {
@@ -200,6 +205,8 @@ async fn limits_are_set_read_and_refused_when_malformed(store: SharedStore) {
     assert!(matches!(store.set_account_key_limits(other.id, key_id, limits(Some(1), None)).await, Err(StoreError::NotFound)));
     assert!(matches!(store.set_key_limits("atl_nope", limits(Some(1), None)).await, Err(StoreError::NotFound)));
     assert!(matches!(store.set_key_limits(&prefix, limits(Some(-2), None)).await, Err(StoreError::Conflict(_))));
+    let none_running = LimitChange { concurrency: Some(Some(0)), ..LimitChange::default() };
+    assert!(matches!(store.set_key_limits(&prefix, none_running).await, Err(StoreError::Conflict(_))));
     let concurrency = LimitChange { concurrency: Some(Some(3)), ..LimitChange::default() };
     assert!(matches!(store.set_account_limits("a", concurrency).await, Err(StoreError::Conflict(_))));
     assert!(matches!(store.set_account_limits("nobody", limits(Some(1), None)).await, Err(StoreError::NotFound)));
@@ -207,4 +214,57 @@ async fn limits_are_set_read_and_refused_when_malformed(store: SharedStore) {
     assert_eq!(key.unwrap().settings, atelier_store::Limits { daily: Some(7), monthly: Some(70), concurrency: Some(2) });
     let (account, _) = store.spend(acct.id, None).await.unwrap();
     assert_eq!(account.settings, atelier_store::Limits::default());
+}
+
+const LEASE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Claims up to `n` tasks in one claim; the keys of their runs.
+async fn claim(store: &SharedStore, n: usize, keys: &std::collections::HashMap<String, i64>) -> Vec<(i64, atelier_store::ClaimedTask)> {
+    let tasks = store.claim_batch("w", LEASE, &[], n).await.unwrap();
+    tasks.into_iter().map(|t| (keys[&t.run_id], t)).collect()
+}
+
+async fn a_keys_cap_on_running_nodes_holds_within_a_claim_and_across_claims(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    let (capped, prefix) = new_key(&store, acct.id).await;
+    let (free, _) = new_key(&store, acct.id).await;
+    let change = LimitChange { concurrency: Some(Some(2)), ..LimitChange::default() };
+    store.set_key_limits(&prefix, change).await.unwrap();
+    let mut keys = std::collections::HashMap::new();
+    for key in [capped, capped, capped, capped, free, free, free] {
+        keys.insert(submit_with(&store, acct.id, key, &single()).await.unwrap(), key);
+    }
+    let first = claim(&store, 10, &keys).await;
+    let count = |claimed: &[(i64, atelier_store::ClaimedTask)], key: i64| claimed.iter().filter(|(k, _)| *k == key).count();
+    assert_eq!((count(&first, capped), count(&first, free)), (2, 3), "one claim takes two of the capped key's");
+    let (_, spend) = store.spend(acct.id, Some(capped)).await.unwrap();
+    assert_eq!((spend.as_ref().unwrap().running, spend.unwrap().concurrency), (Some(2), Some(2)));
+    assert!(claim(&store, 10, &keys).await.is_empty(), "its other tasks stay queued");
+    // One of its nodes ends: one more may start.
+    let (_, done) = first.iter().find(|(k, _)| *k == capped).unwrap();
+    store.complete(done, atelier_store::Outcome::Succeeded(vec!["outputs/x.png".into()])).await.unwrap();
+    let next = claim(&store, 10, &keys).await;
+    assert_eq!((next.len(), count(&next, capped)), (1, 1));
+    // Lifting the cap lets the rest start.
+    store.set_key_limits(&prefix, LimitChange { concurrency: Some(Some(UNLIMITED)), ..LimitChange::default() }).await.unwrap();
+    assert_eq!(claim(&store, 10, &keys).await.len(), 1);
+}
+
+async fn the_default_cap_on_running_nodes_applies_to_keys_without_their_own(store: SharedStore) {
+    let (acct, _) = store.create_account("a", 100).await.unwrap();
+    let (key, _) = new_key(&store, acct.id).await;
+    let mut keys = std::collections::HashMap::new();
+    for _ in 0..3 {
+        keys.insert(submit_with(&store, acct.id, key, &single()).await.unwrap(), key);
+    }
+    // A run made without a key (by account name) has no key cap.
+    let plan = single();
+    let nameless = common::submit(store.as_ref(), acct.id, &plan).await.unwrap();
+    keys.insert(nameless, 0);
+    let claimed = claim(&store, 10, &keys).await;
+    let mut got: Vec<i64> = claimed.iter().map(|(k, _)| *k).collect();
+    got.sort();
+    assert_eq!(got, [0, key]);
+    let (_, spend) = store.spend(acct.id, Some(key)).await.unwrap();
+    assert_eq!(spend.unwrap().concurrency, Some(1));
 }

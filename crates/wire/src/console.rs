@@ -98,6 +98,8 @@ pub struct Key {
     pub current: bool,
     /// What the key may do.
     pub scopes: Vec<Scope>,
+    /// Its spend limits and what it used of them.
+    pub spend: crate::spend::Spend,
 }
 
 /// The body of `POST /console/api/keys` (optional): the new key's scopes, `run` and `read`

@@ -47,6 +47,7 @@ mod names;
 pub mod probes;
 pub mod runs;
 pub mod schema;
+pub mod spend;
 pub mod tools;
 pub mod typescript;
 pub mod uploads;
@@ -64,6 +65,7 @@ pub use runs::{
     Deletion, NamedOutput, NodeEvent, NodeResult, NodeState, Priority, RunError, RunHandle, RunKind, RunList,
     RunRequest, RunState, RunStatus, RunSummary, WaitingFor, WebhookEventKind,
 };
+pub use spend::{LimitSettings, LimitsRequest, Spend, SpendPeriod, SpendReport};
 pub use tools::{EngineKind, Fidelity, OutputKind, ParamKind, Tool, ToolParam};
 pub use uploads::{DirectUpload, DirectUploadRequest, Upload, UPLOAD_PREFIX};
 pub use v2::{TokenBalance, V2Output, V2State, V2Status};

@@ -187,6 +187,8 @@ const ROOTS: &[Add] = &[
     add::<WebhookDeliveryList>,
     add::<WebhookNodeEvent>,
     add::<WebhookBatchEvent>,
+    add::<crate::spend::SpendReport>,
+    add::<crate::spend::LimitsRequest>,
     add::<console::SignIn>,
     add::<console::Session>,
     add::<console::KeyList>,

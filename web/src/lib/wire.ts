@@ -197,7 +197,7 @@ export type EngineKind = "builtin" | "comfyui" | "cog" | "onnx";
 /** The error object of an error answer: a stable machine name, a message, and the fields that name's errors carry. */
 export interface Error {
   /** The stable machine name (`InsufficientTokens`, `RunNotFound`, …). */
-  name: "InvalidRequest" | "MissingInputs" | "Unauthorized" | "InsufficientTokens" | "UnknownTool" | "WorkflowNotFound" | "RunNotFound" | "UploadNotFound" | "BatchNotFound" | "DeliveryNotFound" | "PayloadTooLarge" | "InvalidInput" | "InvalidImage" | "ReadOnlyTemplate" | "IdempotencyConflict" | "IdempotencyKeyReused" | "RateLimited" | "ConcurrencyLimited" | "QueueFull" | "FileNotFound" | "OutputExpired" | "FileUrlInvalid" | "Deleted" | "SessionRequired" | "Forbidden" | "KeyNotFound" | "Conflict" | "InternalError";
+  name: "InvalidRequest" | "MissingInputs" | "Unauthorized" | "InsufficientTokens" | "SpendLimitReached" | "UnknownTool" | "WorkflowNotFound" | "RunNotFound" | "UploadNotFound" | "BatchNotFound" | "DeliveryNotFound" | "PayloadTooLarge" | "InvalidInput" | "InvalidImage" | "ReadOnlyTemplate" | "IdempotencyConflict" | "IdempotencyKeyReused" | "RateLimited" | "ConcurrencyLimited" | "QueueFull" | "FileNotFound" | "OutputExpired" | "FileUrlInvalid" | "Deleted" | "SessionRequired" | "Forbidden" | "KeyNotFound" | "Conflict" | "InternalError";
   /** What went wrong, in words. */
   message: string;
   /** MissingInputs: the absent keys. */
@@ -208,12 +208,20 @@ export interface Error {
   reason?: string;
   /** InvalidInput: the allowed values of a select, or the known names. */
   allowed?: unknown[];
-  /** InsufficientTokens: the run's price. */
+  /** InsufficientTokens and SpendLimitReached: the run's (or batch's) price. */
   required?: number;
   /** InsufficientTokens: the available balance. */
   balance?: number;
-  /** The account's cap on unfinished runs (ConcurrencyLimited), or the account's or the API key's cap on runs waiting to start (QueueFull). */
+  /** The account's cap on unfinished runs (ConcurrencyLimited), the account's or the API key's cap on runs waiting to start (QueueFull), or the spend limit the price would cross, in tokens (SpendLimitReached). */
   limit?: number;
+  /** SpendLimitReached: whose limit, `key` (the API key's own) or `account` (all keys of the account together). */
+  applies_to?: "key" | "account";
+  /** SpendLimitReached: the limit's period, `day` or `month` (UTC calendar periods). */
+  period?: "day" | "month";
+  /** SpendLimitReached: tokens reserved in the current period so far. */
+  used?: number;
+  /** SpendLimitReached: when the period ends and its usage starts again from zero (UTC, `YYYY-MM-DDTHH:MM:SS.ffffff`). */
+  resets_at?: string;
   /** Seconds to wait (429). */
   retry_after?: number;
 }
@@ -258,6 +266,8 @@ export interface Key {
   current: boolean;
   /** What the key may do. */
   scopes: Scope[];
+  /** Its spend limits and what it used of them. */
+  spend: Spend;
 }
 
 /** The account's API keys. */
@@ -295,6 +305,26 @@ export interface LedgerEntry {
 /** The kind of a ledger line: a run reserves its price when accepted; when it ends, what its succeeded nodes cost is charged and the rest released. */
 export type LedgerKind = "grant" | "reserve" | "charge" | "release" | "cache_hit";
 
+/** Limit settings as stored: a number is the limit; -1 is no limit, whatever the operator's default; null follows the operator's default. */
+export interface LimitSettings {
+  /** Tokens per UTC day. */
+  daily: number | null;
+  /** Tokens per UTC month. */
+  monthly: number | null;
+  /** Keys: nodes running at once. */
+  running_nodes: number | null;
+}
+
+/** The body of `PUT /console/api/keys/{id}/limits`. Each field left out stays as it is; a number sets the limit (0 or more; -1: no limit, whatever the operator's default), null returns it to the operator's default. A session never sets a limit above its own key's, nor lifts one its own key has. */
+export interface LimitsRequest {
+  /** Tokens per UTC day. */
+  daily?: number;
+  /** Tokens per UTC month. */
+  monthly?: number;
+  /** Nodes running at once (1 or more, or -1). */
+  running_nodes?: number;
+}
+
 /** A named output of a workflow run: its URL, or a list when the node made several. */
 export type NamedOutput = string | string[];
 
@@ -314,6 +344,8 @@ export interface NewKey {
   current: boolean;
   /** What the key may do. */
   scopes: Scope[];
+  /** Its spend limits and what it used of them. */
+  spend: Spend;
   /** The key itself: shown this once. */
   key: string;
 }
@@ -549,6 +581,38 @@ export interface Session {
 export interface SignIn {
   /** The API key to sign in with. */
   api_key: string;
+}
+
+/** A key's or an account's spend limits and what it used of them. */
+export interface Spend {
+  /** The UTC day. */
+  daily: SpendPeriod;
+  /** The UTC month. */
+  monthly: SpendPeriod;
+  /** Keys: the cap on its nodes running at once (the key's own or the operator's default); null when there is none. */
+  running_nodes_limit?: number;
+  /** Keys: its nodes running now. */
+  running_nodes?: number;
+  /** The stored settings, where the limits in force come from. */
+  settings: LimitSettings;
+}
+
+/** One period of a spend limit. */
+export interface SpendPeriod {
+  /** The limit in force, in tokens: the key's (or account's) own, or else the operator's default; null when there is none. */
+  limit: number | null;
+  /** Tokens reserved in the current period: runs' and batches' prices as they were accepted, less what they gave back (canceled or failed work). */
+  used: number;
+  /** When the period ends and `used` starts again from zero (UTC, `YYYY-MM-DDTHH:MM:SS.ffffff`): the next 00:00 UTC for the day, the first of the next month for the month. */
+  resets_at: string;
+}
+
+/** The answer of `GET /api/v3/usage`: the spend limits of the calling key and of its account, and what each used. */
+export interface SpendReport {
+  /** The account's own limits: all its keys together. */
+  account: Spend;
+  /** The calling key's limits. */
+  key: Spend;
 }
 
 /** `GET /api/v2/user/tokens`: the token balance. */

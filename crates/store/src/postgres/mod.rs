@@ -294,7 +294,9 @@ fn claimed_task(row: &PgRow) -> Result<ClaimedTask> {
 
 /// A batch claim (`claim_tasks`): `$1` worker, `$2` lease expiry, `$3` now, `$4` the tools
 /// to skip, `$5` the soft cap on running nodes per account (0: none), `$6` the batch's size,
-/// `$7` how many tasks each account's lane offers, `$8` the claims owed to lower lanes.
+/// `$7` how many tasks each account's lane offers, `$8` the claims owed to lower lanes, `$9`
+/// the cap on running nodes of keys that set none (NULL: none). A key's cap holds within
+/// the claim (`key_turn`: its running nodes plus its candidates before this one).
 static CLAIM: Sql = sql!(
     "WITH RECURSIVE
           queued (account_id) AS (
@@ -306,7 +308,9 @@ static CLAIM: Sql = sql!(
               FROM queued q WHERE q.account_id IS NOT NULL),
           busy AS (SELECT account_id, COUNT(*) AS running FROM tasks
                    WHERE state = '{running}' GROUP BY account_id),
-          line AS (SELECT c.id, c.lane, c.scheduled_at,
+          key_busy AS (SELECT key_id, COUNT(*) AS running FROM tasks
+                       WHERE state = '{running}' AND key_id IS NOT NULL GROUP BY key_id),
+          line AS (SELECT c.id, c.lane, c.scheduled_at, c.key_id,
                           COALESCE(b.running, 0)
                               + row_number() OVER (PARTITION BY q.account_id
                                                    ORDER BY c.lane, c.scheduled_at, c.id) - 1 AS turn
@@ -314,7 +318,7 @@ static CLAIM: Sql = sql!(
                    LEFT JOIN busy b ON b.account_id = q.account_id
                    CROSS JOIN (VALUES {lanes}) AS l(lane)
                    CROSS JOIN LATERAL (
-                       SELECT t.id, t.lane, t.scheduled_at
+                       SELECT t.id, t.lane, t.scheduled_at, t.key_id
                        FROM tasks t
                        WHERE t.account_id = q.account_id AND t.lane = l.lane AND t.state = '{available}'
                          AND t.scheduled_at <= $3
@@ -325,7 +329,16 @@ static CLAIM: Sql = sql!(
                        ORDER BY t.scheduled_at, t.id
                        LIMIT $7) c
                    WHERE q.account_id IS NOT NULL),
-          eligible AS (SELECT * FROM line WHERE $5 = 0 OR turn < $5),
+          keyed AS (SELECT l.*, k.cap,
+                           COALESCE(kb.running, 0)
+                               + row_number() OVER (PARTITION BY l.key_id
+                                                    ORDER BY l.lane, l.scheduled_at, l.id) - 1 AS key_turn
+                    FROM line l
+                    LEFT JOIN key_busy kb ON kb.key_id = l.key_id
+                    LEFT JOIN (SELECT id, COALESCE(concurrency_limit, $9) AS cap FROM api_keys) k
+                        ON k.id = l.key_id),
+          eligible AS (SELECT id, lane, scheduled_at, turn FROM keyed
+                       WHERE ($5 = 0 OR turn < $5) AND (cap IS NULL OR cap < 0 OR key_turn < cap)),
           top AS (SELECT MIN(lane) AS lane FROM eligible),
           ranked AS (SELECT e.*,
                             CASE WHEN e.lane > top.lane
@@ -555,6 +568,7 @@ impl Backend for PgStore {
             .bind(limit)
             .bind(limit.saturating_mul(2).saturating_add(CLAIM_MARGIN))
             .bind(i64::try_from(self.lanes.take(usize::try_from(limit).unwrap_or(0))).unwrap_or(0))
+            .bind(self.config.spend.key_concurrency)
             .fetch_all(&mut *conn)
             .await?;
         rows.iter().map(claimed_task).collect()

@@ -162,7 +162,8 @@ macro_rules! insert_node_sql {
 
 /// One claim (`SqliteStore::claim_one`): `$1` worker, `$2` lease expiry, `$3` now, `$4` the
 /// tools to skip (a JSON array), `$5` the soft cap on running nodes per account (0: none), `$6`
-/// whether this claim owes the lower lanes their share.
+/// whether this claim owes the lower lanes their share, `$7` the cap on running nodes of keys
+/// that set none (NULL: none).
 static CLAIM: Sql = sql!(
     "WITH RECURSIVE
           queued (account_id) AS (
@@ -174,11 +175,18 @@ static CLAIM: Sql = sql!(
                       ORDER BY t.account_id LIMIT 1)
               FROM queued q WHERE q.account_id IS NOT NULL),
           lanes (lane) AS (VALUES {lanes}),
+          capped AS (SELECT k.id FROM api_keys k
+                     JOIN (SELECT key_id, COUNT(*) AS running FROM tasks
+                           WHERE state = '{running}' AND key_id IS NOT NULL GROUP BY key_id) r
+                         ON r.key_id = k.id
+                     WHERE COALESCE(k.concurrency_limit, $7) >= 0
+                       AND r.running >= COALESCE(k.concurrency_limit, $7)),
           heads AS (
               SELECT q.account_id,
                   (SELECT t.id FROM tasks t
                    WHERE t.account_id = q.account_id AND t.lane = l.lane AND t.state = '{available}'
                        AND t.scheduled_at <= $3
+                       AND (t.key_id IS NULL OR t.key_id NOT IN (SELECT id FROM capped))
                        AND ($4 = '[]'
                             OR NOT EXISTS (SELECT 1 FROM nodes n
                                            WHERE n.run_id = t.run_id AND n.name = t.node
@@ -251,7 +259,9 @@ impl SqliteStore {
         // The tool is the node's (nodes are keyed by run and name); the tools to skip arrive
         // as one JSON array, and their tasks are passed over within each range. With the soft
         // cap ($5 > 0), tasks of an account that already runs that many nodes are passed
-        // over and stay queued. The running counts are taken once per claim (`busy`).
+        // over and stay queued, as are those of a key at its cap (`capped`, the keys'
+        // `concurrency_limit` or the default $7). The running counts are taken once per
+        // claim (`busy`); each claim sees the ones before it.
         //
         // Lanes: the highest lane among the heads (`top`) goes first, within it the account
         // with the fewest running tasks, then the oldest task; a claim that owes lower lanes
@@ -266,7 +276,8 @@ impl SqliteStore {
                     now,
                     to_json(&skip_tools).as_str(),
                     i64::from(self.config.max_running_nodes),
-                    lower_first
+                    lower_first,
+                    self.config.spend.key_concurrency
                 ],
             )
             .await?;

@@ -63,6 +63,7 @@ NOT_MODELED_SCHEMAS = frozenset(
         "Key",
         "NewKey",
         "NewKeyRequest",
+        "LimitsRequest",
         "KeyList",
         "Scope",
         "Ledger",

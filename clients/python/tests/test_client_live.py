@@ -22,6 +22,7 @@ from atelier_client import (
     Forbidden,
     IdempotencyKeyReused,
     InsufficientTokens,
+    SpendLimitReached,
     InvalidImage,
     InvalidInput,
     InvalidRequest,
@@ -282,6 +283,24 @@ def test_unauthorized_and_insufficient_tokens(server: Server, png: str) -> None:
             poor.run("upscale", {"image": png})
         assert (broke.value.required, broke.value.balance, broke.value.status_code) == (1, 0, 402)
         assert poor.runs().runs == []
+
+
+def test_a_price_over_a_keys_spend_limit_is_spend_limit_reached_and_usage_shows_it(server: Server, png: str) -> None:
+    created = json.loads(server.admin("key", "create", "default", "--json"))
+    server.admin("key", "limit", created["api_key"][:8], "--daily", "1", "--concurrency", "3")
+    with Client(server.base_url, created["api_key"]) as limited:
+        limited.run("upscale", {"image": png}).wait(**WAIT)
+        with pytest.raises(SpendLimitReached) as capped:
+            limited.run("upscale", {"image": png})
+        error = capped.value
+        assert (error.status_code, error.applies_to, error.period) == (402, "key", "day")
+        assert (error.limit, error.used, error.required) == (1, 1, 1)
+        assert error.resets_at and error.resets_at.endswith("T00:00:00.000000")
+        usage = limited.usage()
+        assert (usage.key.daily.limit, usage.key.daily.used, usage.key.daily.resets_at) == (1, 1, error.resets_at)
+        assert (usage.key.running_nodes_limit, usage.key.running_nodes, usage.key.settings.daily) == (3, 0, 1)
+        assert usage.account.daily.limit is None and usage.account.daily.used >= 1
+        assert usage.account.running_nodes is None
 
 
 def test_replaying_a_delivery_the_run_does_not_have_is_delivery_not_found(client: Client, png: str) -> None:

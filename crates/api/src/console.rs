@@ -72,7 +72,8 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
             v3::routes()
                 .merge(crate::batches::routes())
                 .merge(crate::events::routes())
-                .merge(crate::webhooks::routes()),
+                .merge(crate::webhooks::routes())
+                .merge(crate::spend::routes()),
         )
         .route_layer(axum::middleware::from_fn_with_state(limits, session_account));
     Router::new()
@@ -400,10 +401,18 @@ fn limits_request(body: &[u8]) -> Result<atelier_wire::LimitsRequest, ApiError> 
     };
     for (name, value) in &fields {
         if !["daily", "monthly", "running_nodes"].contains(&name.as_str()) {
-            return Err(RequestError::invalid(name.as_str(), "unknown field (the body takes daily, monthly and running_nodes)").into());
+            return Err(RequestError::invalid(
+                name.as_str(),
+                "unknown field (the body takes daily, monthly and running_nodes)",
+            )
+            .into());
         }
         if !(value.is_null() || value.is_i64()) {
-            return Err(RequestError::invalid(name.as_str(), "a whole number (-1: no limit) or null (the default)").into());
+            return Err(RequestError::invalid(
+                name.as_str(),
+                "a whole number (-1: no limit) or null (the default)",
+            )
+            .into());
         }
     }
     serde_json::from_value(Value::Object(fields))

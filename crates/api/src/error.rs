@@ -42,7 +42,7 @@ pub enum ApiError {
     InsufficientTokens { required: i64, balance: i64 },
     /// `required` more tokens would cross a key's or an account's spend limit for the day or
     /// the month.
-    #[error("the {holder}'s {period}ly spend limit of {limit} tokens would be crossed: {used} used, the price is {required}; it resets at {}", atelier_store::format_time(*resets_at))]
+    #[error("the {holder}'s {} spend limit of {limit} tokens would be crossed: {used} used, the price is {required}; it resets at {}", match period { atelier_core::spend::Period::Day => "daily", atelier_core::spend::Period::Month => "monthly" }, atelier_store::format_time(*resets_at))]
     SpendLimitReached {
         holder: atelier_core::spend::Holder,
         period: atelier_core::spend::Period,

@@ -17,7 +17,10 @@ pub(crate) fn routes() -> Router<AppState> {
     Router::new().route("/api/v3/usage", get(usage))
 }
 
-async fn usage(State(state): State<AppState>, Caller(account): Caller) -> Result<Json<wire::SpendReport>, ApiError> {
+async fn usage(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+) -> Result<Json<wire::SpendReport>, ApiError> {
     let key_id = account.key_id.ok_or(ApiError::Unauthorized)?;
     let (spent, key) = state.store.spend(account.id, Some(key_id)).await?;
     let key = key.ok_or(ApiError::Unauthorized)?;
@@ -26,7 +29,11 @@ async fn usage(State(state): State<AppState>, Caller(account): Caller) -> Result
 
 /// A key's or an account's limits and usage as the interface shows them.
 pub fn view(spend: &SpendUse) -> wire::Spend {
-    let period = |p: &PeriodUse| wire::SpendPeriod { limit: p.limit, used: p.used, resets_at: format_time(p.resets_at) };
+    let period = |p: &PeriodUse| wire::SpendPeriod {
+        limit: p.limit,
+        used: p.used,
+        resets_at: format_time(p.resets_at),
+    };
     wire::Spend {
         daily: period(&spend.day),
         monthly: period(&spend.month),
@@ -97,7 +104,8 @@ mod tests {
     fn a_session_grants_up_to_its_own_keys_limits() {
         let limited = own(Some(100), Some(2));
         let body = |json: serde_json::Value| serde_json::from_value::<wire::LimitsRequest>(json).unwrap();
-        let allowed = change(&body(serde_json::json!({"daily": 100, "monthly": -1, "running_nodes": 1})), &limited);
+        let allowed =
+            change(&body(serde_json::json!({"daily": 100, "monthly": -1, "running_nodes": 1})), &limited);
         assert_eq!(
             allowed.unwrap(),
             LimitChange { daily: Some(Some(100)), monthly: Some(Some(-1)), concurrency: Some(Some(1)) }
@@ -108,7 +116,10 @@ mod tests {
             serde_json::json!({"daily": null}),
             serde_json::json!({"running_nodes": 3}),
         ] {
-            assert!(matches!(change(&body(refused.clone()), &limited), Err(ApiError::Forbidden(_))), "{refused}");
+            assert!(
+                matches!(change(&body(refused.clone()), &limited), Err(ApiError::Forbidden(_))),
+                "{refused}"
+            );
         }
         // An unlimited session key grants anything, the default included.
         let free = own(None, None);

@@ -201,10 +201,10 @@ enum AccountCmd {
 #[derive(Args, Debug, Clone, Copy)]
 struct TokenLimitArgs {
     /// Tokens per UTC day.
-    #[arg(long, value_name = "N|none|default")]
+    #[arg(long, value_name = "N|none|default", allow_negative_numbers = true)]
     daily: Option<atelier_core::spend::LimitArg>,
     /// Tokens per UTC month.
-    #[arg(long, value_name = "N|none|default")]
+    #[arg(long, value_name = "N|none|default", allow_negative_numbers = true)]
     monthly: Option<atelier_core::spend::LimitArg>,
 }
 
@@ -249,7 +249,7 @@ enum KeyCmd {
         #[command(flatten)]
         limits: TokenLimitArgs,
         /// Nodes of the key running at once (1 or more), `none` or `default`.
-        #[arg(long, value_name = "N|none|default")]
+        #[arg(long, value_name = "N|none|default", allow_negative_numbers = true)]
         concurrency: Option<atelier_core::spend::LimitArg>,
         /// Print the limits and usage as JSON (the shape of GET /api/v3/usage's `key`).
         #[arg(long)]
@@ -725,8 +725,10 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
                 monthly: setting(limits.monthly),
                 concurrency: None,
             };
-            let spend =
-                store.set_account_limits(&account, change).await.with_context(|| format!("account '{account}'"))?;
+            let spend = store
+                .set_account_limits(&account, change)
+                .await
+                .with_context(|| format!("account '{account}'"))?;
             print_spend(&format!("Account '{account}' (all its keys together)"), &spend, json);
         }
         StoreAdmin::Key(KeyCmd::Revoke { key }) => {

@@ -575,7 +575,15 @@ mod tests {
                    "period": "day", "limit": 100, "used": 98, "required": 5, "resets_at": "2026-11-30T00:00:00.000000"}}),
         );
         match &spend {
-            Error::SpendLimitReached { applies_to, period, limit: 100, used: 98, required: 5, resets_at, .. } => {
+            Error::SpendLimitReached {
+                applies_to,
+                period,
+                limit: 100,
+                used: 98,
+                required: 5,
+                resets_at,
+                ..
+            } => {
                 assert_eq!((applies_to.as_str(), period.as_str()), ("key", "day"));
                 assert_eq!(resets_at, "2026-11-30T00:00:00.000000");
             }

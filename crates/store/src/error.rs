@@ -6,7 +6,9 @@ pub enum StoreError {
     InsufficientTokens { required: i64, balance: i64 },
     /// `required` more tokens would cross the `holder`'s (key's or account's) limit for the
     /// `period`, of which `used` is used; it resets at `resets_at`.
-    #[error("the {holder}'s {period} spend limit of {limit} tokens is reached: {used} used, {required} required")]
+    #[error(
+        "the {holder}'s {period} spend limit of {limit} tokens is reached: {used} used, {required} required"
+    )]
     SpendLimitReached {
         holder: atelier_core::spend::Holder,
         period: atelier_core::spend::Period,

@@ -108,8 +108,8 @@ mod postgres;
 mod rows;
 mod rules;
 mod run;
-mod sql;
 mod spend;
+mod sql;
 mod sqlite;
 mod statements;
 mod task;
@@ -146,8 +146,8 @@ pub use sqlx::postgres::PgConnectOptions;
 pub use task::{ClaimedTask, NextClaim, Outcome, QueueStat};
 pub use telemetry::enable_metrics;
 pub use traits::{
-    Accounts, Batches, IdempotencyKeys, InputFiles, Lifecycle, LimitChange, ResultCache, Runs, Sessions, SharedStore,
-    Store, TaskQueue, Webhooks, WorkerTokens, Workflows,
+    Accounts, Batches, IdempotencyKeys, InputFiles, Lifecycle, LimitChange, ResultCache, Runs, Sessions,
+    SharedStore, Store, TaskQueue, Webhooks, WorkerTokens, Workflows,
 };
 pub use webhook::{
     AttemptEnd, Delivery, DeliveryAttempt, DeliveryEvent, DeliveryRecord, DeliveryState, DeliverySubject,

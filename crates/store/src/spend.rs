@@ -101,7 +101,8 @@ impl FromRow for Counters {
 }
 
 /// The columns [`Counters`] reads; accounts have no concurrency limit.
-const ACCOUNT_COUNTERS: &str = "SELECT daily_limit, monthly_limit, NULL AS concurrency_limit, day_start, day_used,
+const ACCOUNT_COUNTERS: &str =
+    "SELECT daily_limit, monthly_limit, NULL AS concurrency_limit, day_start, day_used,
             month_start, month_used
      FROM accounts WHERE id = $1";
 const KEY_COUNTERS: &str = "SELECT daily_limit, monthly_limit, concurrency_limit, day_start, day_used,
@@ -132,7 +133,12 @@ fn table(holder: Holder) -> &'static str {
 
 impl Counters {
     /// What this row used of each period at `now`, against the limits in force.
-    pub(crate) fn usage(&self, holder: Holder, defaults: &SpendDefaults, now: Micros) -> (PeriodUse, PeriodUse) {
+    pub(crate) fn usage(
+        &self,
+        holder: Holder,
+        defaults: &SpendDefaults,
+        now: Micros,
+    ) -> (PeriodUse, PeriodUse) {
         let (daily, monthly) = defaults.of(holder);
         let period = |period: Period, start: Micros, used: i64, limit: Option<i64>| PeriodUse {
             period,
@@ -147,7 +153,13 @@ impl Counters {
     }
 
     /// The first limit that `tokens` more would cross at `now`.
-    fn refusal(&self, holder: Holder, defaults: &SpendDefaults, tokens: i64, now: Micros) -> Option<StoreError> {
+    fn refusal(
+        &self,
+        holder: Holder,
+        defaults: &SpendDefaults,
+        tokens: i64,
+        now: Micros,
+    ) -> Option<StoreError> {
         let (day, month) = self.usage(holder, defaults, now);
         [day, month].into_iter().find_map(|use_| {
             let limit = use_.limit?;
@@ -217,7 +229,13 @@ pub(crate) async fn reserve(
 }
 
 /// Counts `tokens` reserved at `now` for account `account_id` and key `key_id`.
-async fn add(conn: &mut impl Conn, account_id: i64, key_id: Option<i64>, tokens: i64, now: Micros) -> Result<()> {
+async fn add(
+    conn: &mut impl Conn,
+    account_id: i64,
+    key_id: Option<i64>,
+    tokens: i64,
+    now: Micros,
+) -> Result<()> {
     let (day, month) = (Period::Day.start(now), Period::Month.start(now));
     let holders = std::iter::once((Holder::Account, account_id)).chain(key_id.map(|k| (Holder::Key, k)));
     for (holder, id) in holders {
@@ -317,9 +335,17 @@ pub(crate) fn spend_use(
 }
 
 /// Stores new settings for a key or an account (each `None` in `change`: unchanged).
-pub(crate) async fn set_limits(conn: &mut impl Conn, holder: Holder, id: i64, change: LimitChange) -> Result<()> {
-    let columns =
-        [("daily_limit", change.daily), ("monthly_limit", change.monthly), ("concurrency_limit", change.concurrency)];
+pub(crate) async fn set_limits(
+    conn: &mut impl Conn,
+    holder: Holder,
+    id: i64,
+    change: LimitChange,
+) -> Result<()> {
+    let columns = [
+        ("daily_limit", change.daily),
+        ("monthly_limit", change.monthly),
+        ("concurrency_limit", change.concurrency),
+    ];
     for (column, setting) in columns {
         let Some(setting) = setting else { continue };
         if setting.is_some_and(|n| n < UNLIMITED) {
@@ -331,7 +357,9 @@ pub(crate) async fn set_limits(conn: &mut impl Conn, holder: Holder, id: i64, ch
             ));
         }
         if holder == Holder::Account && column == "concurrency_limit" {
-            return Err(StoreError::Conflict("an account has no concurrency limit; set it on its keys".into()));
+            return Err(StoreError::Conflict(
+                "an account has no concurrency limit; set it on its keys".into(),
+            ));
         }
         let sql = format!("UPDATE {} SET {column} = $1 WHERE id = $2", table(holder));
         conn.execute(&sql, args![setting, id]).await?;
@@ -361,7 +389,13 @@ mod tests {
         let same_day = day("2026-11-28T23:00:00Z");
         assert!(counters.refusal(Holder::Key, &defaults, 1, same_day).is_none());
         match counters.refusal(Holder::Key, &defaults, 2, same_day) {
-            Some(StoreError::SpendLimitReached { period: Period::Day, used: 9, limit: 10, resets_at, .. }) => {
+            Some(StoreError::SpendLimitReached {
+                period: Period::Day,
+                used: 9,
+                limit: 10,
+                resets_at,
+                ..
+            }) => {
                 assert_eq!(resets_at, day("2026-11-29"));
             }
             other => panic!("{other:?}"),
@@ -380,7 +414,8 @@ mod tests {
         assert_eq!((today.used, month.used), (0, 0));
         // An account's limits come from the account defaults, a key's from the key defaults.
         let unset = Counters { daily_limit: None, monthly_limit: None, ..counters };
-        let defaults = SpendDefaults { key_daily: Some(3), account_daily: Some(30), ..SpendDefaults::default() };
+        let defaults =
+            SpendDefaults { key_daily: Some(3), account_daily: Some(30), ..SpendDefaults::default() };
         assert_eq!(unset.usage(Holder::Key, &defaults, same_day).0.limit, Some(3));
         assert_eq!(unset.usage(Holder::Account, &defaults, same_day).0.limit, Some(30));
     }

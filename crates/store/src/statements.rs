@@ -111,7 +111,8 @@ pub(crate) static KEY_OF_ACCOUNT: Sql = sql!(
     columns = LISTED_KEY_COLUMNS
 );
 /// What `rows::ListedKey` reads of a key `k`.
-const LISTED_KEY_COLUMNS: &str = "k.id, k.prefix, k.created_at, k.last_used, k.revoked_at, k.scopes, k.daily_limit,
+const LISTED_KEY_COLUMNS: &str =
+    "k.id, k.prefix, k.created_at, k.last_used, k.revoked_at, k.scopes, k.daily_limit,
      k.monthly_limit, k.concurrency_limit, k.day_start, k.day_used, k.month_start, k.month_used,
      (SELECT COUNT(*) FROM tasks t WHERE t.key_id = k.id AND t.state = 'running') AS running";
 /// `$1` now, `$2` key, `$3` account: changes nothing when the key is not the account's or is

@@ -27,9 +27,9 @@ use crate::feed::ChangeFeed;
 use crate::idempotency::{IdempotencyClaim, IdempotencyRecord, IdempotencyStart};
 use crate::input::{NewUpload, StoredInput};
 use crate::run::{NewRun, RunQuery, RunRecord, RunSummary};
+use crate::spend::SpendUse;
 use crate::task::{ClaimedTask, NextClaim, Outcome};
 use crate::webhook::{AttemptEnd, Delivery, DeliveryAttempt, DeliveryRecord, WebhookSecret};
-use crate::spend::SpendUse;
 use crate::workflow::WorkflowRow;
 use atelier_core::time::Micros;
 
@@ -235,7 +235,12 @@ pub trait Accounts: Send + Sync {
     async fn set_key_limits(&self, key_or_prefix: &str, limits: LimitChange) -> Result<(KeyInfo, SpendUse)>;
     /// [`Accounts::set_key_limits`] for one of account `account_id`'s keys by id (the
     /// console); `NotFound` when it has no such key.
-    async fn set_account_key_limits(&self, account_id: i64, key_id: i64, limits: LimitChange) -> Result<KeyRecord>;
+    async fn set_account_key_limits(
+        &self,
+        account_id: i64,
+        key_id: i64,
+        limits: LimitChange,
+    ) -> Result<KeyRecord>;
     /// Sets an account's own limits (every key of it together); its `concurrency` must be
     /// unchanged (`Conflict` otherwise: the cap on running nodes is a key's).
     async fn set_account_limits(&self, account: &str, limits: LimitChange) -> Result<SpendUse>;

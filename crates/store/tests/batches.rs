@@ -378,7 +378,14 @@ async fn a_batch_counts_against_spend_limits_once_and_gives_back_what_it_did_not
     let too_big = NewBatch { key_id: Some(key.id), ..batch(acct.id, 11) };
     assert!(matches!(
         store.create_batch(&too_big).await,
-        Err(StoreError::SpendLimitReached { holder: Holder::Key, period: Period::Day, limit: 10, used: 0, required: 11, .. })
+        Err(StoreError::SpendLimitReached {
+            holder: Holder::Key,
+            period: Period::Day,
+            limit: 10,
+            used: 0,
+            required: 11,
+            ..
+        })
     ));
     assert_books(&store, acct.id, 100).await;
     let new = NewBatch { key_id: Some(key.id), ..batch(acct.id, 4) };
@@ -388,7 +395,10 @@ async fn a_batch_counts_against_spend_limits_once_and_gives_back_what_it_did_not
     assert_eq!(store.feed_batches(10, 10).await.unwrap().started, 4);
     assert_eq!(used(store.clone()).await, (4, 4));
     let b = store.get_batch(acct.id, &new.id).await.unwrap();
-    let items = store.batch_items(acct.id, &new.id, &ItemQuery { status: None, after: None, limit: 10 }).await.unwrap();
+    let items = store
+        .batch_items(acct.id, &new.id, &ItemQuery { status: None, after: None, limit: 10 })
+        .await
+        .unwrap();
     let failing = vec![items[0].run_id.clone().unwrap()];
     assert_eq!(work(&store, &failing).await, 4);
     store.feed_batches(10, 10).await.unwrap();
@@ -397,7 +407,10 @@ async fn a_batch_counts_against_spend_limits_once_and_gives_back_what_it_did_not
     store.retry_batch(acct.id, &b.id).await.unwrap();
     assert_eq!(used(store.clone()).await, (4, 4));
     let seven = NewBatch { key_id: Some(key.id), ..batch(acct.id, 7) };
-    assert!(matches!(store.create_batch(&seven).await, Err(StoreError::SpendLimitReached { used: 4, required: 7, .. })));
+    assert!(matches!(
+        store.create_batch(&seven).await,
+        Err(StoreError::SpendLimitReached { used: 4, required: 7, .. })
+    ));
     // A cancel gives back what the batch still holds.
     store.cancel_batch(acct.id, &b.id).await.unwrap();
     assert_eq!(used(store.clone()).await, (3, 3));

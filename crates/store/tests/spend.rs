@@ -42,7 +42,8 @@ fn single() -> Plan {
 
 async fn submit_with(store: &SharedStore, account: i64, key: i64, plan: &Plan) -> Result<String, StoreError> {
     let id = atelier_core::ids::generation_id();
-    submit_queued(store.as_ref(), account, plan, id, Queueing { key_id: Some(key), ..Queueing::default() }).await
+    submit_queued(store.as_ref(), account, plan, id, Queueing { key_id: Some(key), ..Queueing::default() })
+        .await
 }
 
 async fn new_key(store: &SharedStore, account: i64) -> (i64, String) {
@@ -90,7 +91,14 @@ async fn concurrent_submissions_stop_exactly_at_a_keys_daily_limit(store: Shared
     assert_eq!(accepted, 10, "exactly the limit");
     for refused in results.iter().filter_map(|r| r.as_ref().err()) {
         match refused {
-            StoreError::SpendLimitReached { holder: Holder::Key, period: Period::Day, limit: 10, used: 10, required: 1, resets_at } => {
+            StoreError::SpendLimitReached {
+                holder: Holder::Key,
+                period: Period::Day,
+                limit: 10,
+                used: 10,
+                required: 1,
+                resets_at,
+            } => {
                 assert_eq!(*resets_at, Period::Day.end(atelier_core::time::now_micros()));
             }
             other => panic!("{other:?}"),
@@ -122,7 +130,17 @@ async fn an_accounts_limit_holds_over_all_its_keys_at_once(store: SharedStore) {
     let account_refusals = results
         .iter()
         .flatten()
-        .filter(|r| matches!(r, Err(StoreError::SpendLimitReached { holder: Holder::Account, period: Period::Month, limit: 15, .. })))
+        .filter(|r| {
+            matches!(
+                r,
+                Err(StoreError::SpendLimitReached {
+                    holder: Holder::Account,
+                    period: Period::Month,
+                    limit: 15,
+                    ..
+                })
+            )
+        })
         .count();
     assert!(account_refusals > 0);
     let (account, _) = store.spend(acct.id, None).await.unwrap();
@@ -176,7 +194,13 @@ async fn unset_limits_follow_the_defaults_and_none_overrides_them(store: SharedS
     }
     assert!(matches!(
         submit_with(&store, acct.id, key_id, &plan).await,
-        Err(StoreError::SpendLimitReached { holder: Holder::Account, period: Period::Month, limit: 5, used: 5, .. })
+        Err(StoreError::SpendLimitReached {
+            holder: Holder::Account,
+            period: Period::Month,
+            limit: 5,
+            used: 5,
+            ..
+        })
     ));
     // Back to the default: the key has used 5 today, over its default of 2.
     store.set_key_limits(&prefix, limits(None, None)).await.unwrap();
@@ -194,24 +218,46 @@ async fn limits_are_set_read_and_refused_when_malformed(store: SharedStore) {
     assert_eq!((spend.day.limit, spend.month.limit, spend.concurrency), (Some(7), None, Some(2)));
     // Only what is named changes.
     let record = store
-        .set_account_key_limits(acct.id, key_id, LimitChange { monthly: Some(Some(70)), ..LimitChange::default() })
+        .set_account_key_limits(
+            acct.id,
+            key_id,
+            LimitChange { monthly: Some(Some(70)), ..LimitChange::default() },
+        )
         .await
         .unwrap();
-    assert_eq!((record.spend.day.limit, record.spend.month.limit, record.spend.concurrency), (Some(7), Some(70), Some(2)));
+    assert_eq!(
+        (record.spend.day.limit, record.spend.month.limit, record.spend.concurrency),
+        (Some(7), Some(70), Some(2))
+    );
     let listed = store.list_keys(acct.id).await.unwrap();
     assert_eq!(listed.iter().find(|k| k.id == key_id).unwrap().spend, record.spend);
     // Refusals change nothing.
     let (other, _) = store.create_account("b", 1).await.unwrap();
-    assert!(matches!(store.set_account_key_limits(other.id, key_id, limits(Some(1), None)).await, Err(StoreError::NotFound)));
-    assert!(matches!(store.set_key_limits("atl_nope", limits(Some(1), None)).await, Err(StoreError::NotFound)));
-    assert!(matches!(store.set_key_limits(&prefix, limits(Some(-2), None)).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(
+        store.set_account_key_limits(other.id, key_id, limits(Some(1), None)).await,
+        Err(StoreError::NotFound)
+    ));
+    assert!(matches!(
+        store.set_key_limits("atl_nope", limits(Some(1), None)).await,
+        Err(StoreError::NotFound)
+    ));
+    assert!(matches!(
+        store.set_key_limits(&prefix, limits(Some(-2), None)).await,
+        Err(StoreError::Conflict(_))
+    ));
     let none_running = LimitChange { concurrency: Some(Some(0)), ..LimitChange::default() };
     assert!(matches!(store.set_key_limits(&prefix, none_running).await, Err(StoreError::Conflict(_))));
     let concurrency = LimitChange { concurrency: Some(Some(3)), ..LimitChange::default() };
     assert!(matches!(store.set_account_limits("a", concurrency).await, Err(StoreError::Conflict(_))));
-    assert!(matches!(store.set_account_limits("nobody", limits(Some(1), None)).await, Err(StoreError::NotFound)));
+    assert!(matches!(
+        store.set_account_limits("nobody", limits(Some(1), None)).await,
+        Err(StoreError::NotFound)
+    ));
     let (_, key) = store.spend(acct.id, Some(key_id)).await.unwrap();
-    assert_eq!(key.unwrap().settings, atelier_store::Limits { daily: Some(7), monthly: Some(70), concurrency: Some(2) });
+    assert_eq!(
+        key.unwrap().settings,
+        atelier_store::Limits { daily: Some(7), monthly: Some(70), concurrency: Some(2) }
+    );
     let (account, _) = store.spend(acct.id, None).await.unwrap();
     assert_eq!(account.settings, atelier_store::Limits::default());
 }
@@ -219,7 +265,11 @@ async fn limits_are_set_read_and_refused_when_malformed(store: SharedStore) {
 const LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Claims up to `n` tasks in one claim; the keys of their runs.
-async fn claim(store: &SharedStore, n: usize, keys: &std::collections::HashMap<String, i64>) -> Vec<(i64, atelier_store::ClaimedTask)> {
+async fn claim(
+    store: &SharedStore,
+    n: usize,
+    keys: &std::collections::HashMap<String, i64>,
+) -> Vec<(i64, atelier_store::ClaimedTask)> {
     let tasks = store.claim_batch("w", LEASE, &[], n).await.unwrap();
     tasks.into_iter().map(|t| (keys[&t.run_id], t)).collect()
 }
@@ -235,8 +285,14 @@ async fn a_keys_cap_on_running_nodes_holds_within_a_claim_and_across_claims(stor
         keys.insert(submit_with(&store, acct.id, key, &single()).await.unwrap(), key);
     }
     let first = claim(&store, 10, &keys).await;
-    let count = |claimed: &[(i64, atelier_store::ClaimedTask)], key: i64| claimed.iter().filter(|(k, _)| *k == key).count();
-    assert_eq!((count(&first, capped), count(&first, free)), (2, 3), "one claim takes two of the capped key's");
+    let count = |claimed: &[(i64, atelier_store::ClaimedTask)], key: i64| {
+        claimed.iter().filter(|(k, _)| *k == key).count()
+    };
+    assert_eq!(
+        (count(&first, capped), count(&first, free)),
+        (2, 3),
+        "one claim takes two of the capped key's"
+    );
     let (_, spend) = store.spend(acct.id, Some(capped)).await.unwrap();
     assert_eq!((spend.as_ref().unwrap().running, spend.unwrap().concurrency), (Some(2), Some(2)));
     assert!(claim(&store, 10, &keys).await.is_empty(), "its other tasks stay queued");
@@ -246,7 +302,10 @@ async fn a_keys_cap_on_running_nodes_holds_within_a_claim_and_across_claims(stor
     let next = claim(&store, 10, &keys).await;
     assert_eq!((next.len(), count(&next, capped)), (1, 1));
     // Lifting the cap lets the rest start.
-    store.set_key_limits(&prefix, LimitChange { concurrency: Some(Some(UNLIMITED)), ..LimitChange::default() }).await.unwrap();
+    store
+        .set_key_limits(&prefix, LimitChange { concurrency: Some(Some(UNLIMITED)), ..LimitChange::default() })
+        .await
+        .unwrap();
     assert_eq!(claim(&store, 10, &keys).await.len(), 1);
 }
 

@@ -38,6 +38,7 @@ from .models import (
     V2Status,
     WebhookDelivery,
     WebhookDeliveryList,
+    SpendReport,
     WebhookSecret,
     WorkflowDefinition,
     WorkflowDescription,
@@ -485,6 +486,11 @@ def v2_run(
 def v2_status(family: str, run_id: str) -> Call[V2Status]:
     """``GET /api/v2/{family}/status/{run_id}``."""
     return Call("GET", f"/api/v2/{_family(family)}/status/{seg(run_id)}", lambda r: V2Status.from_raw(_obj(r)))
+
+
+def usage() -> Call[SpendReport]:
+    """``GET /api/v3/usage``."""
+    return Call("GET", "/api/v3/usage", lambda r: SpendReport.from_raw(_obj(r)))
 
 
 def webhook_secret() -> Call[WebhookSecret]:

@@ -39,6 +39,7 @@ from .models import (
     Upload,
     V2Status,
     WebhookDelivery,
+    SpendReport,
     WebhookSecret,
     WorkflowDefinition,
     WorkflowDescription,
@@ -733,6 +734,13 @@ class AsyncClient:
     async def v2_status(self, family: str, run_id: str) -> V2Status:
         """``GET /api/v2/{family}/status/{run_id}`` (only runs of that family)."""
         return await self._call(calls.v2_status(family, run_id))
+
+    # --- spend limits ------------------------------------------------------------------
+
+    async def usage(self) -> SpendReport:
+        """``GET /api/v3/usage``: the spend limits of this key and of its account (tokens per
+        UTC day and month, the key's cap on running nodes) and what each used."""
+        return await self._call(calls.usage())
 
     # --- webhooks ----------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from .models import (
     Upload,
     V2Status,
     WebhookDelivery,
+    SpendReport,
     WebhookSecret,
     WorkflowDefinition,
     WorkflowDescription,
@@ -730,6 +731,13 @@ class Client:
     def v2_status(self, family: str, run_id: str) -> V2Status:
         """``GET /api/v2/{family}/status/{run_id}`` (only runs of that family)."""
         return self._call(calls.v2_status(family, run_id))
+
+    # --- spend limits ------------------------------------------------------------------
+
+    def usage(self) -> SpendReport:
+        """``GET /api/v3/usage``: the spend limits of this key and of its account (tokens per
+        UTC day and month, the key's cap on running nodes) and what each used."""
+        return self._call(calls.usage())
 
     # --- webhooks ----------------------------------------------------------------------
 

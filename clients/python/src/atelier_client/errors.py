@@ -19,6 +19,7 @@ __all__ = [
     "MissingInputs",
     "Unauthorized",
     "InsufficientTokens",
+    "SpendLimitReached",
     "UnknownTool",
     "WorkflowNotFound",
     "RunNotFound",
@@ -64,6 +65,10 @@ ERROR_FIELDS = (
     "balance",
     "retry_after",
     "limit",
+    "applies_to",
+    "period",
+    "used",
+    "resets_at",
 )
 
 
@@ -85,7 +90,10 @@ class AtelierError(Exception):
         retry_after: ``RateLimited`` / ``ConcurrencyLimited`` / ``QueueFull``: seconds to wait
             (from the body, else the ``Retry-After`` header).
         limit: ``ConcurrencyLimited``: the account's cap on unfinished runs; ``QueueFull``:
-            its cap on runs waiting to start.
+            its cap on runs waiting to start; ``SpendLimitReached``: the spend limit, in tokens.
+        applies_to, period, used, resets_at: ``SpendLimitReached``: whose limit (``"key"`` or
+            ``"account"``), its period (``"day"`` or ``"month"``, UTC), the tokens used in it,
+            and when it resets (UTC, without an offset).
         headers: The response headers.
     """
 
@@ -116,6 +124,10 @@ class AtelierError(Exception):
         self.required: Optional[int] = self.error.get("required")
         self.balance: Optional[int] = self.error.get("balance")
         self.limit: Optional[int] = self.error.get("limit")
+        self.applies_to: Optional[str] = self.error.get("applies_to")
+        self.period: Optional[str] = self.error.get("period")
+        self.used: Optional[int] = self.error.get("used")
+        self.resets_at: Optional[str] = self.error.get("resets_at")
         retry_after = self.error.get("retry_after")
         if retry_after is None:
             header = {k.lower(): v for k, v in self.headers.items()}.get("retry-after")
@@ -158,6 +170,13 @@ class InsufficientTokens(AtelierError):
     """402: the balance is lower than the run's price (``.required``, ``.balance``)."""
 
     error_name = "InsufficientTokens"
+
+
+class SpendLimitReached(AtelierError):
+    """402: the price would cross a spend limit of the key or of its account (``.applies_to``,
+    ``.period``, ``.limit``, ``.used``, ``.required``, ``.resets_at``); nothing ran."""
+
+    error_name = "SpendLimitReached"
 
 
 class UnknownTool(AtelierError):
@@ -317,6 +336,7 @@ ERROR_CLASSES: Dict[str, Type[AtelierError]] = {
         MissingInputs,
         Unauthorized,
         InsufficientTokens,
+        SpendLimitReached,
         UnknownTool,
         WorkflowNotFound,
         RunNotFound,

@@ -12,6 +12,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Mapping, Optional, Set, Union
 
 __all__ = [
+    "SpendPeriod",
+    "LimitSettings",
+    "Spend",
+    "SpendReport",
     "RUN_STATES",
     "TERMINAL_RUN_STATES",
     "NODE_STATES",
@@ -1226,3 +1230,84 @@ class BatchEvent:
     @property
     def final(self) -> bool:
         return self.event == "status"
+
+
+@dataclass
+class SpendPeriod:
+    """One period of a spend limit: the limit in force (``None``: none), the tokens used in
+    the current period, and when it resets (UTC, without an offset)."""
+
+    limit: Optional[int]
+    used: int
+    resets_at: str
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "SpendPeriod":
+        return cls(
+            limit=_opt_int(raw.get("limit")),
+            used=_opt_int(raw.get("used")) or 0,
+            resets_at=str(raw.get("resets_at", "")),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class LimitSettings:
+    """Limit settings as stored: a number is the limit, ``-1`` no limit whatever the default,
+    ``None`` the operator's default."""
+
+    daily: Optional[int] = None
+    monthly: Optional[int] = None
+    running_nodes: Optional[int] = None
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "LimitSettings":
+        return cls(
+            daily=_opt_int(raw.get("daily")),
+            monthly=_opt_int(raw.get("monthly")),
+            running_nodes=_opt_int(raw.get("running_nodes")),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class Spend:
+    """A key's or an account's spend limits and what it used (``daily``, ``monthly``); for
+    a key, its cap on running nodes and the nodes running now."""
+
+    daily: SpendPeriod
+    monthly: SpendPeriod
+    settings: LimitSettings
+    running_nodes_limit: Optional[int] = None
+    running_nodes: Optional[int] = None
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "Spend":
+        return cls(
+            daily=SpendPeriod.from_raw(_dict(raw.get("daily"))),
+            monthly=SpendPeriod.from_raw(_dict(raw.get("monthly"))),
+            settings=LimitSettings.from_raw(_dict(raw.get("settings"))),
+            running_nodes_limit=_opt_int(raw.get("running_nodes_limit")),
+            running_nodes=_opt_int(raw.get("running_nodes")),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class SpendReport:
+    """``GET /api/v3/usage``: the calling key's spend limits and usage, and its account's."""
+
+    account: Spend
+    key: Spend
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "SpendReport":
+        return cls(
+            account=Spend.from_raw(_dict(raw.get("account"))),
+            key=Spend.from_raw(_dict(raw.get("key"))),
+            raw=dict(raw),
+        )

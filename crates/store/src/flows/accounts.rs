@@ -208,7 +208,12 @@ impl<B: Backend> Accounts for B {
         Ok((row.info(), key.ok_or(StoreError::NotFound)?))
     }
 
-    async fn set_account_key_limits(&self, account_id: i64, key_id: i64, limits: LimitChange) -> Result<KeyRecord> {
+    async fn set_account_key_limits(
+        &self,
+        account_id: i64,
+        key_id: i64,
+        limits: LimitChange,
+    ) -> Result<KeyRecord> {
         let now = now_micros();
         let mut tx = self.begin().await?;
         let record: Option<ListedKey> = tx.fetch_optional(&KEY_OF_ACCOUNT, args![key_id, account_id]).await?;

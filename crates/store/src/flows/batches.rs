@@ -56,8 +56,17 @@ impl<B: Backend> Batches for B {
             }
         }
         let spend = &self.settings().spend;
-        crate::spend::reserve(&mut *tx, B::FOR_UPDATE, spend, batch.account_id, batch.key_id, price, true, now)
-            .await?;
+        crate::spend::reserve(
+            &mut *tx,
+            B::FOR_UPDATE,
+            spend,
+            batch.account_id,
+            batch.key_id,
+            price,
+            true,
+            now,
+        )
+        .await?;
         let reserve = LedgerKind::Reserve.as_str();
         tx.execute(INSERT_LEDGER, args![batch.account_id, Some(batch.id.as_str()), reserve, price, now])
             .await?;
@@ -211,7 +220,8 @@ impl<B: Backend> Batches for B {
             // period the batch was made in, so a retry on a later day or month counts in
             // full there (the safe side of exact).
             let spend = &self.settings().spend;
-            crate::spend::reserve(&mut *tx, B::FOR_UPDATE, spend, account_id, key_id, price, true, now).await?;
+            crate::spend::reserve(&mut *tx, B::FOR_UPDATE, spend, account_id, key_id, price, true, now)
+                .await?;
             let reserve = LedgerKind::Reserve.as_str();
             tx.execute(INSERT_LEDGER, args![account_id, Some(batch_id), reserve, price, now]).await?;
             for item in &failed {

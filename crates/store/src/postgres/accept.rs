@@ -268,7 +268,8 @@ impl PgStore {
         // One statement counts against one key's limits: the runs of each key together.
         let mut groups: Vec<Vec<Waiting>> = Vec::new();
         for w in batch {
-            match groups.iter_mut().find(|g| g[0].run.key_id == w.run.key_id && g[0].run.count == w.run.count) {
+            match groups.iter_mut().find(|g| g[0].run.key_id == w.run.key_id && g[0].run.count == w.run.count)
+            {
                 Some(group) => group.push(w),
                 None => groups.push(vec![w]),
             }

@@ -511,7 +511,11 @@ async fn a_worker_that_dies_mid_prediction_leaves_nothing_running() {
     let Some(server) = CogServer::start("tryon_echo.py") else { return };
     // 30 s of steps: a prediction that is not stopped outlasts the wait below by far, and
     // a loaded machine has 10 s to notice the closed connection.
-    let cog = tryon_executor("idm", endpoint(json!({"kind": "cog", "url": server.url})), tryon_route(set(150, 0.2)));
+    let cog = tryon_executor(
+        "idm",
+        endpoint(json!({"kind": "cog", "url": server.url})),
+        tryon_route(set(150, 0.2)),
+    );
     let job = tokio::spawn({
         let cog = cog.clone();
         async move { cog.run(tryon_execution("gen_dies-virtual_tryon-0-0", 3)).await }

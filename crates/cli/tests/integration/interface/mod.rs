@@ -17,6 +17,7 @@ mod pull;
 mod retention;
 mod scopes;
 mod security;
+mod spend;
 mod tools;
 mod uploads;
 mod v2;

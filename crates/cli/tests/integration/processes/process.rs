@@ -116,6 +116,41 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
     assert!(!ok && err.contains("at least one"), "{err}");
     let (ok, _, err) = atelier(dir.path(), &["admin", "key", "scopes", "atl_nope", "read"]);
     assert!(!ok && err.contains("no active key"), "{err}");
+    // Spend limits: set, shown, partly changed, refused when malformed.
+    let limit = ["admin", "key", "limit", &scoped[..8], "--daily", "100", "--concurrency", "2", "--json"];
+    let (ok, out, err) = atelier(dir.path(), &limit);
+    assert!(ok, "{err}");
+    let spend: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&spend["daily"]["limit"], &spend["daily"]["used"], &spend["monthly"]["limit"]),
+        (&json!(100), &json!(0), &json!(null))
+    );
+    assert_eq!((&spend["running_nodes_limit"], &spend["running_nodes"]), (&json!(2), &json!(0)));
+    assert_eq!(spend["settings"], json!({"daily": 100, "monthly": null, "running_nodes": 2}));
+    let (ok, out, err) = atelier(dir.path(), &["admin", "key", "limit", &scoped[..8], "--monthly", "none"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("day    0 used, limit 100") && out.contains("month  0 used, no limit"), "{out}");
+    assert!(out.contains("nodes  0 running, cap 2"), "{out}");
+    for (args, says) in [
+        (vec!["--daily", "-5"], "not a limit"),
+        (vec!["--daily", "lots"], "not a limit"),
+        (vec!["--concurrency", "0"], "1 or more"),
+    ] {
+        let (ok, _, err) =
+            atelier(dir.path(), &[&["admin", "key", "limit", &scoped[..8]][..], &args].concat());
+        assert!(!ok && err.contains(says), "{args:?}: {err}");
+    }
+    let (ok, _, err) = atelier(dir.path(), &["admin", "key", "limit", "atl_nope", "--daily", "1"]);
+    assert!(!ok && err.contains("no active key"), "{err}");
+    let (ok, out, err) =
+        atelier(dir.path(), &["admin", "account", "limit", "acme", "--monthly", "5000", "--json"]);
+    assert!(ok, "{err}");
+    let spend: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((&spend["monthly"]["limit"], spend.get("running_nodes")), (&json!(5000), None));
+    let (ok, _, err) = atelier(dir.path(), &["admin", "account", "limit", "nobody", "--daily", "1"]);
+    assert!(!ok && err.contains("nobody"), "{err}");
+    let (ok, _, err) = atelier(dir.path(), &["admin", "account", "limit", "acme", "--concurrency", "1"]);
+    assert!(!ok && err.contains("--concurrency"), "an account has no cap on running nodes: {err}");
     let (ok, out, _) = atelier(dir.path(), &["admin", "key", "revoke", key]);
     assert!(ok && out.contains("acme"), "{out}");
     let (ok, _, _) = atelier(dir.path(), &["admin", "key", "revoke", key]);

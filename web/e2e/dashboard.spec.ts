@@ -26,6 +26,20 @@ test('keys are shown once, listed by prefix and revoked; balance and ledger matc
   await expect(page.getByTestId('key-row').first()).toContainText(created.slice(0, 8));
   expect(await page.content()).not.toContain(created);
 
+  // Spend limits: set on the key's row, in force for its next request.
+  await page.getByRole('button', { name: `Limits of ${created.slice(0, 8)}` }).click();
+  await page.getByTestId('limit-daily').fill('lots');
+  await page.getByRole('button', { name: 'Save limits' }).click();
+  await expect(page.getByRole('alert')).toContainText('daily: a whole number');
+  await page.getByTestId('limit-daily').fill('0');
+  await page.getByTestId('limit-running_nodes').fill('2');
+  await page.getByRole('button', { name: 'Save limits' }).click();
+  const row = page.getByTestId('key-row').first();
+  await expect(row.getByTestId('key-spend')).toContainText('today 0 / 0');
+  await expect(row.getByTestId('key-spend')).toContainText('nodes 0 / 2');
+  const usage = await api('/api/v3/usage', { apiKey: created });
+  expect([usage.body.key.daily.limit, usage.body.key.running_nodes_limit]).toEqual([0, 2]);
+
   page.once('dialog', (d) => d.accept());
   await page.getByRole('button', { name: `Revoke ${created.slice(0, 8)}` }).click();
   await expect(page.getByTestId('key-row').first()).toContainText('revoked');

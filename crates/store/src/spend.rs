@@ -195,20 +195,28 @@ async fn counters(
     Ok((account, key))
 }
 
-/// Takes `price` tokens from account `account_id`'s balance for key `key_id`, counting them
-/// against both one's limits when `count`; in the caller's transaction, nothing changed when
-/// it fails. Refusals, in this order: the key's limits, the account's, the balance
+/// Who pays for a reservation: an account, and the key it was made with (none for work
+/// made by account name).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Payer {
+    pub account_id: i64,
+    pub key_id: Option<i64>,
+}
+
+/// Takes `price` tokens from the payer's balance, counting them against its key's and its
+/// account's limits when `count`; in the caller's transaction, nothing changed when it
+/// fails. Refusals, in this order: the key's limits, the account's, the balance
 /// (`SpendLimitReached`, `InsufficientTokens`).
 pub(crate) async fn reserve(
     conn: &mut impl Conn,
     lock: &str,
     defaults: &SpendDefaults,
-    account_id: i64,
-    key_id: Option<i64>,
+    payer: Payer,
     price: i64,
     count: bool,
     now: Micros,
 ) -> Result<()> {
+    let Payer { account_id, key_id } = payer;
     if count {
         let (account, key) = counters(conn, lock, account_id, key_id).await?;
         let refused = key

@@ -74,6 +74,8 @@ export function explain(error: unknown): string {
   switch (b.name) {
     case 'InsufficientTokens':
       return `Not enough tokens: this run needs ${b.required}, the balance is ${b.balance}. Nothing was run or charged.`;
+    case 'SpendLimitReached':
+      return `The ${b.applies_to === 'account' ? "account's" : "key's"} ${b.period === 'month' ? 'monthly' : 'daily'} spend limit of ${b.limit} tokens would be crossed (${b.used} used, this costs ${b.required}). It resets at ${b.resets_at} UTC. Nothing was run or charged.`;
     case 'MissingInputs':
       return `Missing inputs: ${(b.missing ?? []).join(', ')}.`;
     case 'InvalidInput':
@@ -93,6 +95,7 @@ export function explain(error: unknown): string {
 
 export type Session = wire.Session;
 export type Scope = wire.Scope;
+export type Spend = wire.Spend;
 export type ParamType = wire.ParamKind;
 export type ParamSpec = wire.ToolParam;
 export type Tool = wire.Tool;

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { can, type SessionContext } from '../lib/session';
-import { del, explain, get, post, type Key, type LedgerEntry, type Scope, type UsageDay } from '../lib/api';
+import { del, explain, get, post, put, type Key, type LedgerEntry, type Scope, type Spend, type UsageDay } from '../lib/api';
 import { when } from '../lib/format';
 import { useLoad } from '../lib/hooks';
 import { Link } from '../lib/router';
@@ -44,6 +44,7 @@ function Keys({ ctx }: { ctx: SessionContext }) {
   const [shown, setShown] = useState<string | null>(null);
   const [copied, setCopied] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const [editing, setEditing] = useState<number | null>(null);
 
   const create = async () => {
     setError(null);
@@ -116,6 +117,7 @@ function Keys({ ctx }: { ctx: SessionContext }) {
           <tr>
             <th scope="col">Key</th>
             <th scope="col">Scopes</th>
+            <th scope="col">Spend</th>
             <th scope="col">Created</th>
             <th scope="col">Last used</th>
             <th scope="col">State</th>
@@ -123,27 +125,122 @@ function Keys({ ctx }: { ctx: SessionContext }) {
           </tr>
         </thead>
         <tbody>
-          {keys.data?.keys.map((k) => (
+          {keys.data?.keys.map((k) => [
             <tr key={k.id} data-testid="key-row">
               <td>
                 <code>{k.prefix}…</code> {k.current && <span className="tag">this session</span>}
               </td>
               <td data-testid="key-scopes">{k.scopes.join(', ')}</td>
+              <td data-testid="key-spend">
+                <SpendSummary spend={k.spend} />
+              </td>
               <td>{when(k.created_at)}</td>
               <td>{k.last_used ? when(k.last_used) : 'never'}</td>
               <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>
               <td>
                 {!k.revoked_at && (
-                  <button type="button" className="danger" onClick={() => revoke(k)} aria-label={`Revoke ${k.prefix}`}>
-                    Revoke
-                  </button>
+                  <>
+                    <button type="button" onClick={() => setEditing(editing === k.id ? null : k.id)} aria-label={`Limits of ${k.prefix}`}>
+                      Limits
+                    </button>{' '}
+                    <button type="button" className="danger" onClick={() => revoke(k)} aria-label={`Revoke ${k.prefix}`}>
+                      Revoke
+                    </button>
+                  </>
                 )}
               </td>
-            </tr>
-          ))}
+            </tr>,
+            editing === k.id && (
+              <tr key={`${k.id}-limits`}>
+                <td colSpan={7}>
+                  <LimitsForm
+                    spend={k.spend}
+                    onSave={async (body) => {
+                      setError(null);
+                      try {
+                        await put(`/keys/${k.id}/limits`, body);
+                        setEditing(null);
+                        keys.reload();
+                      } catch (e) {
+                        setError(explain(e));
+                      }
+                    }}
+                  />
+                </td>
+              </tr>
+            ),
+          ])}
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** A limit in words: `used / limit`, or just what is used when there is none. */
+const used = (n: number, limit: number | null) => (limit === null ? `${n}` : `${n} / ${limit}`);
+
+function SpendSummary({ spend }: { spend: Spend }) {
+  return (
+    <span title={`Day resets ${spend.daily.resets_at} UTC, month ${spend.monthly.resets_at} UTC`}>
+      today {used(spend.daily.used, spend.daily.limit)} · month {used(spend.monthly.used, spend.monthly.limit)}
+      {spend.running_nodes_limit != null && ` · nodes ${spend.running_nodes ?? 0} / ${spend.running_nodes_limit}`}
+    </span>
+  );
+}
+
+/** A setting as the form shows it: a number, `none` (-1), or empty for the default. */
+const shownSetting = (n: number | null | undefined) => (n === null || n === undefined ? '' : n < 0 ? 'none' : `${n}`);
+
+/** What a field of the form means: empty is the default (null), `none` is -1. */
+function readSetting(text: string): number | null | 'invalid' {
+  const t = text.trim().toLowerCase();
+  if (t === '') return null;
+  if (t === 'none') return -1;
+  return /^\d+$/.test(t) ? Number(t) : 'invalid';
+}
+
+function LimitsForm({ spend, onSave }: { spend: Spend; onSave: (body: Record<string, number | null>) => void }) {
+  const [fields, setFields] = useState({
+    daily: shownSetting(spend.settings.daily),
+    monthly: shownSetting(spend.settings.monthly),
+    running_nodes: shownSetting(spend.settings.running_nodes),
+  });
+  const [problem, setProblem] = useState<string | null>(null);
+  const save = () => {
+    const body: Record<string, number | null> = {};
+    for (const [name, text] of Object.entries(fields)) {
+      const value = readSetting(text);
+      if (value === 'invalid') {
+        setProblem(`${name}: a whole number, none, or empty for the operator's default`);
+        return;
+      }
+      body[name] = value;
+    }
+    setProblem(null);
+    onSave(body);
+  };
+  const field = (name: keyof typeof fields, label: string) => (
+    <label>
+      {label}{' '}
+      <input
+        value={fields[name]}
+        onChange={(e) => setFields({ ...fields, [name]: e.target.value })}
+        placeholder="default"
+        size={8}
+        data-testid={`limit-${name}`}
+      />
+    </label>
+  );
+  return (
+    <form className="limits" onSubmit={(e) => (e.preventDefault(), save())}>
+      {field('daily', 'Tokens per day')} {field('monthly', 'per month')} {field('running_nodes', 'Nodes at once')}{' '}
+      <button type="submit">Save limits</button>
+      <p className="hint">
+        Empty follows the operator&apos;s default; <code>none</code> is no limit. Days and months are UTC. A key never gets
+        more than the key this session signed in with.
+      </p>
+      {problem && <p className="error" role="alert">{problem}</p>}
+    </form>
   );
 }
 

@@ -56,17 +56,8 @@ impl<B: Backend> Batches for B {
             }
         }
         let spend = &self.settings().spend;
-        crate::spend::reserve(
-            &mut *tx,
-            B::FOR_UPDATE,
-            spend,
-            batch.account_id,
-            batch.key_id,
-            price,
-            true,
-            now,
-        )
-        .await?;
+        let payer = crate::spend::Payer { account_id: batch.account_id, key_id: batch.key_id };
+        crate::spend::reserve(&mut *tx, B::FOR_UPDATE, spend, payer, price, true, now).await?;
         let reserve = LedgerKind::Reserve.as_str();
         tx.execute(INSERT_LEDGER, args![batch.account_id, Some(batch.id.as_str()), reserve, price, now])
             .await?;
@@ -220,8 +211,8 @@ impl<B: Backend> Batches for B {
             // period the batch was made in, so a retry on a later day or month counts in
             // full there (the safe side of exact).
             let spend = &self.settings().spend;
-            crate::spend::reserve(&mut *tx, B::FOR_UPDATE, spend, account_id, key_id, price, true, now)
-                .await?;
+            let payer = crate::spend::Payer { account_id, key_id };
+            crate::spend::reserve(&mut *tx, B::FOR_UPDATE, spend, payer, price, true, now).await?;
             let reserve = LedgerKind::Reserve.as_str();
             tx.execute(INSERT_LEDGER, args![account_id, Some(batch_id), reserve, price, now]).await?;
             for item in &failed {

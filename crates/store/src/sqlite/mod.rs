@@ -423,8 +423,8 @@ impl Backend for SqliteStore {
     async fn write_run(&self, conn: &mut SqliteConnection, run: &NewRun<'_>) -> Result<()> {
         let price = run.plan.price();
         let now = time::now_micros();
-        let (account_id, key_id, count) = (run.account_id, run.key_id, !run.from_batch);
-        crate::spend::reserve(conn, "", &self.config.spend, account_id, key_id, price, count, now).await?;
+        let payer = crate::spend::Payer { account_id: run.account_id, key_id: run.key_id };
+        crate::spend::reserve(conn, "", &self.config.spend, payer, price, !run.from_batch, now).await?;
         sqlx::query(
             "INSERT INTO ledger (account_id, run_id, kind, amount, created_at) VALUES (?, ?, ?, ?, ?);
              INSERT INTO runs (id, account_id, kind, family, target, outputs, echo, warnings, status, reserved, created_at,

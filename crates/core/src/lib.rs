@@ -31,6 +31,7 @@
 //!
 //! Not here: any I/O: no database, network or files.
 
+pub mod audit;
 pub mod catalogue;
 pub mod choices;
 pub mod dag;

@@ -91,6 +91,7 @@
 //! Not here: HTTP, images, blob storage.
 
 mod account;
+mod audit;
 mod backend;
 mod batch;
 mod cache;
@@ -124,6 +125,7 @@ pub use account::{
 };
 pub use atelier_core::status::RunKind;
 pub use atelier_core::time::{format_time, now_micros, Micros};
+pub use audit::{AuditCheck, AuditLog, AuditQuery, NewAuditEntry};
 pub use batch::{
     BatchDeletion, BatchRecord, BatchStatus, BatchSummary, Fed, ItemCounts, ItemQuery, ItemRecord,
     ItemStatus, NewBatch, NewBatchItem, Purgeable,
@@ -158,7 +160,7 @@ pub use workflow::WorkflowRow;
 /// Every trait of the store, so that its methods can be called on a [`SharedStore`].
 pub mod prelude {
     pub use crate::{
-        Accounts, Batches, IdempotencyKeys, InputFiles, Lifecycle, ResultCache, Runs, Sessions, Store,
-        TaskQueue, Webhooks, WorkerTokens, Workflows,
+        Accounts, AuditLog, Batches, IdempotencyKeys, InputFiles, Lifecycle, ResultCache, Runs, Sessions,
+        Store, TaskQueue, Webhooks, WorkerTokens, Workflows,
     };
 }

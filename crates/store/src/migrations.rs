@@ -26,6 +26,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0021_scopes.sql"),
     include_str!("../migrations/sqlite/0022_webhook_replays.sql"),
     include_str!("../migrations/sqlite/0023_spend_limits.sql"),
+    include_str!("../migrations/sqlite/0024_audit.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -52,4 +53,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0021_scopes.sql"),
     include_str!("../migrations/postgres/0022_webhook_replays.sql"),
     include_str!("../migrations/postgres/0023_spend_limits.sql"),
+    include_str!("../migrations/postgres/0024_audit.sql"),
 ];

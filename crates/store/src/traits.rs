@@ -52,6 +52,7 @@ pub trait Store:
     + Batches
     + Webhooks
     + WorkerTokens
+    + crate::audit::AuditLog
 {
 }
 
@@ -67,7 +68,8 @@ impl<
             + ResultCache
             + Batches
             + Webhooks
-            + WorkerTokens,
+            + WorkerTokens
+            + crate::audit::AuditLog,
     > Store for T
 {
 }

@@ -717,6 +717,7 @@ fn render_item(blob: &BlobStore, item: &ItemRecord, run: Option<&RunRecord>) -> 
 pub(crate) async fn delete_batch(
     State(state): State<AppState>,
     Caller(account): Caller,
+    origin: crate::audit::Origin,
     BatchId(id): BatchId,
 ) -> Result<Json<wire::Deletion>, ApiError> {
     let deletion = state
@@ -724,6 +725,10 @@ pub(crate) async fn delete_batch(
         .delete_batch(account.id, &id, &crate::deletion::actor(&account))
         .await
         .map_err(lookup(&id))?;
+    if !deletion.already {
+        let summary = serde_json::json!({"runs": deletion.runs.len()});
+        crate::audit::record(&state, &account, &origin, "batch.deleted", Some(&id), summary).await;
+    }
     for run in &deletion.runs {
         state.finished.forget(Some(&run.run_id));
     }

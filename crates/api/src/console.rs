@@ -231,6 +231,7 @@ fn client_key(parts_ext: Option<&ConnectInfo<SocketAddr>>) -> [u8; 32] {
 async fn sign_in(
     State(state): State<AppState>,
     Extension(SignIns(limiter)): Extension<SignIns>,
+    origin: crate::audit::Origin,
     connect: Option<Extension<ConnectInfo<SocketAddr>>>,
     headers: HeaderMap,
     JsonObject(body): JsonObject,
@@ -250,10 +251,22 @@ async fn sign_in(
         if let Some(limiter) = &limiter {
             limiter.check(client, Instant::now());
         }
+        // Nothing of what was sent is kept: it may be a key mistyped by one character.
+        let entry = atelier_store::NewAuditEntry {
+            account_id: None,
+            actor: "anonymous".into(),
+            address: origin.address.clone(),
+            action: "session.sign_in_failed".into(),
+            target: None,
+            summary: Value::Null,
+        };
+        crate::audit::write(&state, entry).await;
         return Err(ApiError::Unauthorized);
     };
     let limits = state.config.console.sessions;
     let made = state.store.create_session(&holder, limits).await?;
+    let summary = serde_json::json!({"expires_at": format_time(made.expires_at)});
+    crate::audit::record(&state, &holder.account, &origin, "session.signed_in", None, summary).await;
     let balance = state.store.balance(holder.account.id).await?;
     let max_age = i64::try_from(limits.absolute.as_secs()).unwrap_or(i64::MAX);
     let view = session_view(&holder.account, &made.csrf_token, made.expires_at, balance);
@@ -272,11 +285,15 @@ async fn current(
 
 async fn sign_out(
     State(state): State<AppState>,
-    SignedIn(_): SignedIn,
+    SignedIn(session): SignedIn,
+    origin: crate::audit::Origin,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     if let Some(token) = session_cookie(&headers) {
-        state.store.end_session(token).await?;
+        if state.store.end_session(token).await? {
+            crate::audit::record(&state, &session.account, &origin, "session.signed_out", None, Value::Null)
+                .await;
+        }
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
     response.headers_mut().insert(header::SET_COOKIE, set_cookie(&headers, "", 0));
@@ -309,6 +326,7 @@ async fn list_keys(
 async fn create_key(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
+    origin: crate::audit::Origin,
     request: Request,
 ) -> Result<Json<wire::NewKey>, ApiError> {
     let body = crate::extract::body_bytes(request, &state).await?;
@@ -321,6 +339,9 @@ async fn create_key(
         )));
     }
     let (record, key) = state.store.add_key(session.account.id, scopes).await?;
+    let summary = serde_json::json!({"scopes": scopes.to_string()});
+    crate::audit::record(&state, &session.account, &origin, "key.created", Some(&record.prefix), summary)
+        .await;
     Ok(Json(wire::NewKey { view: key_view(&record, session.key_id), key }))
 }
 
@@ -354,6 +375,7 @@ fn new_key_scopes(body: &[u8]) -> Result<Scopes, ApiError> {
 async fn revoke_key(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
+    origin: crate::audit::Origin,
     headers: HeaderMap,
     id: Result<Path<i64>, axum::extract::rejection::PathRejection>,
 ) -> Result<Response, ApiError> {
@@ -364,6 +386,8 @@ async fn revoke_key(
         Err(StoreError::Conflict(reason)) => return Err(ApiError::Conflict(reason)),
         Err(e) => return Err(e.into()),
     };
+    crate::audit::record(&state, &session.account, &origin, "key.revoked", Some(&record.prefix), Value::Null)
+        .await;
     let mut response = Json(key_view(&record, session.key_id)).into_response();
     // Revoking the key this session signed in with ends the session.
     if record.id == session.key_id {
@@ -377,6 +401,7 @@ async fn revoke_key(
 async fn set_key_limits(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
+    origin: crate::audit::Origin,
     id: Result<Path<i64>, axum::extract::rejection::PathRejection>,
     request: Request,
 ) -> Result<Json<wire::Key>, ApiError> {
@@ -387,7 +412,12 @@ async fn set_key_limits(
     let own = own.ok_or(ApiError::SessionRequired)?;
     let change = crate::spend::change(&request, &own)?;
     match state.store.set_account_key_limits(session.account.id, id, change).await {
-        Ok(record) => Ok(Json(key_view(&record, session.key_id))),
+        Ok(record) => {
+            let summary = serde_json::to_value(request).unwrap_or_default();
+            let (account, prefix) = (&session.account, Some(record.prefix.as_str()));
+            crate::audit::record(&state, account, &origin, "key.limits_set", prefix, summary).await;
+            Ok(Json(key_view(&record, session.key_id)))
+        }
         Err(StoreError::NotFound) => Err(ApiError::KeyNotFound(id)),
         Err(e) => Err(e.into()),
     }

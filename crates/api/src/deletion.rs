@@ -44,10 +44,15 @@ pub async fn erase(store: &dyn Store, blob: &BlobStore, deletion: &RunDeletion) 
 pub(crate) async fn delete_run(
     State(state): State<AppState>,
     Caller(account): Caller,
+    origin: crate::audit::Origin,
     RunId(id): RunId,
 ) -> Result<Json<wire::Deletion>, ApiError> {
     let deletion =
         state.store.delete_run(account.id, &id, &actor(&account)).await.map_err(ApiError::run_lookup(&id))?;
+    if !deletion.already {
+        crate::audit::record(&state, &account, &origin, "run.deleted", Some(&id), serde_json::Value::Null)
+            .await;
+    }
     // The change feed tells every process, but on PostgreSQL this one hears it only after the
     // notification comes back: a poll right after this answer must not find the kept status.
     state.finished.forget(Some(&id));

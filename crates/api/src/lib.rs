@@ -26,6 +26,7 @@
 //!
 //! Not here: business rules, how tools run, how runs are stored.
 
+mod audit;
 pub mod batches;
 pub mod body;
 pub mod console;

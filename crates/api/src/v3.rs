@@ -191,6 +191,7 @@ async fn get_workflow(
 async fn put_workflow(
     State(state): State<AppState>,
     Caller(account): Caller,
+    origin: crate::audit::Origin,
     WorkflowName(name): WorkflowName,
     JsonObject(body): JsonObject,
 ) -> Result<Json<wire::WorkflowDescription>, ApiError> {
@@ -198,16 +199,24 @@ async fn put_workflow(
     def.validate()?;
     let stored = serde_json::to_value(&def).map_err(|e| ApiError::Internal(e.to_string()))?;
     state.store.put_workflow(Some(account.id), &name, &stored).await?;
+    let nodes: Vec<&str> = def.nodes.iter().map(|n| n.tool.as_str()).collect();
+    let summary = serde_json::json!({"nodes": def.nodes.len(), "tools": nodes});
+    crate::audit::record(&state, &account, &origin, "workflow.saved", Some(&name), summary).await;
     Ok(Json(ops::describe(&name, &def)?))
 }
 
 async fn delete_workflow(
     State(state): State<AppState>,
     Caller(account): Caller,
+    origin: crate::audit::Origin,
     WorkflowName(name): WorkflowName,
 ) -> Result<Json<wire::Deleted>, ApiError> {
     match state.store.delete_workflow(account.id, &name).await {
-        Ok(()) => Ok(Json(wire::Deleted { name, deleted: true })),
+        Ok(()) => {
+            crate::audit::record(&state, &account, &origin, "workflow.deleted", Some(&name), Value::Null)
+                .await;
+            Ok(Json(wire::Deleted { name, deleted: true }))
+        }
         Err(StoreError::NotFound) => match state.store.find_workflow(Some(account.id), &name).await? {
             Some(row) if row.system => Err(ApiError::ReadOnlyTemplate(name)),
             _ => Err(RequestError::WorkflowNotFound(name).into()),

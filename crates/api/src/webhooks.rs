@@ -114,8 +114,11 @@ async fn secret(
 async fn rotate(
     State(state): State<AppState>,
     Caller(account): Caller,
+    origin: crate::audit::Origin,
 ) -> Result<Json<atelier_wire::WebhookSecret>, ApiError> {
     let secrets = state.store.rotate_webhook_secret(account.id, ROTATION_GRACE).await?;
+    let summary = serde_json::json!({"previous_signs_for_secs": ROTATION_GRACE.as_secs()});
+    crate::audit::record(&state, &account, &origin, "webhook_secret.rotated", None, summary).await;
     Ok(Json(secret_answer(&secrets)))
 }
 

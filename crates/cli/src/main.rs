@@ -125,6 +125,45 @@ enum StoreAdmin {
     /// now, their content cleared, their ledger lines kept. Unfinished runs and running
     /// batches are left (and counted); running it again finishes an interrupted purge.
     Purge(PurgeArgs),
+    /// The audit log: list entries (every account's, newest first), export them all as
+    /// JSON Lines, or verify the chain.
+    #[command(subcommand)]
+    Audit(AuditCmd),
+}
+
+#[derive(Subcommand)]
+enum AuditCmd {
+    /// Entries, newest first.
+    List {
+        /// Only this account's.
+        #[arg(long)]
+        account: Option<String>,
+        /// Only actions starting with this (`key.`, `session.sign_in_failed`).
+        #[arg(long)]
+        action: Option<String>,
+        /// Only entries at or after this time (RFC 3339, or a date).
+        #[arg(long, value_name = "TIME")]
+        since: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every entry, oldest first, one JSON object per line, with its hashes: `atelier admin
+    /// audit verify --file` checks such a file without the database.
+    Export {
+        /// Write to this file instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Check the chain: exit 0 when every entry follows from the one before it, 1 with the
+    /// first entry that does not.
+    Verify {
+        /// Check an exported file instead of the database.
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -461,6 +500,7 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
             Err(e) => return Err(e.into()),
         }
     }
+    record_configuration(store.as_ref(), &config).await?;
     let running = atelier_cli::start(&config, store, tools).await?;
     println!("Atelier listening on http://{}", running.addr);
     if let Some(addr) = running.metrics_addr {
@@ -471,6 +511,35 @@ async fn serve(mut config: Config, args: ServeArgs) -> anyhow::Result<()> {
     if let Some(traces) = traces {
         traces.shutdown().await;
     }
+    Ok(())
+}
+
+/// An audit entry for the configuration an API process starts with: what decides prices
+/// and where work runs, as digests (SHA-256 of its JSON; an engine's headers may hold
+/// credentials) and the names of the engines and of the routed tools.
+async fn record_configuration(store: &dyn atelier_store::Store, config: &Config) -> anyhow::Result<()> {
+    fn digest<T: serde::Serialize>(value: &T) -> String {
+        let json = serde_json::to_string(value).unwrap_or_default();
+        atelier_core::ids::key_digest(&json).iter().map(|b| format!("{b:02x}")).collect()
+    }
+    let summary = json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "prices_sha256": digest(&config.prices),
+        "engines_sha256": digest(&config.engines),
+        "tools_sha256": digest(&config.tools),
+        "engines": config.engines.keys().collect::<Vec<_>>(),
+        "tools": config.tools.keys().collect::<Vec<_>>(),
+        "limits_sha256": digest(&config.limits),
+    });
+    let entry = atelier_store::NewAuditEntry {
+        account_id: None,
+        actor: "system".into(),
+        address: None,
+        action: "config.loaded".into(),
+        target: None,
+        summary,
+    };
+    store.record_audit(entry).await.context("writing the configuration's audit entry")?;
     Ok(())
 }
 
@@ -605,6 +674,8 @@ async fn worker_tokens(store: &dyn atelier_store::Store, command: WorkerTokenCmd
                 bail!("name at least one tool: --tools virtual_tryon,upscale");
             }
             let (record, token) = store.create_worker_token(&names).await?;
+            let summary = json!({"tools": record.tools});
+            audit_operator(store, None, "worker_token.created", Some(&record.prefix), summary).await?;
             if json {
                 println!("{}", json!({"token": token, "prefix": record.prefix, "tools": record.tools}));
             } else {
@@ -631,9 +702,129 @@ async fn worker_tokens(store: &dyn atelier_store::Store, command: WorkerTokenCmd
         WorkerTokenCmd::Revoke { token } => {
             let revoked =
                 store.revoke_worker_token(&token).await.context("no active worker token matches")?;
+            audit_operator(store, None, "worker_token.revoked", Some(&revoked.prefix), json!(null)).await?;
             println!("Revoked worker token {}… ({}).", revoked.prefix, revoked.tools.join(", "));
         }
     }
+    Ok(())
+}
+
+/// `atelier admin audit …`.
+async fn audit(store: &dyn atelier_store::Store, command: AuditCmd) -> anyhow::Result<()> {
+    use std::io::Write;
+    match command {
+        AuditCmd::List { account, action, since, limit, json } => {
+            let account_id = match &account {
+                Some(name) => {
+                    Some(store.account(name).await.with_context(|| format!("account '{name}'"))?.id)
+                }
+                None => None,
+            };
+            let since = match since {
+                Some(text) => Some(atelier_core::time::parse_time(&text).with_context(|| {
+                    format!("--since {text:?}: give a time such as 2026-11-01T00:00:00Z")
+                })?),
+                None => None,
+            };
+            let query = atelier_store::AuditQuery {
+                account_id,
+                action: action.as_deref(),
+                since,
+                before_id: None,
+                limit: limit.clamp(1, 1000),
+            };
+            for entry in store.audit_entries(&query).await? {
+                if json {
+                    println!("{}", serde_json::to_string(&entry)?);
+                } else {
+                    println!(
+                        "{:>6}  {}  {:<22}  {:<20}  {}  {}{}",
+                        entry.id,
+                        atelier_store::format_time(entry.at),
+                        entry.action,
+                        entry.actor,
+                        entry.target.as_deref().unwrap_or("-"),
+                        entry.summary,
+                        entry.address.map(|a| format!("  from {a}")).unwrap_or_default()
+                    );
+                }
+            }
+        }
+        AuditCmd::Export { out } => {
+            let (entries, _) = store.audit_chain().await?;
+            let mut sink: Box<dyn Write> = match &out {
+                Some(path) => Box::new(std::io::BufWriter::new(
+                    std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+                )),
+                None => Box::new(std::io::stdout().lock()),
+            };
+            for entry in &entries {
+                serde_json::to_writer(&mut sink, entry)?;
+                sink.write_all(b"\n")?;
+            }
+            sink.flush()?;
+            if let Some(path) = out {
+                eprintln!("Wrote {} audit entries to {}.", entries.len(), path.display());
+            }
+        }
+        AuditCmd::Verify { file } => {
+            let (checked, broken) = match file {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    let entries = text
+                        .lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .enumerate()
+                        .map(|(n, line)| {
+                            serde_json::from_str::<atelier_core::audit::Entry>(line).with_context(|| {
+                                format!("{} line {}: not an audit entry", path.display(), n + 1)
+                            })
+                        })
+                        .collect::<anyhow::Result<Vec<_>>>()?;
+                    match atelier_core::audit::verify(&entries, None) {
+                        Ok(n) => (n, None),
+                        Err(b) => (entries.len(), Some(b)),
+                    }
+                }
+                None => {
+                    let check = store.verify_audit().await?;
+                    (check.entries, check.broken)
+                }
+            };
+            match broken {
+                None => println!("The audit log holds {checked} entries and its chain is whole."),
+                Some(b) => {
+                    eprintln!("The audit log's chain breaks at entry {}: {}.", b.id, b.reason);
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Records a change made with the CLI: the operator, no address.
+async fn audit_operator(
+    store: &dyn atelier_store::Store,
+    account: Option<&str>,
+    action: &str,
+    target: Option<&str>,
+    summary: serde_json::Value,
+) -> anyhow::Result<()> {
+    let account_id = match account {
+        Some(name) => Some(store.account(name).await?.id),
+        None => None,
+    };
+    let entry = atelier_store::NewAuditEntry {
+        account_id,
+        actor: "operator".into(),
+        address: None,
+        action: action.into(),
+        target: target.map(str::to_owned),
+        summary,
+    };
+    store.record_audit(entry).await.context("writing the audit entry (the change itself was made)")?;
     Ok(())
 }
 
@@ -645,6 +836,8 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
                 bail!("account names are 1-64 characters of A-Z a-z 0-9 _ -");
             }
             let (account, key) = store.create_account(&name, tokens).await?;
+            let (summary, prefix) = (json!({"tokens": tokens}), atelier_core::ids::key_prefix(&key));
+            audit_operator(store.as_ref(), Some(&name), "account.created", Some(&prefix), summary).await?;
             if json {
                 println!("{}", json!({"account": account.name, "api_key": key}));
             } else {
@@ -669,6 +862,9 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
             if retention_secs.is_some() {
                 store.set_key_retention(&key, retention_secs).await.context("setting the key's retention")?;
             }
+            let summary = json!({"scopes": scopes.to_string(), "priority": priority.map(|p| p.as_str()), "retention_secs": retention_secs});
+            let prefix = atelier_core::ids::key_prefix(&key);
+            audit_operator(store.as_ref(), Some(&account), "key.created", Some(&prefix), summary).await?;
             if json {
                 println!("{}", json!({"account": account, "api_key": key, "scopes": scopes}));
             } else {
@@ -680,6 +876,15 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
                 bail!("name at least one scope of run, read, workflows, webhooks, keys");
             }
             let info = store.set_key_scopes(&key, scopes).await.context("no active key matches")?;
+            let summary = json!({"scopes": scopes.to_string()});
+            audit_operator(
+                store.as_ref(),
+                Some(&info.account),
+                "key.scopes_set",
+                Some(&info.prefix),
+                summary,
+            )
+            .await?;
             println!("Key {}… of account '{}' may now: {}.", info.prefix, info.account, info.scopes);
         }
         StoreAdmin::Key(KeyCmd::Retention { key, secs }) => {
@@ -690,6 +895,15 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
                 RetentionArg::Default => None,
             };
             let info = store.set_key_retention(&key, secs).await.context("no active key matches")?;
+            let summary = json!({"retention_secs": secs});
+            audit_operator(
+                store.as_ref(),
+                Some(&info.account),
+                "key.retention_set",
+                Some(&info.prefix),
+                summary,
+            )
+            .await?;
             let kept = match secs {
                 None => "for the operator's default retention".to_string(),
                 Some(0) => "not at all (zero retention: handed back inline, never stored)".to_string(),
@@ -702,6 +916,15 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
         }
         StoreAdmin::Key(KeyCmd::Priority { key, priority }) => {
             let info = store.set_key_priority(&key, Some(priority)).await.context("no active key matches")?;
+            let summary = json!({"priority": priority.as_str()});
+            audit_operator(
+                store.as_ref(),
+                Some(&info.account),
+                "key.priority_set",
+                Some(&info.prefix),
+                summary,
+            )
+            .await?;
             println!(
                 "Runs made with key {}… of account '{}' now queue as {priority}.",
                 info.prefix, info.account
@@ -717,6 +940,15 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
                 concurrency: setting(concurrency),
             };
             let (info, spend) = store.set_key_limits(&key, change).await.context("no active key matches")?;
+            let summary = json!({"daily": change.daily, "monthly": change.monthly, "running_nodes": change.concurrency});
+            audit_operator(
+                store.as_ref(),
+                Some(&info.account),
+                "key.limits_set",
+                Some(&info.prefix),
+                summary,
+            )
+            .await?;
             print_spend(&format!("Key {}… of account '{}'", info.prefix, info.account), &spend, json);
         }
         StoreAdmin::Account(AccountCmd::Limit { account, limits, json }) => {
@@ -729,13 +961,24 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
                 .set_account_limits(&account, change)
                 .await
                 .with_context(|| format!("account '{account}'"))?;
+            let summary = json!({"daily": change.daily, "monthly": change.monthly});
+            audit_operator(store.as_ref(), Some(&account), "account.limits_set", None, summary).await?;
             print_spend(&format!("Account '{account}' (all its keys together)"), &spend, json);
         }
         StoreAdmin::Key(KeyCmd::Revoke { key }) => {
             let info = store.revoke_key(&key).await.context("no active key matches")?;
+            audit_operator(
+                store.as_ref(),
+                Some(&info.account),
+                "key.revoked",
+                Some(&info.prefix),
+                json!(null),
+            )
+            .await?;
             println!("Revoked key {}… of account '{}'.", info.prefix, info.account);
         }
         StoreAdmin::WorkerToken(command) => worker_tokens(store.as_ref(), command).await?,
+        StoreAdmin::Audit(command) => audit(store.as_ref(), command).await?,
         StoreAdmin::Purge(PurgeArgs { account, before, json }) => {
             let Some(at) = atelier_core::time::parse_time(&before) else {
                 bail!("--before {before:?}: give a time such as 2026-11-01T00:00:00Z or a date such as 2026-11-01");
@@ -743,6 +986,8 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
             let found = store.account(&account).await.with_context(|| format!("account '{account}'"))?;
             let blob = atelier_cli::open_blob(&config)?;
             let purged = atelier_cli::purge::purge(store.as_ref(), &blob, found.id, at).await?;
+            let summary = json!({"before": atelier_store::format_time(at), "runs": purged.runs, "batches": purged.batches});
+            audit_operator(store.as_ref(), Some(&account), "account.purged", None, summary).await?;
             let before = atelier_store::format_time(at);
             if json {
                 let mut out = serde_json::to_value(&purged)?;
@@ -762,6 +1007,8 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
         StoreAdmin::Tokens(TokensCmd::Grant { account, tokens }) => {
             let balance =
                 store.grant(&account, tokens).await.with_context(|| format!("account '{account}'"))?;
+            let summary = json!({"tokens": tokens, "balance": balance});
+            audit_operator(store.as_ref(), Some(&account), "tokens.granted", None, summary).await?;
             println!("Granted {tokens} tokens to '{account}'; balance {balance}.");
         }
         StoreAdmin::Workflow(WorkflowCmd::Import { file, name, account, system }) => {
@@ -786,6 +1033,9 @@ async fn admin(config: Config, admin: StoreAdmin) -> anyhow::Result<()> {
                 None => None,
             };
             store.put_workflow(owner, &name, &serde_json::to_value(&def)?).await?;
+            let summary = json!({"nodes": def.nodes.len(), "system": account.is_none()});
+            audit_operator(store.as_ref(), account.as_deref(), "workflow.saved", Some(&name), summary)
+                .await?;
             println!(
                 "Saved workflow '{name}'{} (the name from {}).",
                 account.map_or(" as a system template".to_string(), |a| format!(" to account '{a}'")),

@@ -19,6 +19,8 @@ pub struct Account {
     /// The key the caller authenticated with (directly or through a console session);
     /// `None` when the account was found by name.
     pub key_id: Option<i64>,
+    /// That key's prefix (`atl_abcd`), as the audit log names it.
+    pub key_prefix: Option<String>,
     /// What the key the caller authenticated with may do; every scope when the account was
     /// found by name (the operator).
     pub scopes: Scopes,

@@ -153,6 +153,7 @@ impl FromRow for Account {
             priority: Priority::default(),
             retention_secs: None,
             key_id: None,
+            key_prefix: None,
             scopes: Scopes::ALL,
         })
     }
@@ -172,6 +173,7 @@ impl FromRow for KeyUse {
                     priority: key_priority(row)?,
                     retention_secs: key_retention(row)?,
                     key_id: Some(row.int("key_id")?),
+                    key_prefix: Some(row.text("key_prefix")?.to_owned()),
                     scopes: scopes(row, "key_scopes")?,
                     ..Account::from_row(row)?
                 },
@@ -286,6 +288,7 @@ impl FromRow for SessionRow {
                     priority: key_priority(row)?,
                     retention_secs: key_retention(row)?,
                     key_id: Some(row.int("key_id")?),
+                    key_prefix: Some(row.text("key_prefix")?.to_owned()),
                     scopes: scopes(row, "key_scopes")?,
                 },
                 key_id: row.int("key_id")?,

@@ -95,7 +95,7 @@ pub(crate) const SET_KEY_SCOPES: &str = "UPDATE api_keys SET scopes = $1 WHERE i
 /// scopes) and when it was last used.
 pub(crate) const AUTHENTICATE: &str =
     "SELECT a.id, a.name, k.id AS key_id, k.last_used, k.priority AS key_priority,
-            k.retention_secs AS key_retention, k.scopes AS key_scopes
+            k.retention_secs AS key_retention, k.scopes AS key_scopes, k.prefix AS key_prefix
      FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.digest = $1 AND k.revoked_at IS NULL";
 /// `$1` now, `$2` key, `$3` the oldest `last_used` left as it is (it is kept to the minute).
@@ -151,7 +151,8 @@ pub(crate) const DELETE_ENDED_SESSIONS: &str =
 /// `$1` digest, `$2` now, `$3` idle cutoff: a live session whose key is not revoked.
 pub(crate) const SESSION_BY_DIGEST: &str =
     "SELECT s.id, s.account_id, a.name, s.key_id, s.csrf_token, s.created_at, s.last_seen, s.expires_at,
-            k.priority AS key_priority, k.retention_secs AS key_retention, k.scopes AS key_scopes
+            k.priority AS key_priority, k.retention_secs AS key_retention, k.scopes AS key_scopes,
+            k.prefix AS key_prefix
      FROM sessions s JOIN accounts a ON a.id = s.account_id JOIN api_keys k ON k.id = s.key_id
      WHERE s.digest = $1 AND k.revoked_at IS NULL AND s.expires_at > $2 AND s.last_seen > $3";
 pub(crate) const TOUCH_SESSION: &str = "UPDATE sessions SET last_seen = $1 WHERE id = $2";

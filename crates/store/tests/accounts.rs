@@ -107,7 +107,7 @@ async fn accounts_keys_and_grants(store: SharedStore) {
     assert_eq!(store.account_count().await.unwrap(), 1);
     let authenticated = store.authenticate(&key).await.unwrap().unwrap();
     assert!(authenticated.key_id.is_some(), "the account comes with the key it authenticated with");
-    assert_eq!(atelier_store::Account { key_id: None, ..authenticated }, acct);
+    assert_eq!(atelier_store::Account { key_id: None, key_prefix: None, ..authenticated }, acct);
     assert_eq!(store.authenticate("atl_wrong").await.unwrap(), None);
     assert_eq!(store.grant("acme", 5).await.unwrap(), 15);
     assert_eq!(store.balance(acct.id).await.unwrap(), 15);

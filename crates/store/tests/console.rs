@@ -39,7 +39,12 @@ async fn keys_are_listed_by_prefix_with_their_last_use(store: SharedStore) {
 
     let before = now_micros();
     let holder = store.authenticate_key(&first).await.unwrap().unwrap();
-    assert_eq!(holder.account, atelier_store::Account { key_id: Some(holder.key_id), ..acct.clone() });
+    let prefix = holder.account.key_prefix.clone();
+    assert_eq!(prefix.as_deref(), Some(&first[..8]));
+    assert_eq!(
+        holder.account,
+        atelier_store::Account { key_id: Some(holder.key_id), key_prefix: prefix, ..acct.clone() }
+    );
     assert_eq!(holder.key_id, keys[1].id);
     let used = store.list_keys(acct.id).await.unwrap()[1].last_used.expect("recorded");
     assert!(used >= before);
@@ -77,7 +82,11 @@ async fn sessions_live_until_signed_out_idle_expired_or_their_key_is_revoked(sto
     assert!(made.token.len() >= 43 && made.csrf_token.len() >= 32);
     assert_ne!(made.token, made.csrf_token);
     let session = store.session(&made.token, limits).await.unwrap().expect("live");
-    let with_key = atelier_store::Account { key_id: Some(holder.key_id), ..acct.clone() };
+    let with_key = atelier_store::Account {
+        key_id: Some(holder.key_id),
+        key_prefix: holder.account.key_prefix.clone(),
+        ..acct.clone()
+    };
     assert_eq!((session.account, session.key_id), (with_key, holder.key_id));
     assert_eq!(session.csrf_token, made.csrf_token);
     assert_eq!(store.session("not-a-token", limits).await.unwrap(), None);

@@ -44,6 +44,7 @@ impl<B: Backend> Accounts for B {
                 priority: Priority::default(),
                 retention_secs: None,
                 key_id: None,
+                key_prefix: None,
                 scopes: Scopes::ALL,
             },
             key,

@@ -173,6 +173,51 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
     let (ok, out, _) =
         atelier(dir.path(), &["admin", "worker-token", "revoke", made["prefix"].as_str().unwrap()]);
     assert!(ok && out.contains("virtual_tryon, upscale"), "{out}");
+
+    // Every change above is in the audit log, by the operator, in order, and the chain holds.
+    let (ok, out, err) = atelier(dir.path(), &["admin", "audit", "list", "--limit", "1000", "--json"]);
+    assert!(ok, "{err}");
+    let entries: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    actions.reverse();
+    for expected in [
+        "account.created",
+        "tokens.granted",
+        "key.created",
+        "key.scopes_set",
+        "key.limits_set",
+        "account.limits_set",
+        "key.revoked",
+        "worker_token.created",
+        "worker_token.revoked",
+    ] {
+        assert!(actions.contains(&expected), "{expected} missing from {actions:?}");
+    }
+    assert!(entries.iter().all(|e| e["actor"] == "operator" && e["address"].is_null()), "{out}");
+    assert!(!out.contains(key) && !out.contains(token), "no secret is recorded");
+    let granted = entries.iter().find(|e| e["action"] == "tokens.granted").unwrap();
+    assert_eq!(serde_json::from_str::<Value>(granted["summary"].as_str().unwrap()).unwrap()["tokens"], 7);
+    let (ok, out, _) = atelier(dir.path(), &["admin", "audit", "list", "--action", "key.", "--account", "acme"]);
+    assert!(ok && out.lines().count() >= 4 && out.lines().all(|l| l.contains(" key.")), "{out}");
+    let (ok, _, err) = atelier(dir.path(), &["admin", "audit", "list", "--account", "nobody"]);
+    assert!(!ok && err.contains("nobody"), "{err}");
+    let (ok, out, err) = atelier(dir.path(), &["admin", "audit", "verify"]);
+    assert!(ok && out.contains("chain is whole"), "{out}{err}");
+    // An export verifies on its own; one line changed, it breaks there.
+    let export = dir.path().join("audit.jsonl");
+    let (ok, _, err) = atelier(dir.path(), &["admin", "audit", "export", "--out", export.to_str().unwrap()]);
+    assert!(ok && err.contains("audit entries"), "{err}");
+    let (ok, out, err) = atelier(dir.path(), &["admin", "audit", "verify", "--file", export.to_str().unwrap()]);
+    assert!(ok && out.contains("chain is whole"), "{out}{err}");
+    let text = std::fs::read_to_string(&export).unwrap();
+    let edited = text.replacen(r#"\"tokens\":7"#, r#"\"tokens\":70"#, 1);
+    assert_ne!(edited, text);
+    std::fs::write(&export, edited).unwrap();
+    let (ok, _, err) = atelier(dir.path(), &["admin", "audit", "verify", "--file", export.to_str().unwrap()]);
+    assert!(!ok && err.contains("breaks at entry") && err.contains("changed"), "{err}");
+    std::fs::write(&export, "not json\n").unwrap();
+    let (ok, _, err) = atelier(dir.path(), &["admin", "audit", "verify", "--file", export.to_str().unwrap()]);
+    assert!(!ok && err.contains("line 1"), "{err}");
     let (ok, _, _) = atelier(dir.path(), &["admin", "worker-token", "revoke", token]);
     assert!(!ok, "a revoked token cannot be revoked again");
 

@@ -304,6 +304,17 @@ def test_a_price_over_a_keys_spend_limit_is_spend_limit_reached_and_usage_shows_
         assert usage.account.running_nodes is None
 
 
+def test_the_audit_log_lists_the_accounts_changes_newest_first(server: Server, client: Client) -> None:
+    client.rotate_webhook_secret()
+    page = client.audit(action="webhook_secret.", limit=5)
+    assert page.entries, page
+    entry = page.entries[0]
+    assert (entry.action, entry.actor, entry.address) == ("webhook_secret.rotated", "key:" + server.api_key[:8], "127.0.0.1")
+    assert len(entry.hash) == 64 and len(entry.prev_hash) == 64
+    everything = client.audit(limit=500)
+    assert [e.id for e in everything.entries] == sorted((e.id for e in everything.entries), reverse=True)
+
+
 def test_replaying_a_delivery_the_run_does_not_have_is_delivery_not_found(client: Client, png: str) -> None:
     run = client.run("upscale", {"image": png})
     run.wait(**WAIT)

@@ -73,3 +73,62 @@ pub(crate) async fn write(state: &AppState, entry: NewAuditEntry) {
         tracing::error!(%error, action = entry.action, "an audit entry could not be written");
     }
 }
+
+pub(crate) fn routes() -> axum::Router<AppState> {
+    axum::Router::new().route("/api/v3/audit", axum::routing::get(list))
+}
+
+#[derive(serde::Deserialize)]
+struct Page {
+    action: Option<String>,
+    since: Option<String>,
+    before: Option<i64>,
+    limit: Option<i64>,
+}
+
+/// `GET /api/v3/audit`: the caller's account's entries, newest first.
+async fn list(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    crate::extract::Caller(account): crate::extract::Caller,
+    page: Result<axum::extract::Query<Page>, axum::extract::rejection::QueryRejection>,
+) -> Result<axum::Json<atelier_wire::AuditList>, crate::error::ApiError> {
+    use atelier_core::RequestError;
+    let axum::extract::Query(page) = page.map_err(|e| RequestError::InvalidRequest(e.body_text()))?;
+    let since = match page.since.as_deref().filter(|s| !s.is_empty()) {
+        Some(text) => Some(atelier_core::time::parse_time(text).ok_or_else(|| {
+            RequestError::invalid(
+                "since",
+                "a time such as 2026-11-01T00:00:00Z, or a date such as 2026-11-01",
+            )
+        })?),
+        None => None,
+    };
+    let limit = page.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(RequestError::invalid("limit", "1 to 500").into());
+    }
+    let query = atelier_store::AuditQuery {
+        account_id: Some(account.id),
+        action: page.action.as_deref().filter(|a| !a.is_empty()),
+        since,
+        before_id: page.before,
+        limit,
+    };
+    let entries = state.store.audit_entries(&query).await?;
+    let next_before = (entries.len() as i64 == limit).then(|| entries.last().map(|e| e.id)).flatten();
+    let entries = entries
+        .into_iter()
+        .map(|e| atelier_wire::AuditEntry {
+            id: e.id,
+            at: atelier_store::format_time(e.at),
+            actor: e.actor,
+            address: e.address,
+            action: e.action,
+            target: e.target,
+            summary: serde_json::from_str(&e.summary).unwrap_or(Value::String(e.summary)),
+            prev_hash: e.prev_hash,
+            hash: e.hash,
+        })
+        .collect();
+    Ok(axum::Json(atelier_wire::AuditList { entries, next_before }))
+}

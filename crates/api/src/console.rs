@@ -73,7 +73,8 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
                 .merge(crate::batches::routes())
                 .merge(crate::events::routes())
                 .merge(crate::webhooks::routes())
-                .merge(crate::spend::routes()),
+                .merge(crate::spend::routes())
+                .merge(crate::audit::routes()),
         )
         .route_layer(axum::middleware::from_fn_with_state(limits, session_account));
     Router::new()

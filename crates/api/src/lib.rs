@@ -73,6 +73,7 @@ pub fn router(state: AppState) -> Router {
         .merge(v2::routes())
         .merge(webhooks::routes())
         .merge(spend::routes())
+        .merge(audit::routes())
         .merge(events::routes());
     if let Some(limiter) = RateLimiter::new(state.config.rate_limit) {
         let limits = limits::Limits { state: state.clone(), limiter: Arc::new(limiter) };

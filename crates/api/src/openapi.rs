@@ -450,6 +450,19 @@ pub fn document() -> Value {
         "/api/v3/webhooks/secret".into(),
         json!({"get": op("The account's webhook signing secret (made on first read)", None, "WebhookSecret", &[401])}),
     );
+    let mut audit = op(
+        "Extension. The account's audit log, newest first: keys made, scoped, limited and revoked, sign-ins (and failed ones), sign-outs, workflows saved and deleted, webhook secrets rotated, runs and batches deleted, and the operator's changes to the account. Each entry holds the hash of the one before it",
+        None,
+        "AuditList",
+        &[400, 401, 422],
+    );
+    audit["parameters"] = json!([
+        {"name": "action", "in": "query", "required": false, "description": "Only actions that start with this (`key.`)", "schema": {"type": "string"}},
+        {"name": "since", "in": "query", "required": false, "description": "Only entries at or after this time (RFC 3339, or a date)", "schema": {"type": "string"}},
+        {"name": "before", "in": "query", "required": false, "description": "Entries older than this id (the previous page's next_before)", "schema": {"type": "integer"}},
+        {"name": "limit", "in": "query", "required": false, "description": "Entries per page, 1 to 500 (50)", "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
+    ]);
+    paths.insert("/api/v3/audit".into(), json!({"get": audit}));
     paths.insert(
         "/api/v3/usage".into(),
         json!({"get": op("Extension. The spend limits of the calling key and of its account (tokens per UTC day and month; the key's cap on running nodes), and what each used in the current period", None, "SpendReport", &[401])}),

@@ -46,6 +46,7 @@ pub const OPERATIONS: &[(&str, &str, Needs)] = &[
     ("POST", "/api/v3/uploads/direct/{id}", S(Run)),
     ("GET", "/api/v3/uploads/{id}", S(Read)),
     ("GET", "/api/v3/usage", S(Read)),
+    ("GET", "/api/v3/audit", S(Keys)),
     ("GET", "/api/v3/webhooks/secret", S(Webhooks)),
     ("POST", "/api/v3/webhooks/secret/rotate", S(Webhooks)),
     ("POST", "/api/v3/batches", S(Run)),

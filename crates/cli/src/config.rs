@@ -35,6 +35,8 @@ pub struct Config {
     pub cache: Cache,
     /// Batches (`[batches]`).
     pub batches: Batches,
+    /// The audit log (`[audit]`).
+    pub audit: Audit,
     pub metrics: Metrics,
     pub traces: Traces,
     /// Content Credentials on the outputs (`[provenance]`; docs/PROVENANCE.md).
@@ -209,6 +211,21 @@ pub struct Cache {
 impl Default for Cache {
     fn default() -> Self {
         Self { enabled: true, shared: false, max_age_hours: 0, max_bytes: 0 }
+    }
+}
+
+/// `[audit]`: the audit log (docs/OPERATIONS.md, "Audit log").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Audit {
+    /// Entries older than this many days are removed (an `audit.pruned` entry records how
+    /// many, and the chain goes on from it). 0 = kept for ever.
+    pub retention_days: u32,
+}
+
+impl Default for Audit {
+    fn default() -> Self {
+        Self { retention_days: 365 }
     }
 }
 

@@ -560,6 +560,8 @@ fn spawn_workers(
         cache_max_bytes: (config.cache.max_bytes > 0)
             .then(|| i64::try_from(config.cache.max_bytes).unwrap_or(i64::MAX)),
         batch_window: i64::from(config.batches.in_flight),
+        audit_retention: (config.audit.retention_days > 0)
+            .then(|| Duration::from_secs(u64::from(config.audit.retention_days) * 86_400)),
     };
     tasks.push(tokio::spawn(maintenance.run(shutdown.clone())));
     // Webhook deliveries, from every process: each is claimed by one.

@@ -162,6 +162,19 @@ pub struct RunQuery {
     pub target: Option<String>,
 }
 
+/// Filters of [`Client::audit`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditQuery {
+    /// Only actions that start with this (`key.`).
+    pub action: Option<String>,
+    /// Only entries at or after this time (RFC 3339, or a date).
+    pub since: Option<String>,
+    /// The previous page's `next_before`.
+    pub before: Option<i64>,
+    /// Entries per page, 1 to 500 (server default 50).
+    pub limit: Option<u32>,
+}
+
 /// A v2 tool family (core's): the path of its run and status endpoints.
 pub use atelier_core::v2::Family as V2Family;
 
@@ -477,7 +490,28 @@ impl Client {
         decode(self.call(request, "the validation").await?.1, "the validation")
     }
 
-    // --- spend limits -----------------------------------------------------------------
+    // --- governance -------------------------------------------------------------------
+
+    /// `GET /api/v3/audit` (the `keys` scope): a page of the account's audit log, newest
+    /// first.
+    pub async fn audit(&self, query: &AuditQuery) -> Result<atelier_wire::AuditList, Error> {
+        let mut pairs: Vec<(&str, String)> = Vec::new();
+        if let Some(action) = &query.action {
+            pairs.push(("action", action.clone()));
+        }
+        if let Some(since) = &query.since {
+            pairs.push(("since", since.clone()));
+        }
+        if let Some(before) = query.before {
+            pairs.push(("before", before.to_string()));
+        }
+        if let Some(limit) = query.limit {
+            pairs.push(("limit", limit.to_string()));
+        }
+        let request =
+            self.request(Method::GET, self.url(&["api", "v3", "audit"]), Duration::ZERO).query(&pairs);
+        decode(self.call(request, "the audit log").await?.1, "the audit log")
+    }
 
     /// `GET /api/v3/usage`: the spend limits of this key and of its account (tokens per UTC
     /// day and month, the key's cap on running nodes) and what each used.

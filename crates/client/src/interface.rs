@@ -104,6 +104,8 @@ operations! {
         query [] headers [] request None, response None;
     "GET" "/api/v3/batches/{batch_id}/results.zip" => [download_batch_zip]
         query [] headers [] request None, response None;
+    "GET" "/api/v3/audit" => [audit]
+        query ["action", "since", "before", "limit"] headers [] request None, response Some("AuditList");
     "GET" "/api/v3/usage" => [usage]
         query [] headers [] request None, response Some("SpendReport");
     "GET" "/api/v3/webhooks/secret" => [webhook_secret]

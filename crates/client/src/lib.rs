@@ -63,7 +63,8 @@ pub mod sse;
 pub mod webhook;
 
 pub use client::{
-    Client, ClientBuilder, RunOptions, RunQuery, V2Family, DEFAULT_TIMEOUT, MAX_WAIT_SECS, READ_TIMEOUT,
+    AuditQuery, Client, ClientBuilder, RunOptions, RunQuery, V2Family, DEFAULT_TIMEOUT, MAX_WAIT_SECS,
+    READ_TIMEOUT,
 };
 pub use error::{Error, ErrorName, ERROR_NAMES};
 pub use events::{BatchEvent, BatchEventStream, EventStream, RunEvent, WaitOptions};

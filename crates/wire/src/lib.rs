@@ -39,6 +39,7 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod batches;
 pub mod console;
 mod enums;
@@ -56,6 +57,7 @@ pub mod webhooks;
 pub mod worker;
 pub mod workflows;
 
+pub use audit::{AuditEntry, AuditList};
 pub use batches::{
     Batch, BatchCounts, BatchItem, BatchItemList, BatchItemRequest, BatchList, BatchRequest, BatchState,
     BatchSummary, BatchTokens, ItemState,

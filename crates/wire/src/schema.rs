@@ -188,6 +188,7 @@ const ROOTS: &[Add] = &[
     add::<WebhookNodeEvent>,
     add::<WebhookBatchEvent>,
     add::<crate::spend::SpendReport>,
+    add::<crate::audit::AuditList>,
     add::<crate::spend::LimitsRequest>,
     add::<console::SignIn>,
     add::<console::Session>,

@@ -11,7 +11,8 @@
 //! - feeder: starts the pending items of open batches as runs, at most `batch_window` runs
 //!   of a batch unfinished at once, round robin across batches (every [`FEED_INTERVAL`]),
 //!   and finishes a batch whose items all ended;
-//! - janitor: deletes idempotency keys whose 24 hours are over (every `janitor_interval`,
+//! - janitor: deletes idempotency keys whose 24 hours are over, and audit entries past
+//!   `audit_retention` (every `janitor_interval`,
 //!   by default [`JANITOR_INTERVAL`]; the sweeper and the janitor first run one interval after
 //!   the start); an expired key is already free for a new request
 //!   before it is deleted, so how late this runs changes nothing but the table's size.
@@ -37,6 +38,8 @@ pub struct Maintenance {
     pub cache_max_bytes: Option<i64>,
     /// Runs of one batch unfinished at once, at most (`[batches] in_flight`).
     pub batch_window: i64,
+    /// Audit entries older than this are removed by the janitor; `None`: kept for ever.
+    pub audit_retention: Option<Duration>,
 }
 
 /// How often the feeder starts batch items whose turn came.
@@ -134,6 +137,14 @@ impl Maintenance {
                         Ok(0) => {}
                         Ok(n) => info!(keys = n, "deleted expired idempotency keys"),
                         Err(e) => warn!(error = %e, "janitor failed"),
+                    }
+                    if let Some(retention) = self.audit_retention {
+                        let before = now_micros().saturating_sub(atelier_core::time::micros(retention));
+                        match self.store.prune_audit(before).await {
+                            Ok(0) => {}
+                            Ok(n) => info!(entries = n, "removed audit entries past their retention"),
+                            Err(e) => warn!(error = %e, "janitor failed on the audit log"),
+                        }
                     }
                 },
             }

@@ -1,6 +1,36 @@
 // Generated from the OpenAPI document's schemas (crates/wire): do not edit.
 // After a change of a wire type: ATELIER_BLESS=1 cargo test -p atelier-api --test generated
 
+/** One entry of the audit log: a security-relevant change, who made it and from where. */
+export interface AuditEntry {
+  /** Its place in the log's chain, from 1 without gaps. */
+  id: number;
+  /** When (UTC, `YYYY-MM-DDTHH:MM:SS.ffffff`). */
+  at: string;
+  /** Who: `key:atl_abcd` (an API key, by prefix), `session:atl_abcd` (a console session of that key), `operator` (the command line), `system` or `anonymous` (a failed sign-in). */
+  actor: string;
+  /** The client's address, for changes made over HTTP. */
+  address: string | null;
+  /** What was done: `key.created`, `key.revoked`, `key.limits_set`, `session.signed_in`, `session.sign_in_failed`, `workflow.saved`, `run.deleted`, … */
+  action: string;
+  /** What it was done to: a key's prefix, a workflow's name, a run's id. */
+  target: string | null;
+  /** What changed (never a secret); null when the action says it all. */
+  summary: unknown;
+  /** The hash of the entry before it in the chain. */
+  prev_hash: string;
+  /** This entry's hash, over its fields and `prev_hash` (SHA-256, hex). */
+  hash: string;
+}
+
+/** A page of the account's audit log, newest first. */
+export interface AuditList {
+  /** The entries. */
+  entries: AuditEntry[];
+  /** The `before` of the next page; null on the last. */
+  next_before: number | null;
+}
+
 /** A batch (the answer of `POST /api/v3/batches`, `GET /api/v3/batches/{id}`, cancel and retry). */
 export interface Batch {
   /** The batch id: `bat_…`. */

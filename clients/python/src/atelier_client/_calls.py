@@ -38,6 +38,7 @@ from .models import (
     V2Status,
     WebhookDelivery,
     WebhookDeliveryList,
+    AuditList,
     SpendReport,
     WebhookSecret,
     WorkflowDefinition,
@@ -486,6 +487,18 @@ def v2_run(
 def v2_status(family: str, run_id: str) -> Call[V2Status]:
     """``GET /api/v2/{family}/status/{run_id}``."""
     return Call("GET", f"/api/v2/{_family(family)}/status/{seg(run_id)}", lambda r: V2Status.from_raw(_obj(r)))
+
+
+def audit(
+    action: Optional[str] = None,
+    since: Optional[str] = None,
+    before: Optional[int] = None,
+    limit: Optional[int] = None,
+) -> Call[AuditList]:
+    """``GET /api/v3/audit``."""
+    pairs = (("action", action), ("since", since), ("before", before), ("limit", limit))
+    params = {k: v for k, v in pairs if v is not None}
+    return Call("GET", "/api/v3/audit", lambda r: AuditList.from_raw(_obj(r)), params=params)
 
 
 def usage() -> Call[SpendReport]:

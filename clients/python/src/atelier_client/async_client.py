@@ -39,6 +39,7 @@ from .models import (
     Upload,
     V2Status,
     WebhookDelivery,
+    AuditList,
     SpendReport,
     WebhookSecret,
     WorkflowDefinition,
@@ -736,6 +737,17 @@ class AsyncClient:
         return await self._call(calls.v2_status(family, run_id))
 
     # --- spend limits ------------------------------------------------------------------
+
+    async def audit(
+        self,
+        action: Optional[str] = None,
+        since: Optional[str] = None,
+        before: Optional[int] = None,
+        limit: Optional[int] = None,
+    ) -> AuditList:
+        """``GET /api/v3/audit`` (the ``keys`` scope): a page of the account's audit log,
+        newest first; filter by ``action`` prefix (``"key."``) and ``since`` (a time)."""
+        return await self._call(calls.audit(action, since, before, limit))
 
     async def usage(self) -> SpendReport:
         """``GET /api/v3/usage``: the spend limits of this key and of its account (tokens per

@@ -36,6 +36,7 @@ from .models import (
     Upload,
     V2Status,
     WebhookDelivery,
+    AuditList,
     SpendReport,
     WebhookSecret,
     WorkflowDefinition,
@@ -733,6 +734,17 @@ class Client:
         return self._call(calls.v2_status(family, run_id))
 
     # --- spend limits ------------------------------------------------------------------
+
+    def audit(
+        self,
+        action: Optional[str] = None,
+        since: Optional[str] = None,
+        before: Optional[int] = None,
+        limit: Optional[int] = None,
+    ) -> AuditList:
+        """``GET /api/v3/audit`` (the ``keys`` scope): a page of the account's audit log,
+        newest first; filter by ``action`` prefix (``"key."``) and ``since`` (a time)."""
+        return self._call(calls.audit(action, since, before, limit))
 
     def usage(self) -> SpendReport:
         """``GET /api/v3/usage``: the spend limits of this key and of its account (tokens per

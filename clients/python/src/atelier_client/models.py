@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Mapping, Optional, Set, Union
 
 __all__ = [
+    "AuditEntry",
+    "AuditList",
     "SpendPeriod",
     "LimitSettings",
     "Spend",
@@ -1309,5 +1311,55 @@ class SpendReport:
         return cls(
             account=Spend.from_raw(_dict(raw.get("account"))),
             key=Spend.from_raw(_dict(raw.get("key"))),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class AuditEntry:
+    """One entry of the account's audit log (``GET /api/v3/audit``): who (``actor``), from
+    where (``address``), what (``action``) to what (``target``), with ``summary`` (never a
+    secret) and the chain's hashes."""
+
+    id: int
+    at: str
+    actor: str
+    action: str
+    address: Optional[str] = None
+    target: Optional[str] = None
+    summary: Any = None
+    prev_hash: str = ""
+    hash: str = ""
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "AuditEntry":
+        return cls(
+            id=_opt_int(raw.get("id")) or 0,
+            at=str(raw.get("at", "")),
+            actor=str(raw.get("actor", "")),
+            action=str(raw.get("action", "")),
+            address=_opt_str(raw.get("address")),
+            target=_opt_str(raw.get("target")),
+            summary=raw.get("summary"),
+            prev_hash=str(raw.get("prev_hash", "")),
+            hash=str(raw.get("hash", "")),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class AuditList:
+    """A page of the audit log, newest first; ``next_before`` is the next page's ``before``."""
+
+    entries: List[AuditEntry]
+    next_before: Optional[int] = None
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "AuditList":
+        return cls(
+            entries=[AuditEntry.from_raw(_dict(e)) for e in _list(raw.get("entries"))],
+            next_before=_opt_int(raw.get("next_before")),
             raw=dict(raw),
         )

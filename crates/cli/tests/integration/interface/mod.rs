@@ -1,6 +1,7 @@
 //! The HTTP interface suites (see the binary's documentation).
 
 mod api_v3;
+mod audit;
 mod batches;
 mod cache;
 mod client;

@@ -197,7 +197,8 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
     assert!(!out.contains(key) && !out.contains(token), "no secret is recorded");
     let granted = entries.iter().find(|e| e["action"] == "tokens.granted").unwrap();
     assert_eq!(serde_json::from_str::<Value>(granted["summary"].as_str().unwrap()).unwrap()["tokens"], 7);
-    let (ok, out, _) = atelier(dir.path(), &["admin", "audit", "list", "--action", "key.", "--account", "acme"]);
+    let (ok, out, _) =
+        atelier(dir.path(), &["admin", "audit", "list", "--action", "key.", "--account", "acme"]);
     assert!(ok && out.lines().count() >= 4 && out.lines().all(|l| l.contains(" key.")), "{out}");
     let (ok, _, err) = atelier(dir.path(), &["admin", "audit", "list", "--account", "nobody"]);
     assert!(!ok && err.contains("nobody"), "{err}");
@@ -207,7 +208,8 @@ fn admin_commands_manage_accounts_keys_tokens_and_workflows() {
     let export = dir.path().join("audit.jsonl");
     let (ok, _, err) = atelier(dir.path(), &["admin", "audit", "export", "--out", export.to_str().unwrap()]);
     assert!(ok && err.contains("audit entries"), "{err}");
-    let (ok, out, err) = atelier(dir.path(), &["admin", "audit", "verify", "--file", export.to_str().unwrap()]);
+    let (ok, out, err) =
+        atelier(dir.path(), &["admin", "audit", "verify", "--file", export.to_str().unwrap()]);
     assert!(ok && out.contains("chain is whole"), "{out}{err}");
     let text = std::fs::read_to_string(&export).unwrap();
     let edited = text.replacen(r#"\"tokens\":7"#, r#"\"tokens\":70"#, 1);

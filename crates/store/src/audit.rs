@@ -1,14 +1,11 @@
-//! The audit log: entries appended under the chain's head (`audit_head`, one row, locked
-//! by each append so that appends take turns), read by account or for every account,
-//! verified against their hashes (`atelier_core::audit`), and pruned past their retention
-//! with an entry that says so.
+//! The audit log's entries as the store keeps them, and appending one under the chain's
+//! head (`audit_head`, one row, locked by each append so that appends take turns). Reading,
+//! verifying and pruning are `flows/audit.rs`.
 
-use async_trait::async_trait;
-use atelier_core::audit::{self, Entry, PRUNED};
+use atelier_core::audit::{self, Entry};
 use atelier_core::time::{now_micros, Micros};
 use serde_json::Value;
 
-use crate::backend::Backend;
 use crate::error::Result;
 use crate::sql::{args, Conn, FromRow, RowRead};
 
@@ -48,28 +45,6 @@ pub struct AuditCheck {
     pub broken: Option<audit::Break>,
 }
 
-#[async_trait]
-pub trait AuditLog: Send + Sync {
-    /// Appends an entry in a transaction of its own; the entry as written.
-    async fn record_audit(&self, entry: NewAuditEntry) -> Result<Entry>;
-    /// A page of entries, newest first.
-    async fn audit_entries(&self, query: &AuditQuery<'_>) -> Result<Vec<Entry>>;
-    /// Every entry, oldest first, and the head's hash: the whole chain, for verification
-    /// and export.
-    async fn audit_chain(&self) -> Result<(Vec<Entry>, String)>;
-    /// Checks the whole chain (`atelier_core::audit::verify`).
-    async fn verify_audit(&self) -> Result<AuditCheck> {
-        let (entries, head) = self.audit_chain().await?;
-        Ok(match audit::verify(&entries, Some(&head)) {
-            Ok(n) => AuditCheck { entries: n, broken: None },
-            Err(broken) => AuditCheck { entries: entries.len(), broken: Some(broken) },
-        })
-    }
-    /// Removes the entries older than `before` and appends an [`PRUNED`] entry naming the
-    /// last one removed; how many were removed.
-    async fn prune_audit(&self, before: Micros) -> Result<u64>;
-}
-
 impl FromRow for Entry {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
         Ok(Entry {
@@ -88,7 +63,7 @@ impl FromRow for Entry {
 }
 
 /// The head's row.
-struct Head(i64, String);
+pub(crate) struct Head(pub i64, pub String);
 
 impl FromRow for Head {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
@@ -96,7 +71,8 @@ impl FromRow for Head {
     }
 }
 
-const COLUMNS: &str = "id, at, account_id, actor, address, action, target, summary, prev_hash, hash";
+pub(crate) const COLUMNS: &str =
+    "id, at, account_id, actor, address, action, target, summary, prev_hash, hash";
 
 /// Appends `entry` in the caller's transaction, the head locked with `lock`
 /// (`Backend::FOR_UPDATE`). Lock it last: after any account or key row the transaction
@@ -141,75 +117,4 @@ pub(crate) async fn append(conn: &mut impl Conn, lock: &str, entry: &NewAuditEnt
     )
     .await?;
     Ok(written)
-}
-
-#[async_trait]
-impl<B: Backend> AuditLog for B {
-    async fn record_audit(&self, entry: NewAuditEntry) -> Result<Entry> {
-        let mut tx = self.begin().await?;
-        let written = append(&mut *tx, B::FOR_UPDATE, &entry).await?;
-        B::commit(tx).await?;
-        Ok(written)
-    }
-
-    async fn audit_entries(&self, query: &AuditQuery<'_>) -> Result<Vec<Entry>> {
-        let prefix = query.action.map(|a| format!("{}%", a.replace('%', "").replace('_', "\\_")));
-        let sql = format!(
-            "SELECT {COLUMNS} FROM audit_log
-             WHERE ($1 IS NULL OR account_id = $1) AND ($2 IS NULL OR action LIKE $2 ESCAPE '\\')
-               AND at >= $3 AND id < $4
-             ORDER BY id DESC LIMIT $5"
-        );
-        let args = args![
-            query.account_id,
-            prefix.as_deref(),
-            query.since.unwrap_or(i64::MIN),
-            query.before_id.unwrap_or(i64::MAX),
-            query.limit.clamp(1, 1000)
-        ];
-        self.read().await?.fetch_all(&sql, args).await
-    }
-
-    async fn audit_chain(&self) -> Result<(Vec<Entry>, String)> {
-        // One transaction: the head and the entries as of the same moment.
-        let mut tx = self.begin().await?;
-        let Head(_, head) =
-            tx.fetch_one("SELECT last_id, last_hash FROM audit_head WHERE id = 1", args![]).await?;
-        let entries = tx.fetch_all(&format!("SELECT {COLUMNS} FROM audit_log ORDER BY id"), args![]).await?;
-        B::commit(tx).await?;
-        Ok((entries, head))
-    }
-
-    async fn prune_audit(&self, before: Micros) -> Result<u64> {
-        let mut tx = self.begin().await?;
-        // Never the entry at the head: the chain goes on from it.
-        let through: Option<Entry> = tx
-            .fetch_optional(
-                &format!(
-                    "SELECT {COLUMNS} FROM audit_log
-                     WHERE at < $1 AND id < (SELECT last_id FROM audit_head WHERE id = 1)
-                     ORDER BY id DESC LIMIT 1"
-                ),
-                args![before],
-            )
-            .await?;
-        let Some(through) = through else { return Ok(0) };
-        let removed = tx.execute("DELETE FROM audit_log WHERE id <= $1", args![through.id]).await?;
-        let note = NewAuditEntry {
-            account_id: None,
-            actor: "system".into(),
-            address: None,
-            action: PRUNED.into(),
-            target: None,
-            summary: serde_json::json!({
-                "removed": removed,
-                "before": atelier_core::time::format_time(before),
-                "through_id": through.id,
-                "through_hash": through.hash,
-            }),
-        };
-        append(&mut *tx, B::FOR_UPDATE, &note).await?;
-        B::commit(tx).await?;
-        Ok(removed)
-    }
 }

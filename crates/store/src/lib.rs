@@ -125,7 +125,7 @@ pub use account::{
 };
 pub use atelier_core::status::RunKind;
 pub use atelier_core::time::{format_time, now_micros, Micros};
-pub use audit::{AuditCheck, AuditLog, AuditQuery, NewAuditEntry};
+pub use audit::{AuditCheck, AuditQuery, NewAuditEntry};
 pub use batch::{
     BatchDeletion, BatchRecord, BatchStatus, BatchSummary, Fed, ItemCounts, ItemQuery, ItemRecord,
     ItemStatus, NewBatch, NewBatchItem, Purgeable,
@@ -141,14 +141,14 @@ pub use idempotency::{
 pub use input::{InputKind, NewUpload, StoredInput};
 pub use postgres::{PgStore, RUNS_CHANNEL, STOPS_CHANNEL, TASKS_CHANNEL, WEBHOOKS_CHANNEL};
 pub use run::{NewRun, NodeRecord, RunDeletion, RunQuery, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
-pub use spend::{Limits, PeriodUse, SpendDefaults, SpendUse};
+pub use spend::{LimitChange, Limits, PeriodUse, SpendDefaults, SpendUse};
 pub use sqlite::SqliteStore;
 /// Connection options for [`PgStore::connect_with`].
 pub use sqlx::postgres::PgConnectOptions;
 pub use task::{ClaimedTask, NextClaim, Outcome, QueueStat};
 pub use telemetry::enable_metrics;
 pub use traits::{
-    Accounts, Batches, IdempotencyKeys, InputFiles, Lifecycle, LimitChange, ResultCache, Runs, Sessions,
+    Accounts, AuditLog, Batches, IdempotencyKeys, InputFiles, Lifecycle, ResultCache, Runs, Sessions,
     SharedStore, Store, TaskQueue, Webhooks, WorkerTokens, Workflows,
 };
 pub use webhook::{

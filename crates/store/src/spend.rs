@@ -18,7 +18,6 @@ use atelier_core::time::Micros;
 
 use crate::error::{Result, StoreError};
 use crate::sql::{args, Conn, FromRow, RowRead};
-use crate::traits::LimitChange;
 
 /// The configured defaults: the limit of every key or account whose own setting is unset.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,6 +37,15 @@ impl SpendDefaults {
             Holder::Account => (self.account_daily, self.account_monthly),
         }
     }
+}
+
+/// New limit settings: each `Some` replaces the stored setting (whose own `None` follows
+/// the configured default), each `None` leaves it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitChange {
+    pub daily: Option<atelier_core::spend::Setting>,
+    pub monthly: Option<atelier_core::spend::Setting>,
+    pub concurrency: Option<atelier_core::spend::Setting>,
 }
 
 /// The limit settings of a key or an account, as stored (`atelier_core::spend::Setting`).

@@ -27,7 +27,7 @@ use crate::feed::ChangeFeed;
 use crate::idempotency::{IdempotencyClaim, IdempotencyRecord, IdempotencyStart};
 use crate::input::{NewUpload, StoredInput};
 use crate::run::{NewRun, RunQuery, RunRecord, RunSummary};
-use crate::spend::SpendUse;
+use crate::spend::{LimitChange, SpendUse};
 use crate::task::{ClaimedTask, NextClaim, Outcome};
 use crate::webhook::{AttemptEnd, Delivery, DeliveryAttempt, DeliveryRecord, WebhookSecret};
 use crate::workflow::WorkflowRow;
@@ -52,7 +52,7 @@ pub trait Store:
     + Batches
     + Webhooks
     + WorkerTokens
-    + crate::audit::AuditLog
+    + AuditLog
 {
 }
 
@@ -69,7 +69,7 @@ impl<
             + Batches
             + Webhooks
             + WorkerTokens
-            + crate::audit::AuditLog,
+            + AuditLog,
     > Store for T
 {
 }
@@ -246,15 +246,6 @@ pub trait Accounts: Send + Sync {
     /// Sets an account's own limits (every key of it together); its `concurrency` must be
     /// unchanged (`Conflict` otherwise: the cap on running nodes is a key's).
     async fn set_account_limits(&self, account: &str, limits: LimitChange) -> Result<SpendUse>;
-}
-
-/// New limit settings: each `Some` replaces the stored setting (whose own `None` follows
-/// the configured default), each `None` leaves it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LimitChange {
-    pub daily: Option<atelier_core::spend::Setting>,
-    pub monthly: Option<atelier_core::spend::Setting>,
-    pub concurrency: Option<atelier_core::spend::Setting>,
 }
 
 /// Console sessions (see `flows/sessions.rs`).
@@ -527,4 +518,30 @@ pub trait Webhooks: Send + Sync {
     /// `NotFound` when the run is not the account's or has no such delivery, `Conflict` when
     /// the delivery is pending (an attempt is due or being made).
     async fn replay_delivery(&self, account_id: i64, run_id: &str, message_id: &str) -> Result<()>;
+}
+
+/// The audit log (`crate::audit`, `flows/audit.rs`).
+#[async_trait]
+pub trait AuditLog: Send + Sync {
+    /// Appends an entry in a transaction of its own; the entry as written.
+    async fn record_audit(&self, entry: crate::audit::NewAuditEntry) -> Result<atelier_core::audit::Entry>;
+    /// A page of entries, newest first.
+    async fn audit_entries(
+        &self,
+        query: &crate::audit::AuditQuery<'_>,
+    ) -> Result<Vec<atelier_core::audit::Entry>>;
+    /// Every entry, oldest first, and the head's hash: the whole chain, for verification
+    /// and export.
+    async fn audit_chain(&self) -> Result<(Vec<atelier_core::audit::Entry>, String)>;
+    /// Checks the whole chain (`atelier_core::audit::verify`).
+    async fn verify_audit(&self) -> Result<crate::audit::AuditCheck> {
+        let (entries, head) = self.audit_chain().await?;
+        Ok(match atelier_core::audit::verify(&entries, Some(&head)) {
+            Ok(n) => crate::audit::AuditCheck { entries: n, broken: None },
+            Err(broken) => crate::audit::AuditCheck { entries: entries.len(), broken: Some(broken) },
+        })
+    }
+    /// Removes the entries older than `before` and appends an `audit.pruned` entry naming the
+    /// last one removed; how many were removed.
+    async fn prune_audit(&self, before: Micros) -> Result<u64>;
 }

@@ -11,10 +11,11 @@ use crate::account::{KeyHolder, KeyRecord, LedgerEntry, LedgerQuery, Usage};
 use crate::backend::Backend;
 use crate::error::{Result, StoreError};
 use crate::rows::{DayNodes, DayTokens, KeyRow, KeyUse, LedgerRow, ListedKey};
+use crate::spend::LimitChange;
 use crate::spend::{self, SpendUse};
 use crate::sql::{args, Conn};
 use crate::statements::*;
-use crate::traits::{Accounts, LimitChange};
+use crate::traits::Accounts;
 use atelier_core::spend::Holder;
 
 #[async_trait]

@@ -3,6 +3,7 @@
 //! is apart, in `lease.rs`.
 
 mod accounts;
+mod audit;
 mod batches;
 mod cache;
 mod idempotency;

@@ -44,6 +44,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// transaction ends (` FOR UPDATE`; empty where the one writer holds everything).
     const FOR_UPDATE: &'static str;
 
+    /// The same for a row that is about to be changed but keeps its key (` FOR NO KEY
+    /// UPDATE`: accounts and keys, whose rows other transactions' foreign keys share; a
+    /// `FOR UPDATE` would wait for every transaction that wrote a row naming them).
+    const FOR_NO_KEY_UPDATE: &'static str;
+
     /// Finished runs whose outputs expired before `$1` and are not swept yet, up to `$2`,
     /// soonest first. Per backend so that each uses its partial index (`WHERE swept = 0` on
     /// SQLite, `WHERE NOT swept` on PostgreSQL).

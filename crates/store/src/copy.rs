@@ -248,7 +248,13 @@ async fn ensure_empty(tx: &mut Transaction<'static, Postgres>) -> Result<(), Cop
     .await?;
     let mut held = Vec::new();
     for table in &tables {
-        let filter = if table == "workflows" { " WHERE account_id IS NOT NULL" } else { "" };
+        // System templates, and the audit log's head before its first entry, come with the
+        // migrations.
+        let filter = match table.as_str() {
+            "workflows" => " WHERE account_id IS NOT NULL",
+            "audit_head" => " WHERE last_id > 0",
+            _ => "",
+        };
         let sql = format!("SELECT COUNT(*) FROM {}{filter}", quote(table));
         let rows: i64 = sqlx::query_scalar(&sql).fetch_one(&mut **tx).await?;
         if rows > 0 {
@@ -283,6 +289,10 @@ pub async fn copy_to_postgres(source: &SqliteStore, target: &PgStore) -> Result<
     } else {
         0
     };
+    // The source's head replaces the target's empty one.
+    if names.iter().any(|n| n == "audit_head") {
+        sqlx::query("DELETE FROM audit_head").execute(&mut *dst).await?;
+    }
 
     let mut counts = Vec::new();
     for table in &tables {

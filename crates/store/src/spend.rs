@@ -188,7 +188,8 @@ impl Counters {
 }
 
 /// The counters of account `account_id` and key `key_id`, each row locked with `lock`
-/// (`Backend::FOR_UPDATE`: PostgreSQL's `FOR UPDATE`, nothing on SQLite's one writer).
+/// (`Backend::FOR_NO_KEY_UPDATE`, as the account's row is everywhere; nothing on SQLite's
+/// one writer).
 async fn counters(
     conn: &mut impl Conn,
     lock: &str,

@@ -57,7 +57,7 @@ impl<B: Backend> Batches for B {
         }
         let spend = &self.settings().spend;
         let payer = crate::spend::Payer { account_id: batch.account_id, key_id: batch.key_id };
-        crate::spend::reserve(&mut *tx, B::FOR_UPDATE, spend, payer, price, true, now).await?;
+        crate::spend::reserve(&mut *tx, B::FOR_NO_KEY_UPDATE, spend, payer, price, true, now).await?;
         let reserve = LedgerKind::Reserve.as_str();
         tx.execute(INSERT_LEDGER, args![batch.account_id, Some(batch.id.as_str()), reserve, price, now])
             .await?;
@@ -212,7 +212,7 @@ impl<B: Backend> Batches for B {
             // full there (the safe side of exact).
             let spend = &self.settings().spend;
             let payer = crate::spend::Payer { account_id, key_id };
-            crate::spend::reserve(&mut *tx, B::FOR_UPDATE, spend, payer, price, true, now).await?;
+            crate::spend::reserve(&mut *tx, B::FOR_NO_KEY_UPDATE, spend, payer, price, true, now).await?;
             let reserve = LedgerKind::Reserve.as_str();
             tx.execute(INSERT_LEDGER, args![account_id, Some(batch_id), reserve, price, now]).await?;
             for item in &failed {

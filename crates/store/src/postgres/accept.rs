@@ -49,12 +49,12 @@ WITH account AS (
     SELECT balance, COALESCE(daily_limit, $40) AS daily, COALESCE(monthly_limit, $41) AS monthly,
            CASE WHEN day_start = $38 THEN day_used ELSE 0 END AS day_used,
            CASE WHEN month_start = $39 THEN month_used ELSE 0 END AS month_used
-    FROM accounts WHERE id = $1 FOR UPDATE
+    FROM accounts WHERE id = $1 FOR NO KEY UPDATE
 ), holder AS (
     SELECT COALESCE(daily_limit, $42) AS daily, COALESCE(monthly_limit, $43) AS monthly,
            CASE WHEN day_start = $38 THEN day_used ELSE 0 END AS day_used,
            CASE WHEN month_start = $39 THEN month_used ELSE 0 END AS month_used
-    FROM api_keys WHERE id = $36 AND $37 FOR UPDATE
+    FROM api_keys WHERE id = $36 AND $37 FOR NO KEY UPDATE
 ), fits AS (
     SELECT 1 FROM account a
     WHERE a.balance >= $2

@@ -415,6 +415,7 @@ impl Backend for PgStore {
     type Read<'a> = PoolConnection<Postgres>;
 
     const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const FOR_NO_KEY_UPDATE: &'static str = " FOR NO KEY UPDATE";
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const EXPIRED_RUNS: &'static str =
         "SELECT id FROM runs WHERE NOT swept AND expires_at < $1 ORDER BY expires_at LIMIT $2";

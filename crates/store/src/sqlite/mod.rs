@@ -332,6 +332,7 @@ impl Backend for SqliteStore {
     type Read<'a> = Reader<'a>;
 
     const FOR_UPDATE: &'static str = "";
+    const FOR_NO_KEY_UPDATE: &'static str = "";
     const SKIP_LOCKED: &'static str = "";
     const EXPIRED_RUNS: &'static str =
         "SELECT id FROM runs WHERE swept = 0 AND expires_at < $1 ORDER BY expires_at LIMIT $2";

@@ -1175,7 +1175,14 @@ fn kill_9_of_everything_mid_batch_loses_no_item_and_charges_none_twice() {
                 count(*) FILTER (WHERE i.history IS NOT NULL)
          FROM batch_items i LEFT JOIN runs r ON r.id = i.run_id WHERE i.batch_id = '{batch_id}'"
     ));
-    assert_eq!(items, vec![vec!["300", "300", "300", "0"]], "items, their runs, succeeded, retried");
+    let unsucceeded = c.sql(&format!(
+        "SELECT r.id, r.status, COALESCE(r.error, ''), (SELECT string_agg(t.state || ':' || t.attempt || ':' || t.errors, ' ')
+                                                     FROM tasks t WHERE t.run_id = r.id)
+         FROM batch_items i JOIN runs r ON r.id = i.run_id WHERE i.batch_id = '{batch_id}' AND r.status <> 'succeeded'"
+    ));
+    if items != vec![vec!["300", "300", "300", "0"]] {
+        c.fail(&format!("items, their runs, succeeded, retried: {items:?}; not succeeded: {unsucceeded:?}"));
+    }
     assert_eq!(c.number("SELECT count(*) FROM runs"), 300, "one run per item, no orphan");
     // Per run: one reservation, one charge of its price, one release of nothing.
     let bad = c.sql(

@@ -45,6 +45,20 @@ test('keys are shown once, listed by prefix and revoked; balance and ledger matc
   await expect(page.getByTestId('key-row').first()).toContainText('revoked');
   expect((await api('/api/v2/user/tokens', { apiKey: created })).status).toBe(401);
 
+  // The audit log shows what was just done, by this session, newest first.
+  await page.getByRole('link', { name: 'Audit log' }).click();
+  await expect(page.getByRole('heading', { name: 'Audit log' })).toBeVisible();
+  const audit = page.getByTestId('audit');
+  for (const action of ['key.created', 'key.limits_set', 'key.revoked', 'session.signed_in']) {
+    await expect(audit.locator(`tr[data-action="${action}"]`).first()).toBeVisible();
+  }
+  await expect(audit.locator('tr[data-action="key.revoked"]').first()).toContainText(created.slice(0, 8));
+  await page.getByTestId('audit-action').selectOption('key.');
+  await expect(audit.locator('tr[data-action^="session."]')).toHaveCount(0);
+  await expect(audit.locator('tr[data-action="key.created"]').first()).toBeVisible();
+  expect(await axe(page)).toEqual([]);
+  await page.getByRole('link', { name: 'Dashboard' }).click();
+
   // The ledger holds the account's grant, as the API's balance says.
   await expect(page.getByTestId('ledger').locator('tr[data-kind="grant"]')).toHaveCount(1);
   expect(await axe(page)).toEqual([]);
@@ -57,6 +71,7 @@ test('a read-only key signs in to a console that offers only what it may do', as
   const errors = watchPolicy(page);
   await signIn(page, readKey());
   await expect(page.getByRole('heading', { name: 'API keys' })).toHaveCount(0);
+  await expect(page.getByRole('link', { name: 'Audit log' })).toHaveCount(0);
   await expect(page.getByTestId('ledger')).toBeVisible();
   // The server refuses what the page hides.
   const keys = await page.evaluate(async (url) => (await fetch(`${url}/console/api/keys`)).status, base());

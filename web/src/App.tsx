@@ -9,7 +9,8 @@ import { RunDetail } from './pages/RunDetail';
 import { Playground } from './pages/Playground';
 import { Workflows } from './pages/Workflows';
 import { Editor } from './pages/Editor';
-import type { SessionContext } from './lib/session';
+import { Audit } from './pages/Audit';
+import { can, type SessionContext } from './lib/session';
 
 
 const NAV: [string, string][] = [
@@ -70,6 +71,7 @@ export function App() {
   else if (path.startsWith('/batches/')) page = <BatchDetail id={decodeURIComponent(path.slice(9))} ctx={ctx} />;
   else if (path === '/playground') page = <Playground route={route} ctx={ctx} />;
   else if (path === '/workflows') page = <Workflows ctx={ctx} />;
+  else if (path === '/audit') page = <Audit />;
   else if (path === '/editor' || path.startsWith('/editor/')) page = <Editor name={path.length > 8 ? decodeURIComponent(path.slice(8)) : null} route={route} ctx={ctx} />;
   else page = <NotFound />;
 
@@ -85,6 +87,11 @@ export function App() {
               {label}
             </Link>
           ))}
+          {can(session, 'keys') && (
+            <Link to="/audit" aria-current={active('/audit') ? 'page' : undefined}>
+              Audit log
+            </Link>
+          )}
           <a href="/console/docs">API reference</a>
         </nav>
         <div className="who">

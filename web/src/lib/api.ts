@@ -96,6 +96,7 @@ export function explain(error: unknown): string {
 export type Session = wire.Session;
 export type Scope = wire.Scope;
 export type Spend = wire.Spend;
+export type AuditEntry = wire.AuditEntry;
 export type ParamType = wire.ParamKind;
 export type ParamSpec = wire.ToolParam;
 export type Tool = wire.Tool;

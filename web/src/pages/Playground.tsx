@@ -130,8 +130,15 @@ function RunForm({
   }, [values]);
   const body = { type: kind, target, input };
 
-  // The price of what the form holds now.
+  // The price of what the form holds now, once it holds every required input (the server
+  // would answer 400 MissingInputs before that).
+  const missing = fields.filter((f) => f.required && input[f.name] === undefined).map((f) => f.name);
   useEffect(() => {
+    if (missing.length) {
+      setEstimate(null);
+      setEstimateNote(`The price shows once ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} filled in.`);
+      return;
+    }
     const timer = window.setTimeout(() => {
       post<Estimate>('/v3/estimate', body).then(
         (e) => {

@@ -217,6 +217,48 @@ impl TestApp {
         self.running.as_ref().unwrap().store.clone()
     }
 
+    /// Signs in to the console with `key`: the session's cookie and CSRF token.
+    pub async fn console_session(&self, key: &str) -> (String, String) {
+        let response = self
+            .client
+            .post(format!("{}/console/api/session", self.base))
+            .json(&serde_json::json!({"api_key": key}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let cookie =
+            response.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+        let body: Value = response.json().await.unwrap();
+        (cookie, body["csrf_token"].as_str().unwrap().to_string())
+    }
+
+    /// A console request with `session` (cookie, CSRF token and a same-origin browser's
+    /// headers) and a raw body: the status and the JSON answer (null when not JSON).
+    pub async fn console_call(
+        &self,
+        session: &(String, String),
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> (u16, Value) {
+        let host = self.base.trim_start_matches("http://").to_string();
+        let mut request = self
+            .client
+            .request(method.parse().unwrap(), format!("{}{path}", self.base))
+            .header("cookie", session.0.as_str())
+            .header("x-csrf-token", session.1.as_str())
+            .header("sec-fetch-site", "same-origin")
+            .header("origin", self.base.as_str())
+            .header("host", host);
+        if let Some(body) = body {
+            request = request.header("content-type", "application/json").body(body.to_string());
+        }
+        let response = request.send().await.unwrap();
+        let code = response.status().as_u16();
+        (code, response.json().await.unwrap_or(Value::Null))
+    }
+
     /// A key for a second account.
     pub async fn other_key(&self, tokens: i64) -> String {
         self.store().create_account("other", tokens).await.unwrap().1

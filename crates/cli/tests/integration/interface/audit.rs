@@ -3,48 +3,9 @@
 //! answers the caller's account's entries only, newest first, filtered and paged; the
 //! chain verifies afterwards.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::common::{png_base64, TestApp};
-
-/// A console session on `key`: its cookie and CSRF token.
-async fn session(app: &TestApp, key: &str) -> (String, String) {
-    let response = app
-        .client
-        .post(format!("{}/console/api/session", app.base))
-        .json(&json!({"api_key": key}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let cookie = response.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
-    let body: Value = response.json().await.unwrap();
-    (cookie, body["csrf_token"].as_str().unwrap().to_string())
-}
-
-async fn console(
-    app: &TestApp,
-    session: &(String, String),
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let host = app.base.trim_start_matches("http://").to_string();
-    let mut request = app
-        .client
-        .request(method.parse().unwrap(), format!("{}{path}", app.base))
-        .header("cookie", session.0.as_str())
-        .header("x-csrf-token", session.1.as_str())
-        .header("sec-fetch-site", "same-origin")
-        .header("origin", app.base.as_str())
-        .header("host", host);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let code = response.status().as_u16();
-    (code, response.json().await.unwrap_or(Value::Null))
-}
 
 #[tokio::test]
 async fn changes_are_recorded_with_their_actor_and_address_and_read_by_their_account_only() {
@@ -68,14 +29,17 @@ async fn changes_are_recorded_with_their_actor_and_address_and_read_by_their_acc
         .await
         .unwrap();
     assert_eq!(failed.status(), 401);
-    let owner = session(&app, &app.key).await;
+    let owner = app.console_session(&app.key).await;
     let (_, made) =
-        console(&app, &owner, "POST", "/console/api/keys", Some(json!({"scopes": ["read"]}))).await;
+        app.console_call(&owner, "POST", "/console/api/keys", Some(r#"{"scopes": ["read"]}"#)).await;
     let (made_id, made_prefix) = (made["id"].as_i64().unwrap(), made["prefix"].as_str().unwrap().to_string());
     let limits = format!("/console/api/keys/{made_id}/limits");
-    assert_eq!(console(&app, &owner, "PUT", &limits, Some(json!({"daily": 5}))).await.0, 200);
-    assert_eq!(console(&app, &owner, "DELETE", &format!("/console/api/keys/{made_id}"), None).await.0, 200);
-    assert_eq!(console(&app, &owner, "DELETE", "/console/api/session", None).await.0, 204);
+    assert_eq!(app.console_call(&owner, "PUT", &limits, Some(r#"{"daily": 5}"#)).await.0, 200);
+    assert_eq!(
+        app.console_call(&owner, "DELETE", &format!("/console/api/keys/{made_id}"), None).await.0,
+        200
+    );
+    assert_eq!(app.console_call(&owner, "DELETE", "/console/api/session", None).await.0, 204);
 
     let (code, page) = app.get("/api/v3/audit?limit=100").await;
     assert_eq!(code, 200, "{page}");

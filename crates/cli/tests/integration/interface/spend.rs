@@ -126,57 +126,18 @@ async fn fifty_concurrent_submissions_stop_exactly_at_the_limit() {
     assert_eq!(app.get("/api/v3/usage").await.1["key"]["monthly"]["used"], json!(10 * price));
 }
 
-/// A console session on `key`: its cookie and CSRF token.
-async fn session(app: &TestApp, key: &str) -> (String, String) {
-    let response = app
-        .client
-        .post(format!("{}/console/api/session", app.base))
-        .json(&json!({"api_key": key}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let cookie = response.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
-    let body: Value = response.json().await.unwrap();
-    (cookie, body["csrf_token"].as_str().unwrap().to_string())
-}
-
-async fn console(
-    app: &TestApp,
-    session: &(String, String),
-    method: &str,
-    path: &str,
-    body: Option<&str>,
-) -> (u16, Value) {
-    let host = app.base.trim_start_matches("http://").to_string();
-    let mut request = app
-        .client
-        .request(method.parse().unwrap(), format!("{}{path}", app.base))
-        .header("cookie", session.0.as_str())
-        .header("x-csrf-token", session.1.as_str())
-        .header("sec-fetch-site", "same-origin")
-        .header("origin", app.base.as_str())
-        .header("host", host);
-    if let Some(body) = body {
-        request = request.header("content-type", "application/json").body(body.to_string());
-    }
-    let response = request.send().await.unwrap();
-    let code = response.status().as_u16();
-    (code, response.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test]
 async fn the_console_sets_a_keys_limits_within_its_own_keys() {
     let app = TestApp::start().await;
-    let owner = session(&app, &app.key).await;
+    let owner = app.console_session(&app.key).await;
     let (code, made) =
-        console(&app, &owner, "POST", "/console/api/keys", Some(r#"{"scopes": ["run", "read"]}"#)).await;
+        app.console_call(&owner, "POST", "/console/api/keys", Some(r#"{"scopes": ["run", "read"]}"#)).await;
     assert_eq!(code, 200, "{made}");
     let id = made["id"].as_i64().unwrap();
     assert_eq!(made["spend"]["settings"], json!({"daily": null, "monthly": null, "running_nodes": null}));
     let path = format!("/console/api/keys/{id}/limits");
     let (code, key) =
-        console(&app, &owner, "PUT", &path, Some(r#"{"daily": 500, "running_nodes": 2}"#)).await;
+        app.console_call(&owner, "PUT", &path, Some(r#"{"daily": 500, "running_nodes": 2}"#)).await;
     assert_eq!(code, 200, "{key}");
     assert_eq!(key["spend"]["settings"], json!({"daily": 500, "monthly": null, "running_nodes": 2}));
     assert_eq!(
@@ -184,10 +145,10 @@ async fn the_console_sets_a_keys_limits_within_its_own_keys() {
         (&json!(500), &json!(2))
     );
     // A left-out field stays; null returns to the default; -1 is none.
-    let (code, key) = console(&app, &owner, "PUT", &path, Some(r#"{"daily": null, "monthly": -1}"#)).await;
+    let (code, key) = app.console_call(&owner, "PUT", &path, Some(r#"{"daily": null, "monthly": -1}"#)).await;
     assert_eq!(code, 200, "{key}");
     assert_eq!(key["spend"]["settings"], json!({"daily": null, "monthly": -1, "running_nodes": 2}));
-    let (_, listed) = console(&app, &owner, "GET", "/console/api/keys", None).await;
+    let (_, listed) = app.console_call(&owner, "GET", "/console/api/keys", None).await;
     let listed = listed["keys"].as_array().unwrap().iter().find(|k| k["id"] == id).unwrap().clone();
     assert_eq!(listed["spend"], key["spend"]);
 
@@ -201,37 +162,32 @@ async fn the_console_sets_a_keys_limits_within_its_own_keys() {
         (r#"{"daily": -2}"#, 422, "InvalidInput"),
         (r#"{"running_nodes": 0}"#, 422, "InvalidInput"),
     ] {
-        let (got, answer) = console(&app, &owner, "PUT", &path, Some(body)).await;
+        let (got, answer) = app.console_call(&owner, "PUT", &path, Some(body)).await;
         assert_eq!((got, &answer["error"]["name"]), (code, &json!(name)), "{body}: {answer}");
     }
     let (code, answer) =
-        console(&app, &owner, "PUT", "/console/api/keys/999999/limits", Some(r#"{"daily": 1}"#)).await;
+        app.console_call(&owner, "PUT", "/console/api/keys/999999/limits", Some(r#"{"daily": 1}"#)).await;
     assert_eq!((code, &answer["error"]["name"]), (404, &json!("KeyNotFound")), "{answer}");
     let (code, answer) =
-        console(&app, &owner, "PUT", "/console/api/keys/x/limits", Some(r#"{"daily": 1}"#)).await;
+        app.console_call(&owner, "PUT", "/console/api/keys/x/limits", Some(r#"{"daily": 1}"#)).await;
     assert_eq!(code, 422, "{answer}");
     let other = app.other_key(10).await;
     let other_id = app.store().authenticate_key(&other).await.unwrap().unwrap().key_id;
-    let (code, _) = console(
-        &app,
-        &owner,
-        "PUT",
-        &format!("/console/api/keys/{other_id}/limits"),
-        Some(r#"{"daily": 1}"#),
-    )
-    .await;
+    let (code, _) = app
+        .console_call(&owner, "PUT", &format!("/console/api/keys/{other_id}/limits"), Some(r#"{"daily": 1}"#))
+        .await;
     assert_eq!(code, 404, "another account's key is not found");
-    let (_, listed) = console(&app, &owner, "GET", "/console/api/keys", None).await;
+    let (_, listed) = app.console_call(&owner, "GET", "/console/api/keys", None).await;
     let unchanged = listed["keys"].as_array().unwrap().iter().find(|k| k["id"] == id).unwrap().clone();
     assert_eq!(unchanged["spend"]["settings"], json!({"daily": null, "monthly": -1, "running_nodes": 2}));
 
     // A session whose key is limited gives no key more than that, in force from its next request.
     limit_key(&app, LimitChange { daily: Some(Some(100)), ..LimitChange::default() }).await;
     for body in [r#"{"daily": 101}"#, r#"{"daily": -1}"#, r#"{"daily": null}"#] {
-        let (code, answer) = console(&app, &owner, "PUT", &path, Some(body)).await;
+        let (code, answer) = app.console_call(&owner, "PUT", &path, Some(body)).await;
         assert_eq!((code, &answer["error"]["name"]), (403, &json!("Forbidden")), "{body}: {answer}");
         assert!(answer["error"]["message"].as_str().unwrap().contains("limited to 100"), "{answer}");
     }
-    let (code, key) = console(&app, &owner, "PUT", &path, Some(r#"{"daily": 100, "monthly": 7}"#)).await;
+    let (code, key) = app.console_call(&owner, "PUT", &path, Some(r#"{"daily": 100, "monthly": 7}"#)).await;
     assert_eq!((code, &key["spend"]["settings"]["daily"]), (200, &json!(100)), "{key}");
 }

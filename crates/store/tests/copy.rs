@@ -127,6 +127,18 @@ async fn source() -> Source {
     store.put_workflow(Some(acme.id), "mine", &json!({"v": "acme"})).await.unwrap();
     store.put_workflow(None, "custom-template", &json!({"v": "system"})).await.unwrap();
     store.put_workflow(Some(other.id), "theirs", &json!({"v": "other"})).await.unwrap();
+    // Two audit entries: the chain moves with its ids and hashes, and verifies after.
+    for action in ["key.created", "key.revoked"] {
+        let entry = atelier_store::NewAuditEntry {
+            account_id: Some(acme.id),
+            actor: "operator".into(),
+            address: None,
+            action: action.into(),
+            target: Some("key:atl_test".into()),
+            summary: json!({}),
+        };
+        store.record_audit(entry).await.unwrap();
+    }
 
     // With a webhook whose delivery failed once and waits for its next attempt, signed
     // with the account's secret.
@@ -282,6 +294,8 @@ async fn everything_is_copied_with_its_ids_and_verified() {
             // Rebuilt when deliveries could belong to a batch: after batches.
             ("webhook_deliveries", 2),
             ("webhook_attempts", 1),
+            ("audit_log", 2),
+            ("audit_head", 1),
         ]
     );
     assert_eq!((report.requeued_tasks, report.replaced_templates), (1, 1));
@@ -379,6 +393,18 @@ async fn everything_is_copied_with_its_ids_and_verified() {
     assert!(flow > max_flow, "{flow} after {max_flow}");
     target.create_key("acme", atelier_core::scopes::Scopes::ALL).await.unwrap();
     assert_eq!(target.grant("acme", 1).await.unwrap(), 26);
+    // The copied chain verifies, and an entry appended on the target follows it.
+    let entry = atelier_store::NewAuditEntry {
+        account_id: None,
+        actor: "operator".into(),
+        address: None,
+        action: "account.granted".into(),
+        target: Some("account:acme".into()),
+        summary: json!({"tokens": 1}),
+    };
+    assert_eq!(target.record_audit(entry).await.unwrap().id, 3);
+    let check = target.verify_audit().await.unwrap();
+    assert_eq!((check.entries, check.broken), (3, None));
 
     // A second copy into the now populated target is refused and writes nothing.
     let ledger = count(&target, "ledger").await;

@@ -327,3 +327,72 @@ async fn the_default_cap_on_running_nodes_applies_to_keys_without_their_own(stor
     let (_, spend) = store.spend(acct.id, Some(key)).await.unwrap();
     assert_eq!(spend.unwrap().concurrency, Some(1));
 }
+
+/// Three stores on one PostgreSQL schema (three API processes) accept runs of one key at
+/// once while two of them finish runs: each process writes its account's runs in turns, so
+/// the processes' statements meet on the account's row. None fails with anything but the
+/// key's limit, and the limit stops them exactly. (The deadlock of an accept statement that
+/// locked the row it then updated showed in `processes::crash` with two API processes.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_accepting_one_keys_runs_at_once_neither_deadlock_nor_overshoot() {
+    if common::admin().await.is_none() {
+        return;
+    }
+    let schema = common::schema();
+    let connect = || atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default());
+    let stores: Vec<SharedStore> = vec![
+        std::sync::Arc::new(connect().await.unwrap()),
+        std::sync::Arc::new(connect().await.unwrap()),
+        std::sync::Arc::new(connect().await.unwrap()),
+    ];
+    let (acct, _) = stores[0].create_account("a", 10_000).await.unwrap();
+    let (key_id, prefix) = new_key(&stores[0], acct.id).await;
+    stores[0].set_key_limits(&prefix, limits(Some(240), None)).await.unwrap();
+    let plan = single();
+    // Two workers finish runs meanwhile: each completion gives tokens back on the same rows.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = stores[1..]
+        .iter()
+        .map(|store| {
+            let (store, done) = (store.clone(), done.clone());
+            tokio::spawn(async move {
+                loop {
+                    let submitting = !done.load(std::sync::atomic::Ordering::Relaxed);
+                    let claimed = store.claim_batch("w", LEASE, &[], 4).await.unwrap();
+                    if claimed.is_empty() && !submitting {
+                        break;
+                    }
+                    if claimed.is_empty() {
+                        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                    }
+                    for task in claimed {
+                        let outputs = vec!["outputs/x.png".to_string()];
+                        store.complete(&task, atelier_store::Outcome::Succeeded(outputs)).await.unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    let tasks: Vec<_> = (0..300)
+        .map(|i| {
+            let (store, plan) = (stores[i % stores.len()].clone(), plan.clone());
+            tokio::spawn(async move { submit_with(&store, acct.id, key_id, &plan).await })
+        })
+        .collect();
+    let results: Vec<_> = futures::future::join_all(tasks).await.into_iter().map(|r| r.unwrap()).collect();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    let failed: Vec<_> = results
+        .iter()
+        .filter_map(|r| r.as_ref().err())
+        .filter(|e| !matches!(e, StoreError::SpendLimitReached { holder: Holder::Key, limit: 240, .. }))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 240, "exactly the limit");
+    // Every accepted run finished and was charged its token; nothing else moved.
+    assert_eq!(stores[1].balance(acct.id).await.unwrap(), 10_000 - 240);
+    let (_, key) = stores[2].spend(acct.id, Some(key_id)).await.unwrap();
+    assert_eq!(key.unwrap().day.used, 240);
+}

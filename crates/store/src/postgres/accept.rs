@@ -4,9 +4,9 @@
 //! account take turns on that row: their rate is bounded by how long each holds it. Two
 //! things keep that short:
 //!
-//! - The reservation and every insert are one statement ([`ACCEPT_RUNS`]), its own
-//!   transaction: the row is held for that statement and its commit, with no round trip to
-//!   this process in between.
+//! - The reservation and every insert are one statement ([`ACCEPT_RUNS`]), in a transaction
+//!   that first locks the account's row ([`LOCK_ACCOUNT`]) and commits right after it: the
+//!   row is held for two statements and the commit.
 //! - Within a process, submissions of one account queue for a turn ([`Turns`]); whoever gets
 //!   the turn writes every run of its account queued so far in one statement (one commit,
 //!   one flush of the write-ahead log), and the others find their answer when their turn
@@ -43,18 +43,25 @@ use crate::statements::{sql, Sql, BALANCE};
 /// `$14..$24` and `$34`, one element per node, with its run's id) and the tasks of its ready nodes
 /// (`$25`, `$26`) and the stored inputs it uses (`$27`, `$28`), and wakes the workers. One row when written, none when the balance is
 /// short. Foreign keys are checked at the end of the statement, when the runs' rows exist.
+///
+/// The caller holds the account's row ([`LOCK_ACCOUNT`], a statement of its own before this
+/// one), so the counters read here are the latest and stay so until the commit: every change
+/// of a key's or an account's counters holds the account's row. The row is not locked in
+/// here: a statement that locks a row and then updates it deadlocks with another doing the
+/// same, because its update starts from the older version its snapshot sees and queues for
+/// that version's lock, which the other holds while it waits for the first.
 static ACCEPT_RUNS: Sql = sql!(
     "
 WITH account AS (
     SELECT balance, COALESCE(daily_limit, $40) AS daily, COALESCE(monthly_limit, $41) AS monthly,
            CASE WHEN day_start = $38 THEN day_used ELSE 0 END AS day_used,
            CASE WHEN month_start = $39 THEN month_used ELSE 0 END AS month_used
-    FROM accounts WHERE id = $1 FOR NO KEY UPDATE
+    FROM accounts WHERE id = $1
 ), holder AS (
     SELECT COALESCE(daily_limit, $42) AS daily, COALESCE(monthly_limit, $43) AS monthly,
            CASE WHEN day_start = $38 THEN day_used ELSE 0 END AS day_used,
            CASE WHEN month_start = $39 THEN month_used ELSE 0 END AS month_used
-    FROM api_keys WHERE id = $36 AND $37 FOR NO KEY UPDATE
+    FROM api_keys WHERE id = $36 AND $37
 ), fits AS (
     SELECT 1 FROM account a
     WHERE a.balance >= $2
@@ -111,6 +118,9 @@ SELECT pg_notify($5, '')::text FROM reserve",
     available = TaskState::Available,
     reserve = LedgerKind::Reserve.as_str()
 );
+
+/// Holds account `$1`'s row for the rest of the transaction (as `lock_account`).
+const LOCK_ACCOUNT: &str = "SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE";
 
 /// How many turns a process keeps; an account takes turn `id mod TURNS`.
 const TURNS: usize = 64;
@@ -316,9 +326,20 @@ pub(crate) async fn write_run(conn: &mut PgConnection, run: &Accepted, config: &
 }
 
 /// Writes `runs`, all of one account and one key (and all counted, or none), with one
-/// [`ACCEPT_RUNS`]; false when the balance or a limit refuses their total, and then nothing
-/// was written.
+/// [`ACCEPT_RUNS`] after [`LOCK_ACCOUNT`], in a transaction of their own (a savepoint in the
+/// caller's); false when the balance or a limit refuses their total, and then nothing was
+/// written.
 async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], config: &StoreConfig) -> Result<bool> {
+    let Some(first) = runs.first() else { return Ok(true) };
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    sqlx::query(LOCK_ACCOUNT).bind(first.account_id).execute(&mut *tx).await?;
+    let written = accept_runs(&mut tx, runs, config).await?;
+    tx.commit().await?;
+    Ok(written)
+}
+
+/// [`ACCEPT_RUNS`] for `runs` on `conn`, whose transaction holds their account's row.
+async fn accept_runs(conn: &mut PgConnection, runs: &[&Accepted], config: &StoreConfig) -> Result<bool> {
     let Some(first) = runs.first() else { return Ok(true) };
     let now = atelier_core::time::now_micros();
     let defaults = &config.spend;

@@ -407,13 +407,8 @@ async fn canceling_a_finished_run_announces_nothing() {
 async fn the_lower_lane_share_holds_across_processes() {
     use atelier_core::status::Priority::{Bulk, Interactive};
     use atelier_store::prelude::*;
-    if common::admin().await.is_none() {
-        return;
-    }
-    let schema = common::schema();
-    let connect = || atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default());
-    let (first, second) = tokio::join!(connect(), connect());
-    let (first, second) = (first.unwrap(), second.unwrap());
+    let Some((_schema, mut stores)) = common::processes(2).await else { return };
+    let (second, first) = (stores.pop().unwrap(), stores.pop().unwrap());
     let (catalogue, _) = first.create_account("catalogue", 1000).await.unwrap();
     let (shop, _) = first.create_account("shop", 1000).await.unwrap();
     for _ in 0..20 {

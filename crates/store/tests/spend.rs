@@ -335,16 +335,9 @@ async fn the_default_cap_on_running_nodes_applies_to_keys_without_their_own(stor
 /// locked the row it then updated showed in `processes::crash` with two API processes.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn processes_accepting_one_keys_runs_at_once_neither_deadlock_nor_overshoot() {
-    if common::admin().await.is_none() {
-        return;
-    }
-    let schema = common::schema();
-    let connect = || atelier_store::PgStore::connect_with(schema.options(), StoreConfig::default());
-    let stores: Vec<SharedStore> = vec![
-        std::sync::Arc::new(connect().await.unwrap()),
-        std::sync::Arc::new(connect().await.unwrap()),
-        std::sync::Arc::new(connect().await.unwrap()),
-    ];
+    let Some((_schema, stores)) = common::processes(3).await else { return };
+    let stores: Vec<SharedStore> =
+        stores.into_iter().map(|s| std::sync::Arc::new(s) as SharedStore).collect();
     let (acct, _) = stores[0].create_account("a", 10_000).await.unwrap();
     let (key_id, prefix) = new_key(&stores[0], acct.id).await;
     stores[0].set_key_limits(&prefix, limits(Some(240), None)).await.unwrap();

@@ -333,14 +333,19 @@ async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], config: &StoreC
     let Some(first) = runs.first() else { return Ok(true) };
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     sqlx::query(LOCK_ACCOUNT).bind(first.account_id).execute(&mut *tx).await?;
-    let written = accept_runs(&mut tx, runs, config).await?;
+    let written = accept_runs(&mut tx, first, runs, config).await?;
     tx.commit().await?;
     Ok(written)
 }
 
-/// [`ACCEPT_RUNS`] for `runs` on `conn`, whose transaction holds their account's row.
-async fn accept_runs(conn: &mut PgConnection, runs: &[&Accepted], config: &StoreConfig) -> Result<bool> {
-    let Some(first) = runs.first() else { return Ok(true) };
+/// [`ACCEPT_RUNS`] for `runs` (`first` among them) on `conn`, whose transaction holds their
+/// account's row.
+async fn accept_runs(
+    conn: &mut PgConnection,
+    first: &Accepted,
+    runs: &[&Accepted],
+    config: &StoreConfig,
+) -> Result<bool> {
     let now = atelier_core::time::now_micros();
     let defaults = &config.spend;
     let nodes: Vec<(&str, i64, &NodeRow)> = runs

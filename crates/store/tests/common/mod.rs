@@ -59,6 +59,17 @@ pub fn schema() -> PgSchema {
     PgSchema::create().expect("PostgreSQL answered a moment ago")
 }
 
+/// `n` PostgreSQL stores on one fresh schema (as `n` processes would be), with the schema
+/// (dropped when it is), or `None` when skipped.
+pub async fn processes(n: usize) -> Option<(PgSchema, Vec<PgStore>)> {
+    admin().await?;
+    let schema = schema();
+    let connect = || PgStore::connect_with(schema.options(), StoreConfig::default());
+    let stores = futures::future::join_all((0..n).map(|_| connect())).await;
+    let stores = stores.into_iter().map(|store| store.unwrap()).collect();
+    Some((schema, stores))
+}
+
 /// A PostgreSQL store in a fresh schema, or `None` when skipped.
 pub async fn postgres(config: StoreConfig) -> Option<Fixture> {
     admin().await?;

@@ -45,11 +45,21 @@ test('keys are shown once, listed by prefix and revoked; balance and ledger matc
   await expect(page.getByTestId('key-row').first()).toContainText('revoked');
   expect((await api('/api/v2/user/tokens', { apiKey: created })).status).toBe(401);
 
+  // The account's webhook endpoint, where spend alerts go: set, as the API reads it, and removed.
+  const hook = 'https://93.184.215.14/atelier';
+  await page.getByTestId('endpoint-url').fill(hook);
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
+  await expect(page.getByRole('button', { name: 'Remove', exact: true })).toBeVisible();
+  expect((await api('/api/v3/webhooks/endpoint')).body.url).toBe(hook);
+  await page.getByRole('button', { name: 'Remove', exact: true }).click();
+  await expect(page.getByRole('button', { name: 'Remove', exact: true })).toHaveCount(0);
+  expect((await api('/api/v3/webhooks/endpoint')).body.url).toBeNull();
+
   // The audit log shows what was just done, by this session, newest first.
   await page.getByRole('link', { name: 'Audit log' }).click();
   await expect(page.getByRole('heading', { name: 'Audit log' })).toBeVisible();
   const audit = page.getByTestId('audit');
-  for (const action of ['key.created', 'key.limits_set', 'key.revoked', 'session.signed_in']) {
+  for (const action of ['key.created', 'key.limits_set', 'key.revoked', 'webhook_endpoint.set', 'session.signed_in']) {
     await expect(audit.locator(`tr[data-action="${action}"]`).first()).toBeVisible();
   }
   await expect(audit.locator('tr[data-action="key.revoked"]').first()).toContainText(created.slice(0, 8));

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import time
 from typing import Any, Dict, List
 
@@ -21,6 +22,7 @@ from atelier_client import (
     StatusEvent,
     V2Status,
     WebhookNodeEvent,
+    WebhookSpendEvent,
     WorkflowRunStatus,
     parse_webhook_event,
     verify_webhook,
@@ -230,6 +232,38 @@ def test_webhooks_are_delivered_signed(client: Client, png: str, workflow: str) 
             assert d.url == receiver.url + "/hook" and d.created_at
             assert d.attempts and d.attempts[-1].status_code == 200 and d.attempts[-1].error is None
             assert (d.node is None) == (d.event == "completed")
+
+
+def test_spend_thresholds_reach_the_accounts_endpoint(client: Client, server: Server, png: str) -> None:
+    with FakeServer() as receiver:
+        receiver.routes[("POST", "/alerts")] = Reply(200)
+        created = json.loads(server.admin("key", "create", "default", "--json"))
+        prefix = created["api_key"][:8]
+        server.admin("key", "limit", prefix, "--daily", "1")
+        endpoint = client.set_webhook_endpoint(receiver.url + "/alerts")
+        assert (endpoint.url, endpoint.events) == (receiver.url + "/alerts", ["spend.threshold"])
+        try:
+            with Client(server.base_url, created["api_key"]) as limited:
+                limited.run("upscale", {"image": png}, cache=False).wait(**WAIT)
+            seen = wait_for(lambda: (lambda s: s if len(s) >= 2 else None)(deliveries_of(receiver, "/alerts")))
+            secret = client.webhook_secret().key
+            events = sorted(
+                (parse_webhook_event(verify_webhook(secret, s.headers, s.body)) for s in seen),
+                key=lambda e: e.threshold,  # type: ignore[union-attr]
+            )
+            assert all(isinstance(e, WebhookSpendEvent) for e in events)
+            assert [(e.threshold, e.applies_to, e.key, e.period, e.limit, e.used) for e in events] == [  # type: ignore[union-attr]
+                (80, "key", prefix, "day", 1, 1),
+                (100, "key", prefix, "day", 1, 1),
+            ]
+            log = wait_for(
+                lambda: (lambda ds: ds if len(ds) == 2 and all(d.state == "delivered" for d in ds) else None)(
+                    client.webhook_endpoint().deliveries
+                )
+            )
+            assert {d.event for d in log} == {"spend"}
+        finally:
+            assert client.remove_webhook_endpoint().url is None
 
 
 def test_only_completed_is_sent_by_default(client: Client, png: str) -> None:

@@ -10,6 +10,7 @@ from atelier_client import (
     V2Status,
     WebhookBatchEvent,
     WebhookNodeEvent,
+    WebhookSpendEvent,
     WorkflowDefinition,
     WorkflowRunStatus,
     image_data_uri,
@@ -91,6 +92,20 @@ def test_webhook_bodies_are_typed() -> None:
     )
     assert isinstance(batch, WebhookBatchEvent) and batch.batch.id == "bat_1"
     assert (batch.batch.status, batch.batch.items.failed) == ("finished", 1)
+    spend = parse_webhook_event(
+        {
+            "type": "spend.threshold",
+            "applies_to": "account",
+            "period": "month",
+            "threshold": 100,
+            "limit": 500,
+            "used": 496,
+            "resets_at": "2026-12-01T00:00:00.000000",
+            "created_at": "2026-11-29T10:00:00.000000",
+        }
+    )
+    assert isinstance(spend, WebhookSpendEvent) and spend.key is None
+    assert (spend.applies_to, spend.period, spend.threshold, spend.limit, spend.used) == ("account", "month", 100, 500, 496)
 
 
 def test_image_data_uri_sniffs_the_type() -> None:

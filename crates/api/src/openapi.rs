@@ -451,7 +451,7 @@ pub fn document() -> Value {
         json!({"get": op("The account's webhook signing secret (made on first read)", None, "WebhookSecret", &[401])}),
     );
     let mut audit = op(
-        "Extension. The account's audit log, newest first: keys made, scoped, limited and revoked, sign-ins (and failed ones), sign-outs, workflows saved and deleted, webhook secrets rotated, runs and batches deleted, and the operator's changes to the account. Each entry holds the hash of the one before it",
+        "Extension. The account's audit log, newest first: keys made, scoped, limited and revoked, sign-ins (and failed ones), sign-outs, workflows saved and deleted, webhook secrets rotated, webhook endpoints set and removed, runs and batches deleted, and the operator's changes to the account. Each entry holds the hash of the one before it",
         None,
         "AuditList",
         &[400, 401, 422],
@@ -466,6 +466,14 @@ pub fn document() -> Value {
     paths.insert(
         "/api/v3/usage".into(),
         json!({"get": op("Extension. The spend limits of the calling key and of its account (tokens per UTC day and month; the key's cap on running nodes), and what each used in the current period", None, "SpendReport", &[401])}),
+    );
+    paths.insert(
+        "/api/v3/webhooks/endpoint".into(),
+        json!({
+            "get": op("Extension. The account's own webhook endpoint, where its `spend.threshold` events go (body: WebhookSpendEvent; a key or the account reached 80% or 100% of a daily or monthly spend limit, once per period), and its latest 50 deliveries", None, "WebhookEndpoint", &[401]),
+            "put": op("Extension. Set the account's webhook endpoint: an absolute http or https URL, checked against the address policy of image URLs", Some("WebhookEndpointRequest"), "WebhookEndpoint", &[400, 401, 413, 422]),
+            "delete": op("Extension. Remove the account's webhook endpoint: spend alerts are no longer sent (deliveries already queued still are)", None, "WebhookEndpoint", &[401]),
+        }),
     );
     paths.insert(
         "/api/v3/webhooks/secret/rotate".into(),

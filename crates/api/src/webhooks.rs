@@ -1,6 +1,7 @@
 //! Webhooks, the HTTP side: a run body's `webhook_url` and `webhook_events` ([`WebhookRequest`]),
 //! the endpoints `GET /api/v3/webhooks/secret`, `POST /api/v3/webhooks/secret/rotate`,
-//! `GET /api/v3/runs/{id}/webhooks` and `POST /api/v3/runs/{id}/webhooks/{delivery}/replay`, and the body of a `completed` delivery, which is the run's
+//! `GET`/`PUT`/`DELETE /api/v3/webhooks/endpoint` (the account's own endpoint, where its
+//! `spend.threshold` alerts go), `GET /api/v3/runs/{id}/webhooks` and `POST /api/v3/runs/{id}/webhooks/{delivery}/replay`, and the body of a `completed` delivery, which is the run's
 //! status as its status endpoint answers it ([`completed_body`]). The deliveries themselves are
 //! made by `atelier_worker::Deliverer`, in every `serve` and `worker` process.
 
@@ -36,6 +37,7 @@ pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v3/webhooks/secret", get(secret))
         .route("/api/v3/webhooks/secret/rotate", post(rotate))
+        .route("/api/v3/webhooks/endpoint", get(endpoint).put(set_endpoint).delete(remove_endpoint))
         .route("/api/v3/runs/{run_id}/webhooks", get(deliveries))
         .route("/api/v3/runs/{run_id}/webhooks/{delivery}/replay", post(replay))
 }
@@ -60,18 +62,7 @@ impl WebhookRequest {
                 None => Ok(None),
             };
         };
-        let text = url.as_str().ok_or_else(|| RequestError::invalid("webhook_url", "must be a string"))?;
-        if text.len() > MAX_URL_BYTES {
-            return Err(RequestError::invalid("webhook_url", format!("longer than {MAX_URL_BYTES} bytes")));
-        }
-        let url = Url::parse(text)
-            .map_err(|e| RequestError::invalid("webhook_url", format!("not an absolute URL: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(RequestError::invalid("webhook_url", "must be an http or https URL"));
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(RequestError::invalid("webhook_url", "must not carry credentials"));
-        }
+        let url = endpoint_url("webhook_url", &url)?;
         let events = match events {
             None => WebhookEvents { completed: true, node: false },
             Some(value) => parse_events(&value)?,
@@ -86,6 +77,24 @@ impl WebhookRequest {
             .await
             .map_err(|e| ApiError::Request(RequestError::invalid("webhook_url", e.to_string())))
     }
+}
+
+/// A webhook address as a body gives it in `field`: a string, an absolute http or https
+/// URL of at most [`MAX_URL_BYTES`], without credentials.
+fn endpoint_url(field: &str, value: &Value) -> Result<Url, RequestError> {
+    let text = value.as_str().ok_or_else(|| RequestError::invalid(field, "must be a string"))?;
+    if text.len() > MAX_URL_BYTES {
+        return Err(RequestError::invalid(field, format!("longer than {MAX_URL_BYTES} bytes")));
+    }
+    let url =
+        Url::parse(text).map_err(|e| RequestError::invalid(field, format!("not an absolute URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(RequestError::invalid(field, "must be an http or https URL"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(RequestError::invalid(field, "must not carry credentials"));
+    }
+    Ok(url)
 }
 
 fn parse_events(value: &Value) -> Result<WebhookEvents, RequestError> {
@@ -134,6 +143,67 @@ fn secret_answer(secrets: &[WebhookSecret]) -> atelier_wire::WebhookSecret {
     }
 }
 
+/// How many of the endpoint's latest deliveries its `GET` lists.
+pub const ENDPOINT_LOG: usize = 50;
+
+/// The events the account's endpoint receives.
+const ENDPOINT_EVENTS: [&str; 1] = ["spend.threshold"];
+
+async fn endpoint(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+) -> Result<Json<atelier_wire::WebhookEndpoint>, ApiError> {
+    endpoint_answer(&state, account.id).await
+}
+
+/// Sets the account's endpoint (body `{"url": …}`): its form, then its address against the
+/// policy of image URLs; 422 `InvalidInput` on `url` when either refuses it.
+async fn set_endpoint(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    origin: crate::audit::Origin,
+    crate::extract::JsonObject(mut body): crate::extract::JsonObject,
+) -> Result<Json<atelier_wire::WebhookEndpoint>, ApiError> {
+    let url = body.remove("url").ok_or_else(|| RequestError::invalid("url", "is required"))?;
+    if let Some(field) = body.keys().next() {
+        return Err(RequestError::invalid(field.as_str(), "unknown field (the body takes url)").into());
+    }
+    let url = endpoint_url("url", &url)?;
+    atelier_inputs::check_url(&url, &state.config.inputs)
+        .await
+        .map_err(|e| ApiError::Request(RequestError::invalid("url", e.to_string())))?;
+    state.store.set_webhook_endpoint(account.id, Some(url.as_str())).await?;
+    let summary = serde_json::json!({"url": url.as_str()});
+    crate::audit::record(&state, &account, &origin, "webhook_endpoint.set", None, summary).await;
+    endpoint_answer(&state, account.id).await
+}
+
+/// Removes the account's endpoint: spend alerts are no longer sent (deliveries already
+/// queued still go out).
+async fn remove_endpoint(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    origin: crate::audit::Origin,
+) -> Result<Json<atelier_wire::WebhookEndpoint>, ApiError> {
+    state.store.set_webhook_endpoint(account.id, None).await?;
+    let summary = serde_json::json!({});
+    crate::audit::record(&state, &account, &origin, "webhook_endpoint.removed", None, summary).await;
+    endpoint_answer(&state, account.id).await
+}
+
+async fn endpoint_answer(
+    state: &AppState,
+    account_id: i64,
+) -> Result<Json<atelier_wire::WebhookEndpoint>, ApiError> {
+    let url = state.store.webhook_endpoint(account_id).await?;
+    let deliveries = state.store.alert_deliveries(account_id, ENDPOINT_LOG).await?;
+    Ok(Json(atelier_wire::WebhookEndpoint {
+        url,
+        events: ENDPOINT_EVENTS.iter().map(|e| (*e).to_owned()).collect(),
+        deliveries: deliveries.iter().map(delivery_shape).collect(),
+    }))
+}
+
 async fn deliveries(
     State(state): State<AppState>,
     Caller(account): Caller,
@@ -177,6 +247,7 @@ pub(crate) fn delivery_shape(d: &DeliveryRecord) -> atelier_wire::WebhookDeliver
             DeliveryEvent::Completed => atelier_wire::DeliveryEvent::Completed,
             DeliveryEvent::Node => atelier_wire::DeliveryEvent::Node,
             DeliveryEvent::Batch => atelier_wire::DeliveryEvent::Batch,
+            DeliveryEvent::Spend => atelier_wire::DeliveryEvent::Spend,
         },
         node: d.node.clone(),
         url: d.url.clone(),

@@ -534,6 +534,28 @@ impl Client {
         decode(self.call(request, "the webhook secret").await?.1, "the webhook secret")
     }
 
+    /// `GET /api/v3/webhooks/endpoint`: the account's own endpoint, where its
+    /// `spend.threshold` events go, and its latest deliveries.
+    pub async fn webhook_endpoint(&self) -> Result<atelier_wire::WebhookEndpoint, Error> {
+        self.get(&["api", "v3", "webhooks", "endpoint"], "the webhook endpoint").await
+    }
+
+    /// `PUT /api/v3/webhooks/endpoint`: sets the account's endpoint.
+    pub async fn set_webhook_endpoint(&self, url: &str) -> Result<atelier_wire::WebhookEndpoint, Error> {
+        let body = atelier_wire::WebhookEndpointRequest { url: url.to_owned() };
+        let url = self.url(&["api", "v3", "webhooks", "endpoint"]);
+        let request = self.request(Method::PUT, url, Duration::ZERO).json(&body);
+        decode(self.call(request, "the webhook endpoint").await?.1, "the webhook endpoint")
+    }
+
+    /// `DELETE /api/v3/webhooks/endpoint`: removes the account's endpoint (spend alerts are
+    /// then not sent).
+    pub async fn remove_webhook_endpoint(&self) -> Result<atelier_wire::WebhookEndpoint, Error> {
+        let url = self.url(&["api", "v3", "webhooks", "endpoint"]);
+        let request = self.request(Method::DELETE, url, Duration::ZERO);
+        decode(self.call(request, "the webhook endpoint").await?.1, "the webhook endpoint")
+    }
+
     /// `GET /api/v3/runs/{run_id}/webhooks`: a run's webhook messages and every attempt.
     pub async fn webhook_deliveries(&self, run_id: &str) -> Result<Vec<WebhookDelivery>, Error> {
         let list: WebhookDeliveryList =

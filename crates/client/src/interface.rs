@@ -112,6 +112,12 @@ operations! {
         query [] headers [] request None, response Some("WebhookSecret");
     "POST" "/api/v3/webhooks/secret/rotate" => [rotate_webhook_secret]
         query [] headers [] request None, response Some("WebhookSecret");
+    "GET" "/api/v3/webhooks/endpoint" => [webhook_endpoint]
+        query [] headers [] request None, response Some("WebhookEndpoint");
+    "PUT" "/api/v3/webhooks/endpoint" => [set_webhook_endpoint]
+        query [] headers [] request Some("WebhookEndpointRequest"), response Some("WebhookEndpoint");
+    "DELETE" "/api/v3/webhooks/endpoint" => [remove_webhook_endpoint]
+        query [] headers [] request None, response Some("WebhookEndpoint");
     "GET" "/api/v3/runs/{run_id}/webhooks" => [webhook_deliveries]
         query [] headers [] request None, response Some("WebhookDeliveries");
     "POST" "/api/v3/runs/{run_id}/webhooks/{delivery}/replay" => [replay_delivery]

@@ -36,6 +36,9 @@ pub enum WebhookPayload {
     CompletedV2(Box<V2Status>),
     /// A batch ended (`batch.completed`, the batch's `webhook_url`): the batch.
     BatchCompleted(Box<crate::Batch>),
+    /// A key or the account reached 80% or 100% of a spend limit (`spend.threshold`, the
+    /// account's endpoint: [`crate::Client::set_webhook_endpoint`]).
+    SpendThreshold(atelier_wire::WebhookSpendEvent),
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<&'a str, WebhookError> {
@@ -81,6 +84,9 @@ pub fn parse_webhook(body: &[u8]) -> Result<WebhookPayload, Error> {
         Some("batch.completed") => {
             let event: crate::WebhookBatchEvent = crate::client::decode(value, "a batch webhook")?;
             return Ok(WebhookPayload::BatchCompleted(Box::new(event.batch)));
+        }
+        Some("spend.threshold") => {
+            return crate::client::decode(value, "a spend webhook").map(WebhookPayload::SpendThreshold);
         }
         _ => {}
     }

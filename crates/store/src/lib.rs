@@ -141,7 +141,7 @@ pub use idempotency::{
 pub use input::{InputKind, NewUpload, StoredInput};
 pub use postgres::{PgStore, RUNS_CHANNEL, STOPS_CHANNEL, TASKS_CHANNEL, WEBHOOKS_CHANNEL};
 pub use run::{NewRun, NodeRecord, RunDeletion, RunQuery, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
-pub use spend::{LimitChange, Limits, PeriodUse, SpendDefaults, SpendUse};
+pub use spend::{LimitChange, Limits, PeriodUse, SpendAlert, SpendDefaults, SpendUse, ALERT_THRESHOLDS};
 pub use sqlite::SqliteStore;
 /// Connection options for [`PgStore::connect_with`].
 pub use sqlx::postgres::PgConnectOptions;

@@ -27,6 +27,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0022_webhook_replays.sql"),
     include_str!("../migrations/sqlite/0023_spend_limits.sql"),
     include_str!("../migrations/sqlite/0024_audit.sql"),
+    include_str!("../migrations/sqlite/0025_spend_alerts.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -54,4 +55,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0022_webhook_replays.sql"),
     include_str!("../migrations/postgres/0023_spend_limits.sql"),
     include_str!("../migrations/postgres/0024_audit.sql"),
+    include_str!("../migrations/postgres/0025_spend_alerts.sql"),
 ];

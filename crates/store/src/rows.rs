@@ -467,11 +467,14 @@ impl FromRow for crate::webhook::Delivery {
         Ok(Self {
             id: row.int("id")?,
             message_id: row.text("message_id")?.to_owned(),
-            subject: match (row.opt_text("run_id")?, row.opt_text("batch_id")?) {
-                (Some(run), _) => crate::webhook::DeliverySubject::Run(run.to_owned()),
-                (None, Some(batch)) => crate::webhook::DeliverySubject::Batch(batch.to_owned()),
-                (None, None) => {
-                    return Err(StoreError::Corrupt("a webhook delivery of no run or batch".into()))
+            subject: match (row.opt_text("run_id")?, row.opt_text("batch_id")?, row.opt_int("alert_id")?) {
+                (Some(run), _, _) => crate::webhook::DeliverySubject::Run(run.to_owned()),
+                (None, Some(batch), _) => crate::webhook::DeliverySubject::Batch(batch.to_owned()),
+                (None, None, Some(id)) => {
+                    crate::webhook::DeliverySubject::Alert { id, name: format!("alert_{id}") }
+                }
+                (None, None, None) => {
+                    return Err(StoreError::Corrupt("a webhook delivery of no run, batch or alert".into()))
                 }
             },
             account_id: row.int("account_id")?,

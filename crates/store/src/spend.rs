@@ -9,6 +9,13 @@
 //! tokens given back (a run's unspent reservation, a batch's unused hold) lower the
 //! counters of the period they were counted in, and leave a later period's alone.
 //!
+//! Reaching 80% and 100% of a limit is announced to the account's own webhook endpoint
+//! (`spend.threshold`), once per key or account, period and threshold: an alert row
+//! ([`SpendAlert`]) whose uniqueness is the "once", recorded with its delivery in the
+//! transaction that reserved the tokens that reached it ([`announce_thresholds`]); a
+//! reservation refused by a limit reaches its 100% as well (`flows::alerts`, after the
+//! refused transaction rolled back).
+//!
 //! A batch counts its whole price when it is accepted, on its key and account; the runs it
 //! starts later do not count again (their `count` is false), and what they give back is
 //! given back to the batch's period.
@@ -17,7 +24,7 @@ use atelier_core::spend::{effective, Holder, Period, Setting, UNLIMITED};
 use atelier_core::time::Micros;
 
 use crate::error::{Result, StoreError};
-use crate::sql::{args, Conn, FromRow, RowRead};
+use crate::sql::{args, parse_text, Conn, FromRow, RowRead};
 
 /// The configured defaults: the limit of every key or account whose own setting is unset.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -241,6 +248,9 @@ pub(crate) async fn reserve(
     }
     if count {
         add(conn, account_id, key_id, price, now).await?;
+        if let Some(url) = endpoint(conn, account_id).await? {
+            announce_thresholds(conn, defaults, payer, &url, now).await?;
+        }
     }
     Ok(())
 }
@@ -322,6 +332,155 @@ pub(crate) async fn usage(
         _ => None,
     };
     Ok((account, key))
+}
+
+/// The thresholds, in percent of a limit, whose reaching is announced.
+pub const ALERT_THRESHOLDS: [i64; 2] = [80, 100];
+
+/// A threshold of a limit reached, as recorded (and sent as a `spend.threshold` webhook).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpendAlert {
+    pub id: i64,
+    pub holder: Holder,
+    /// The key's prefix (a key's limit), `None` for the account's.
+    pub key_prefix: Option<String>,
+    pub period: Period,
+    /// 80 or 100 (percent of the limit).
+    pub threshold: i64,
+    pub limit: i64,
+    /// Tokens counted in the period when it was reached.
+    pub used: i64,
+    pub resets_at: Micros,
+    pub created_at: Micros,
+}
+
+impl SpendAlert {
+    /// How deliveries and logs name it.
+    pub fn name(&self) -> String {
+        format!("alert_{}", self.id)
+    }
+}
+
+/// An alert with its account's id.
+impl FromRow for (i64, SpendAlert) {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok((row.int("account_id")?, SpendAlert::from_row(row)?))
+    }
+}
+
+impl FromRow for SpendAlert {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        Ok(SpendAlert {
+            id: row.int("id")?,
+            holder: parse_text(row.text("holder")?)?,
+            key_prefix: row.opt_text("key_prefix")?.map(str::to_owned),
+            period: parse_text(row.text("period")?)?,
+            threshold: row.int("threshold")?,
+            limit: row.int("spend_limit")?,
+            used: row.int("used")?,
+            resets_at: row.int("resets_at")?,
+            created_at: row.int("created_at")?,
+        })
+    }
+}
+
+/// Alert `$1` with the prefix of its key.
+pub(crate) const SPEND_ALERT: &str =
+    "SELECT a.id, a.account_id, a.holder, k.prefix AS key_prefix, a.period, a.threshold, a.spend_limit, a.used, a.resets_at,
+            a.created_at
+     FROM spend_alerts a LEFT JOIN api_keys k ON a.holder = 'key' AND k.id = a.holder_id
+     WHERE a.id = $1";
+/// Account `$1`'s webhook endpoint, when it has one.
+const ENDPOINT: &str = "SELECT webhook_url FROM accounts WHERE id = $1 AND webhook_url IS NOT NULL";
+/// Records a threshold reached, once: `$1` account, `$2` holder, `$3` its id, `$4` period,
+/// `$5` its start, `$6` threshold, `$7` limit, `$8` used, `$9` resets at, `$10` now; the new
+/// row's id, none when it was recorded before.
+const RECORD_ALERT: &str = "INSERT INTO spend_alerts
+        (account_id, holder, holder_id, period, period_start, threshold, spend_limit, used, resets_at, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (holder, holder_id, period, period_start, threshold) DO NOTHING RETURNING id";
+/// Queues alert `$1`'s delivery to account `$2`'s endpoint `$3` at `$4`.
+const QUEUE_ALERT: &str = "INSERT INTO webhook_deliveries (alert_id, account_id, url, event, created_at)
+     VALUES ($1, $2, $3, 'spend', $4)";
+
+/// Account `account_id`'s webhook endpoint.
+pub(crate) async fn endpoint(conn: &mut impl Conn, account_id: i64) -> Result<Option<String>> {
+    conn.fetch_optional(ENDPOINT, args![account_id]).await
+}
+
+/// One threshold of one holder's period reached.
+pub(crate) struct Reached {
+    pub holder: Holder,
+    pub holder_id: i64,
+    pub threshold: i64,
+    pub usage: PeriodUse,
+}
+
+/// Records `reached` and queues its delivery to `url`, unless it was recorded before in the
+/// same period; whether it was new.
+pub(crate) async fn record(
+    conn: &mut impl Conn,
+    account_id: i64,
+    url: &str,
+    reached: Reached,
+    now: Micros,
+) -> Result<bool> {
+    let Reached { holder, holder_id, threshold, usage } = reached;
+    let Some(limit) = usage.limit else { return Ok(false) };
+    let id: Option<i64> = conn
+        .fetch_optional(
+            RECORD_ALERT,
+            args![
+                account_id,
+                holder.as_str(),
+                holder_id,
+                usage.period.as_str(),
+                usage.period.start(now),
+                threshold,
+                limit,
+                usage.used,
+                usage.resets_at,
+                now
+            ],
+        )
+        .await?;
+    let Some(id) = id else { return Ok(false) };
+    conn.execute(QUEUE_ALERT, args![id, account_id, url, now]).await?;
+    Ok(true)
+}
+
+/// Announces every threshold that the payer's key and account have reached in the current
+/// periods and not announced yet, to endpoint `url`; in the caller's transaction, which has
+/// just counted a reservation and holds the account's row. Whether anything was queued.
+pub(crate) async fn announce_thresholds(
+    conn: &mut impl Conn,
+    defaults: &SpendDefaults,
+    payer: Payer,
+    url: &str,
+    now: Micros,
+) -> Result<bool> {
+    let Payer { account_id, key_id } = payer;
+    let (account, key) = counters(conn, "", account_id, key_id).await?;
+    let holders = std::iter::once((Holder::Account, account_id, account))
+        .chain(key_id.zip(key).map(|(id, key)| (Holder::Key, id, key)));
+    let mut reached = Vec::new();
+    for (holder, holder_id, counters) in holders {
+        let (day, month) = counters.usage(holder, defaults, now);
+        for usage in [day, month] {
+            let Some(limit) = usage.limit else { continue };
+            for threshold in ALERT_THRESHOLDS {
+                // A limit of 0 is reached only by a refusal (nothing is counted against it).
+                if usage.used > 0 && usage.used.saturating_mul(100) >= limit.saturating_mul(threshold) {
+                    reached.push(Reached { holder, holder_id, threshold, usage });
+                }
+            }
+        }
+    }
+    let mut queued = false;
+    for reached in reached {
+        queued |= record(conn, account_id, url, reached, now).await?;
+    }
+    Ok(queued)
 }
 
 /// Nodes of key `$1` running now.

@@ -649,12 +649,27 @@ pub(crate) static BATCH_DELIVERIES: Sql = sql!("{}", DELIVERIES_OF.replace("{own
 /// `$1` batch.
 pub(crate) static BATCH_DELIVERY_ATTEMPTS: Sql =
     sql!("{}", DELIVERY_ATTEMPTS_OF.replace("{owner}", "batch_id"));
+/// `$1` account: the deliveries of its spend alerts, newest first, up to `$2`.
+pub(crate) static ALERT_DELIVERIES: Sql = sql!(
+    "SELECT id, message_id, event, node, node_status, url, state, next_at, created_at, finished_at, replays
+     FROM webhook_deliveries WHERE account_id = $1 AND alert_id IS NOT NULL ORDER BY id DESC LIMIT $2"
+);
+/// As [`ALERT_DELIVERIES`], their attempts.
+pub(crate) static ALERT_DELIVERY_ATTEMPTS: Sql = sql!(
+    "SELECT a.delivery_id, a.attempt, a.at, a.status_code, a.error, a.duration_ms
+     FROM webhook_attempts a
+     JOIN (SELECT id FROM webhook_deliveries WHERE account_id = $1 AND alert_id IS NOT NULL
+           ORDER BY id DESC LIMIT $2) d ON d.id = a.delivery_id
+     ORDER BY a.delivery_id, a.attempt"
+);
+/// `$1` account, `$2` its webhook endpoint (`NULL`: none).
+pub(crate) const SET_WEBHOOK_ENDPOINT: &str = "UPDATE accounts SET webhook_url = $2 WHERE id = $1";
 /// `$1` now, `$2` claim lapses at, `$3` limit; `{lock}` the backend's lock clause.
 pub(crate) static CLAIM_DELIVERIES: Sql = sql!(
     "UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = $2
      WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = '{pending}' AND next_at <= $1
                   ORDER BY next_at, id LIMIT $3{{lock}})
-     RETURNING id, message_id, run_id, batch_id, account_id, url, event, node, node_status, attempts, created_at,
+     RETURNING id, message_id, run_id, batch_id, alert_id, account_id, url, event, node, node_status, attempts, created_at,
                COALESCE((SELECT trace_parent FROM runs WHERE runs.id = webhook_deliveries.run_id),
                         (SELECT trace_parent FROM batches WHERE batches.id = webhook_deliveries.batch_id))
                    AS trace_parent",

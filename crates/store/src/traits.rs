@@ -518,6 +518,16 @@ pub trait Webhooks: Send + Sync {
     /// `NotFound` when the run is not the account's or has no such delivery, `Conflict` when
     /// the delivery is pending (an attempt is due or being made).
     async fn replay_delivery(&self, account_id: i64, run_id: &str, message_id: &str) -> Result<()>;
+    /// The account's own webhook endpoint, where its spend alerts go; `None` when unset.
+    async fn webhook_endpoint(&self, account_id: i64) -> Result<Option<String>>;
+    /// Sets (`Some`) or removes (`None`) the account's endpoint. Deliveries queued before keep
+    /// the address they were queued with.
+    async fn set_webhook_endpoint(&self, account_id: i64, url: Option<&str>) -> Result<()>;
+    /// The deliveries of the account's spend alerts with their attempts, newest first, up to
+    /// `limit`.
+    async fn alert_deliveries(&self, account_id: i64, limit: usize) -> Result<Vec<DeliveryRecord>>;
+    /// A spend alert of the account; `NotFound` for another account's.
+    async fn spend_alert(&self, account_id: i64, alert_id: i64) -> Result<crate::spend::SpendAlert>;
 }
 
 /// The audit log (`crate::audit`, `flows/audit.rs`).

@@ -52,6 +52,8 @@ pub enum DeliveryEvent {
     Node,
     /// A batch ended (finished or canceled); the body is its status.
     Batch,
+    /// A key or an account reached a threshold of a spend limit (`spend.threshold`).
+    Spend,
 }
 
 /// What a delivery is about.
@@ -61,13 +63,15 @@ pub enum DeliverySubject {
     Run(String),
     /// A batch (`batch` events).
     Batch(String),
+    /// A spend alert (`spend` events): its row id, and its name in logs (`alert_{id}`).
+    Alert { id: i64, name: String },
 }
 
 impl DeliverySubject {
-    /// The run or batch id.
+    /// The run or batch id, or the alert's name.
     pub fn id(&self) -> &str {
         match self {
-            Self::Run(id) | Self::Batch(id) => id,
+            Self::Run(id) | Self::Batch(id) | Self::Alert { name: id, .. } => id,
         }
     }
 }
@@ -107,7 +111,7 @@ macro_rules! text_enum {
     };
 }
 
-text_enum!(DeliveryEvent { Completed => "completed", Node => "node", Batch => "batch" });
+text_enum!(DeliveryEvent { Completed => "completed", Node => "node", Batch => "batch", Spend => "spend" });
 text_enum!(DeliveryState { Pending => "pending", Delivered => "delivered", Failed => "failed" });
 
 /// A delivery claimed for an attempt (`Webhooks::claim_deliveries`).

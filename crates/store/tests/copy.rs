@@ -233,6 +233,21 @@ async fn source() -> Source {
     .execute(&mut conn)
     .await
     .unwrap();
+    // A spend alert of acme's (as a reservation past 80% of a limit recorded it) and its
+    // delivery to acme's endpoint.
+    store.set_webhook_endpoint(acme.id, Some("https://hooks.example.com/alerts")).await.unwrap();
+    sqlx::query(
+        "INSERT INTO spend_alerts (account_id, holder, holder_id, period, period_start, threshold, spend_limit, used,
+                                   resets_at, created_at)
+         VALUES (?1, 'account', ?1, 'day', 0, 80, 10, 8, 1, ?2);
+         INSERT INTO webhook_deliveries (alert_id, account_id, url, event, created_at)
+         VALUES (last_insert_rowid(), ?1, 'https://hooks.example.com/alerts', 'spend', ?2)",
+    )
+    .bind(acme.id)
+    .bind(now)
+    .execute(&mut conn)
+    .await
+    .unwrap();
     conn.close().await.unwrap();
 
     Source {
@@ -291,11 +306,12 @@ async fn everything_is_copied_with_its_ids_and_verified() {
             ("batches", 1),
             ("batch_items", 1),
             ("batch_inputs", 1),
-            // Rebuilt when deliveries could belong to a batch: after batches.
-            ("webhook_deliveries", 2),
-            ("webhook_attempts", 1),
             ("audit_log", 2),
             ("audit_head", 1),
+            ("spend_alerts", 1),
+            // Rebuilt when deliveries could belong to a spend alert: after spend_alerts.
+            ("webhook_deliveries", 3),
+            ("webhook_attempts", 1),
         ]
     );
     assert_eq!((report.requeued_tasks, report.replaced_templates), (1, 1));
@@ -322,6 +338,15 @@ async fn everything_is_copied_with_its_ids_and_verified() {
     let deliveries = target.batch_deliveries(*owner, batch).await.unwrap();
     assert_eq!(deliveries, src.store.batch_deliveries(*owner, batch).await.unwrap());
     assert_eq!(deliveries.len(), 1);
+    // acme's endpoint and its alert's delivery.
+    let acme_id = src.acme;
+    assert_eq!(
+        target.webhook_endpoint(acme_id).await.unwrap(),
+        src.store.webhook_endpoint(acme_id).await.unwrap()
+    );
+    let alerts = target.alert_deliveries(acme_id, 10).await.unwrap();
+    assert_eq!(alerts, src.store.alert_deliveries(acme_id, 10).await.unwrap());
+    assert_eq!(alerts.len(), 1);
     let items = atelier_store::ItemQuery { status: None, after: None, limit: 10 };
     assert_eq!(
         target.batch_items(*owner, batch, &items).await.unwrap(),

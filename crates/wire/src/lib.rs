@@ -72,8 +72,9 @@ pub use tools::{EngineKind, Fidelity, OutputKind, ParamKind, Tool, ToolParam};
 pub use uploads::{DirectUpload, DirectUploadRequest, Upload, UPLOAD_PREFIX};
 pub use v2::{TokenBalance, V2Output, V2State, V2Status};
 pub use webhooks::{
-    BatchEventType, DeliveryEvent, DeliveryState, NodeEventType, WebhookAttempt, WebhookBatchEvent,
-    WebhookDelivery, WebhookDeliveryList, WebhookNodeEvent, WebhookSecret,
+    BatchEventType, DeliveryEvent, DeliveryState, NodeEventType, SpendEventType, WebhookAttempt,
+    WebhookBatchEvent, WebhookDelivery, WebhookDeliveryList, WebhookEndpoint, WebhookEndpointRequest,
+    WebhookNodeEvent, WebhookSecret, WebhookSpendEvent,
 };
 pub use workflows::{
     parse_descriptor, Deleted, Estimate, NodeMode, ValidationProblem, WorkflowDefinition,

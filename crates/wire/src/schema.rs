@@ -17,7 +17,10 @@ use crate::runs::{Deletion, NodeEvent, RunHandle, RunList, RunRequest, RunStatus
 use crate::tools::Tool;
 use crate::uploads::{DirectUpload, DirectUploadRequest, Upload};
 use crate::v2::{TokenBalance, V2Status};
-use crate::webhooks::{WebhookBatchEvent, WebhookDeliveryList, WebhookNodeEvent, WebhookSecret};
+use crate::webhooks::{
+    WebhookBatchEvent, WebhookDeliveryList, WebhookEndpoint, WebhookEndpointRequest, WebhookNodeEvent,
+    WebhookSecret, WebhookSpendEvent,
+};
 use crate::workflows::{
     Deleted, Estimate, WorkflowDefinition, WorkflowDescription, WorkflowSummary, WorkflowValidation,
 };
@@ -187,6 +190,9 @@ const ROOTS: &[Add] = &[
     add::<WebhookDeliveryList>,
     add::<WebhookNodeEvent>,
     add::<WebhookBatchEvent>,
+    add::<WebhookEndpoint>,
+    add::<WebhookEndpointRequest>,
+    add::<WebhookSpendEvent>,
     add::<crate::spend::SpendReport>,
     add::<crate::audit::AuditList>,
     add::<crate::spend::LimitsRequest>,

@@ -1,5 +1,6 @@
-//! Webhooks: the signing secret, the deliveries of a run and the body of a `node` delivery (a
-//! `completed` delivery's body is the run's final status).
+//! Webhooks: the signing secret, the deliveries of a run, the account's own endpoint, and the
+//! bodies of `node`, `batch.completed` and `spend.threshold` deliveries (a `completed`
+//! delivery's body is the run's final status).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -66,20 +67,22 @@ pub enum DeliveryEvent {
     Node,
     /// A batch ended (`batch.completed`).
     Batch,
+    /// A key or the account reached a threshold of a spend limit (`spend.threshold`).
+    Spend,
     /// An event this version does not know.
     #[serde(other)]
     #[schemars(skip)]
     Unknown,
 }
 
-wire_enum!(DeliveryEvent { Completed => "completed", Node => "node", Batch => "batch" });
+wire_enum!(DeliveryEvent { Completed => "completed", Node => "node", Batch => "batch", Spend => "spend" });
 
 /// A webhook message of a run or a batch, and its attempts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WebhookDelivery {
     /// The webhook-id header of every attempt.
     pub id: String,
-    /// `completed` or `node` (a run's), `batch` (a batch's).
+    /// `completed` or `node` (a run's), `batch` (a batch's), `spend` (a spend alert's).
     pub event: DeliveryEvent,
     /// The node, for `node` events.
     #[serde(default)]
@@ -155,4 +158,64 @@ pub struct WebhookBatchEvent {
     pub kind: BatchEventType,
     /// The batch as `GET /api/v3/batches/{id}` answers it when the delivery is made.
     pub batch: crate::batches::Batch,
+}
+
+/// The account's own webhook endpoint: where its `spend.threshold` events go
+/// (`GET`/`PUT`/`DELETE /api/v3/webhooks/endpoint`), and the log of those deliveries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WebhookEndpoint {
+    /// The endpoint; null when none is set (spend alerts are then not sent).
+    pub url: Option<String>,
+    /// The events it receives: `spend.threshold`.
+    pub events: Vec<String>,
+    /// The latest deliveries to it (at most 50), newest first.
+    #[serde(default)]
+    pub deliveries: Vec<WebhookDelivery>,
+}
+
+/// The body of `PUT /api/v3/webhooks/endpoint`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookEndpointRequest {
+    /// An absolute http or https URL (at most 2048 bytes, no credentials), checked against
+    /// the address policy of image URLs.
+    pub url: String,
+}
+
+/// The `type` of a spend alert's webhook body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum SpendEventType {
+    /// A threshold of a spend limit was reached.
+    #[serde(rename = "spend.threshold")]
+    SpendThreshold,
+}
+
+/// The body of a spend alert's delivery to the account's endpoint: a key or the account
+/// reached 80% or 100% of a daily or monthly limit. Sent once per key or account, period and
+/// threshold; 100% is also reached by a submission the limit refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WebhookSpendEvent {
+    /// Always `spend.threshold`.
+    #[serde(rename = "type")]
+    pub kind: SpendEventType,
+    /// Whose limit: `key` (one API key's own) or `account` (all its keys together).
+    #[schemars(schema_with = "crate::names::spend_holder")]
+    pub applies_to: String,
+    /// The key's prefix, for a key's limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The limit's period, `day` or `month` (UTC calendar periods).
+    #[schemars(schema_with = "crate::names::spend_period")]
+    pub period: String,
+    /// 80 or 100: the percentage of the limit reached.
+    pub threshold: u8,
+    /// The limit, in tokens.
+    pub limit: i64,
+    /// Tokens reserved in the period when the threshold was reached.
+    pub used: i64,
+    /// When the period ends and its usage starts again from zero (UTC,
+    /// `YYYY-MM-DDTHH:MM:SS.ffffff`).
+    pub resets_at: String,
+    /// When the threshold was reached.
+    pub created_at: String,
 }

@@ -5,7 +5,8 @@
 //! - What is sent: for `completed`, the run's final status, the JSON of its status endpoint
 //!   (v3, or the v2 family's for a v2 run; the API renders it, [`CompletedBody`]); for `node`,
 //!   a [`WebhookNodeEvent`] with the state the node reached; for a batch's `batch`, a
-//!   `batch.completed` body with the batch's status. Signed as the Standard Webhooks
+//!   `batch.completed` body with the batch's status; for a spend alert's `spend`, a
+//!   `spend.threshold` body ([`WebhookSpendEvent`]). Signed as the Standard Webhooks
 //!   specification says ([`atelier_core::webhook`]) with every secret of the account in use.
 //! - Where it is queued: triggers in the database queue a delivery in the transaction that
 //!   makes its change, so a change that committed has its delivery, whichever process made
@@ -27,9 +28,9 @@ use atelier_core::webhook;
 use atelier_inputs::{InputError, InputPolicy, Sender};
 use atelier_store::{
     AttemptEnd, BatchRecord, Delivery, DeliveryAttempt, DeliveryEvent, DeliverySubject, RunRecord,
-    SharedStore, StoreError,
+    SharedStore, SpendAlert, StoreError,
 };
-use atelier_wire::{NodeEventType, WebhookNodeEvent};
+use atelier_wire::{NodeEventType, SpendEventType, WebhookNodeEvent, WebhookSpendEvent};
 use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 use url::Url;
@@ -269,6 +270,11 @@ impl Deliverer {
                     Err(e) => Err(e.to_string()),
                 };
             }
+            DeliverySubject::Alert { id, .. } => {
+                let alert =
+                    self.store.spend_alert(delivery.account_id, *id).await.map_err(|e| e.to_string())?;
+                return serde_json::to_vec(&spend_event(&alert)).map_err(|e| e.to_string());
+            }
         };
         let run = match self.store.get_run(delivery.account_id, run_id).await {
             Ok(run) => run,
@@ -294,8 +300,25 @@ impl Deliverer {
                 };
                 serde_json::to_vec(&event).map_err(|e| e.to_string())
             }
-            DeliveryEvent::Batch => Err("a batch event names a run".into()),
+            DeliveryEvent::Batch | DeliveryEvent::Spend => {
+                Err(format!("a {} event names a run", delivery.event.as_str()))
+            }
         }
+    }
+}
+
+/// The body of a spend alert's delivery.
+fn spend_event(alert: &SpendAlert) -> WebhookSpendEvent {
+    WebhookSpendEvent {
+        kind: SpendEventType::SpendThreshold,
+        applies_to: alert.holder.as_str().to_owned(),
+        key: alert.key_prefix.clone(),
+        period: alert.period.as_str().to_owned(),
+        threshold: u8::try_from(alert.threshold).unwrap_or(100),
+        limit: alert.limit,
+        used: alert.used,
+        resets_at: time::format_time(alert.resets_at),
+        created_at: time::format_time(alert.created_at),
     }
 }
 

@@ -122,5 +122,6 @@ export type BatchList = wire.BatchList;
 export type BatchItem = wire.BatchItem;
 export type BatchItemList = wire.BatchItemList;
 export type WebhookDelivery = wire.WebhookDelivery;
+export type WebhookEndpoint = wire.WebhookEndpoint;
 
 export const TERMINAL = ['succeeded', 'failed', 'canceled'];

@@ -194,7 +194,7 @@ export interface Deletion {
 }
 
 /** What a webhook delivery tells. */
-export type DeliveryEvent = "completed" | "node" | "batch";
+export type DeliveryEvent = "completed" | "node" | "batch" | "spend";
 
 /** The state of a webhook delivery. */
 export type DeliveryState = "pending" | "delivered" | "failed";
@@ -627,6 +627,9 @@ export interface Spend {
   settings: LimitSettings;
 }
 
+/** The `type` of a spend alert's webhook body. */
+export type SpendEventType = "spend.threshold";
+
 /** One period of a spend limit. */
 export interface SpendPeriod {
   /** The limit in force, in tokens: the key's (or account's) own, or else the operator's default; null when there is none. */
@@ -804,7 +807,7 @@ export interface WebhookDeliveries {
 export interface WebhookDelivery {
   /** The webhook-id header of every attempt. */
   id: string;
-  /** `completed` or `node` (a run's), `batch` (a batch's). */
+  /** `completed` or `node` (a run's), `batch` (a batch's), `spend` (a spend alert's). */
   event: DeliveryEvent;
   /** The node, for `node` events. */
   node: string | null;
@@ -820,6 +823,22 @@ export interface WebhookDelivery {
   attempts: WebhookAttempt[];
   /** Extension: how often it was replayed (`POST …/webhooks/{delivery}/replay`); each replay's attempt is in `attempts`. */
   replays: number;
+}
+
+/** The account's own webhook endpoint: where its `spend.threshold` events go (`GET`/`PUT`/`DELETE /api/v3/webhooks/endpoint`), and the log of those deliveries. */
+export interface WebhookEndpoint {
+  /** The endpoint; null when none is set (spend alerts are then not sent). */
+  url: string | null;
+  /** The events it receives: `spend.threshold`. */
+  events: string[];
+  /** The latest deliveries to it (at most 50), newest first. */
+  deliveries: WebhookDelivery[];
+}
+
+/** The body of `PUT /api/v3/webhooks/endpoint`. */
+export interface WebhookEndpointRequest {
+  /** An absolute http or https URL (at most 2048 bytes, no credentials), checked against the address policy of image URLs. */
+  url: string;
 }
 
 /** What a run's `webhook_url` receives. */
@@ -845,6 +864,28 @@ export interface WebhookSecret {
   key: string;
   /** Until when the secret rotated out last still signs (deliveries carry a signature per secret). */
   previous_key_expires_at: string | null;
+}
+
+/** The body of a spend alert's delivery to the account's endpoint: a key or the account reached 80% or 100% of a daily or monthly limit. Sent once per key or account, period and threshold; 100% is also reached by a submission the limit refused. */
+export interface WebhookSpendEvent {
+  /** Always `spend.threshold`. */
+  type: SpendEventType;
+  /** Whose limit: `key` (one API key's own) or `account` (all its keys together). */
+  applies_to: "key" | "account";
+  /** The key's prefix, for a key's limit. */
+  key?: string;
+  /** The limit's period, `day` or `month` (UTC calendar periods). */
+  period: "day" | "month";
+  /** 80 or 100: the percentage of the limit reached. */
+  threshold: number;
+  /** The limit, in tokens. */
+  limit: number;
+  /** Tokens reserved in the period when the threshold was reached. */
+  used: number;
+  /** When the period ends and its usage starts again from zero (UTC, `YYYY-MM-DDTHH:MM:SS.ffffff`). */
+  resets_at: string;
+  /** When the threshold was reached. */
+  created_at: string;
 }
 
 /** A workflow document: the body of `PUT /api/v3/workflow/{name}` and the `workflow` of a description. */

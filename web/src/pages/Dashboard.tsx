@@ -1,6 +1,18 @@
 import { useState } from 'react';
 import { can, type SessionContext } from '../lib/session';
-import { del, explain, get, post, put, type Key, type LedgerEntry, type Scope, type Spend, type UsageDay } from '../lib/api';
+import {
+  del,
+  explain,
+  get,
+  post,
+  put,
+  type Key,
+  type LedgerEntry,
+  type Scope,
+  type Spend,
+  type UsageDay,
+  type WebhookEndpoint,
+} from '../lib/api';
 import { when } from '../lib/format';
 import { useLoad } from '../lib/hooks';
 import { Link } from '../lib/router';
@@ -20,6 +32,7 @@ export function Dashboard({ ctx }: { ctx: SessionContext }) {
         {can(ctx.session, 'read') && <Usage />}
       </div>
       {can(ctx.session, 'keys') && <Keys ctx={ctx} />}
+      {can(ctx.session, 'webhooks') && <Endpoint />}
       {can(ctx.session, 'read') && <Ledger />}
     </section>
   );
@@ -30,7 +43,7 @@ const SCOPES: [Scope, string][] = [
   ['run', 'submit, cancel and delete runs and batches; upload images'],
   ['read', 'read runs, outputs, workflows, tools, the balance'],
   ['workflows', 'save and delete workflows'],
-  ['webhooks', 'the webhook secret and delivery logs'],
+  ['webhooks', 'the webhook secret, endpoint and delivery logs'],
   ['keys', 'create, list and revoke keys'],
 ];
 
@@ -241,6 +254,83 @@ function LimitsForm({ spend, onSave }: { spend: Spend; onSave: (body: Record<str
       </p>
       {problem && <p className="error" role="alert">{problem}</p>}
     </form>
+  );
+}
+
+/** The account's own webhook endpoint, where spend alerts go, and its latest deliveries. */
+function Endpoint() {
+  const endpoint = useLoad(() => get<WebhookEndpoint>('/v3/webhooks/endpoint'), []);
+  const [url, setUrl] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const current = endpoint.data?.url ?? null;
+  const shown = url ?? current ?? '';
+  const change = async (request: () => Promise<WebhookEndpoint>) => {
+    setError(null);
+    try {
+      await request();
+      setUrl(null);
+      endpoint.reload();
+    } catch (e) {
+      setError(explain(e));
+    }
+  };
+  const deliveries = endpoint.data?.deliveries ?? [];
+  return (
+    <div className="card" data-testid="webhook-endpoint">
+      <h2>Webhook endpoint</h2>
+      <p className="hint">
+        Receives <code>spend.threshold</code> when a key or the account reaches 80% and 100% of a daily or monthly
+        limit, once per period, signed with the account&apos;s webhook secret.
+      </p>
+      {error && <p className="error" role="alert">{error}</p>}
+      <form
+        className="endpoint"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void change(() => put<WebhookEndpoint>('/v3/webhooks/endpoint', { url: shown }));
+        }}
+      >
+        <label>
+          URL{' '}
+          <input type="url" value={shown} onChange={(e) => setUrl(e.target.value)} placeholder="https://…" data-testid="endpoint-url" />
+        </label>{' '}
+        <button type="submit" disabled={!shown || shown === current}>Save</button>{' '}
+        {current && (
+          <button type="button" onClick={() => void change(() => del<WebhookEndpoint>('/v3/webhooks/endpoint'))}>
+            Remove
+          </button>
+        )}
+      </form>
+      {deliveries.length > 0 && (
+        <table className="compact" data-testid="endpoint-deliveries">
+          <caption>Latest deliveries</caption>
+          <thead>
+            <tr>
+              <th scope="col">Message</th>
+              <th scope="col">Queued</th>
+              <th scope="col">State</th>
+              <th scope="col">Attempts</th>
+            </tr>
+          </thead>
+          <tbody>
+            {deliveries.map((d) => {
+              const last = d.attempts[d.attempts.length - 1];
+              return (
+                <tr key={d.id}>
+                  <td><code>{d.id}</code></td>
+                  <td>{when(d.created_at)}</td>
+                  <td>{d.state}</td>
+                  <td>
+                    {d.attempts.length}
+                    {last && ` (last: ${last.status_code ?? last.error ?? 'no answer'})`}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </div>
   );
 }
 

@@ -38,6 +38,7 @@ from .models import (
     V2Status,
     WebhookDelivery,
     WebhookDeliveryList,
+    WebhookEndpoint,
     AuditList,
     SpendReport,
     WebhookSecret,
@@ -63,9 +64,9 @@ V2_FAMILIES: Dict[str, str] = {
 #: Events a webhook may be sent for (``webhook_events``).
 WEBHOOK_EVENTS = ("completed", "node")
 
-#: What a delivery may tell (``WebhookDelivery.event``): a run's events, and ``batch`` (a
-#: batch's ``batch.completed``).
-DELIVERY_EVENTS = WEBHOOK_EVENTS + ("batch",)
+#: What a delivery may tell (``WebhookDelivery.event``): a run's events, ``batch`` (a
+#: batch's ``batch.completed``) and ``spend`` (a spend alert's ``spend.threshold``).
+DELIVERY_EVENTS = WEBHOOK_EVENTS + ("batch", "spend")
 
 DEFAULT_TIMEOUT = 30.0
 #: Read timeout of the events stream: the server sends a keep-alive comment every 15 s.
@@ -514,6 +515,21 @@ def webhook_secret() -> Call[WebhookSecret]:
 def rotate_webhook_secret() -> Call[WebhookSecret]:
     """``POST /api/v3/webhooks/secret/rotate``."""
     return Call("POST", "/api/v3/webhooks/secret/rotate", lambda r: WebhookSecret.from_raw(_obj(r)))
+
+
+def webhook_endpoint() -> Call[WebhookEndpoint]:
+    """``GET /api/v3/webhooks/endpoint``."""
+    return Call("GET", "/api/v3/webhooks/endpoint", lambda r: WebhookEndpoint.from_raw(_obj(r)))
+
+
+def set_webhook_endpoint(url: str) -> Call[WebhookEndpoint]:
+    """``PUT /api/v3/webhooks/endpoint``."""
+    return Call("PUT", "/api/v3/webhooks/endpoint", lambda r: WebhookEndpoint.from_raw(_obj(r)), json={"url": url})
+
+
+def remove_webhook_endpoint() -> Call[WebhookEndpoint]:
+    """``DELETE /api/v3/webhooks/endpoint``."""
+    return Call("DELETE", "/api/v3/webhooks/endpoint", lambda r: WebhookEndpoint.from_raw(_obj(r)))
 
 
 def webhook_deliveries(run_id: str) -> Call[List[WebhookDelivery]]:

@@ -36,6 +36,7 @@ from .models import (
     Upload,
     V2Status,
     WebhookDelivery,
+    WebhookEndpoint,
     AuditList,
     SpendReport,
     WebhookSecret,
@@ -761,6 +762,19 @@ class Client:
         """``POST /api/v3/webhooks/secret/rotate``: a new secret; the previous one also
         signs until ``previous_key_expires_at``."""
         return self._call(calls.rotate_webhook_secret())
+
+    def webhook_endpoint(self) -> WebhookEndpoint:
+        """``GET /api/v3/webhooks/endpoint``: the account's own endpoint, where its
+        ``spend.threshold`` events go, and its latest deliveries."""
+        return self._call(calls.webhook_endpoint())
+
+    def set_webhook_endpoint(self, url: str) -> WebhookEndpoint:
+        """``PUT /api/v3/webhooks/endpoint``: sets the account's endpoint."""
+        return self._call(calls.set_webhook_endpoint(url))
+
+    def remove_webhook_endpoint(self) -> WebhookEndpoint:
+        """``DELETE /api/v3/webhooks/endpoint``: removes it (spend alerts are then not sent)."""
+        return self._call(calls.remove_webhook_endpoint())
 
     def webhook_deliveries(self, run_id: str) -> List[WebhookDelivery]:
         """``GET /api/v3/runs/{run_id}/webhooks``: the run's webhook messages and attempts."""

@@ -1047,7 +1047,7 @@ class WebhookDelivery:
 
     #: The message id (``msg_...``), also its ``webhook-id`` header.
     id: str
-    #: ``completed`` or ``node``.
+    #: ``completed`` or ``node`` (a run's), ``batch`` (a batch's), ``spend`` (a spend alert's).
     event: str
     #: The node, for ``node`` events.
     node: Optional[str]
@@ -1137,19 +1137,83 @@ class WebhookBatchEvent:
         )
 
 
+@dataclass
+class WebhookSpendEvent:
+    """The body of a spend alert's delivery to the account's endpoint
+    (``spend.threshold``): a key or the account reached 80% or 100% of a daily or monthly
+    spend limit. Sent once per key or account, period and threshold."""
+
+    #: Always ``"spend.threshold"``.
+    type: str
+    #: ``key`` (one API key's own limit) or ``account`` (all its keys together).
+    applies_to: str
+    #: ``day`` or ``month`` (UTC calendar periods).
+    period: str
+    #: 80 or 100.
+    threshold: int
+    limit: int
+    #: Tokens reserved in the period when the threshold was reached.
+    used: int
+    #: When the period ends and its usage starts again from zero.
+    resets_at: str
+    created_at: str
+    #: The key's prefix, for a key's limit.
+    key: Optional[str] = None
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "WebhookSpendEvent":
+        return cls(
+            type=str(raw.get("type", "")),
+            applies_to=str(raw.get("applies_to", "")),
+            period=str(raw.get("period", "")),
+            threshold=int(raw.get("threshold") or 0),
+            limit=int(raw.get("limit") or 0),
+            used=int(raw.get("used") or 0),
+            resets_at=str(raw.get("resets_at", "")),
+            created_at=str(raw.get("created_at", "")),
+            key=_opt_str(raw.get("key")),
+            raw=dict(raw),
+        )
+
+
+@dataclass
+class WebhookEndpoint:
+    """The account's own webhook endpoint (``GET /api/v3/webhooks/endpoint``): where its
+    ``spend.threshold`` events go, and the latest deliveries to it, newest first."""
+
+    #: ``None`` when no endpoint is set (spend alerts are then not sent).
+    url: Optional[str]
+    events: List[str]
+    deliveries: List[WebhookDelivery]
+    raw: Dict[str, Any] = _raw_field()
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> "WebhookEndpoint":
+        return cls(
+            url=_opt_str(raw.get("url")),
+            events=[str(e) for e in _list(raw.get("events"))],
+            deliveries=[WebhookDelivery.from_raw(d) for d in _list(raw.get("deliveries")) if isinstance(d, Mapping)],
+            raw=dict(raw),
+        )
+
+
 def parse_webhook_event(
     body: Mapping[str, Any],
-) -> Union[WebhookNodeEvent, WebhookBatchEvent, WorkflowRunStatus, NodeRunStatus, V2Status]:
+) -> Union[WebhookNodeEvent, WebhookBatchEvent, WebhookSpendEvent, WorkflowRunStatus, NodeRunStatus, V2Status]:
     """Types a verified webhook body (see :func:`atelier_client.verify_webhook`).
 
     A ``node`` delivery gives a :class:`WebhookNodeEvent`; a ``completed`` delivery is the
     run's final status: a v3 status for v3 runs, the family's :class:`V2Status` for v2 runs;
-    a batch's delivery gives a :class:`WebhookBatchEvent`.
+    a batch's delivery gives a :class:`WebhookBatchEvent`; a spend alert a
+    :class:`WebhookSpendEvent`.
     """
     if body.get("type") == "node":
         return WebhookNodeEvent.from_raw(body)
     if body.get("type") == "batch.completed":
         return WebhookBatchEvent.from_raw(body)
+    if body.get("type") == "spend.threshold":
+        return WebhookSpendEvent.from_raw(body)
     if "overall_status" in body or "workflow_run_id" in body:
         return parse_run_status(body)
     return V2Status.from_raw(body)

@@ -57,7 +57,12 @@ impl<B: Backend> Batches for B {
         }
         let spend = &self.settings().spend;
         let payer = crate::spend::Payer { account_id: batch.account_id, key_id: batch.key_id };
-        crate::spend::reserve(&mut *tx, B::FOR_NO_KEY_UPDATE, spend, payer, price, true, now).await?;
+        let reserved =
+            crate::spend::reserve(&mut *tx, B::FOR_NO_KEY_UPDATE, spend, payer, price, true, now).await;
+        if reserved.is_err() {
+            drop(tx);
+            return crate::flows::alerts::refused(self, payer, reserved).await;
+        }
         let reserve = LedgerKind::Reserve.as_str();
         tx.execute(INSERT_LEDGER, args![batch.account_id, Some(batch.id.as_str()), reserve, price, now])
             .await?;
@@ -122,6 +127,8 @@ impl<B: Backend> Batches for B {
             tx.execute(INSERT_BATCH_INPUT, args![&batch.id, input]).await?;
         }
         B::commit(tx).await?;
+        // The reservation may have queued a spend alert.
+        self.feed().publish_deliveries();
         Ok(())
     }
 
@@ -212,7 +219,12 @@ impl<B: Backend> Batches for B {
             // full there (the safe side of exact).
             let spend = &self.settings().spend;
             let payer = crate::spend::Payer { account_id, key_id };
-            crate::spend::reserve(&mut *tx, B::FOR_NO_KEY_UPDATE, spend, payer, price, true, now).await?;
+            let reserved =
+                crate::spend::reserve(&mut *tx, B::FOR_NO_KEY_UPDATE, spend, payer, price, true, now).await;
+            if let Err(refusal) = reserved {
+                drop(tx);
+                return crate::flows::alerts::refused(self, payer, Err(refusal)).await;
+            }
             let reserve = LedgerKind::Reserve.as_str();
             tx.execute(INSERT_LEDGER, args![account_id, Some(batch_id), reserve, price, now]).await?;
             for item in &failed {
@@ -224,7 +236,8 @@ impl<B: Backend> Batches for B {
             tx.execute(REOPEN_BATCH, args![batch_id, price]).await?;
         }
         B::commit(tx).await?;
-        announce(self, batch_id, false);
+        // The reservation may have queued a spend alert.
+        announce(self, batch_id, !failed.is_empty());
         Ok((self.get_batch(account_id, batch_id).await?, retried))
     }
 

@@ -3,6 +3,7 @@
 //! is apart, in `lease.rs`.
 
 mod accounts;
+mod alerts;
 mod audit;
 mod batches;
 mod cache;

@@ -22,58 +22,9 @@ use crate::traits::Runs;
 #[async_trait]
 impl<B: Backend> Runs for B {
     async fn create_run(&self, run: &NewRun<'_>) -> Result<()> {
-        let cap = self.settings().max_unfinished_runs;
-        let queue_cap = self.settings().max_queued_runs;
-        let key_queue_cap = run.key_id.map_or(0, |_| self.settings().max_queued_runs_per_key);
-        let capped = cap > 0 || queue_cap > 0 || key_queue_cap > 0;
-        if !capped && run.idempotency.is_none() && run.webhook.is_none() {
-            if let Some(accepted) = self.accept(run).await {
-                return accepted;
-            }
-        }
-        let mut tx = self.begin().await?;
-        if capped {
-            // The account's row first (the lock the reservation takes anyway): submits of one
-            // account take turns, and each count is read after the previous submit committed,
-            // so concurrent submits cannot pass a cap together.
-            B::lock_account(&mut tx, run.account_id).await?;
-        }
-        if cap > 0 {
-            let unfinished: i64 = tx.fetch_one(&COUNT_UNFINISHED_RUNS, args![run.account_id]).await?;
-            if unfinished >= i64::from(cap) {
-                return Err(StoreError::ConcurrencyLimited { limit: i64::from(cap) });
-            }
-        }
-        if queue_cap > 0 {
-            let queued: i64 = tx.fetch_one(&COUNT_QUEUED_RUNS, args![run.account_id]).await?;
-            if queued >= i64::from(queue_cap) {
-                return Err(StoreError::QueueFull { limit: i64::from(queue_cap), per_key: false });
-            }
-        }
-        if let (Some(key_id), true) = (run.key_id, key_queue_cap > 0) {
-            let queued: i64 = tx.fetch_one(&COUNT_QUEUED_RUNS_OF_KEY, args![key_id]).await?;
-            if queued >= i64::from(key_queue_cap) {
-                return Err(StoreError::QueueFull { limit: i64::from(key_queue_cap), per_key: true });
-            }
-        }
-        // A key taken over since it was claimed rolls everything back (`idempotency`).
-        if let Some(answer) = &run.idempotency {
-            let body = to_json(answer.body);
-            let status = i64::from(answer.status);
-            let recorded = tx
-                .execute(RECORD_ANSWER, args![status, body.as_str(), run.account_id, answer.key, &run.id])
-                .await?;
-            if recorded == 0 {
-                return Err(StoreError::IdempotencyConflict);
-            }
-        }
-        self.write_run(&mut tx, run).await?;
-        if let Some(hook) = &run.webhook {
-            tx.execute(INSERT_RUN_WEBHOOK, args![&run.id, hook.url, hook.events.bits()]).await?;
-        }
-        B::commit(tx).await?;
-        self.wake();
-        Ok(())
+        let payer = crate::spend::Payer { account_id: run.account_id, key_id: run.key_id };
+        let created = create_run(self, run).await;
+        crate::flows::alerts::refused(self, payer, created).await
     }
 
     async fn get_run(&self, account_id: i64, run_id: &str) -> Result<RunRecord> {
@@ -179,6 +130,65 @@ impl<B: Backend> Runs for B {
     async fn set_expiry(&self, run_id: &str, expires_at: Micros) -> Result<()> {
         self.execute_alone(SET_EXPIRY, args![expires_at, run_id]).await.map(drop)
     }
+}
+
+/// Accepts a run (see [`Runs::create_run`]); a refusal by a spend limit is announced by the
+/// caller.
+async fn create_run<B: Backend>(store: &B, run: &NewRun<'_>) -> Result<()> {
+    let cap = store.settings().max_unfinished_runs;
+    let queue_cap = store.settings().max_queued_runs;
+    let key_queue_cap = run.key_id.map_or(0, |_| store.settings().max_queued_runs_per_key);
+    let capped = cap > 0 || queue_cap > 0 || key_queue_cap > 0;
+    if !capped && run.idempotency.is_none() && run.webhook.is_none() {
+        if let Some(accepted) = store.accept(run).await {
+            return accepted;
+        }
+    }
+    let mut tx = store.begin().await?;
+    if capped {
+        // The account's row first (the lock the reservation takes anyway): submits of one
+        // account take turns, and each count is read after the previous submit committed,
+        // so concurrent submits cannot pass a cap together.
+        B::lock_account(&mut tx, run.account_id).await?;
+    }
+    if cap > 0 {
+        let unfinished: i64 = tx.fetch_one(&COUNT_UNFINISHED_RUNS, args![run.account_id]).await?;
+        if unfinished >= i64::from(cap) {
+            return Err(StoreError::ConcurrencyLimited { limit: i64::from(cap) });
+        }
+    }
+    if queue_cap > 0 {
+        let queued: i64 = tx.fetch_one(&COUNT_QUEUED_RUNS, args![run.account_id]).await?;
+        if queued >= i64::from(queue_cap) {
+            return Err(StoreError::QueueFull { limit: i64::from(queue_cap), per_key: false });
+        }
+    }
+    if let (Some(key_id), true) = (run.key_id, key_queue_cap > 0) {
+        let queued: i64 = tx.fetch_one(&COUNT_QUEUED_RUNS_OF_KEY, args![key_id]).await?;
+        if queued >= i64::from(key_queue_cap) {
+            return Err(StoreError::QueueFull { limit: i64::from(key_queue_cap), per_key: true });
+        }
+    }
+    // A key taken over since it was claimed rolls everything back (`idempotency`).
+    if let Some(answer) = &run.idempotency {
+        let body = to_json(answer.body);
+        let status = i64::from(answer.status);
+        let recorded = tx
+            .execute(RECORD_ANSWER, args![status, body.as_str(), run.account_id, answer.key, &run.id])
+            .await?;
+        if recorded == 0 {
+            return Err(StoreError::IdempotencyConflict);
+        }
+    }
+    store.write_run(&mut tx, run).await?;
+    if let Some(hook) = &run.webhook {
+        tx.execute(INSERT_RUN_WEBHOOK, args![&run.id, hook.url, hook.events.bits()]).await?;
+    }
+    B::commit(tx).await?;
+    store.wake();
+    // The reservation may have queued a spend alert (SQLite's deliverer hears of it so).
+    store.changed([run.id.as_str()]);
+    Ok(())
 }
 
 /// Makes a run terminal and settles its tokens, exactly once: the status update is guarded

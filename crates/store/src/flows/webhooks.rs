@@ -135,6 +135,36 @@ impl<B: Backend> Webhooks for B {
         self.feed().publish_deliveries();
         Ok(())
     }
+
+    async fn webhook_endpoint(&self, account_id: i64) -> Result<Option<String>> {
+        crate::spend::endpoint(&mut *self.read().await?, account_id).await
+    }
+
+    async fn set_webhook_endpoint(&self, account_id: i64, url: Option<&str>) -> Result<()> {
+        // Under the account's lock, as every reservation that reads it.
+        let mut tx = self.begin().await?;
+        B::lock_account(&mut tx, account_id).await?;
+        if tx.execute(SET_WEBHOOK_ENDPOINT, args![account_id, url]).await? == 0 {
+            return Err(StoreError::NotFound);
+        }
+        B::commit(tx).await
+    }
+
+    async fn alert_deliveries(&self, account_id: i64, limit: usize) -> Result<Vec<DeliveryRecord>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut read = self.read().await?;
+        let deliveries: Vec<(i64, DeliveryRecord)> =
+            read.fetch_all(&ALERT_DELIVERIES, args![account_id, limit]).await?;
+        let attempts: Vec<AttemptRow> =
+            read.fetch_all(&ALERT_DELIVERY_ATTEMPTS, args![account_id, limit]).await?;
+        Ok(with_attempts(deliveries, attempts))
+    }
+
+    async fn spend_alert(&self, account_id: i64, alert_id: i64) -> Result<crate::spend::SpendAlert> {
+        let alert: Option<(i64, crate::spend::SpendAlert)> =
+            self.read().await?.fetch_optional(crate::spend::SPEND_ALERT, args![alert_id]).await?;
+        alert.filter(|(owner, _)| *owner == account_id).map(|(_, alert)| alert).ok_or(StoreError::NotFound)
+    }
 }
 
 /// The deliveries of a run or a batch with their attempts, read by `[owned by the account,
@@ -150,8 +180,16 @@ async fn deliveries_of<B: Backend>(
     if owned.is_none() {
         return Err(StoreError::NotFound);
     }
-    let mut deliveries: Vec<(i64, DeliveryRecord)> = read.fetch_all(deliveries, args![id]).await?;
+    let deliveries: Vec<(i64, DeliveryRecord)> = read.fetch_all(deliveries, args![id]).await?;
     let attempts: Vec<AttemptRow> = read.fetch_all(attempts, args![id]).await?;
+    Ok(with_attempts(deliveries, attempts))
+}
+
+/// Each delivery (with its row id) with its attempts.
+fn with_attempts(
+    mut deliveries: Vec<(i64, DeliveryRecord)>,
+    attempts: Vec<AttemptRow>,
+) -> Vec<DeliveryRecord> {
     let mut by_delivery: HashMap<i64, Vec<DeliveryAttempt>> = HashMap::new();
     for AttemptRow { delivery_id, attempt } in attempts {
         by_delivery.entry(delivery_id).or_default().push(attempt);
@@ -159,5 +197,5 @@ async fn deliveries_of<B: Backend>(
     for (id, record) in &mut deliveries {
         record.attempts = by_delivery.remove(id).unwrap_or_default();
     }
-    Ok(deliveries.into_iter().map(|(_, record)| record).collect())
+    deliveries.into_iter().map(|(_, record)| record).collect()
 }

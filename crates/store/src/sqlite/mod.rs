@@ -756,4 +756,82 @@ mod tests {
                 .unwrap();
         assert_eq!(queued, 1);
     }
+
+    /// Rebuilding the deliveries table again (migration 25, deliveries of spend alerts) keeps
+    /// every delivery with its replays and attempts, and a delivery has exactly one owner.
+    #[tokio::test]
+    async fn the_alert_rebuild_keeps_replays_and_one_owner_per_delivery() {
+        use sqlx::Connection as _;
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query("PRAGMA foreign_keys = ON").execute(&mut conn).await.unwrap();
+        let rebuild = 24;
+        assert!(MIGRATIONS[rebuild].contains("spend_alerts"), "migration 25 is the rebuild");
+        for sql in &MIGRATIONS[..rebuild] {
+            sqlx::Executor::execute(&mut conn, sqlx::raw_sql(sql)).await.unwrap();
+        }
+        for sql in [
+            "INSERT INTO accounts (id, name, balance, created_at) VALUES (1, 'a', 0, 0)",
+            "INSERT INTO runs (id, account_id, kind, target, outputs, status, reserved, created_at) VALUES ('gen_1', 1, 'node', 'upscale', '{}', 'succeeded', 0, 0)",
+            "INSERT INTO webhook_deliveries (id, message_id, run_id, account_id, url, event, state, attempts, created_at, replays)
+             VALUES (7, 'msg_kept', 'gen_1', 1, 'https://h.example.com', 'completed', 'delivered', 2, 5, 1)",
+            "INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, duration_ms) VALUES (7, 2, 6, 200, 3)",
+        ] {
+            sqlx::query(sql).execute(&mut conn).await.unwrap();
+        }
+        let mut tx = conn.begin().await.unwrap();
+        sqlx::Executor::execute(&mut *tx, sqlx::raw_sql(MIGRATIONS[rebuild])).await.unwrap();
+        tx.commit().await.unwrap();
+        let kept: (String, i64, i64) =
+            sqlx::query_as("SELECT message_id, replays, attempts FROM webhook_deliveries WHERE id = 7")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(kept, ("msg_kept".to_string(), 1, 2));
+        let attempts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM webhook_attempts WHERE delivery_id = 7")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(attempts, 1);
+        sqlx::query(
+            "INSERT INTO spend_alerts (id, account_id, holder, holder_id, period, period_start, threshold, spend_limit,
+                                       used, resets_at, created_at)
+             VALUES (3, 1, 'account', 1, 'day', 0, 80, 10, 8, 1, 0)",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        let alert = "INSERT INTO webhook_deliveries (alert_id, account_id, url, event, created_at)
+                     VALUES (3, 1, 'https://h.example.com', 'spend', 0)";
+        sqlx::query(alert).execute(&mut conn).await.unwrap();
+        // No owner, two owners, an alert that does not exist: refused.
+        for refused in [
+            "INSERT INTO webhook_deliveries (account_id, url, event, created_at) VALUES (1, 'u', 'spend', 0)",
+            "INSERT INTO webhook_deliveries (run_id, alert_id, account_id, url, event, created_at)
+             VALUES ('gen_1', 3, 1, 'u', 'spend', 0)",
+            "INSERT INTO webhook_deliveries (alert_id, account_id, url, event, created_at) VALUES (99, 1, 'u', 'spend', 0)",
+        ] {
+            assert!(sqlx::query(refused).execute(&mut conn).await.is_err(), "{refused}");
+        }
+        // The same threshold of the same period is one row.
+        let again = "INSERT INTO spend_alerts (account_id, holder, holder_id, period, period_start, threshold, spend_limit,
+                                           used, resets_at, created_at)
+                     VALUES (1, 'account', 1, 'day', 0, 80, 10, 9, 1, 0) ON CONFLICT DO NOTHING";
+        assert_eq!(sqlx::query(again).execute(&mut conn).await.unwrap().rows_affected(), 0);
+        // The triggers are back.
+        for sql in [
+            "INSERT INTO runs (id, account_id, kind, target, outputs, status, reserved, created_at) VALUES ('gen_2', 1, 'node', 'upscale', '{}', 'running', 0, 0)",
+            "INSERT INTO run_webhooks (run_id, url, events) VALUES ('gen_2', 'https://h.example.com', 1)",
+            "UPDATE runs SET status = 'failed' WHERE id = 'gen_2'",
+        ] {
+            sqlx::query(sql).execute(&mut conn).await.unwrap();
+        }
+        let queued: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM webhook_deliveries WHERE run_id = 'gen_2'")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(queued, 1);
+    }
 }

@@ -16,6 +16,9 @@ async fn changes_are_recorded_with_their_actor_and_address_and_read_by_their_acc
     assert_eq!(app.call("PUT", "/api/v3/workflow/audited", Some(&app.key), Some(&flow)).await.0, 200);
     assert_eq!(app.call("DELETE", "/api/v3/workflow/audited", Some(&app.key), None).await.0, 200);
     assert_eq!(app.post("/api/v3/webhooks/secret/rotate", &json!({})).await.0, 200);
+    let endpoint = json!({"url": "https://93.184.215.14/atelier"});
+    assert_eq!(app.call("PUT", "/api/v3/webhooks/endpoint", Some(&app.key), Some(&endpoint)).await.0, 200);
+    assert_eq!(app.call("DELETE", "/api/v3/webhooks/endpoint", Some(&app.key), None).await.0, 200);
     let run =
         app.run(&json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}})).await;
     app.wait(&run).await;
@@ -53,6 +56,8 @@ async fn changes_are_recorded_with_their_actor_and_address_and_read_by_their_acc
         ("workflow.saved", &by_key, Some("audited")),
         ("workflow.deleted", &by_key, Some("audited")),
         ("webhook_secret.rotated", &by_key, None),
+        ("webhook_endpoint.set", &by_key, None),
+        ("webhook_endpoint.removed", &by_key, None),
         ("run.deleted", &by_key, Some(run.as_str())),
         ("session.signed_in", &by_session, None),
         ("key.created", &by_session, Some(made_prefix.as_str())),
@@ -67,6 +72,7 @@ async fn changes_are_recorded_with_their_actor_and_address_and_read_by_their_acc
     }
     assert_eq!(find("key.created")["summary"], json!({"scopes": "read"}));
     assert_eq!(find("key.limits_set")["summary"], json!({"daily": 5}));
+    assert_eq!(find("webhook_endpoint.set")["summary"], json!({"url": "https://93.184.215.14/atelier"}));
     assert_eq!(find("workflow.saved")["summary"], json!({"nodes": 1, "tools": ["upscale"]}));
     // Newest first; the failed sign-in belongs to no account, so it is not this account's.
     let ids: Vec<i64> = entries.iter().map(|e| e["id"].as_i64().unwrap()).collect();

@@ -379,6 +379,30 @@ async fn the_webhook_secret_rotates_and_signs_as_the_client_verifies() {
     ));
 }
 
+#[tokio::test]
+async fn the_accounts_endpoint_is_set_read_and_removed_and_its_alerts_parse() {
+    let app = TestApp::start().await;
+    let client = client(&app);
+    let empty = client.webhook_endpoint().await.unwrap();
+    assert_eq!((empty.url, empty.events), (None, vec!["spend.threshold".to_string()]));
+    let url = "https://93.184.215.14/atelier";
+    assert_eq!(client.set_webhook_endpoint(url).await.unwrap().url.as_deref(), Some(url));
+    assert_eq!(client.webhook_endpoint().await.unwrap().url.as_deref(), Some(url));
+    match client.set_webhook_endpoint("ftp://example.com/x").await {
+        Err(Error::InvalidInput { field, .. }) => assert_eq!(field, "url"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(client.remove_webhook_endpoint().await.unwrap().url, None);
+    let body = br#"{"type":"spend.threshold","applies_to":"key","key":"atl_abcd","period":"day","threshold":80,
+        "limit":100,"used":80,"resets_at":"2026-11-30T00:00:00.000000","created_at":"2026-11-29T10:00:00.000000"}"#;
+    match atelier_client::parse_webhook(body).unwrap() {
+        atelier_client::WebhookPayload::SpendThreshold(event) => {
+            assert_eq!((event.threshold, event.used, event.key.as_deref()), (80, 80, Some("atl_abcd")));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// An upscale that reports progress in steps, `pause` apart.
 struct Steps {
     pause: Duration,

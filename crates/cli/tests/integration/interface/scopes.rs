@@ -143,7 +143,7 @@ async fn session(app: &TestApp, key: &str) -> Via {
 }
 
 /// What the account holds, read with its owner's key: balance, runs, workflows, batches,
-/// webhook secret, keys.
+/// webhook secret and endpoint, keys.
 async fn snapshot(app: &TestApp) -> Value {
     let account = app.store().account("test").await.unwrap();
     let keys: Vec<(i64, bool, String)> = app
@@ -160,6 +160,7 @@ async fn snapshot(app: &TestApp) -> Value {
         "workflows": app.get("/api/v3/workflows").await.1,
         "batches": app.get("/api/v3/batches").await.1["batches"],
         "secret": app.get("/api/v3/webhooks/secret").await.1,
+        "endpoint": app.get("/api/v3/webhooks/endpoint").await.1,
         "keys": keys,
     })
 }

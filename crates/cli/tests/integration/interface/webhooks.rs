@@ -518,3 +518,105 @@ async fn a_pending_delivery_is_not_replayed() {
     assert_eq!((code, answer["error"]["name"].as_str()), (409, Some("Conflict")), "{answer}");
     assert_eq!(deliveries(&app, &id).await[0]["replays"], 0);
 }
+
+/// The account's endpoint receives `spend.threshold` at 80% and at 100% of a key's daily
+/// limit, signed, once each: the runs and the refusal after them send nothing more. The
+/// endpoint's `GET` lists both deliveries; the endpoint is refused where a run's
+/// `webhook_url` would be, and removed by `DELETE`.
+#[tokio::test]
+async fn spend_thresholds_reach_the_accounts_endpoint_once_each() {
+    let app = app().await;
+    let hook = Receiver::start(&[]).await;
+    let (code, empty) = app.get("/api/v3/webhooks/endpoint").await;
+    assert_eq!(code, 200, "{empty}");
+    assert_eq!(empty, json!({"url": null, "events": ["spend.threshold"], "deliveries": []}));
+    let key = Some(app.key.as_str());
+    let (code, set) =
+        app.call("PUT", "/api/v3/webhooks/endpoint", key, Some(&json!({"url": hook.url}))).await;
+    assert_eq!((code, &set["url"]), (200, &json!(hook.url)), "{set}");
+    let body =
+        json!({"type": "node", "target": "upscale", "input": {"image": png_base64(8, 8)}, "cache": false});
+    let price = app.post("/api/v3/estimate", &body).await.1["tokens"].as_i64().unwrap();
+    let change = atelier_store::LimitChange { daily: Some(Some(5 * price)), ..Default::default() };
+    app.store().set_key_limits(&app.key, change).await.unwrap();
+    for n in 1..=5 {
+        let (code, handle) = app.post("/api/v3/run", &body).await;
+        assert_eq!(code, 200, "run {n}: {handle}");
+    }
+    assert_eq!(app.post("/api/v3/run", &body).await.0, 402);
+    let received = hook.wait_for(2).await;
+    let secret = secret(&app).await;
+    let mut events: Vec<Value> = received.iter().map(Received::json).collect();
+    for delivery in &received {
+        delivery.verify(&secret).expect("signed with the account's secret");
+    }
+    events.sort_by_key(|e| e["threshold"].as_i64());
+    let prefix = events[0]["key"].as_str().unwrap().to_string();
+    assert!(app.key.starts_with(&prefix), "{prefix}");
+    for (event, (threshold, used)) in events.iter().zip([(80, 4 * price), (100, 5 * price)]) {
+        assert_eq!(
+            (
+                &event["type"],
+                &event["applies_to"],
+                &event["period"],
+                &event["threshold"],
+                &event["limit"],
+                &event["used"]
+            ),
+            (
+                &json!("spend.threshold"),
+                &json!("key"),
+                &json!("day"),
+                &json!(threshold),
+                &json!(5 * price),
+                &json!(used)
+            ),
+            "{event}"
+        );
+        let resets_at =
+            atelier_store::format_time(atelier_core::spend::Period::Day.end(atelier_store::now_micros()));
+        assert_eq!(event["resets_at"], json!(resets_at));
+    }
+    // Nothing more arrives, and the log has both, delivered.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(hook.received().len(), 2);
+    let (_, endpoint) = app.get("/api/v3/webhooks/endpoint").await;
+    let log = endpoint["deliveries"].as_array().unwrap();
+    assert_eq!(log.len(), 2, "{endpoint}");
+    let ids: Vec<&str> = received.iter().map(|r| r.header("webhook-id")).collect();
+    for delivery in log {
+        assert_eq!(
+            (&delivery["event"], &delivery["state"]),
+            (&json!("spend"), &json!("delivered")),
+            "{delivery}"
+        );
+        assert!(ids.contains(&delivery["id"].as_str().unwrap()));
+    }
+    // Refused as a run's webhook_url is; nothing changed by a refusal.
+    for (body, field) in [
+        (json!({"url": "ftp://example.com/x"}), "url"),
+        (json!({"url": 5}), "url"),
+        (json!({}), "url"),
+        (json!({"url": hook.url, "events": []}), "events"),
+    ] {
+        let (code, refused) = app.call("PUT", "/api/v3/webhooks/endpoint", key, Some(&body)).await;
+        assert_eq!(
+            (code, &refused["error"]["name"], &refused["error"]["field"]),
+            (422, &json!("InvalidInput"), &json!(field)),
+            "{body}: {refused}"
+        );
+    }
+    let strict = TestApp::start_with(|_| {}, None, 10).await;
+    let private = json!({"url": "http://127.0.0.1:9/hook"});
+    let (code, refused) =
+        strict.call("PUT", "/api/v3/webhooks/endpoint", Some(&strict.key), Some(&private)).await;
+    assert_eq!((code, &refused["error"]["field"]), (422, &json!("url")), "{refused}");
+    assert_eq!(app.get("/api/v3/webhooks/endpoint").await.1["url"], json!(hook.url));
+    let (code, removed) = app.call("DELETE", "/api/v3/webhooks/endpoint", key, None).await;
+    assert_eq!((code, &removed["url"]), (200, &Value::Null), "{removed}");
+    assert_eq!(removed["deliveries"].as_array().unwrap().len(), 2, "the log stays");
+    // Another account sees its own endpoint only.
+    let other = app.other_key(10).await;
+    let (_, theirs) = app.call("GET", "/api/v3/webhooks/endpoint", Some(&other), None).await;
+    assert_eq!(theirs["deliveries"], json!([]));
+}

@@ -45,7 +45,7 @@ impl FromRequestParts<AppState> for Caller {
             Some(Authenticated(account)) => account,
             None => {
                 let key = api_key(&parts.headers).ok_or(ApiError::Unauthorized)?;
-                state.store.authenticate(key).await?.ok_or(ApiError::Unauthorized)?
+                state.keys.authenticate(&state.store, key).await?.ok_or(ApiError::Unauthorized)?
             }
         };
         crate::scopes::check(&parts.method, route(parts), account.scopes)?;

@@ -38,6 +38,7 @@ mod files;
 pub mod finished;
 pub mod idempotency;
 mod inputs;
+pub mod keys;
 mod limits;
 pub mod metrics;
 pub mod openapi;

@@ -19,7 +19,6 @@ use axum::http::header::HeaderValue;
 use axum::http::{HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, RunError};
 use crate::extract::{api_key, Authenticated};
@@ -133,12 +132,12 @@ pub(crate) struct Limits {
 /// without a valid key pass on uncounted and get their 401 from the handler.
 pub(crate) async fn limit_requests(State(limits): State<Limits>, mut req: Request, next: Next) -> Response {
     let Some(key) = api_key(req.headers()).map(str::to_owned) else { return next.run(req).await };
-    let account = match limits.state.store.authenticate(&key).await {
+    let account = match limits.state.keys.authenticate(&limits.state.store, &key).await {
         Ok(Some(account)) => account,
         // Unknown key (401) or a database error (the handler answers it): not counted.
         Ok(None) | Err(_) => return next.run(req).await,
     };
-    let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+    let digest = crate::keys::digest(&key);
     req.extensions_mut().insert(Authenticated(account));
     count(&limits.limiter, digest, req, next).await
 }

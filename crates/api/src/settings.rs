@@ -43,6 +43,9 @@ pub struct ApiConfig {
     pub provenance: atelier_wire::probes::Provenance,
     /// The retention keys and runs may set (`retention_secs`).
     pub retention: RetentionPolicy,
+    /// How long a key the database verified is trusted without reading it again
+    /// ([`crate::keys`]); zero reads it on every request.
+    pub verified_keys: std::time::Duration,
 }
 
 /// Retention a customer controls: what a key or a run may set as `retention_secs`, within the
@@ -147,6 +150,7 @@ impl Default for ApiConfig {
             max_batch_items: MAX_BATCH_ITEMS,
             provenance: atelier_wire::probes::Provenance::off(),
             retention: RetentionPolicy::default(),
+            verified_keys: crate::keys::KEY_CACHE_TTL,
         }
     }
 }

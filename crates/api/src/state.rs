@@ -1,5 +1,5 @@
 //! What every handler shares: the state the router holds ([`AppState`]: the store, object
-//! storage, the settings, finished runs).
+//! storage, the settings, finished runs, verified keys).
 
 use std::sync::Arc;
 
@@ -17,6 +17,8 @@ pub struct AppState {
     pub config: Arc<ApiConfig>,
     /// Statuses of finished runs, rendered once (see [`crate::finished`]).
     pub finished: Arc<finished::FinishedRuns>,
+    /// API keys the database verified a moment ago (see [`crate::keys`]).
+    pub keys: Arc<crate::keys::VerifiedKeys>,
 }
 
 impl AppState {
@@ -24,6 +26,7 @@ impl AppState {
         let finished: Arc<finished::FinishedRuns> = Arc::default();
         let listener: Arc<dyn atelier_store::ChangeListener> = finished.clone();
         store.changes().listen(Arc::downgrade(&listener));
-        Self { store, blob, config: Arc::new(config), finished }
+        let keys = Arc::new(crate::keys::VerifiedKeys::new(config.verified_keys));
+        Self { store, blob, config: Arc::new(config), finished, keys }
     }
 }

@@ -63,6 +63,9 @@ pub struct Server {
     /// The longest `Prefer: wait=N` a run request may ask for, in seconds (at most 60); 0
     /// turns waiting off.
     pub max_wait_secs: u64,
+    /// How long a verified API key is trusted without reading it again, in milliseconds (at
+    /// most 1000); 0 reads the key on every request.
+    pub verified_keys_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -440,6 +443,7 @@ impl Default for Server {
             max_body_bytes: 40 * 1024 * 1024,
             default_tokens: 1000,
             max_wait_secs: 60,
+            verified_keys_ms: 500,
         }
     }
 }

@@ -305,6 +305,7 @@ pub async fn start(config: &Config, store: SharedStore, tools: Option<Registry>)
         engines: atelier_api::Engines(engines.directory()),
         console: config.console.settings(media_origins(&config)),
         max_wait_secs: config.server.max_wait_secs.min(atelier_api::settings::MAX_WAIT_SECS),
+        verified_keys: Duration::from_millis(config.server.verified_keys_ms),
         metrics: metrics.clone().filter(|_| config.metrics.listen.is_none()),
         uploads: atelier_api::UploadPolicy {
             keep: Duration::from_secs(config.inputs.upload_keep_hours.saturating_mul(3600)),

@@ -21,11 +21,13 @@ pub trait ChangeListener: Send + Sync {
 }
 
 /// Per-run wake-ups, one for any run (the batch feeder), one for queued webhook
-/// deliveries, and the listeners.
+/// deliveries, a version of API keys, and the listeners.
 pub struct ChangeFeed {
     runs: Mutex<HashMap<Box<str>, watch::Sender<u64>>>,
     any: watch::Sender<u64>,
     deliveries: watch::Sender<u64>,
+    /// Bumped when any key may have changed (see [`ChangeFeed::publish_keys`]).
+    keys: watch::Sender<u64>,
     listeners: Mutex<Vec<std::sync::Weak<dyn ChangeListener>>>,
 }
 
@@ -41,6 +43,7 @@ impl Default for ChangeFeed {
             runs: Mutex::new(HashMap::new()),
             any: watch::Sender::new(0),
             deliveries: watch::Sender::new(0),
+            keys: watch::Sender::new(0),
             listeners: Mutex::new(Vec::new()),
         }
     }
@@ -91,14 +94,27 @@ impl ChangeFeed {
         }
     }
 
-    /// Every run may have changed (notifications were interrupted), and deliveries may be
-    /// queued.
+    /// Every run may have changed (notifications were interrupted), deliveries may be
+    /// queued, and keys may have changed.
     pub fn publish_all(&self) {
         self.tell(None);
         let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         runs.values().for_each(bump);
         bump(&self.any);
         bump(&self.deliveries);
+        bump(&self.keys);
+    }
+
+    /// An API key may have changed in what authentication reads (revoked, scopes, lane,
+    /// retention) or been removed: whatever keeps verified keys reads them again.
+    pub fn publish_keys(&self) {
+        bump(&self.keys);
+    }
+
+    /// The keys' version: it changes with every [`ChangeFeed::publish_keys`]. What was read
+    /// of a key under one version is current while the version stays.
+    pub fn keys_version(&self) -> u64 {
+        *self.keys.borrow()
     }
 
     /// Resolves, through [`watch::Receiver::changed`], when any run may have changed.
@@ -189,8 +205,22 @@ mod tests {
         let feed = Arc::new(ChangeFeed::default());
         let mut a = feed.watch("run_a");
         let mut deliveries = feed.deliveries();
+        let keys = feed.keys_version();
         feed.publish_all();
         assert!(fires(&mut a).await);
         assert!(tokio::time::timeout(Duration::from_millis(50), deliveries.changed()).await.is_ok());
+        assert_ne!(feed.keys_version(), keys, "keys may have changed too");
+    }
+
+    #[test]
+    fn each_key_change_is_a_new_keys_version() {
+        let feed = ChangeFeed::default();
+        let first = feed.keys_version();
+        feed.publish_keys();
+        let second = feed.keys_version();
+        assert_ne!(first, second);
+        assert_eq!(feed.keys_version(), second, "reading it changes nothing");
+        feed.publish("run_a");
+        assert_eq!(feed.keys_version(), second, "a run's change is not a key's");
     }
 }

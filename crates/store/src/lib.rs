@@ -139,7 +139,7 @@ pub use idempotency::{
     IdempotencyClaim, IdempotencyRecord, IdempotencyStart, IdempotentAnswer, StoredAnswer,
 };
 pub use input::{InputKind, NewUpload, StoredInput};
-pub use postgres::{PgStore, RUNS_CHANNEL, STOPS_CHANNEL, TASKS_CHANNEL, WEBHOOKS_CHANNEL};
+pub use postgres::{PgStore, KEYS_CHANNEL, RUNS_CHANNEL, STOPS_CHANNEL, TASKS_CHANNEL, WEBHOOKS_CHANNEL};
 pub use run::{NewRun, NodeRecord, RunDeletion, RunQuery, RunRecord, RunSummary, STATUS_PARAM_MAX_BYTES};
 pub use spend::{LimitChange, Limits, PeriodUse, SpendAlert, SpendDefaults, SpendUse, ALERT_THRESHOLDS};
 pub use sqlite::SqliteStore;

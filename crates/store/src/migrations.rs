@@ -28,6 +28,7 @@ pub(crate) const SQLITE: &[&str] = &[
     include_str!("../migrations/sqlite/0023_spend_limits.sql"),
     include_str!("../migrations/sqlite/0024_audit.sql"),
     include_str!("../migrations/sqlite/0025_spend_alerts.sql"),
+    include_str!("../migrations/sqlite/0026_key_changes.sql"),
 ];
 
 pub(crate) const POSTGRES: &[&str] = &[
@@ -56,4 +57,5 @@ pub(crate) const POSTGRES: &[&str] = &[
     include_str!("../migrations/postgres/0023_spend_limits.sql"),
     include_str!("../migrations/postgres/0024_audit.sql"),
     include_str!("../migrations/postgres/0025_spend_alerts.sql"),
+    include_str!("../migrations/postgres/0026_key_changes.sql"),
 ];

@@ -74,6 +74,7 @@ impl<B: Backend> Accounts for B {
         tx.execute(REVOKE_KEY, args![now_micros(), row.id]).await?;
         tx.execute(DELETE_KEY_SESSIONS, args![row.id]).await?;
         B::commit(tx).await?;
+        self.feed().publish_keys();
         Ok(KeyInfo { revoked: true, ..row.info() })
     }
 
@@ -82,6 +83,7 @@ impl<B: Backend> Accounts for B {
         let row = active_key(&mut *tx, key_or_prefix).await?;
         tx.execute(SET_KEY_PRIORITY, args![priority.map(Priority::as_str), row.id]).await?;
         B::commit(tx).await?;
+        self.feed().publish_keys();
         Ok(row.info())
     }
 
@@ -91,6 +93,7 @@ impl<B: Backend> Accounts for B {
         let row = active_key(&mut *tx, key_or_prefix).await?;
         tx.execute(SET_KEY_RETENTION, args![secs, row.id]).await?;
         B::commit(tx).await?;
+        self.feed().publish_keys();
         Ok(row.info())
     }
 
@@ -99,6 +102,7 @@ impl<B: Backend> Accounts for B {
         let row = active_key(&mut *tx, key_or_prefix).await?;
         tx.execute(SET_KEY_SCOPES, args![&scopes.to_string(), row.id]).await?;
         B::commit(tx).await?;
+        self.feed().publish_keys();
         Ok(KeyInfo { scopes, ..row.info() })
     }
 
@@ -149,6 +153,7 @@ impl<B: Backend> Accounts for B {
         }
         tx.execute(DELETE_KEY_SESSIONS, args![key_id]).await?;
         B::commit(tx).await?;
+        self.feed().publish_keys();
         Ok(record)
     }
 

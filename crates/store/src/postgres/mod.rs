@@ -59,6 +59,9 @@ pub const RUNS_CHANNEL: &str = "atelier_runs";
 
 /// The channel on which those triggers announce a queued webhook delivery.
 pub const WEBHOOKS_CHANNEL: &str = "atelier_webhooks";
+/// An API key changed in what authentication reads, or was removed (a trigger on
+/// `api_keys`): every process's verified keys are read again.
+pub const KEYS_CHANNEL: &str = "atelier_keys";
 
 /// Key of the transaction-scoped advisory lock taken while migrating, so that
 /// two processes starting together apply each migration once (the bytes of
@@ -142,7 +145,9 @@ impl PgStore {
             .connect_with(options)
             .await?;
         let mut listener = PgListener::connect_with(&listen_pool).await?;
-        listener.listen_all([TASKS_CHANNEL, STOPS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL]).await?;
+        listener
+            .listen_all([TASKS_CHANNEL, STOPS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL, KEYS_CHANNEL])
+            .await?;
         let stops = Arc::new(tokio::sync::watch::Sender::new(0));
         let feed: Arc<crate::feed::ChangeFeed> = Arc::default();
         let task = tokio::spawn(forward_notifications(listener, ready.clone(), stops.clone(), feed.clone()));
@@ -265,6 +270,7 @@ async fn forward_notifications(
         match listener.recv().await {
             Ok(n) if n.channel() == RUNS_CHANNEL => feed.publish(n.payload()),
             Ok(n) if n.channel() == WEBHOOKS_CHANNEL => feed.publish_deliveries(),
+            Ok(n) if n.channel() == KEYS_CHANNEL => feed.publish_keys(),
             Ok(n) if n.channel() == STOPS_CHANNEL => stops.send_modify(|n| *n = n.wrapping_add(1)),
             Ok(_) => ready.notify_one(),
             Err(e) => {

@@ -99,6 +99,9 @@ pub(crate) struct Counters {
     pub day_used: i64,
     pub month_start: Micros,
     pub month_used: i64,
+    /// Accounts: whether the account has a webhook endpoint (spend alerts are recorded only
+    /// then), as [`counters`] reads it; false for keys and elsewhere.
+    pub endpoint: bool,
 }
 
 impl FromRow for Counters {
@@ -111,14 +114,25 @@ impl FromRow for Counters {
             day_used: row.int("day_used")?,
             month_start: row.int("month_start")?,
             month_used: row.int("month_used")?,
+            endpoint: false,
         })
     }
 }
 
-/// The columns [`Counters`] reads; accounts have no concurrency limit.
+/// An account's [`Counters`] with its `endpoint` ([`ACCOUNT_COUNTERS`]).
+struct AccountCounters(Counters);
+
+impl FromRow for AccountCounters {
+    fn from_row(row: &dyn RowRead) -> Result<Self> {
+        let endpoint = row.int("endpoint")? != 0;
+        Ok(AccountCounters(Counters { endpoint, ..Counters::from_row(row)? }))
+    }
+}
+
+/// The columns [`Counters`] reads; accounts have no concurrency limit, keys no endpoint.
 const ACCOUNT_COUNTERS: &str =
     "SELECT daily_limit, monthly_limit, NULL AS concurrency_limit, day_start, day_used,
-            month_start, month_used
+            month_start, month_used, CAST(CASE WHEN webhook_url IS NULL THEN 0 ELSE 1 END AS BIGINT) AS endpoint
      FROM accounts WHERE id = $1";
 const KEY_COUNTERS: &str = "SELECT daily_limit, monthly_limit, concurrency_limit, day_start, day_used,
             month_start, month_used
@@ -203,7 +217,8 @@ async fn counters(
     account_id: i64,
     key_id: Option<i64>,
 ) -> Result<(Counters, Option<Counters>)> {
-    let account = conn.fetch_one(&format!("{ACCOUNT_COUNTERS} {lock}"), args![account_id]).await?;
+    let AccountCounters(account) =
+        conn.fetch_one(&format!("{ACCOUNT_COUNTERS} {lock}"), args![account_id]).await?;
     let key = match key_id {
         Some(key_id) => conn.fetch_optional(&format!("{KEY_COUNTERS} {lock}"), args![key_id]).await?,
         None => None,
@@ -233,6 +248,7 @@ pub(crate) async fn reserve(
     now: Micros,
 ) -> Result<()> {
     let Payer { account_id, key_id } = payer;
+    let mut endpoint = false;
     if count {
         let (account, key) = counters(conn, lock, account_id, key_id).await?;
         let refused = key
@@ -241,6 +257,7 @@ pub(crate) async fn reserve(
         if let Some(refused) = refused {
             return Err(refused);
         }
+        endpoint = account.endpoint;
     }
     if conn.execute(crate::statements::RESERVE, args![price, account_id]).await? == 0 {
         let balance = conn.fetch_one(crate::statements::BALANCE, args![account_id]).await?;
@@ -248,8 +265,8 @@ pub(crate) async fn reserve(
     }
     if count {
         add(conn, account_id, key_id, price, now).await?;
-        if let Some(url) = endpoint(conn, account_id).await? {
-            announce_thresholds(conn, defaults, payer, &url, now).await?;
+        if endpoint {
+            announce_thresholds(conn, defaults, payer, now).await?;
         }
     }
     Ok(())
@@ -399,9 +416,9 @@ const RECORD_ALERT: &str = "INSERT INTO spend_alerts
         (account_id, holder, holder_id, period, period_start, threshold, spend_limit, used, resets_at, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT (holder, holder_id, period, period_start, threshold) DO NOTHING RETURNING id";
-/// Queues alert `$1`'s delivery to account `$2`'s endpoint `$3` at `$4`.
+/// Queues alert `$1`'s delivery to account `$2`'s endpoint, at `$3`.
 const QUEUE_ALERT: &str = "INSERT INTO webhook_deliveries (alert_id, account_id, url, event, created_at)
-     VALUES ($1, $2, $3, 'spend', $4)";
+     SELECT $1, id, webhook_url, 'spend', $3 FROM accounts WHERE id = $2 AND webhook_url IS NOT NULL";
 
 /// Account `account_id`'s webhook endpoint.
 pub(crate) async fn endpoint(conn: &mut impl Conn, account_id: i64) -> Result<Option<String>> {
@@ -416,12 +433,11 @@ pub(crate) struct Reached {
     pub usage: PeriodUse,
 }
 
-/// Records `reached` and queues its delivery to `url`, unless it was recorded before in the
-/// same period; whether it was new.
+/// Records `reached` and queues its delivery to the account's endpoint, unless it was
+/// recorded before in the same period; whether it was new.
 pub(crate) async fn record(
     conn: &mut impl Conn,
     account_id: i64,
-    url: &str,
     reached: Reached,
     now: Micros,
 ) -> Result<bool> {
@@ -445,18 +461,18 @@ pub(crate) async fn record(
         )
         .await?;
     let Some(id) = id else { return Ok(false) };
-    conn.execute(QUEUE_ALERT, args![id, account_id, url, now]).await?;
+    conn.execute(QUEUE_ALERT, args![id, account_id, now]).await?;
     Ok(true)
 }
 
 /// Announces every threshold that the payer's key and account have reached in the current
-/// periods and not announced yet, to endpoint `url`; in the caller's transaction, which has
-/// just counted a reservation and holds the account's row. Whether anything was queued.
+/// periods and not announced yet, to the account's endpoint (which it has); in the caller's
+/// transaction, which has just counted a reservation and holds the account's row. Whether
+/// anything was queued.
 pub(crate) async fn announce_thresholds(
     conn: &mut impl Conn,
     defaults: &SpendDefaults,
     payer: Payer,
-    url: &str,
     now: Micros,
 ) -> Result<bool> {
     let Payer { account_id, key_id } = payer;
@@ -478,7 +494,7 @@ pub(crate) async fn announce_thresholds(
     }
     let mut queued = false;
     for reached in reached {
-        queued |= record(conn, account_id, url, reached, now).await?;
+        queued |= record(conn, account_id, reached, now).await?;
     }
     Ok(queued)
 }
@@ -559,6 +575,7 @@ mod tests {
             day_used: 9,
             month_start: day("2026-11-01"),
             month_used: 20,
+            endpoint: false,
         };
         let defaults = SpendDefaults::default();
         // The same day: 9 used of 10.

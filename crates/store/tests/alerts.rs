@@ -205,6 +205,11 @@ async fn a_refusal_reaches_the_limit_and_a_refused_batch_too(store: SharedStore)
     );
     assert_eq!(summary(&claim_alerts(&store, acct.id).await), [(Holder::Account, Period::Month, 100, 7)]);
     assert_eq!(store.alert_deliveries(acct.id, 50).await.unwrap().len(), 2);
+    // A limit of 0 is reached by its refusal only, at 0 used.
+    let (zero, zero_prefix) = new_key(&store, acct.id).await;
+    store.set_key_limits(&zero_prefix, daily(0)).await.unwrap();
+    assert!(submit(&store, acct.id, zero).await.is_err());
+    assert_eq!(summary(&claim_alerts(&store, acct.id).await), [(Holder::Key, Period::Day, 100, 0)]);
     // Without an endpoint a refusal records nothing.
     let (quiet, _) = store.create_account("q", 1000).await.unwrap();
     let (quiet_key, quiet_prefix) = new_key(&store, quiet.id).await;

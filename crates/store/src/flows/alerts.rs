@@ -29,16 +29,13 @@ pub(crate) async fn announce_refusal<B: Backend>(
     let now = atelier_core::time::now_micros();
     let mut tx = store.begin().await?;
     B::lock_account(&mut tx, payer.account_id).await?;
-    let Some(url) = spend::endpoint(&mut *tx, payer.account_id).await? else { return Ok(()) };
+    if spend::endpoint(&mut *tx, payer.account_id).await?.is_none() {
+        return Ok(());
+    }
     let usage = PeriodUse { period, limit: Some(limit), used, resets_at };
-    let queued = spend::record(
-        &mut *tx,
-        payer.account_id,
-        &url,
-        Reached { holder, holder_id, threshold: 100, usage },
-        now,
-    )
-    .await?;
+    let queued =
+        spend::record(&mut *tx, payer.account_id, Reached { holder, holder_id, threshold: 100, usage }, now)
+            .await?;
     B::commit(tx).await?;
     if queued {
         store.feed().publish_deliveries();

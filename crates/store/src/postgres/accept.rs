@@ -119,9 +119,9 @@ SELECT pg_notify($5, '')::text FROM reserve",
     reserve = LedgerKind::Reserve.as_str()
 );
 
-/// Holds account `$1`'s row for the rest of the transaction (as `lock_account`); its webhook
-/// endpoint, where spend alerts go.
-const LOCK_ACCOUNT: &str = "SELECT webhook_url FROM accounts WHERE id = $1 FOR NO KEY UPDATE";
+/// Holds account `$1`'s row for the rest of the transaction (as `lock_account`); whether it
+/// has a webhook endpoint, where spend alerts go.
+const LOCK_ACCOUNT: &str = "SELECT webhook_url IS NOT NULL FROM accounts WHERE id = $1 FOR NO KEY UPDATE";
 
 /// How many turns a process keeps; an account takes turn `id mod TURNS`.
 const TURNS: usize = 64;
@@ -333,14 +333,13 @@ pub(crate) async fn write_run(conn: &mut PgConnection, run: &Accepted, config: &
 async fn write_runs(conn: &mut PgConnection, runs: &[&Accepted], config: &StoreConfig) -> Result<bool> {
     let Some(first) = runs.first() else { return Ok(true) };
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    let endpoint: Option<String> =
-        sqlx::query_scalar(LOCK_ACCOUNT).bind(first.account_id).fetch_one(&mut *tx).await?;
+    let endpoint: bool = sqlx::query_scalar(LOCK_ACCOUNT).bind(first.account_id).fetch_one(&mut *tx).await?;
     let written = accept_runs(&mut tx, first, runs, config).await?;
-    if let (true, true, Some(url)) = (written, first.count, endpoint) {
+    if written && first.count && endpoint {
         // The counters the statement raised, read under the same lock.
         let payer = crate::spend::Payer { account_id: first.account_id, key_id: first.key_id };
         let now = atelier_core::time::now_micros();
-        crate::spend::announce_thresholds(&mut *tx, &config.spend, payer, &url, now).await?;
+        crate::spend::announce_thresholds(&mut *tx, &config.spend, payer, now).await?;
     }
     tx.commit().await?;
     Ok(written)

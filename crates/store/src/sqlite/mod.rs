@@ -687,20 +687,28 @@ mod tests {
         assert_eq!(store.read.idle.lock().unwrap().len(), READERS);
     }
 
+    /// A database in `dir` with the migrations before `index` applied (as an installation
+    /// made by an older version), foreign keys on.
+    async fn migrated_before(dir: &tempfile::TempDir, index: usize) -> sqlx::SqliteConnection {
+        use sqlx::Connection as _;
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query("PRAGMA foreign_keys = ON").execute(&mut conn).await.unwrap();
+        for sql in &MIGRATIONS[..index] {
+            sqlx::Executor::execute(&mut conn, sqlx::raw_sql(sql)).await.unwrap();
+        }
+        conn
+    }
+
     /// Rebuilding the deliveries table (migration 17, deliveries of batches) keeps every
     /// delivery and attempt, with its id and message id, and the attempts' reference.
     #[tokio::test]
     async fn the_delivery_table_rebuild_keeps_deliveries_and_attempts() {
         use sqlx::{Connection as _, Row as _};
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
-        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
-        sqlx::query("PRAGMA foreign_keys = ON").execute(&mut conn).await.unwrap();
         let rebuild = 16;
         assert!(MIGRATIONS[rebuild].contains("webhook_deliveries_next"), "migration 17 is the rebuild");
-        for sql in &MIGRATIONS[..rebuild] {
-            sqlx::Executor::execute(&mut conn, sqlx::raw_sql(sql)).await.unwrap();
-        }
+        let mut conn = migrated_before(&dir, rebuild).await;
         for sql in [
             "INSERT INTO accounts (id, name, balance, created_at) VALUES (1, 'a', 0, 0)",
             "INSERT INTO runs (id, account_id, kind, target, outputs, status, reserved, created_at) VALUES ('gen_1', 1, 'node', 'upscale', '{}', 'succeeded', 0, 0)",
@@ -763,14 +771,9 @@ mod tests {
     async fn the_alert_rebuild_keeps_replays_and_one_owner_per_delivery() {
         use sqlx::Connection as _;
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
-        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
-        sqlx::query("PRAGMA foreign_keys = ON").execute(&mut conn).await.unwrap();
         let rebuild = 24;
         assert!(MIGRATIONS[rebuild].contains("spend_alerts"), "migration 25 is the rebuild");
-        for sql in &MIGRATIONS[..rebuild] {
-            sqlx::Executor::execute(&mut conn, sqlx::raw_sql(sql)).await.unwrap();
-        }
+        let mut conn = migrated_before(&dir, rebuild).await;
         for sql in [
             "INSERT INTO accounts (id, name, balance, created_at) VALUES (1, 'a', 0, 0)",
             "INSERT INTO runs (id, account_id, kind, target, outputs, status, reserved, created_at) VALUES ('gen_1', 1, 'node', 'upscale', '{}', 'succeeded', 0, 0)",

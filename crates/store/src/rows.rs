@@ -470,9 +470,7 @@ impl FromRow for crate::webhook::Delivery {
             subject: match (row.opt_text("run_id")?, row.opt_text("batch_id")?, row.opt_int("alert_id")?) {
                 (Some(run), _, _) => crate::webhook::DeliverySubject::Run(run.to_owned()),
                 (None, Some(batch), _) => crate::webhook::DeliverySubject::Batch(batch.to_owned()),
-                (None, None, Some(id)) => {
-                    crate::webhook::DeliverySubject::Alert { id, name: format!("alert_{id}") }
-                }
+                (None, None, Some(id)) => crate::webhook::DeliverySubject::Alert(id),
                 (None, None, None) => {
                     return Err(StoreError::Corrupt("a webhook delivery of no run, batch or alert".into()))
                 }

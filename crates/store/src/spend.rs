@@ -371,13 +371,6 @@ pub struct SpendAlert {
     pub created_at: Micros,
 }
 
-impl SpendAlert {
-    /// How deliveries and logs name it.
-    pub fn name(&self) -> String {
-        format!("alert_{}", self.id)
-    }
-}
-
 /// An alert with its account's id.
 impl FromRow for (i64, SpendAlert) {
     fn from_row(row: &dyn RowRead) -> Result<Self> {

@@ -63,15 +63,26 @@ pub enum DeliverySubject {
     Run(String),
     /// A batch (`batch` events).
     Batch(String),
-    /// A spend alert (`spend` events): its row id, and its name in logs (`alert_{id}`).
-    Alert { id: i64, name: String },
+    /// A spend alert (`spend` events): its row id.
+    Alert(i64),
 }
 
 impl DeliverySubject {
-    /// The run or batch id, or the alert's name.
-    pub fn id(&self) -> &str {
+    /// The run or batch id; `None` for an alert.
+    pub fn id(&self) -> Option<&str> {
         match self {
-            Self::Run(id) | Self::Batch(id) | Self::Alert { name: id, .. } => id,
+            Self::Run(id) | Self::Batch(id) => Some(id),
+            Self::Alert(_) => None,
+        }
+    }
+}
+
+/// As logs name it: the run or batch id, or `alert_{id}`.
+impl fmt::Display for DeliverySubject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Run(id) | Self::Batch(id) => f.write_str(id),
+            Self::Alert(id) => write!(f, "alert_{id}"),
         }
     }
 }

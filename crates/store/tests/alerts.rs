@@ -82,9 +82,10 @@ async fn claim_alerts(store: &SharedStore, account: i64) -> Vec<SpendAlert> {
     let claimed = store.claim_deliveries(Duration::from_secs(60), 100).await.unwrap();
     let mut alerts = Vec::new();
     for delivery in claimed {
-        let DeliverySubject::Alert { id, name } = &delivery.subject else { continue };
+        let DeliverySubject::Alert(id) = &delivery.subject else { continue };
         assert_eq!((delivery.event, delivery.url.as_str()), (DeliveryEvent::Spend, URL));
-        assert_eq!(*name, format!("alert_{id}"));
+        assert_eq!(delivery.subject.to_string(), format!("alert_{id}"));
+        assert_eq!(delivery.subject.id(), None);
         let alert = store.spend_alert(account, *id).await.unwrap();
         assert_eq!(alert.id, *id);
         alerts.push(alert);

@@ -176,7 +176,7 @@ impl Deliverer {
         let span = atelier_telemetry::traces::run_span(delivery.trace_parent.as_deref(), || {
             tracing::info_span!(target: "atelier::trace", "webhook",
                 otel.name = %format_args!("webhook {}", delivery.event.as_str()), otel.kind = "client",
-                atelier.run_id = %delivery.subject.id(), atelier.attempt = delivery.attempt,
+                atelier.run_id = %delivery.subject, atelier.attempt = delivery.attempt,
                 http.response.status_code = tracing::field::Empty, otel.status_code = tracing::field::Empty)
         });
         self.deliver_in(delivery).instrument(span).await;
@@ -211,7 +211,7 @@ impl Deliverer {
             }
         };
         if let Some(reason) = &error {
-            tracing::info!(delivery = %delivery.message_id, of = %delivery.subject.id(), attempt = delivery.attempt,
+            tracing::info!(delivery = %delivery.message_id, of = %delivery.subject, attempt = delivery.attempt,
                 reason = %reason, "webhook delivery attempt failed");
         }
         let outcome = match end {
@@ -270,7 +270,7 @@ impl Deliverer {
                     Err(e) => Err(e.to_string()),
                 };
             }
-            DeliverySubject::Alert { id, .. } => {
+            DeliverySubject::Alert(id) => {
                 let alert =
                     self.store.spend_alert(delivery.account_id, *id).await.map_err(|e| e.to_string())?;
                 return serde_json::to_vec(&spend_event(&alert)).map_err(|e| e.to_string());

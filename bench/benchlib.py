@@ -34,8 +34,14 @@ BUCKET = "atelier-bench"
 
 
 def build():
-    """Builds the release binary (a no-op when it is up to date)."""
-    subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "atelier-cli"], cwd=ROOT, check=True)
+    """Builds the release binary and the imaging harness (a no-op when they are up to date).
+
+    Always both, in one command: the dependencies' features are resolved for what one command
+    builds, so building them apart (or `cargo run -p atelier-bench`) would build most
+    dependencies a second time with other features.
+    """
+    subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "atelier-cli", "-p", "atelier-bench"],
+                   cwd=ROOT, check=True)
 
 
 def machine():

@@ -4,7 +4,7 @@
     python3 bench/cutout.py [--runs N] [--quick] [--no-build] [--json FILE] [--keep]
 
 Atelier: `cutout-bench` (bench/imaging/src/bin/cutout.rs, built here with
-`cargo build --release -p atelier-bench`): the built-in U²-Net-p through tract (pure Rust), the
+`cargo build --release -p atelier-cli -p atelier-bench`): the built-in U²-Net-p through tract (pure Rust), the
 learned cut-out `remove_background_with(img, Some(&model))` (network + fusion with the backdrop
 model + matte), the network alone (`U2Net::predict`), the classical cut-out
 `remove_background(img)`, and PNG decode and encode of the same image (the tool budget: processing
@@ -42,6 +42,9 @@ import sys
 import tempfile
 import time
 from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV = os.path.join(ROOT, "target", "cutout-venv")
@@ -274,8 +277,8 @@ def main():
     load_before = loadavg()
     ensure_peer()
     if not args.no_build:
-        log("building cutout-bench (cargo build --release -p atelier-bench)")
-        subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "atelier-bench"], cwd=ROOT, check=True)
+        log("building cutout-bench (cargo build --release -p atelier-cli -p atelier-bench)")
+        benchlib.build()
     if not os.path.exists(BENCH_BIN):
         sys.exit(f"bench/cutout: {BENCH_BIN} is missing (run without --no-build)")
     load_before = loadavg()  # the build above is not part of the measurement

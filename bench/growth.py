@@ -32,8 +32,9 @@ to the input, so its cost is measured on its own, for a finished run.)
    decoded input (width x height x 3 bytes). Accepting a run alone is measured the same way on
    an API-only server (no worker slot): the peak once `POST /api/v3/run` has answered.
 
---quick skips 16 MP and the 100-node workflows and times two runs per point (about 30 s;
-the full run, three runs per point, about 90 s on 2 cores). --plot (default docs/bench-growth.png) writes log-log plots (matplotlib,
+--quick skips 16 MP, times one run per point and workflows of 1 and 5 nodes (about a minute;
+the full run, three runs per point and workflows of 1, 10 and 100 nodes, about 7 minutes on 2
+cores: a workflow's node here takes about 1.3 s). --plot (default docs/bench-growth.png) writes log-log plots (matplotlib,
 installed from PyPI when missing). Progress goes to stderr; a Markdown section for
 BENCHMARKS.md goes to stdout; --json writes the summary rows for bench/run.
 """
@@ -62,6 +63,7 @@ TOOLS = [
     ("product_shoot", "product_image", {}, "white studio 1:1, 1 output (1024x1024)"),
 ]
 NODES = [1, 10, 100]
+QUICK_NODES = [1, 5]
 WORKFLOW_IMAGE = (256, 384)
 POLL_S = 0.01
 # Growth of time and memory between the two largest sizes, as a log-log slope: 1 = linear.
@@ -419,20 +421,20 @@ def row(metric, value, unit, target=None, met=None):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="skip 16 MP and 100 nodes, two timed runs per point")
+    parser.add_argument("--quick", action="store_true", help="skip 16 MP, workflows of 1 and 5 nodes, one timed run per point")
     parser.add_argument("--no-build", action="store_true", help="skip building the release binary")
     parser.add_argument("--json", metavar="PATH", help="write the summary rows as JSON")
     parser.add_argument("--plot", metavar="PATH", default=os.path.join(benchlib.ROOT, "docs", "bench-growth.png"),
                         help="where to write the plot (default docs/bench-growth.png)")
-    parser.add_argument("--repeats", type=int, help="timed runs per point (default 3, 2 with --quick)")
+    parser.add_argument("--repeats", type=int, help="timed runs per point (default 3, 1 with --quick)")
     parser.add_argument("--accept-only", action="store_true",
                         help="only the memory of accepting a run, at every image size (about a minute)")
     args = parser.parse_args()
     if args.accept_only:
         return accept_only(args)
-    repeats = args.repeats or (2 if args.quick else 3)
+    repeats = args.repeats or (1 if args.quick else 3)
     sizes = SIZES[:3] if args.quick else SIZES
-    counts = NODES[:2] if args.quick else NODES
+    counts = QUICK_NODES if args.quick else NODES
     started = time.monotonic()
     if not args.no_build:
         log("building the release binary")

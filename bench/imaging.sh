@@ -9,6 +9,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if ! python3 -c 'import PIL, pyvips' 2>/dev/null; then
     python3 -m pip install --quiet pillow pyvips pyvips-binary
 fi
+# One build of both, as bench/benchlib.py builds them: a `cargo run -p atelier-bench` alone
+# would resolve the dependencies' features for the harness alone and build most of them again.
 cargo build --quiet --release -p atelier-cli -p atelier-bench
 export ATELIER_BENCH_COMMAND="bench/imaging.sh $*"
-cargo run --quiet --release -p atelier-bench -- "$@"
+target/release/imaging-bench "$@"

@@ -1,4 +1,4 @@
-//! `bench/imaging.sh` (`cargo run --release -p atelier-bench`): Atelier's imaging operations
+//! `bench/imaging.sh` (`target/release/imaging-bench`, built with `atelier`): Atelier's imaging operations
 //! beside Pillow and libvips (through `peers.py`) on the same images in the same run, the
 //! production tools' processing time, every tool through the service, and peak memory per
 //! task. Prints a Markdown report for BENCHMARKS.md.
@@ -74,7 +74,7 @@ fn main() -> Result<(), Error> {
 
     let command = std::env::var("ATELIER_BENCH_COMMAND").unwrap_or_else(|_| {
         let argv: Vec<String> = std::env::args().skip(1).collect();
-        format!("cargo run --release -p atelier-bench -- {}", argv.join(" "))
+        format!("target/release/imaging-bench {}", argv.join(" "))
     });
     println!("# Imaging benchmark\n");
     println!("- Date: {}", command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_default());

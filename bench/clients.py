@@ -239,16 +239,17 @@ def rows(results):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="fewer runs and streams")
+    parser.add_argument("--quick", action="store_true", help="fewer runs and streams, shorter idle measurements")
     parser.add_argument("--no-build", action="store_true", help="skip building the release binary")
     parser.add_argument("--json", metavar="PATH", help="write result rows for bench/run's summary")
     parser.add_argument("--backends", default="embedded,postgres")
     parser.add_argument("--runs", type=int, help="runs with a webhook (default 200, 50 with --quick)")
     parser.add_argument("--streams", type=int, help="event streams (default 1000, 300 with --quick)")
-    parser.add_argument("--idle", type=float, default=10.0, help="seconds of idle CPU measured")
+    parser.add_argument("--idle", type=float, help="seconds of idle CPU measured (default 10, 4 with --quick)")
     args = parser.parse_args()
     args.runs = args.runs or (50 if args.quick else 200)
     args.streams = args.streams or (300 if args.quick else 1000)
+    args.idle = args.idle or (4.0 if args.quick else 10.0)
     command = "bench/clients.py" + (" --quick" if args.quick else "")
     if args.backends != "embedded,postgres":
         command += f" --backends {args.backends}"

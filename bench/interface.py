@@ -444,13 +444,13 @@ def wrk_version():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="short measurements (about 75 s in all)")
+    parser.add_argument("--quick", action="store_true", help="short measurements, 3 s each (about a minute in all)")
     parser.add_argument("--no-build", action="store_true", help="skip building the release binary")
     parser.add_argument("--json", metavar="PATH", help="write result rows for bench/run's summary")
     parser.add_argument("--backends", default="embedded,postgres")
     parser.add_argument("--threads", type=int, default=1, help="wrk threads")
     parser.add_argument("--connections", type=int, default=64, help="wrk connections")
-    parser.add_argument("--duration", type=int, help="seconds per measurement (default 15, 6 with --quick)")
+    parser.add_argument("--duration", type=int, help="seconds per measurement (default 15, 3 with --quick)")
     parser.add_argument("--sweep", action="store_true", help="also measure polls at a few wrk settings")
     parser.add_argument("--metrics", choices=["on", "off"], default="on",
                         help="[metrics] enabled in the server (the default, on) or not")
@@ -459,7 +459,7 @@ def main():
                              "(1: all), or not (off, the default)")
     args = parser.parse_args()
     if args.duration is None:
-        args.duration = 6 if args.quick else 15
+        args.duration = 3 if args.quick else 15
     backends = [b for b in args.backends.split(",") if b]
     for b in backends:
         if b not in NAMES:
@@ -467,7 +467,7 @@ def main():
     command = "bench/interface.py" + (" --quick" if args.quick else "")
     for flag, value, default in [("--backends", args.backends, "embedded,postgres"), ("--threads", args.threads, 1),
                                  ("--connections", args.connections, 64),
-                                 ("--duration", args.duration, 6 if args.quick else 15)]:
+                                 ("--duration", args.duration, 3 if args.quick else 15)]:
         if value != default:
             command += f" {flag} {value}"
     command += " --sweep" if args.sweep else ""

@@ -99,9 +99,6 @@ pub(crate) struct Counters {
     pub day_used: i64,
     pub month_start: Micros,
     pub month_used: i64,
-    /// Accounts: whether the account has a webhook endpoint (spend alerts are recorded only
-    /// then), as [`counters`] reads it; false for keys and elsewhere.
-    pub endpoint: bool,
 }
 
 impl FromRow for Counters {
@@ -114,18 +111,20 @@ impl FromRow for Counters {
             day_used: row.int("day_used")?,
             month_start: row.int("month_start")?,
             month_used: row.int("month_used")?,
-            endpoint: false,
         })
     }
 }
 
-/// An account's [`Counters`] with its `endpoint` ([`ACCOUNT_COUNTERS`]).
-struct AccountCounters(Counters);
+/// An account's [`Counters`] ([`ACCOUNT_COUNTERS`]), and whether the account has a webhook
+/// endpoint (spend alerts are recorded only then).
+struct AccountCounters {
+    counters: Counters,
+    endpoint: bool,
+}
 
 impl FromRow for AccountCounters {
     fn from_row(row: &dyn RowRead) -> Result<Self> {
-        let endpoint = row.int("endpoint")? != 0;
-        Ok(AccountCounters(Counters { endpoint, ..Counters::from_row(row)? }))
+        Ok(AccountCounters { counters: Counters::from_row(row)?, endpoint: row.int("endpoint")? != 0 })
     }
 }
 
@@ -208,17 +207,16 @@ impl Counters {
     }
 }
 
-/// The counters of account `account_id` and key `key_id`, each row locked with `lock`
-/// (`Backend::FOR_NO_KEY_UPDATE`, as the account's row is everywhere; nothing on SQLite's
-/// one writer).
+/// The counters of account `account_id` (with whether it has an endpoint) and key `key_id`,
+/// each row locked with `lock` (`Backend::FOR_NO_KEY_UPDATE`, as the account's row is
+/// everywhere; nothing on SQLite's one writer).
 async fn counters(
     conn: &mut impl Conn,
     lock: &str,
     account_id: i64,
     key_id: Option<i64>,
-) -> Result<(Counters, Option<Counters>)> {
-    let AccountCounters(account) =
-        conn.fetch_one(&format!("{ACCOUNT_COUNTERS} {lock}"), args![account_id]).await?;
+) -> Result<(AccountCounters, Option<Counters>)> {
+    let account = conn.fetch_one(&format!("{ACCOUNT_COUNTERS} {lock}"), args![account_id]).await?;
     let key = match key_id {
         Some(key_id) => conn.fetch_optional(&format!("{KEY_COUNTERS} {lock}"), args![key_id]).await?,
         None => None,
@@ -253,7 +251,7 @@ pub(crate) async fn reserve(
         let (account, key) = counters(conn, lock, account_id, key_id).await?;
         let refused = key
             .and_then(|k| k.refusal(Holder::Key, defaults, price, now))
-            .or_else(|| account.refusal(Holder::Account, defaults, price, now));
+            .or_else(|| account.counters.refusal(Holder::Account, defaults, price, now));
         if let Some(refused) = refused {
             return Err(refused);
         }
@@ -323,7 +321,7 @@ pub(crate) async fn why_refused(
     let (account, key) = counters(conn, "", account_id, key_id).await?;
     if let Some(refused) = key
         .and_then(|k| k.refusal(Holder::Key, defaults, price, now))
-        .or_else(|| account.refusal(Holder::Account, defaults, price, now))
+        .or_else(|| account.counters.refusal(Holder::Account, defaults, price, now))
     {
         return Ok(Some(refused));
     }
@@ -340,7 +338,7 @@ pub(crate) async fn usage(
     now: Micros,
 ) -> Result<(SpendUse, Option<SpendUse>)> {
     let (account, key) = counters(conn, "", account_id, key_id).await?;
-    let account = spend_use(&account, Holder::Account, defaults, None, now);
+    let account = spend_use(&account.counters, Holder::Account, defaults, None, now);
     let key = match (key, key_id) {
         (Some(key), Some(key_id)) => {
             let running: i64 = conn.fetch_one(&RUNNING_OF_KEY, args![key_id]).await?;
@@ -427,7 +425,7 @@ pub(crate) struct Reached {
 }
 
 /// Records `reached` and queues its delivery to the account's endpoint, unless it was
-/// recorded before in the same period; whether it was new.
+/// recorded before in the same period; whether a delivery was queued.
 pub(crate) async fn record(
     conn: &mut impl Conn,
     account_id: i64,
@@ -454,8 +452,7 @@ pub(crate) async fn record(
         )
         .await?;
     let Some(id) = id else { return Ok(false) };
-    conn.execute(QUEUE_ALERT, args![id, account_id, now]).await?;
-    Ok(true)
+    Ok(conn.execute(QUEUE_ALERT, args![id, account_id, now]).await? > 0)
 }
 
 /// Announces every threshold that the payer's key and account have reached in the current
@@ -470,7 +467,7 @@ pub(crate) async fn announce_thresholds(
 ) -> Result<bool> {
     let Payer { account_id, key_id } = payer;
     let (account, key) = counters(conn, "", account_id, key_id).await?;
-    let holders = std::iter::once((Holder::Account, account_id, account))
+    let holders = std::iter::once((Holder::Account, account_id, account.counters))
         .chain(key_id.zip(key).map(|(id, key)| (Holder::Key, id, key)));
     let mut reached = Vec::new();
     for (holder, holder_id, counters) in holders {
@@ -568,7 +565,6 @@ mod tests {
             day_used: 9,
             month_start: day("2026-11-01"),
             month_used: 20,
-            endpoint: false,
         };
         let defaults = SpendDefaults::default();
         // The same day: 9 used of 10.

@@ -67,16 +67,6 @@ pub enum DeliverySubject {
     Alert(i64),
 }
 
-impl DeliverySubject {
-    /// The run or batch id; `None` for an alert.
-    pub fn id(&self) -> Option<&str> {
-        match self {
-            Self::Run(id) | Self::Batch(id) => Some(id),
-            Self::Alert(_) => None,
-        }
-    }
-}
-
 /// As logs name it: the run or batch id, or `alert_{id}`.
 impl fmt::Display for DeliverySubject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

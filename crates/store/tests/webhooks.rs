@@ -16,8 +16,8 @@ use atelier_core::plan::{compile_node, Plan};
 use atelier_core::time::{now_micros, Micros};
 use atelier_core::tools::Prices;
 use atelier_store::{
-    AttemptEnd, DeliveryAttempt, DeliveryEvent, DeliveryState, NewRun, Outcome, RunKind, RunWatch,
-    RunWebhook, SharedStore, StoreConfig, StoreError, WebhookEvents,
+    AttemptEnd, Delivery, DeliveryAttempt, DeliveryEvent, DeliveryState, DeliverySubject, NewRun, Outcome,
+    RunKind, RunWatch, RunWebhook, SharedStore, StoreConfig, StoreError, WebhookEvents,
 };
 use serde_json::json;
 
@@ -102,7 +102,11 @@ async fn a_finished_run_queues_one_completed_delivery(store: SharedStore) {
     store.cancel_run(acct.id, &canceled).await.unwrap();
 
     let claimed = store.claim_deliveries(LEASE, 10).await.unwrap();
-    let runs: Vec<&str> = claimed.iter().map(|d| d.subject.id().unwrap()).collect();
+    let run_of = |d: &Delivery| match &d.subject {
+        DeliverySubject::Run(id) => id.clone(),
+        other => panic!("a delivery of {other}, not of a run"),
+    };
+    let runs: Vec<String> = claimed.iter().map(run_of).collect();
     assert_eq!(runs, [ok.as_str(), failed.as_str(), canceled.as_str()]);
     for delivery in &claimed {
         assert_eq!(
@@ -112,7 +116,7 @@ async fn a_finished_run_queues_one_completed_delivery(store: SharedStore) {
         assert_eq!((delivery.account_id, delivery.node.as_deref()), (acct.id, None));
         assert_eq!(delivery.trace_parent.as_deref(), Some(TRACE_PARENT));
         assert!(delivery.message_id.starts_with("msg_") && delivery.message_id.len() > 20);
-        let run = store.get_run(acct.id, delivery.subject.id().unwrap()).await.unwrap();
+        let run = store.get_run(acct.id, &run_of(delivery)).await.unwrap();
         assert_eq!(Some(delivery.created_at), run.finished_at);
     }
     let ids: std::collections::HashSet<&str> = claimed.iter().map(|d| d.message_id.as_str()).collect();

@@ -418,11 +418,17 @@ async fn a_server_killed_mid_job_and_back_30_s_later_finishes_the_node_uncounted
         |c| c.worker.max_attempts = 1,
     )
     .await;
+    let balance = app.balance().await;
     let id = app.run(&tryon()).await;
     watch(&app, &id, |s| s["progress"].as_f64().is_some_and(|p| p > 0.0)).await;
     server.kill();
     let killed = Instant::now();
     watch(&app, &id, |s| s["waiting_for"] == "engine").await;
+    // Built-in work goes on while the model server is down.
+    let upscale = app.run(&node_run("upscale", json!({"image": person(), "scale": 2}))).await;
+    let upscaled = app.wait(&upscale).await;
+    assert_eq!(upscaled["overall_status"], "succeeded", "{upscaled}");
+    assert!(killed.elapsed() < Duration::from_secs(30), "the upscale ran during the outage");
     tokio::time::sleep(Duration::from_secs(30).saturating_sub(killed.elapsed())).await;
     let (_, during) = app.get(&format!("/api/v3/status/{id}")).await;
     assert_eq!(during["waiting_for"], "engine", "{during}");
@@ -431,6 +437,7 @@ async fn a_server_killed_mid_job_and_back_30_s_later_finishes_the_node_uncounted
     let status = app.wait(&id).await;
     assert_eq!(status["overall_status"], "succeeded", "{status}");
     assert_eq!(status["tokens"], 1, "charged once");
+    assert_eq!(app.balance().await, balance - 1 - upscaled["tokens"].as_i64().unwrap_or_default());
     let history = app.store().task_errors(&id, "virtual_tryon").await.unwrap();
     assert!(!history.is_empty() && history.iter().all(|a| a["counted"] == json!(false)), "{history:?}");
     assert_eq!(server.runs(), 2, "the prompt the kill cut off, and the one sent again");

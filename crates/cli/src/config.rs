@@ -175,6 +175,12 @@ pub struct Worker {
     /// the binary), `none` (the backdrop model alone), or the path of a U²-Net-family ONNX
     /// file. Loaded at start; a model that cannot be loaded stops the start.
     pub subject_model: String,
+    /// The path of an ONNX Runtime library (`libonnxruntime.so`, 1.17 or newer; the PyPI
+    /// package `onnxruntime` ships one) that runs the learned networks (the subject model and
+    /// `onnx` engines) instead of the built-in `tract`, about three times faster. Empty: tract.
+    pub onnxruntime: String,
+    /// Threads each forward pass on ONNX Runtime may use (1 to 64).
+    pub onnxruntime_threads: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -475,6 +481,8 @@ impl Default for Worker {
             simulated_latency_ms: 0,
             noop_tools: false,
             subject_model: SUBJECT_MODEL_BUILTIN.to_string(),
+            onnxruntime: String::new(),
+            onnxruntime_threads: 1,
         }
     }
 }
@@ -627,6 +635,12 @@ impl Config {
             return Err(format!(
                 "worker.subject_model must be \"{SUBJECT_MODEL_BUILTIN}\", \"{SUBJECT_MODEL_NONE}\" or the path of a U2-Net ONNX file (ATELIER__WORKER__SUBJECT_MODEL)"
             ));
+        }
+        if !(1..=64).contains(&e.onnxruntime_threads) {
+            return Err(
+                "worker.onnxruntime_threads must be between 1 and 64 (ATELIER__WORKER__ONNXRUNTIME_THREADS)"
+                    .into(),
+            );
         }
         if e.max_attempts == 0 {
             return Err("worker.max_attempts must be at least 1 (ATELIER__WORKER__MAX_ATTEMPTS)".into());

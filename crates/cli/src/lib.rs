@@ -150,8 +150,10 @@ pub fn input_policy(config: &Config) -> InputPolicy {
     }
 }
 
-/// The built-in engine with its learned subject model loaded (`worker.subject_model`).
+/// The built-in engine with its learned subject model loaded (`worker.subject_model`, on
+/// `worker.onnxruntime` when set).
 pub fn builtin_tools(config: &Config) -> anyhow::Result<Registry> {
+    let runtime = network_runtime(&config.worker)?;
     Ok(Registry::builtin(BuiltinOptions {
         simulated_latency: Duration::from_millis(config.worker.simulated_latency_ms),
         noop: config.worker.noop_tools,
@@ -161,15 +163,54 @@ pub fn builtin_tools(config: &Config) -> anyhow::Result<Registry> {
             max_frames: config.inputs.max_frames,
             max_total_pixels: config.inputs.max_total_pixels,
         },
-        subject: subject_model(&config.worker.subject_model)?,
+        subject: subject_model_on(&config.worker.subject_model, &runtime)?,
     }))
 }
 
-/// Loads the learned subject model named by `worker.subject_model`: `builtin` (shared by
-/// every service in the process: loading it is the same work each time), `none`, or a file.
+/// What runs the learned networks: ONNX Runtime from `worker.onnxruntime` when set (loaded once
+/// per process; a process loads one library), else tract.
+pub fn network_runtime(worker: &config::Worker) -> anyhow::Result<atelier_saliency::Runtime> {
+    static LOADED: std::sync::Mutex<Option<atelier_saliency::OnnxRuntime>> = std::sync::Mutex::new(None);
+    let library = worker.onnxruntime.trim();
+    if library.is_empty() {
+        return Ok(atelier_saliency::Runtime::Tract);
+    }
+    let path = std::path::Path::new(library);
+    let mut loaded = LOADED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let runtime = match loaded.as_ref() {
+        Some(ort) if ort.library() == path => ort.with_threads(worker.onnxruntime_threads),
+        Some(ort) => anyhow::bail!(
+            "worker.onnxruntime = {library:?}: this process already runs ONNX Runtime from {}",
+            ort.library().display()
+        ),
+        None => {
+            let ort = atelier_saliency::OnnxRuntime::load(path, worker.onnxruntime_threads).map_err(|e| {
+                anyhow::anyhow!("{e} (worker.onnxruntime, ATELIER__WORKER__ONNXRUNTIME; leave it empty for the built-in tract)")
+            })?;
+            *loaded = Some(ort.clone());
+            ort
+        }
+    };
+    tracing::info!(library, threads = runtime.threads(), "learned networks run on ONNX Runtime");
+    Ok(atelier_saliency::Runtime::OnnxRuntime(runtime))
+}
+
+/// Loads the learned subject model named by `worker.subject_model` on tract:
+/// [`subject_model_on`].
 pub fn subject_model(setting: &str) -> anyhow::Result<Option<Arc<dyn atelier_imaging::SubjectModel>>> {
+    subject_model_on(setting, &atelier_saliency::Runtime::Tract)
+}
+
+/// Loads the learned subject model named by `worker.subject_model` on `runtime`: `builtin`
+/// (shared by every service in the process that uses the same runtime: loading it is the same
+/// work each time), `none`, or a file.
+pub fn subject_model_on(
+    setting: &str,
+    runtime: &atelier_saliency::Runtime,
+) -> anyhow::Result<Option<Arc<dyn atelier_imaging::SubjectModel>>> {
     use atelier_imaging::SubjectModel as _;
-    static BUILTIN: std::sync::OnceLock<Arc<atelier_saliency::U2Net>> = std::sync::OnceLock::new();
+    type Shared = std::sync::OnceLock<Arc<atelier_saliency::U2Net>>;
+    static BUILTIN: [Shared; 2] = [Shared::new(), Shared::new()];
     let hint = || {
         format!(
             "cannot load the subject model (worker.subject_model = {setting:?}; \
@@ -179,18 +220,24 @@ pub fn subject_model(setting: &str) -> anyhow::Result<Option<Arc<dyn atelier_ima
             config::SUBJECT_MODEL_NONE
         )
     };
+    let shared = match runtime {
+        atelier_saliency::Runtime::Tract => &BUILTIN[0],
+        atelier_saliency::Runtime::OnnxRuntime(_) => &BUILTIN[1],
+    };
     let model: Arc<atelier_saliency::U2Net> = match setting.trim() {
         config::SUBJECT_MODEL_NONE => return Ok(None),
-        config::SUBJECT_MODEL_BUILTIN => match BUILTIN.get() {
+        config::SUBJECT_MODEL_BUILTIN => match shared.get() {
             Some(model) => model.clone(),
             None => {
-                let model = Arc::new(atelier_saliency::U2Net::embedded().with_context(hint)?);
-                BUILTIN.get_or_init(|| model).clone()
+                let model = Arc::new(atelier_saliency::U2Net::embedded_on(runtime).with_context(hint)?);
+                shared.get_or_init(|| model).clone()
             }
         },
-        path => Arc::new(atelier_saliency::U2Net::from_file(std::path::Path::new(path)).with_context(hint)?),
+        path => Arc::new(
+            atelier_saliency::U2Net::from_file_on(runtime, std::path::Path::new(path)).with_context(hint)?,
+        ),
     };
-    tracing::info!(model = model.name(), "subject model loaded");
+    tracing::info!(model = model.name(), runtime = runtime.name(), "subject model loaded");
     Ok(Some(model))
 }
 
@@ -200,7 +247,9 @@ pub fn subject_model(setting: &str) -> anyhow::Result<Option<Arc<dyn atelier_ima
 /// reported, and its nodes wait and retry until it is healthy.
 pub async fn engines(config: &Config) -> anyhow::Result<atelier_engines::Engines> {
     use atelier_engines::check::Outcome;
-    let engines = atelier_engines::Engines::new(config.routing()).map_err(anyhow::Error::msg)?;
+    let engines = atelier_engines::Engines::new(config.routing())
+        .map_err(anyhow::Error::msg)?
+        .with_network_runtime(network_runtime(&config.worker)?);
     if !engines.any_routed() {
         return Ok(engines);
     }

@@ -77,6 +77,8 @@ pub struct Engines {
     /// Each `[engines.NAME]`: its endpoints now.
     groups: BTreeMap<String, Arc<Group>>,
     hub: Arc<CallbackHub>,
+    /// What runs the `onnx` kind's models (tract unless the worker names ONNX Runtime).
+    runtime: atelier_saliency::Runtime,
 }
 
 impl std::fmt::Debug for Engines {
@@ -94,7 +96,18 @@ impl Engines {
         for (name, settings) in &routing.engines {
             groups.insert(name.clone(), Group::new(name, settings)?);
         }
-        Ok(Self { routing, groups, hub: Arc::new(CallbackHub::default()) })
+        Ok(Self {
+            routing,
+            groups,
+            hub: Arc::new(CallbackHub::default()),
+            runtime: atelier_saliency::Runtime::Tract,
+        })
+    }
+
+    /// The `onnx` kind's models run on `runtime` (`worker.onnxruntime`) instead of tract.
+    pub fn with_network_runtime(mut self, runtime: atelier_saliency::Runtime) -> Self {
+        self.runtime = runtime;
+        self
     }
 
     pub fn routing(&self) -> &Routing {
@@ -137,12 +150,15 @@ impl Engines {
                 ),
                 EngineKind::Onnx => {
                     let (name, settings) = names[0];
-                    Arc::new(onnx::Onnx::load(name, settings).map_err(|e| format!("engines.{name}: {e}"))?)
+                    Arc::new(
+                        onnx::Onnx::load(name, settings, &self.runtime)
+                            .map_err(|e| format!("engines.{name}: {e}"))?,
+                    )
                 }
                 EngineKind::Builtin => continue,
             };
-            let identity = cache_identity(kind, &names, route);
-            let model = model_identity(kind, &names, route);
+            let identity = cache_identity(kind, &names, route, &self.runtime);
+            let model = model_identity(kind, &names, route, &self.runtime);
             registry.set(tool, Arc::new(Routed { inner: executor, identity, model }));
         }
         Ok(())
@@ -279,11 +295,13 @@ impl EngineDirectory for Engines {
 /// The result cache's identity of a tool routed to `names` with `route`
 /// ([`atelier_tools::Executor::cache_identity`]), when every one of its endpoints is marked
 /// `cacheable`: the engine kind, the endpoints' names, the route (mapping and constants) and,
-/// for ComfyUI, the template's bytes, hashed. A change of any of them is another identity.
+/// for ComfyUI, the template's bytes, for ONNX the model's bytes and the runtime, hashed. A
+/// change of any of them is another identity.
 fn cache_identity(
     kind: EngineKind,
     names: &[(&str, &EndpointSettings)],
     route: &ToolSettings,
+    runtime: &atelier_saliency::Runtime,
 ) -> Option<String> {
     use sha2::{Digest, Sha256};
     if names.is_empty() || !names.iter().all(|(_, settings)| settings.cacheable) {
@@ -296,6 +314,10 @@ fn cache_identity(
         // What the model is, for ONNX (its file's bytes are read once here, at start).
         if kind == EngineKind::Onnx {
             hash.update(std::fs::read(&settings.model).ok()?);
+            // Two runtimes round differently; tract keeps the identity it always had.
+            if !matches!(runtime, atelier_saliency::Runtime::Tract) {
+                hash.update(runtime.name().as_bytes());
+            }
         }
     }
     hash.update(serde_json::to_vec(route).ok()?);
@@ -307,9 +329,14 @@ fn cache_identity(
 }
 
 /// What a tool routed to `names` runs, as its outputs' credentials name it
-/// ([`atelier_tools::Executor::maker`]): the ONNX model's file and hash, the ComfyUI
-/// template's file and hash, or the Cog endpoints' names.
-fn model_identity(kind: EngineKind, names: &[(&str, &EndpointSettings)], route: &ToolSettings) -> String {
+/// ([`atelier_tools::Executor::maker`]): the ONNX model's file and hash (and ONNX Runtime when
+/// it runs it), the ComfyUI template's file and hash, or the Cog endpoints' names.
+fn model_identity(
+    kind: EngineKind,
+    names: &[(&str, &EndpointSettings)],
+    route: &ToolSettings,
+    runtime: &atelier_saliency::Runtime,
+) -> String {
     use sha2::{Digest, Sha256};
     let file = |path: &std::path::Path| {
         let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -320,7 +347,13 @@ fn model_identity(kind: EngineKind, names: &[(&str, &EndpointSettings)], route: 
     };
     let endpoints = names.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
     match kind {
-        EngineKind::Onnx => names.first().map_or(endpoints, |(_, settings)| file(&settings.model)),
+        EngineKind::Onnx => {
+            let model = names.first().map_or(endpoints, |(_, settings)| file(&settings.model));
+            match runtime {
+                atelier_saliency::Runtime::Tract => model,
+                other => format!("{model} on {}", other.name()),
+            }
+        }
         EngineKind::Comfyui => format!("template {} on {endpoints}", file(&route.template)),
         _ => endpoints,
     }

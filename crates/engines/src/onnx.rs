@@ -1,6 +1,7 @@
 //! The `onnx` engine kind: an operator's ONNX model run in this process on the CPU, through
-//! `tract` (the runtime of the built-in engine's learned cut-out), for tools whose work is one
-//! image in and a mask or an image out.
+//! the runtime of the built-in engine's learned cut-out (`tract`, or ONNX Runtime where
+//! `worker.onnxruntime` names its library), for tools whose work is one image in and a mask or
+//! an image out.
 //!
 //! The model takes `1x3xHxW` floats (`input_size = [W, H]`): the tool's primary image,
 //! resized to that size (Lanczos-3), scaled to 0..1 and normalised per channel with `mean` and
@@ -19,7 +20,7 @@ use std::sync::Arc;
 
 use atelier_imaging::image::{DynamicImage, Rgb32FImage, RgbImage, RgbaImage};
 use atelier_imaging::OutputFormat;
-use atelier_saliency::{normalised_map, ImageNetwork};
+use atelier_saliency::{normalised_map, ImageNetwork, Runtime};
 use atelier_tools::{Artifact, Execution, Executor, ToolError};
 use bytes::Bytes;
 
@@ -48,14 +49,14 @@ impl std::fmt::Debug for Onnx {
 }
 
 impl Onnx {
-    /// Loads and checks the model `[engines.NAME]` names.
-    pub fn load(name: &str, settings: &EndpointSettings) -> Result<Self, String> {
-        Model::load(name, settings).map(|m| Self(Arc::new(m)))
+    /// Loads and checks the model `[engines.NAME]` names, for `runtime`.
+    pub fn load(name: &str, settings: &EndpointSettings, runtime: &Runtime) -> Result<Self, String> {
+        Model::load(name, settings, runtime).map(|m| Self(Arc::new(m)))
     }
 }
 
 impl Model {
-    fn load(name: &str, settings: &EndpointSettings) -> Result<Self, String> {
+    fn load(name: &str, settings: &EndpointSettings, runtime: &Runtime) -> Result<Self, String> {
         let path = &settings.model;
         let bytes =
             std::fs::read(path).map_err(|e| format!("cannot read the model {}: {e}", path.display()))?;
@@ -70,7 +71,7 @@ impl Model {
                 }
             )
         };
-        let net = ImageNetwork::load(&bytes, width, height).map_err(invalid)?;
+        let net = ImageNetwork::load_on(runtime, &bytes, width, height).map_err(invalid)?;
         let shape = net.output_shape().to_vec();
         let scale = match (settings.output, shape.as_slice()) {
             (OnnxOutput::Mask, [1, 1, h, w] | [1, h, w]) if *h == height as usize && *w == width as usize => {

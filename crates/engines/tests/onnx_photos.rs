@@ -30,7 +30,7 @@ fn u2netp() -> (tempfile::TempDir, Onnx) {
         "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225], "output": "mask"
     }))
     .unwrap();
-    let model = Onnx::load("u2netp", &settings).unwrap();
+    let model = Onnx::load("u2netp", &settings, &atelier_saliency::Runtime::Tract).unwrap();
     (dir, model)
 }
 

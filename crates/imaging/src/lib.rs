@@ -78,7 +78,7 @@ pub use renders::product::{
 pub use renders::sketch::{sketch_to_dress, SketchMode, SketchOptions};
 pub use renders::tryon::{tryon, GarmentSize, TryOn, TryOnModel};
 pub use renders::GarmentRegion;
-pub use resize::{downscale, gaussian_blur, resize, upscale, MAX_UPSCALE_FACTOR};
+pub use resize::{downscale, gaussian_blur, resize, resize_rgb, upscale, MAX_UPSCALE_FACTOR};
 pub use saliency::SubjectModel;
 
 /// Re-export of the `image` crate version used in this API, so callers can name

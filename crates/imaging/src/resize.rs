@@ -160,6 +160,12 @@ fn high_pass(lum: &Plane, sigma: f32) -> Vec<f32> {
     lum.data.iter().zip(&blurred.data).map(|(&l, &b)| detail(l, b)).collect()
 }
 
+/// [`resize`] of an RGB8 image, read in place (no copy of a large input before it is
+/// resampled).
+pub fn resize_rgb(img: &RgbImage, width: u32, height: u32) -> RgbImage {
+    crate::fir::resize_rgb8(img, width.max(1), height.max(1), FilterType::Lanczos3)
+}
+
 /// Resizes to exactly `width`×`height` (each at least 1) with a Lanczos-3 filter and nothing
 /// else (no sharpening): the plain resampling that [`upscale`] builds on. Output is RGB8, or
 /// RGBA8 (resampled in premultiplied space) when the input has an alpha channel.

@@ -60,7 +60,7 @@ const LEARNED: &[(Family, f64, f64)] = &[
 
 fn model() -> &'static U2Net {
     static MODEL: OnceLock<U2Net> = OnceLock::new();
-    MODEL.get_or_init(|| U2Net::embedded().expect("the built-in model loads"))
+    MODEL.get_or_init(common::subject_model)
 }
 
 #[derive(Clone, Copy)]

@@ -18,7 +18,7 @@ use common::photos::{photos, rasterise, score, Score};
 
 fn model() -> &'static U2Net {
     static MODEL: OnceLock<U2Net> = OnceLock::new();
-    MODEL.get_or_init(|| U2Net::embedded().expect("the built-in model loads"))
+    MODEL.get_or_init(common::subject_model)
 }
 
 fn alpha_of(img: &DynamicImage, subject: Option<&dyn SubjectModel>) -> GrayImage {

@@ -1,9 +1,13 @@
 //! `cutout-bench`: Atelier's side of `bench/cutout.py`, the cut-out beside rembg's u2netp.
 //!
 //! ```text
-//! cutout-bench [--runs N] IMAGE...            timings, one JSON object on stdout
-//! cutout-bench --memory WHAT IMAGE            peak memory of one task, in a fresh process
+//! cutout-bench [--onnxruntime LIB [--threads N]] [--runs N] IMAGE...   timings, JSON on stdout
+//! cutout-bench [--onnxruntime LIB [--threads N]] --memory WHAT IMAGE    peak memory of one task
 //! ```
+//!
+//! `--onnxruntime LIB`: the model runs on ONNX Runtime loaded from `LIB` with `N` threads per
+//! forward pass (default 1), as `worker.onnxruntime` and `worker.onnxruntime_threads` make it,
+//! instead of tract. With more than one thread, CPU times count the calling thread only.
 //!
 //! Timings (milliseconds, median of N runs after one warm-up, one thread: Atelier's image code
 //! and tract, built without its `multithread-mm` feature, are single-threaded): loading the
@@ -30,20 +34,31 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use atelier_imaging::{self as imaging, Limits, OutputFormat, SubjectModel};
-use atelier_saliency::U2Net;
+use atelier_saliency::{OnnxRuntime, Runtime, U2Net};
 use image::DynamicImage;
 use serde_json::{json, Value};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
-const USAGE: &str =
-    "usage: cutout-bench [--runs N] IMAGE... | cutout-bench --memory learned|classical|network IMAGE";
+const USAGE: &str = "usage: cutout-bench [--onnxruntime LIB [--threads N]] [--runs N] IMAGE... | \
+     cutout-bench [--onnxruntime LIB [--threads N]] --memory learned|classical|network IMAGE";
 
 fn main() -> Result<(), Error> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut runtime = Runtime::Tract;
+    if args.first().map(String::as_str) == Some("--onnxruntime") {
+        let library = args.get(1).ok_or(USAGE)?.clone();
+        let mut threads = 1usize;
+        args.drain(..2);
+        if args.first().map(String::as_str) == Some("--threads") {
+            threads = args.get(1).ok_or(USAGE)?.parse()?;
+            args.drain(..2);
+        }
+        runtime = Runtime::OnnxRuntime(OnnxRuntime::load(Path::new(&library), threads)?);
+    }
     if args.first().map(String::as_str) == Some("--memory") {
         let [_, what, file] = &args[..] else { return Err(USAGE.into()) };
-        println!("{}", memory(what, file.as_ref())?);
+        println!("{}", memory(&runtime, what, file.as_ref())?);
         return Ok(());
     }
     let mut runs = 5usize;
@@ -62,7 +77,7 @@ fn main() -> Result<(), Error> {
     if files.is_empty() || runs == 0 {
         return Err(USAGE.into());
     }
-    println!("{}", serde_json::to_string_pretty(&timings(runs, &files)?)?);
+    println!("{}", serde_json::to_string_pretty(&timings(&runtime, runs, &files)?)?);
     Ok(())
 }
 
@@ -107,10 +122,10 @@ fn round(ms: f64) -> f64 {
     (ms * 100.0).round() / 100.0
 }
 
-fn timings(runs: usize, files: &[PathBuf]) -> Result<Value, Error> {
+fn timings(runtime: &Runtime, runs: usize, files: &[PathBuf]) -> Result<Value, Error> {
     let limits = Limits::default();
-    let load = measure(runs, || Ok(U2Net::embedded()?))?;
-    let model = U2Net::embedded()?;
+    let load = measure(runs, || Ok(U2Net::embedded_on(runtime)?))?;
+    let model = U2Net::embedded_on(runtime)?;
     let subject: &dyn SubjectModel = &model;
     let mut images = Vec::new();
     for file in files {
@@ -143,7 +158,11 @@ fn timings(runs: usize, files: &[PathBuf]) -> Result<Value, Error> {
     }
     Ok(json!({
         "runs": runs,
-        "threads": 1,
+        "threads": match runtime {
+            Runtime::Tract => 1,
+            Runtime::OnnxRuntime(ort) => ort.threads(),
+        },
+        "runtime": runtime.name(),
         "model": subject.name(),
         "load_ms": round(load.wall),
         "load_cpu_ms": round(load.cpu),
@@ -166,11 +185,11 @@ fn reset_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
-fn memory(what: &str, file: &Path) -> Result<Value, Error> {
+fn memory(runtime: &Runtime, what: &str, file: &Path) -> Result<Value, Error> {
     let bytes = std::fs::read(file)?;
     let before_model = status_kib("VmHWM")?;
     let model = match what {
-        "learned" | "network" => Some(U2Net::embedded()?),
+        "learned" | "network" => Some(U2Net::embedded_on(runtime)?),
         "classical" => None,
         _ => return Err(USAGE.into()),
     };

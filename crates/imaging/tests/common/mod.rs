@@ -7,6 +7,23 @@ use atelier_imaging::image::{DynamicImage, GrayImage, Luma, Rgb, RgbImage};
 
 pub mod scenes;
 
+/// The built-in subject model the learned tests run: on tract (the default, as CI runs them),
+/// or on ONNX Runtime with `ATELIER_TEST_LEARNED_RUNTIME=onnxruntime` and the library named by
+/// `ATELIER_TEST_ONNXRUNTIME`; the same bounds hold for both.
+pub fn subject_model() -> atelier_saliency::U2Net {
+    let runtime = match std::env::var("ATELIER_TEST_LEARNED_RUNTIME").as_deref() {
+        Ok("onnxruntime") => {
+            let library = std::env::var("ATELIER_TEST_ONNXRUNTIME")
+                .expect("ATELIER_TEST_ONNXRUNTIME names the ONNX Runtime library");
+            let ort = atelier_saliency::OnnxRuntime::load(std::path::Path::new(&library), 1);
+            atelier_saliency::Runtime::OnnxRuntime(ort.expect("ONNX Runtime loads"))
+        }
+        Ok("tract") | Err(_) => atelier_saliency::Runtime::Tract,
+        Ok(other) => panic!("ATELIER_TEST_LEARNED_RUNTIME is tract or onnxruntime, not {other:?}"),
+    };
+    atelier_saliency::U2Net::embedded_on(&runtime).expect("the built-in model loads")
+}
+
 /// Ground-truth "person": head disc, torso, two legs, centred at `cx`.
 pub fn person_truth(w: u32, h: u32, cx: f32) -> GrayImage {
     GrayImage::from_fn(w, h, |x, y| {

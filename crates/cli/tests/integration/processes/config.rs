@@ -176,6 +176,51 @@ fn subject_model_settings_load() {
     assert_eq!(model.name(), "small");
 }
 
+/// An ONNX Runtime library that cannot be loaded stops `serve` at start, naming the file and
+/// the setting, before the database is created; a thread count out of range is refused.
+#[test]
+fn an_onnxruntime_library_that_cannot_be_loaded_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (ok, stderr) =
+        serve_stops(&data, &[("ATELIER__WORKER__ONNXRUNTIME", "/nonexistent/libonnxruntime.so")]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("cannot load ONNX Runtime from /nonexistent/libonnxruntime.so")
+            && stderr.contains("ATELIER__WORKER__ONNXRUNTIME"),
+        "{stderr}"
+    );
+    assert!(!data.join("atelier.db").exists(), "nothing is written before the runtime loads");
+    for threads in ["0", "65"] {
+        let (ok, stderr) = migrate(dir.path(), &[("ATELIER__WORKER__ONNXRUNTIME_THREADS", threads)], None);
+        assert!(!ok);
+        assert!(stderr.contains("worker.onnxruntime_threads must be between 1 and 64"), "{stderr}");
+    }
+}
+
+/// With `worker.onnxruntime` set (`ATELIER_TEST_ONNXRUNTIME` names a library), the subject
+/// model runs there and says so in its name (the outputs' provenance and the result cache's
+/// key); a second library in the same process is refused. Skipped without a library.
+#[test]
+fn the_subject_model_runs_on_the_configured_onnxruntime() {
+    let Some(library) = std::env::var("ATELIER_TEST_ONNXRUNTIME").ok().filter(|l| !l.is_empty()) else {
+        eprintln!("skipped: ATELIER_TEST_ONNXRUNTIME names no ONNX Runtime library");
+        return;
+    };
+    let mut worker = atelier_cli::config::Worker { onnxruntime: library, ..Default::default() };
+    let runtime = atelier_cli::network_runtime(&worker).unwrap();
+    assert_eq!(runtime.name(), "onnxruntime");
+    let model = atelier_cli::subject_model_on("builtin", &runtime).unwrap().unwrap();
+    assert_eq!(model.name(), "u2netp on onnxruntime");
+    worker.onnxruntime_threads = 2;
+    assert_eq!(atelier_cli::network_runtime(&worker).unwrap().name(), "onnxruntime");
+    worker.onnxruntime = "/elsewhere/libonnxruntime.so".into();
+    let err = atelier_cli::network_runtime(&worker).unwrap_err().to_string();
+    assert!(err.contains("already runs ONNX Runtime from"), "{err}");
+    worker.onnxruntime = String::new();
+    assert_eq!(atelier_cli::network_runtime(&worker).unwrap().name(), "tract");
+}
+
 /// `[prices]` from the file, a tool's base price from the environment, and a wrong key
 /// refused at start-up naming it.
 #[test]

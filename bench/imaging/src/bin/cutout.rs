@@ -7,7 +7,8 @@
 //!
 //! `--onnxruntime LIB`: the model runs on ONNX Runtime loaded from `LIB` with `N` threads per
 //! forward pass (default 1), as `worker.onnxruntime` and `worker.onnxruntime_threads` make it,
-//! instead of tract. With more than one thread, CPU times count the calling thread only.
+//! instead of tract; only the calls that use the model are timed then (no decode, encode or
+//! classical cut-out). With more than one thread, CPU times count the calling thread only.
 //!
 //! Timings (milliseconds, median of N runs after one warm-up, one thread: Atelier's image code
 //! and tract, built without its `multithread-mm` feature, are single-threaded): loading the
@@ -136,14 +137,19 @@ fn timings(runtime: &Runtime, runs: usize, files: &[PathBuf]) -> Result<Value, E
         // normalisation, the forward pass and the min-max, what the peer's `session.run` does.
         let side = atelier_saliency::INPUT_SIDE;
         let small = imaging::resize(&img, side, side).to_rgb8();
-        let measured = [
-            ("decode", measure(runs, || Ok(imaging::decode(&bytes, &limits)?))?),
-            ("encode", measure(runs, || Ok(imaging::encode(&img, OutputFormat::Png)?))?),
+        let mut measured = vec![
             ("predict", measure(runs, || Ok(model.predict(&rgb)?))?),
             ("forward", measure(runs, || Ok(model.predict(&small)?))?),
             ("learned", measure(runs, || Ok(imaging::remove_background_with(&img, Some(subject))?))?),
-            ("classical", measure(runs, || Ok(imaging::remove_background(&img)))?),
         ];
+        // What does not depend on the runtime is timed once, on tract's run.
+        if matches!(runtime, Runtime::Tract) {
+            measured.extend([
+                ("decode", measure(runs, || Ok(imaging::decode(&bytes, &limits)?))?),
+                ("encode", measure(runs, || Ok(imaging::encode(&img, OutputFormat::Png)?))?),
+                ("classical", measure(runs, || Ok(imaging::remove_background(&img)))?),
+            ]);
+        }
         let mut entry = json!({
             "path": file.display().to_string(),
             "width": img.width(),

@@ -187,11 +187,11 @@ pub fn network_runtime(worker: &config::Worker) -> anyhow::Result<atelier_salien
             let ort = atelier_saliency::OnnxRuntime::load(path, worker.onnxruntime_threads).map_err(|e| {
                 anyhow::anyhow!("{e} (worker.onnxruntime, ATELIER__WORKER__ONNXRUNTIME; leave it empty for the built-in tract)")
             })?;
+            tracing::info!(library, threads = ort.threads(), "learned networks run on ONNX Runtime");
             *loaded = Some(ort.clone());
             ort
         }
     };
-    tracing::info!(library, threads = runtime.threads(), "learned networks run on ONNX Runtime");
     Ok(atelier_saliency::Runtime::OnnxRuntime(runtime))
 }
 

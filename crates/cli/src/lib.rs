@@ -163,48 +163,30 @@ pub fn builtin_tools(config: &Config) -> anyhow::Result<Registry> {
             max_frames: config.inputs.max_frames,
             max_total_pixels: config.inputs.max_total_pixels,
         },
-        subject: subject_model_on(&config.worker.subject_model, &runtime)?,
+        subject: subject_model(&config.worker.subject_model, &runtime)?,
     }))
 }
 
 /// What runs the learned networks: ONNX Runtime from `worker.onnxruntime` when set (loaded once
-/// per process; a process loads one library), else tract.
+/// per process, [`atelier_saliency::OnnxRuntime::load`]), else tract.
 pub fn network_runtime(worker: &config::Worker) -> anyhow::Result<atelier_saliency::Runtime> {
-    static LOADED: std::sync::Mutex<Option<atelier_saliency::OnnxRuntime>> = std::sync::Mutex::new(None);
     let library = worker.onnxruntime.trim();
     if library.is_empty() {
         return Ok(atelier_saliency::Runtime::Tract);
     }
-    let path = std::path::Path::new(library);
-    let mut loaded = LOADED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let runtime = match loaded.as_ref() {
-        Some(ort) if ort.library() == path => ort.with_threads(worker.onnxruntime_threads),
-        Some(ort) => anyhow::bail!(
-            "worker.onnxruntime = {library:?}: this process already runs ONNX Runtime from {}",
-            ort.library().display()
-        ),
-        None => {
-            let ort = atelier_saliency::OnnxRuntime::load(path, worker.onnxruntime_threads).map_err(|e| {
-                anyhow::anyhow!("{e} (worker.onnxruntime, ATELIER__WORKER__ONNXRUNTIME; leave it empty for the built-in tract)")
-            })?;
-            tracing::info!(library, threads = ort.threads(), "learned networks run on ONNX Runtime");
-            *loaded = Some(ort.clone());
-            ort
-        }
-    };
-    Ok(atelier_saliency::Runtime::OnnxRuntime(runtime))
-}
-
-/// Loads the learned subject model named by `worker.subject_model` on tract:
-/// [`subject_model_on`].
-pub fn subject_model(setting: &str) -> anyhow::Result<Option<Arc<dyn atelier_imaging::SubjectModel>>> {
-    subject_model_on(setting, &atelier_saliency::Runtime::Tract)
+    let ort = atelier_saliency::OnnxRuntime::load(std::path::Path::new(library), worker.onnxruntime_threads)
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{e} (worker.onnxruntime, ATELIER__WORKER__ONNXRUNTIME; leave it empty for the built-in tract)"
+            )
+        })?;
+    Ok(atelier_saliency::Runtime::OnnxRuntime(ort))
 }
 
 /// Loads the learned subject model named by `worker.subject_model` on `runtime`: `builtin`
 /// (shared by every service in the process that uses the same runtime: loading it is the same
 /// work each time), `none`, or a file.
-pub fn subject_model_on(
+pub fn subject_model(
     setting: &str,
     runtime: &atelier_saliency::Runtime,
 ) -> anyhow::Result<Option<Arc<dyn atelier_imaging::SubjectModel>>> {
@@ -237,7 +219,7 @@ pub fn subject_model_on(
             atelier_saliency::U2Net::from_file_on(runtime, std::path::Path::new(path)).with_context(hint)?,
         ),
     };
-    tracing::info!(model = model.name(), runtime = runtime.name(), "subject model loaded");
+    tracing::info!(model = model.name(), ?runtime, "subject model loaded");
     Ok(Some(model))
 }
 

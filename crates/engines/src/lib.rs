@@ -314,10 +314,8 @@ fn cache_identity(
         // What the model is, for ONNX (its file's bytes are read once here, at start).
         if kind == EngineKind::Onnx {
             hash.update(std::fs::read(&settings.model).ok()?);
-            // Two runtimes round differently; tract keeps the identity it always had.
-            if !matches!(runtime, atelier_saliency::Runtime::Tract) {
-                hash.update(runtime.name().as_bytes());
-            }
+            // Nothing on tract, so its identities stay what they were.
+            hash.update(runtime.qualify("").as_bytes());
         }
     }
     hash.update(serde_json::to_vec(route).ok()?);
@@ -348,11 +346,7 @@ fn model_identity(
     let endpoints = names.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
     match kind {
         EngineKind::Onnx => {
-            let model = names.first().map_or(endpoints, |(_, settings)| file(&settings.model));
-            match runtime {
-                atelier_saliency::Runtime::Tract => model,
-                other => format!("{model} on {}", other.name()),
-            }
+            runtime.qualify(&names.first().map_or(endpoints, |(_, settings)| file(&settings.model)))
         }
         EngineKind::Comfyui => format!("template {} on {endpoints}", file(&route.template)),
         _ => endpoints,

@@ -71,7 +71,7 @@ impl Model {
                 }
             )
         };
-        let net = ImageNetwork::load_on(runtime, &bytes, width, height).map_err(invalid)?;
+        let net = ImageNetwork::load(runtime, &bytes, width, height).map_err(invalid)?;
         let shape = net.output_shape().to_vec();
         let scale = match (settings.output, shape.as_slice()) {
             (OnnxOutput::Mask, [1, 1, h, w] | [1, h, w]) if *h == height as usize && *w == width as usize => {

@@ -4,8 +4,8 @@
 //! `background_removal` (and of every tool that needs to know what the subject of a photograph
 //! is). It runs U²-Net-p (Qin et al., 2020), a 4.6 MB ONNX network, through `tract`, a
 //! pure-Rust inference runtime, so a fresh build uses it with nothing else installed; or, where
-//! the operator names its library, through ONNX Runtime ([`Runtime`]), which runs it about three
-//! times faster.
+//! the operator names its library, through ONNX Runtime ([`Runtime`]), on which its forward pass
+//! takes 0.44 s instead of tract's 1.2 s (BENCHMARKS.md, "Cut-out").
 //!
 //! This crate owns loading and validating the network ([`U2Net::embedded`],
 //! [`U2Net::from_file`]) and one forward pass ([`U2Net::predict`]); it implements
@@ -99,18 +99,13 @@ impl U2Net {
 
     fn from_bytes(runtime: &Runtime, bytes: &[u8], origin: &str, name: &str) -> Result<Self, LoadError> {
         let invalid = |detail: String| LoadError::Invalid { origin: origin.to_string(), detail };
-        let net = ImageNetwork::load_on(runtime, bytes, INPUT_SIDE, INPUT_SIDE).map_err(invalid)?;
+        let net = ImageNetwork::load(runtime, bytes, INPUT_SIDE, INPUT_SIDE).map_err(invalid)?;
         let side = INPUT_SIDE as usize;
         if net.output_shape() != [1, 1, side, side] {
             return Err(invalid(format!("its first output has shape {:?}", net.output_shape())));
         }
-        // The runtime is part of the name (and so of the result cache's key and the outputs'
-        // provenance): two runtimes round differently.
-        let name = match runtime {
-            Runtime::Tract => name.to_string(),
-            Runtime::OnnxRuntime(_) => format!("{name} on onnxruntime"),
-        };
-        Ok(Self { net, name })
+        // The name carries the runtime into the result cache's key and the outputs' provenance.
+        Ok(Self { net, name: runtime.qualify(name) })
     }
 
     /// The network's saliency map of `img` at [`INPUT_SIDE`]², min-max normalised to 0..=255
@@ -140,12 +135,5 @@ impl SubjectModel for U2Net {
 
     fn name(&self) -> &str {
         &self.name
-    }
-}
-
-impl U2Net {
-    /// The runtime that runs the network (`tract` or `onnxruntime`).
-    pub fn runtime_name(&self) -> &'static str {
-        self.net.runtime_name()
     }
 }

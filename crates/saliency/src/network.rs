@@ -31,6 +31,16 @@ impl Runtime {
             Runtime::OnnxRuntime(_) => "onnxruntime",
         }
     }
+
+    /// `model` as outputs' provenance and the result cache's keys name it on this runtime:
+    /// unchanged on tract (the identities made before ONNX Runtime hold), `"{model} on
+    /// onnxruntime"` otherwise, since two runtimes round differently.
+    pub fn qualify(&self, model: &str) -> String {
+        match self {
+            Runtime::Tract => model.to_string(),
+            other => format!("{model} on {}", other.name()),
+        }
+    }
 }
 
 /// ONNX Runtime loaded from a shared library (`libonnxruntime.so`, 1.17 or newer; the PyPI
@@ -52,23 +62,41 @@ impl std::fmt::Debug for OnnxRuntime {
     }
 }
 
-impl OnnxRuntime {
-    /// Loads the library at `library`; each forward pass then uses `threads` threads (at least
-    /// 1). A process loads one library: a second call with another path keeps the first.
-    pub fn load(library: &Path, threads: usize) -> Result<Self, String> {
-        let builder = ort::init_from(library).map_err(|e| {
-            format!("cannot load ONNX Runtime from {} (1.17 or newer is needed): {e}", library.display())
-        })?;
-        let env = builder
-            .with_name("atelier")
-            .build()
-            .map_err(|e| format!("ONNX Runtime from {} did not start: {e}", library.display()))?;
-        Ok(Self { env, library: library.to_path_buf(), threads: threads.max(1) })
-    }
+/// The library this process loaded, and its environment: ONNX Runtime is loaded once per
+/// process, so every [`OnnxRuntime::load`] after the first shares it.
+static LOADED: Mutex<Option<(PathBuf, ort::environment::Environment)>> = Mutex::new(None);
 
-    /// The same library with `threads` threads per forward pass (at least 1).
-    pub fn with_threads(&self, threads: usize) -> Self {
-        Self { threads: threads.max(1), ..self.clone() }
+impl OnnxRuntime {
+    /// Loads the library at `library` (once per process; later calls with the same path share
+    /// it); each forward pass then uses `threads` threads (at least 1). A process loads one
+    /// library: another path than the loaded one is an error.
+    pub fn load(library: &Path, threads: usize) -> Result<Self, String> {
+        let mut loaded = LOADED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let env = match loaded.as_ref() {
+            Some((path, env)) if path == library => env.clone(),
+            Some((path, _)) => {
+                return Err(format!(
+                    "cannot load ONNX Runtime from {}: this process already runs ONNX Runtime from {}",
+                    library.display(),
+                    path.display()
+                ))
+            }
+            None => {
+                let builder = ort::init_from(library).map_err(|e| {
+                    format!(
+                        "cannot load ONNX Runtime from {} (1.17 or newer is needed): {e}",
+                        library.display()
+                    )
+                })?;
+                let env = builder
+                    .with_name("atelier")
+                    .build()
+                    .map_err(|e| format!("ONNX Runtime from {} did not start: {e}", library.display()))?;
+                *loaded = Some((library.to_path_buf(), env.clone()));
+                env
+            }
+        };
+        Ok(Self { env, library: library.to_path_buf(), threads: threads.max(1) })
     }
 
     /// The library's path, as configured.
@@ -102,7 +130,8 @@ pub struct ImageNetwork {
 enum Plan {
     Tract(Arc<TypedRunnableModel>),
     /// ONNX Runtime runs a session on one thread at a time: one session per concurrent caller,
-    /// made when none is free and kept for the next.
+    /// made when none is free and kept for the next. `model` is kept to make them (a copy of
+    /// the model's bytes beside the weights each session holds).
     OnnxRuntime {
         runtime: OnnxRuntime,
         model: Vec<u8>,
@@ -111,15 +140,11 @@ enum Plan {
 }
 
 impl ImageNetwork {
-    /// Loads `bytes` (ONNX) on tract for a `width`×`height` RGB input; its first output must
-    /// have a fixed shape. The error says what tract found wrong.
-    pub fn load(bytes: &[u8], width: u32, height: u32) -> Result<Self, String> {
-        Self::load_on(&Runtime::Tract, bytes, width, height)
-    }
-
-    /// [`ImageNetwork::load`] on `runtime`. On ONNX Runtime a first output whose declared
-    /// shape is not fixed is measured by one pass over zeros.
-    pub fn load_on(runtime: &Runtime, bytes: &[u8], width: u32, height: u32) -> Result<Self, String> {
+    /// Loads `bytes` (ONNX) on `runtime` for a `width`×`height` RGB input; its first output must
+    /// have a fixed shape for that input. tract works the shapes out as it optimises; on ONNX
+    /// Runtime one pass over zeros checks that the network takes that input and measures its
+    /// output (and warms the session). The error says what the runtime found wrong.
+    pub fn load(runtime: &Runtime, bytes: &[u8], width: u32, height: u32) -> Result<Self, String> {
         match runtime {
             Runtime::Tract => Self::load_tract(bytes, width, height),
             Runtime::OnnxRuntime(ort) => Self::load_onnxruntime(ort, bytes, width, height),
@@ -154,20 +179,6 @@ impl ImageNetwork {
         height: u32,
     ) -> Result<Self, String> {
         let session = runtime.session(bytes)?;
-        match session.inputs() {
-            [_] => {}
-            inputs => return Err(format!("it has {} inputs, not one", inputs.len())),
-        }
-        let declared = session
-            .outputs()
-            .first()
-            .ok_or("it has no output")?
-            .dtype()
-            .tensor_shape()
-            .ok_or("its first output is not a tensor")?
-            .iter()
-            .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
-            .collect::<Option<Vec<usize>>>();
         let mut net = Self {
             plan: Plan::OnnxRuntime {
                 runtime: runtime.clone(),
@@ -178,10 +189,7 @@ impl ImageNetwork {
             height,
             output_shape: Vec::new(),
         };
-        net.output_shape = match declared {
-            Some(shape) => shape,
-            None => net.forward(vec![0f32; 3 * width as usize * height as usize])?.1,
-        };
+        net.output_shape = net.forward(vec![0f32; 3 * width as usize * height as usize])?.1;
         Ok(net)
     }
 

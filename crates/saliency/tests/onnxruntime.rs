@@ -48,10 +48,15 @@ fn onnxruntime_loads_with_clear_errors_and_maps_as_tract_does() {
     std::fs::write(&garbage, b"this is not an ONNX file").unwrap();
     let err = U2Net::from_file_on(&ort, &garbage).unwrap_err().to_string();
     assert!(err.contains("garbage.onnx"), "{err}");
-    // A network with the wrong output for a subject model is refused at load.
-    let wrong_size = ImageNetwork::load_on(&ort, U2NETP_ONNX, 320, 320).unwrap();
-    assert_eq!(wrong_size.output_shape(), [1, 1, 320, 320]);
-    assert_eq!(wrong_size.runtime_name(), "onnxruntime");
+    // The runner measures the first output's shape at load, and an input size the network
+    // does not take is refused there, not at the first image.
+    let net = ImageNetwork::load(&ort, U2NETP_ONNX, 320, 320).unwrap();
+    assert_eq!(net.output_shape(), [1, 1, 320, 320]);
+    assert_eq!(net.runtime_name(), "onnxruntime");
+    assert!(ImageNetwork::load(&ort, U2NETP_ONNX, 256, 320).is_err());
+    // A process runs one library: another path is refused, naming the one loaded.
+    let other = OnnxRuntime::load(Path::new("/elsewhere/libonnxruntime.so"), 1).unwrap_err();
+    assert!(other.contains("already runs ONNX Runtime from") && other.contains(&library), "{other}");
 
     let on_ort = U2Net::embedded_on(&ort).unwrap();
     let on_tract = U2Net::embedded().unwrap();

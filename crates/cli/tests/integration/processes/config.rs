@@ -164,15 +164,16 @@ fn a_subject_model_that_cannot_be_loaded_stops_start_up() {
 /// `builtin`, `none` and a file holding a model all load.
 #[test]
 fn subject_model_settings_load() {
-    assert_eq!(atelier_cli::subject_model("none").unwrap().map(|m| m.name().to_string()), None);
+    let tract = atelier_saliency::Runtime::Tract;
+    assert_eq!(atelier_cli::subject_model("none", &tract).unwrap().map(|m| m.name().to_string()), None);
     assert_eq!(
-        atelier_cli::subject_model("builtin").unwrap().map(|m| m.name().to_string()).as_deref(),
+        atelier_cli::subject_model("builtin", &tract).unwrap().map(|m| m.name().to_string()).as_deref(),
         Some("u2netp")
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("small.onnx");
     std::fs::write(&path, atelier_saliency::U2NETP_ONNX).unwrap();
-    let model = atelier_cli::subject_model(path.to_str().unwrap()).unwrap().unwrap();
+    let model = atelier_cli::subject_model(path.to_str().unwrap(), &tract).unwrap().unwrap();
     assert_eq!(model.name(), "small");
 }
 
@@ -210,7 +211,7 @@ fn the_subject_model_runs_on_the_configured_onnxruntime() {
     let mut worker = atelier_cli::config::Worker { onnxruntime: library, ..Default::default() };
     let runtime = atelier_cli::network_runtime(&worker).unwrap();
     assert_eq!(runtime.name(), "onnxruntime");
-    let model = atelier_cli::subject_model_on("builtin", &runtime).unwrap().unwrap();
+    let model = atelier_cli::subject_model("builtin", &runtime).unwrap().unwrap();
     assert_eq!(model.name(), "u2netp on onnxruntime");
     worker.onnxruntime_threads = 2;
     assert_eq!(atelier_cli::network_runtime(&worker).unwrap().name(), "onnxruntime");

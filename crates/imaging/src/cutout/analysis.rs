@@ -5,7 +5,7 @@
 use image::imageops::FilterType;
 use image::{DynamicImage, GrayImage, Luma, RgbImage};
 
-use super::background::BgModel;
+use super::background::{fit_model, BgModel};
 use super::classical::classical;
 use crate::filter::{tap, taps};
 
@@ -23,7 +23,8 @@ pub(crate) enum MaskSource {
     /// backdrop, where the model still judges edge colours).
     Model(BgModel),
     /// Decided by a learned subject map on a busy backdrop ([`super::fuse`]): the background
-    /// model, fitted to the border, is kept for reference but does not judge colours.
+    /// model, fitted to the border, is kept for reference but does not judge colours. Until
+    /// the map is fused in, the mask is empty ([`analyse_for`] with a learned model).
     Learned(BgModel),
 }
 
@@ -56,6 +57,14 @@ pub(crate) fn work_size(w: u32, h: u32) -> (u32, u32) {
 
 /// Runs the mask analysis.
 pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
+    analyse_for(img, false)
+}
+
+/// Runs the mask analysis for a cut-out that will fuse a learned subject map in when
+/// `learned` is set: on a busy backdrop the map decides alone (rule 2 of [`super::fuse`]), so
+/// the backdrop model's mask, most of the analysis' time, is not computed; the result is
+/// [`MaskSource::Learned`] with an empty mask for the fusion to fill.
+pub(crate) fn analyse_for(img: &DynamicImage, learned: bool) -> Analysis {
     let (width, height) = (img.width(), img.height());
     let (ww, wh) = work_size(width, height);
     // Borrow the pixels when the input is already RGB8: the full-resolution image is only
@@ -98,7 +107,11 @@ pub(crate) fn analyse(img: &DynamicImage) -> Analysis {
         return analysis(work, vec![1; n], Vec::new(), MaskSource::Whole);
     }
 
-    let (mask, shadow, model) = classical(&work);
+    let border = fit_model(&work);
+    if learned && !border.is_smooth() {
+        return analysis(work, Vec::new(), Vec::new(), MaskSource::Learned(border));
+    }
+    let (mask, shadow, model) = classical(&work, border);
     analysis(work, mask, shadow, MaskSource::Model(model))
 }
 

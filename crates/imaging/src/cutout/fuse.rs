@@ -39,7 +39,7 @@ use image::RgbImage;
 
 use image::DynamicImage;
 
-use super::analysis::{analyse, Analysis, MaskSource};
+use super::analysis::{analyse, analyse_for, Analysis, MaskSource};
 use super::background::BgModel;
 use super::classical::{components, WEAK};
 use crate::error::ImagingError;
@@ -68,33 +68,42 @@ const SURE_BACKDROP: u8 = 26;
 const UNCLAIMED_FRACTION: usize = 2;
 
 /// [`analyse`], then, when a learned subject model is given, the fusion of its map with the
-/// backdrop model ([`fuse`]).
+/// backdrop model ([`fuse`]); the backdrop model's mask is computed only where the fusion
+/// uses it ([`analyse_for`]).
 pub(crate) fn analyse_with(
     img: &DynamicImage,
     subject: Option<&dyn SubjectModel>,
 ) -> Result<Analysis, ImagingError> {
-    let mut an = analyse(img);
-    if let Some(model) = subject {
-        fuse(&mut an, model).map_err(ImagingError::SubjectModel)?;
-    }
+    let Some(model) = subject else {
+        return Ok(analyse(img));
+    };
+    let mut an = analyse_for(img, true);
+    fuse(&mut an, model).map_err(ImagingError::SubjectModel)?;
     Ok(an)
 }
 
-/// Replaces the backdrop-model mask of `an` by its fusion with `model`'s map. Inputs that
-/// were already cut out (their own alpha) or too small to analyse are left as they are.
+/// Replaces the mask of `an` by the fusion of the backdrop model's mask with `model`'s map
+/// (on a busy backdrop, [`MaskSource::Learned`], by the map's mask alone). Inputs that were
+/// already cut out (their own alpha) or too small to analyse are left as they are.
 pub(crate) fn fuse(an: &mut Analysis, model: &dyn SubjectModel) -> Result<(), String> {
-    let MaskSource::Model(backdrop) = &an.source else {
-        return Ok(());
+    let smooth = match &an.source {
+        MaskSource::Model(backdrop) => backdrop.is_smooth(),
+        MaskSource::Learned(_) => false,
+        MaskSource::Alpha | MaskSource::Whole => return Ok(()),
     };
     let (w, h) = (an.ww, an.wh);
     let map = model.subject_probability(&an.work)?;
     let map = crate::fir::resize_gray8(&map, w as u32, h as u32, FilterType::Triangle);
     let learned = without_specks(map.as_raw().iter().map(|&p| u8::from(p >= SUBJECT_LEVEL)).collect(), w, h);
-    if backdrop.is_smooth() {
-        an.mask = union(&an.mask, &an.shadow, map.as_raw(), &learned, &an.work, backdrop);
-    } else {
-        an.mask = learned;
-        an.source = MaskSource::Learned(backdrop.clone());
+    match &an.source {
+        MaskSource::Model(backdrop) if smooth => {
+            an.mask = union(&an.mask, &an.shadow, map.as_raw(), &learned, &an.work, backdrop);
+        }
+        MaskSource::Model(backdrop) => {
+            an.mask = learned;
+            an.source = MaskSource::Learned(backdrop.clone());
+        }
+        _ => an.mask = learned,
     }
     Ok(())
 }

@@ -18,63 +18,120 @@ use crate::saliency::SubjectModel;
 /// Guided-filter regulariser for a colour guide in `0..=1`.
 const EPS: f32 = 2.5e-4;
 
+/// How a pixel of the output is decided: matted, or sure subject or sure backdrop (its four
+/// working-resolution neighbours all are).
+const MIXED: u8 = 0;
+const SURE_FG: u8 = 1;
+const SURE_BG: u8 = 2;
+
+/// Moments the guided filter averages per window: the guide's three channels, the mask, their
+/// three products, and the guide's six second moments.
+const MOMENTS: usize = 13;
+
 /// Colour guided filter of the 0/1 `mask` guided by `work` (colours in `0..=1`): returns the
 /// box-averaged coefficients of `q = a · I + b`, interleaved per pixel as `[a0, a1, a2, b]`, and
-/// the box mean of the mask. Both box passes stream rows through [`box_mean_rows`] (all 13
-/// guide/mask moments at once), so no whole-image moment planes are allocated.
+/// the box mean of the mask.
+///
+/// The window sums of the 13 guide/mask moments are integers (8-bit colours, a 0/1 mask), so
+/// they are kept exactly in `u32`: column sums over the rows of the current window, slid down
+/// one row at a time, and a running sum of those along the row. Only where the window holds
+/// both subject and backdrop is the 3×3 system solved; elsewhere the mask is constant in the
+/// window, so `a` is 0 and `b` the mask's value. The coefficients' box mean is
+/// [`box_mean_rows`]'s.
 fn guided_filter(work: &RgbImage, mask: &[u8], r: usize, eps: f32) -> (Vec<f32>, Vec<f32>) {
     let (w, h) = (work.width() as usize, work.height() as usize);
     let raw = work.as_raw();
     let mut ab = vec![0f32; w * h * 4];
     let mut mean_p = vec![0f32; w * h];
-    box_mean_rows(
-        w,
-        h,
-        13,
-        r,
-        |y, row| {
-            for (x, o) in row.chunks_exact_mut(13).enumerate() {
-                let i = y * w + x;
-                let g = [0, 1, 2].map(|c| f32::from(raw[3 * i + c]) / 255.0);
-                let p = f32::from(mask[i]);
-                o.copy_from_slice(&[
-                    g[0],
-                    g[1],
-                    g[2],
-                    p,
-                    g[0] * p,
-                    g[1] * p,
-                    g[2] * p,
-                    g[0] * g[0],
-                    g[0] * g[1],
-                    g[0] * g[2],
-                    g[1] * g[1],
-                    g[1] * g[2],
-                    g[2] * g[2],
-                ]);
+    if w == 0 || h == 0 {
+        return (ab, mean_p);
+    }
+    let moments = |i: usize| -> [u32; MOMENTS] {
+        let g = [0, 1, 2].map(|c| u32::from(raw[3 * i + c]));
+        let p = u32::from(mask[i]);
+        [
+            g[0],
+            g[1],
+            g[2],
+            p,
+            g[0] * p,
+            g[1] * p,
+            g[2] * p,
+            g[0] * g[0],
+            g[0] * g[1],
+            g[0] * g[2],
+            g[1] * g[1],
+            g[1] * g[2],
+            g[2] * g[2],
+        ]
+    };
+    // Scale of each moment's sum back to colours in 0..=1.
+    let (c1, c2) = (1.0 / 255.0, 1.0 / (255.0 * 255.0));
+    let scale = [c1, c1, c1, 1.0, c1, c1, c1, c2, c2, c2, c2, c2, c2];
+    let count = |i: usize, n: usize| ((i + r + 1).min(n) - i.saturating_sub(r)) as f64;
+    let inv_nx: Vec<f64> = (0..w).map(|x| 1.0 / count(x, w)).collect();
+    let mut columns = vec![[0u32; MOMENTS]; w];
+    let add_row = |columns: &mut [[u32; MOMENTS]], y: usize, add: bool| {
+        for (x, col) in columns.iter_mut().enumerate() {
+            let m = moments(y * w + x);
+            for (s, v) in col.iter_mut().zip(m) {
+                *s = if add { *s + v } else { *s - v };
             }
-        },
-        |y, row| {
-            for (x, m) in row.chunks_exact(13).enumerate() {
-                let i = y * w + x;
-                let mi = [m[0], m[1], m[2]];
-                let mp = m[3];
-                let cv = [0, 1, 2].map(|c| f64::from(m[4 + c] - mi[c] * mp));
-                let v = |k: usize, a: usize, b: usize| f64::from(m[k] - mi[a] * mi[b]);
-                let e = f64::from(eps);
-                let s = [
-                    [v(7, 0, 0) + e, v(8, 0, 1), v(9, 0, 2)],
-                    [v(8, 0, 1), v(10, 1, 1) + e, v(11, 1, 2)],
-                    [v(9, 0, 2), v(11, 1, 2), v(12, 2, 2) + e],
-                ];
-                let ak = solve_sym3(s, cv);
-                let a = ak.map(|v| v as f32);
-                let b = mp - (0..3).map(|c| a[c] * mi[c]).sum::<f32>();
-                ab[4 * i..4 * i + 4].copy_from_slice(&[a[0], a[1], a[2], b]);
-                mean_p[i] = mp;
+        }
+    };
+    for y in 0..r.min(h) {
+        add_row(&mut columns, y, true);
+    }
+    let e = f64::from(eps);
+    for y in 0..h {
+        if y > r {
+            add_row(&mut columns, y - r - 1, false);
+        }
+        if y + r < h {
+            add_row(&mut columns, y + r, true);
+        }
+        let inv_ny = 1.0 / count(y, h);
+        let window = count(y, h);
+        let mut acc = [0u32; MOMENTS];
+        for col in &columns[..r.min(w)] {
+            for (a, &v) in acc.iter_mut().zip(col) {
+                *a += v;
             }
-        },
-    );
+        }
+        for x in 0..w {
+            if x + r < w {
+                for (a, &v) in acc.iter_mut().zip(&columns[x + r]) {
+                    *a += v;
+                }
+            }
+            if x > r {
+                for (a, &v) in acc.iter_mut().zip(&columns[x - r - 1]) {
+                    *a -= v;
+                }
+            }
+            let i = y * w + x;
+            let inv = inv_nx[x] * inv_ny;
+            let mp = (f64::from(acc[3]) * inv) as f32;
+            mean_p[i] = mp;
+            if acc[3] == 0 || f64::from(acc[3]) == window * count(x, w) {
+                // The mask is constant over the window: no covariance, `q = mp`.
+                ab[4 * i + 3] = mp;
+                continue;
+            }
+            let m: [f32; MOMENTS] = std::array::from_fn(|k| (f64::from(acc[k]) * inv * scale[k]) as f32);
+            let mi = [m[0], m[1], m[2]];
+            let cv = [0, 1, 2].map(|c| f64::from(m[4 + c] - mi[c] * mp));
+            let v = |k: usize, a: usize, b: usize| f64::from(m[k] - mi[a] * mi[b]);
+            let s = [
+                [v(7, 0, 0) + e, v(8, 0, 1), v(9, 0, 2)],
+                [v(8, 0, 1), v(10, 1, 1) + e, v(11, 1, 2)],
+                [v(9, 0, 2), v(11, 1, 2), v(12, 2, 2) + e],
+            ];
+            let a = solve_sym3(s, cv).map(|v| v as f32);
+            let b = mp - (0..3).map(|c| a[c] * mi[c]).sum::<f32>();
+            ab[4 * i..4 * i + 4].copy_from_slice(&[a[0], a[1], a[2], b]);
+        }
+    }
     let mut coef = vec![0f32; w * h * 4];
     box_mean_rows(
         w,
@@ -167,11 +224,16 @@ pub(crate) fn cutout(img: &DynamicImage, an: &Analysis) -> RgbaImage {
     let (width, height) = (an.width, an.height);
     let cols = taps(width as usize, ww);
     // Per output row: the trimap and coefficients interpolated vertically (bilinear sampling
-    // is separable), then per pixel only the horizontal interpolation.
+    // is separable), then per pixel only the horizontal interpolation. A pixel whose four
+    // working-resolution neighbours are all sure subject (or all sure backdrop) is opaque
+    // (transparent): `sure_row` marks working columns sure in both rows, [`SURE_FG`] or
+    // [`SURE_BG`], and `kinds` each pixel of the row, so most of a row is copied in one
+    // branch-free pass and only the pixels left [`MIXED`] (listed in `mixed`) are matted.
     let mut fg_row = vec![0f32; ww];
     let mut bg_row = vec![0f32; ww];
-    let mut fg_both = vec![false; ww];
-    let mut bg_both = vec![false; ww];
+    let mut sure_row = vec![MIXED; ww];
+    let mut kinds = vec![MIXED; width as usize];
+    let mut mixed = Vec::with_capacity(width as usize);
     let mut coef_row = vec![0f32; ww * 4];
     let mut out = RgbaImage::new(width, height);
     let out_rows = out.chunks_exact_mut(width as usize * 4);
@@ -183,8 +245,21 @@ pub(crate) fn cutout(img: &DynamicImage, an: &Analysis) -> RgbaImage {
             let (b0, b1) = (sure_bg[r0 + i], sure_bg[r1 + i]);
             fg_row[i] = f32::from(f0) * (1.0 - fy) + f32::from(f1) * fy;
             bg_row[i] = f32::from(b0) * (1.0 - fy) + f32::from(b1) * fy;
-            fg_both[i] = f0 & f1 != 0;
-            bg_both[i] = b0 & b1 != 0;
+            sure_row[i] = ((f0 & f1) * SURE_FG) | ((b0 & b1) * SURE_BG);
+        }
+        mixed.clear();
+        for (x, (k, &(x0, x1, _))) in kinds.iter_mut().zip(&cols).enumerate() {
+            *k = sure_row[x0] & sure_row[x1];
+            if *k == MIXED {
+                mixed.push(x);
+            }
+        }
+        for ((px, o), &k) in src.chunks_exact(3).zip(dst.chunks_exact_mut(4)).zip(&kinds) {
+            o[..3].copy_from_slice(px);
+            o[3] = if k == SURE_FG { 255 } else { 0 };
+        }
+        if mixed.is_empty() {
+            continue;
         }
         for ((c, &a), &b) in
             coef_row.iter_mut().zip(&coef[4 * r0..4 * r0 + 4 * ww]).zip(&coef[4 * r1..4 * r1 + 4 * ww])
@@ -192,17 +267,9 @@ pub(crate) fn cutout(img: &DynamicImage, an: &Analysis) -> RgbaImage {
             *c = a * (1.0 - fy) + b * fy;
         }
         let v = (y as f32 + 0.5) / height as f32;
-        for (x, (px, o)) in src.chunks_exact(3).zip(dst.chunks_exact_mut(4)).enumerate() {
+        for &x in &mixed {
+            let (px, o) = (&src[3 * x..3 * x + 3], &mut dst[4 * x..4 * x + 4]);
             let (x0, x1, fx) = cols[x];
-            o[..3].copy_from_slice(px);
-            if fg_both[x0] && fg_both[x1] {
-                o[3] = 255;
-                continue;
-            }
-            if bg_both[x0] && bg_both[x1] {
-                o[3] = 0;
-                continue;
-            }
             let c = [f32::from(px[0]), f32::from(px[1]), f32::from(px[2])];
             let lerp = |row: &[f32], stride: usize, k: usize| {
                 row[x0 * stride + k] * (1.0 - fx) + row[x1 * stride + k] * fx

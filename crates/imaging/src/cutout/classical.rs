@@ -174,7 +174,7 @@ fn distance_plane(work: &RgbImage, model: &BgModel) -> Plane {
 
 /// 1 where a `(2r+1)²` window around the pixel holds any non-zero pixel of `mask`: counts of
 /// non-zero pixels in a sliding window along each row, then down each column.
-fn dilate(mask: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
+pub(crate) fn dilate(mask: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
     let mut across = vec![0u8; w * h];
     for (src, dst) in mask.chunks_exact(w.max(1)).zip(across.chunks_exact_mut(w.max(1))) {
         let mut count = src[..r.min(w)].iter().filter(|&&m| m != 0).count();
@@ -245,10 +245,9 @@ fn regional(fg: &[u8], work: &RgbImage, model: &BgModel) -> Vec<u8> {
     let mut plate_in = vec![[0f32; 3]; w];
     let mut plate_out = vec![[0f32; 3]; w];
     let fg_read: &[u8] = fg;
-    box_mean_rows(
+    box_mean_rows::<4>(
         w,
         h,
-        4,
         REGION_RADIUS,
         |y, row| {
             model.plate_row(y, w, h, &mut plate_in);
@@ -588,6 +587,13 @@ pub(crate) struct Component {
     pub(crate) touches_border: bool,
 }
 
+impl Component {
+    /// No pixels yet: the box is empty until one is added.
+    fn empty() -> Self {
+        Component { area: 0, rect: Rect { x0: u32::MAX, y0: u32::MAX, x1: 0, y1: 0 }, touches_border: false }
+    }
+}
+
 /// Labels connected components of non-zero pixels. Labels start at 1; 0 is unlabelled.
 pub(crate) fn components(mask: &[u8], w: usize, h: usize, eight: bool) -> (Vec<u32>, Vec<Component>) {
     // A scanline fill: each seed is grown into the run of its row, and the rows above and
@@ -603,11 +609,7 @@ pub(crate) fn components(mask: &[u8], w: usize, h: usize, eight: bool) -> (Vec<u
             continue;
         }
         let id = comps.len() as u32 + 1;
-        let mut c = Component {
-            area: 0,
-            rect: Rect { x0: u32::MAX, y0: u32::MAX, x1: 0, y1: 0 },
-            touches_border: false,
-        };
+        let mut c = Component::empty();
         labels[start] = id;
         seeds.push(start);
         while let Some(i) = seeds.pop() {
@@ -885,11 +887,7 @@ mod tests {
                 continue;
             }
             let id = comps.len() as u32 + 1;
-            let mut c = Component {
-                area: 0,
-                rect: Rect { x0: u32::MAX, y0: u32::MAX, x1: 0, y1: 0 },
-                touches_border: false,
-            };
+            let mut c = Component::empty();
             labels[start] = id;
             let mut stack = vec![start];
             while let Some(i) = stack.pop() {
@@ -916,10 +914,9 @@ mod tests {
     /// The box-filter dilation [`dilate`] replaced (a window mean above 10⁻⁴).
     fn dilate_by_box(mask: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
         let mut out = vec![0u8; w * h];
-        box_mean_rows(
+        box_mean_rows::<1>(
             w,
             h,
-            1,
             r,
             |y, row| {
                 for (o, &m) in row.iter_mut().zip(&mask[y * w..(y + 1) * w]) {

@@ -41,7 +41,7 @@ use image::DynamicImage;
 
 use super::analysis::{analyse, analyse_for, Analysis, MaskSource};
 use super::background::BgModel;
-use super::classical::{components, WEAK};
+use super::classical::{components, dilate, WEAK};
 use crate::error::ImagingError;
 use crate::saliency::SubjectModel;
 
@@ -82,29 +82,25 @@ pub(crate) fn analyse_with(
     Ok(an)
 }
 
-/// Replaces the mask of `an` by the fusion of the backdrop model's mask with `model`'s map
-/// (on a busy backdrop, [`MaskSource::Learned`], by the map's mask alone). Inputs that were
-/// already cut out (their own alpha) or too small to analyse are left as they are.
-pub(crate) fn fuse(an: &mut Analysis, model: &dyn SubjectModel) -> Result<(), String> {
-    let smooth = match &an.source {
-        MaskSource::Model(backdrop) => backdrop.is_smooth(),
-        MaskSource::Learned(_) => false,
-        MaskSource::Alpha | MaskSource::Whole => return Ok(()),
-    };
+/// Replaces the mask of `an`, an analysis made for a learned model ([`analyse_for`]), by the
+/// fusion of the backdrop model's mask with `model`'s map; on a busy backdrop
+/// ([`MaskSource::Learned`]) by the map's mask alone. Inputs that were already cut out (their
+/// own alpha) or too small to analyse are left as they are, and the model is not run.
+fn fuse(an: &mut Analysis, model: &dyn SubjectModel) -> Result<(), String> {
+    if matches!(an.source, MaskSource::Alpha | MaskSource::Whole) {
+        return Ok(());
+    }
     let (w, h) = (an.ww, an.wh);
     let map = model.subject_probability(&an.work)?;
     let map = crate::fir::resize_gray8(&map, w as u32, h as u32, FilterType::Triangle);
     let learned = without_specks(map.as_raw().iter().map(|&p| u8::from(p >= SUBJECT_LEVEL)).collect(), w, h);
-    match &an.source {
-        MaskSource::Model(backdrop) if smooth => {
-            an.mask = union(&an.mask, &an.shadow, map.as_raw(), &learned, &an.work, backdrop);
-        }
+    an.mask = match &an.source {
+        // `analyse_for` leaves a backdrop-model mask only on a smooth backdrop.
         MaskSource::Model(backdrop) => {
-            an.mask = learned;
-            an.source = MaskSource::Learned(backdrop.clone());
+            union(&an.mask, &an.shadow, map.as_raw(), &learned, &an.work, backdrop)
         }
-        _ => an.mask = learned,
-    }
+        _ => learned,
+    };
     Ok(())
 }
 
@@ -242,33 +238,13 @@ fn union(
 
 /// 1 where a non-zero pixel of `mask` lies within `r` pixels (Chebyshev distance), else 0.
 fn near_nonzero(mask: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
-    let inverse: Vec<u8> = mask.iter().map(|&m| u8::from(m == 0)).collect();
-    near_zero(&inverse, w, h, r)
+    dilate(mask, w, h, r)
 }
 
 /// 1 where a zero of `mask` lies within `r` pixels (Chebyshev distance), else 0.
 fn near_zero(mask: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
-    // Summed-area table of the zeros.
-    let mut sat = vec![0u32; (w + 1) * (h + 1)];
-    for y in 0..h {
-        let mut row = 0u32;
-        for x in 0..w {
-            row += u32::from(mask[y * w + x] == 0);
-            sat[(y + 1) * (w + 1) + x + 1] = sat[y * (w + 1) + x + 1] + row;
-        }
-    }
-    let mut out = vec![0u8; w * h];
-    for y in 0..h {
-        let (y0, y1) = (y.saturating_sub(r), (y + r + 1).min(h));
-        for x in 0..w {
-            let (x0, x1) = (x.saturating_sub(r), (x + r + 1).min(w));
-            let zeros = sat[y1 * (w + 1) + x1] + sat[y0 * (w + 1) + x0]
-                - sat[y0 * (w + 1) + x1]
-                - sat[y1 * (w + 1) + x0];
-            out[y * w + x] = u8::from(zeros > 0);
-        }
-    }
-    out
+    let inverse: Vec<u8> = mask.iter().map(|&m| u8::from(m == 0)).collect();
+    dilate(&inverse, w, h, r)
 }
 
 #[cfg(test)]

@@ -18,12 +18,6 @@ use crate::saliency::SubjectModel;
 /// Guided-filter regulariser for a colour guide in `0..=1`.
 const EPS: f32 = 2.5e-4;
 
-/// How a pixel of the output is decided: matted, or sure subject or sure backdrop (its four
-/// working-resolution neighbours all are).
-const MIXED: u8 = 0;
-const SURE_FG: u8 = 1;
-const SURE_BG: u8 = 2;
-
 /// Moments the guided filter averages per window: the guide's three channels, the mask, their
 /// three products, and the guide's six second moments.
 const MOMENTS: usize = 13;
@@ -68,8 +62,9 @@ fn guided_filter(work: &RgbImage, mask: &[u8], r: usize, eps: f32) -> (Vec<f32>,
     // Scale of each moment's sum back to colours in 0..=1.
     let (c1, c2) = (1.0 / 255.0, 1.0 / (255.0 * 255.0));
     let scale = [c1, c1, c1, 1.0, c1, c1, c1, c2, c2, c2, c2, c2, c2];
-    let count = |i: usize, n: usize| ((i + r + 1).min(n) - i.saturating_sub(r)) as f64;
-    let inv_nx: Vec<f64> = (0..w).map(|x| 1.0 / count(x, w)).collect();
+    // Pixels of the window (clipped to the image) along one axis.
+    let span = |i: usize, n: usize| (i + r + 1).min(n) - i.saturating_sub(r);
+    let inv_nx: Vec<f64> = (0..w).map(|x| 1.0 / span(x, w) as f64).collect();
     let mut columns = vec![[0u32; MOMENTS]; w];
     let add_row = |columns: &mut [[u32; MOMENTS]], y: usize, add: bool| {
         for (x, col) in columns.iter_mut().enumerate() {
@@ -90,8 +85,8 @@ fn guided_filter(work: &RgbImage, mask: &[u8], r: usize, eps: f32) -> (Vec<f32>,
         if y + r < h {
             add_row(&mut columns, y + r, true);
         }
-        let inv_ny = 1.0 / count(y, h);
-        let window = count(y, h);
+        let rows = span(y, h);
+        let inv_ny = 1.0 / rows as f64;
         let mut acc = [0u32; MOMENTS];
         for col in &columns[..r.min(w)] {
             for (a, &v) in acc.iter_mut().zip(col) {
@@ -113,7 +108,7 @@ fn guided_filter(work: &RgbImage, mask: &[u8], r: usize, eps: f32) -> (Vec<f32>,
             let inv = inv_nx[x] * inv_ny;
             let mp = (f64::from(acc[3]) * inv) as f32;
             mean_p[i] = mp;
-            if acc[3] == 0 || f64::from(acc[3]) == window * count(x, w) {
+            if acc[3] == 0 || acc[3] as usize == rows * span(x, w) {
                 // The mask is constant over the window: no covariance, `q = mp`.
                 ab[4 * i + 3] = mp;
                 continue;
@@ -133,10 +128,9 @@ fn guided_filter(work: &RgbImage, mask: &[u8], r: usize, eps: f32) -> (Vec<f32>,
         }
     }
     let mut coef = vec![0f32; w * h * 4];
-    box_mean_rows(
+    box_mean_rows::<4>(
         w,
         h,
-        4,
         r,
         |y, row| row.copy_from_slice(&ab[4 * y * w..4 * (y + 1) * w]),
         |y, row| coef[4 * y * w..4 * (y + 1) * w].copy_from_slice(row),
@@ -224,16 +218,11 @@ pub(crate) fn cutout(img: &DynamicImage, an: &Analysis) -> RgbaImage {
     let (width, height) = (an.width, an.height);
     let cols = taps(width as usize, ww);
     // Per output row: the trimap and coefficients interpolated vertically (bilinear sampling
-    // is separable), then per pixel only the horizontal interpolation. A pixel whose four
-    // working-resolution neighbours are all sure subject (or all sure backdrop) is opaque
-    // (transparent): `sure_row` marks working columns sure in both rows, [`SURE_FG`] or
-    // [`SURE_BG`], and `kinds` each pixel of the row, so most of a row is copied in one
-    // branch-free pass and only the pixels left [`MIXED`] (listed in `mixed`) are matted.
+    // is separable), then per pixel only the horizontal interpolation.
     let mut fg_row = vec![0f32; ww];
     let mut bg_row = vec![0f32; ww];
-    let mut sure_row = vec![MIXED; ww];
-    let mut kinds = vec![MIXED; width as usize];
-    let mut mixed = Vec::with_capacity(width as usize);
+    let mut fg_both = vec![false; ww];
+    let mut bg_both = vec![false; ww];
     let mut coef_row = vec![0f32; ww * 4];
     let mut out = RgbaImage::new(width, height);
     let out_rows = out.chunks_exact_mut(width as usize * 4);
@@ -245,21 +234,8 @@ pub(crate) fn cutout(img: &DynamicImage, an: &Analysis) -> RgbaImage {
             let (b0, b1) = (sure_bg[r0 + i], sure_bg[r1 + i]);
             fg_row[i] = f32::from(f0) * (1.0 - fy) + f32::from(f1) * fy;
             bg_row[i] = f32::from(b0) * (1.0 - fy) + f32::from(b1) * fy;
-            sure_row[i] = ((f0 & f1) * SURE_FG) | ((b0 & b1) * SURE_BG);
-        }
-        mixed.clear();
-        for (x, (k, &(x0, x1, _))) in kinds.iter_mut().zip(&cols).enumerate() {
-            *k = sure_row[x0] & sure_row[x1];
-            if *k == MIXED {
-                mixed.push(x);
-            }
-        }
-        for ((px, o), &k) in src.chunks_exact(3).zip(dst.chunks_exact_mut(4)).zip(&kinds) {
-            o[..3].copy_from_slice(px);
-            o[3] = if k == SURE_FG { 255 } else { 0 };
-        }
-        if mixed.is_empty() {
-            continue;
+            fg_both[i] = f0 & f1 != 0;
+            bg_both[i] = b0 & b1 != 0;
         }
         for ((c, &a), &b) in
             coef_row.iter_mut().zip(&coef[4 * r0..4 * r0 + 4 * ww]).zip(&coef[4 * r1..4 * r1 + 4 * ww])
@@ -267,9 +243,17 @@ pub(crate) fn cutout(img: &DynamicImage, an: &Analysis) -> RgbaImage {
             *c = a * (1.0 - fy) + b * fy;
         }
         let v = (y as f32 + 0.5) / height as f32;
-        for &x in &mixed {
-            let (px, o) = (&src[3 * x..3 * x + 3], &mut dst[4 * x..4 * x + 4]);
+        for (x, (px, o)) in src.chunks_exact(3).zip(dst.chunks_exact_mut(4)).enumerate() {
             let (x0, x1, fx) = cols[x];
+            o[..3].copy_from_slice(px);
+            if fg_both[x0] && fg_both[x1] {
+                o[3] = 255;
+                continue;
+            }
+            if bg_both[x0] && bg_both[x1] {
+                o[3] = 0;
+                continue;
+            }
             let c = [f32::from(px[0]), f32::from(px[1]), f32::from(px[2])];
             let lerp = |row: &[f32], stride: usize, k: usize| {
                 row[x0 * stride + k] * (1.0 - fx) + row[x1 * stride + k] * fx

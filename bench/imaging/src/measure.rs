@@ -17,16 +17,23 @@ impl Sampler {
     /// Wall-clock seconds of up to `runs` calls of `f`, after a warm-up call; just the
     /// warm-up's when that alone took longer than `max`.
     fn samples<T>(&self, mut f: impl FnMut() -> T) -> Vec<f64> {
+        self.samples_of(|| (), |()| f())
+    }
+
+    /// [`Self::samples`] of `f` on a fresh argument from `make` each call; only `f` is timed.
+    fn samples_of<A, T>(&self, mut make: impl FnMut() -> A, mut f: impl FnMut(A) -> T) -> Vec<f64> {
+        let arg = make();
         let start = Instant::now();
-        black_box(f());
+        black_box(f(arg));
         if start.elapsed() > self.max {
             return vec![start.elapsed().as_secs_f64()];
         }
         let start = Instant::now();
         let mut out = Vec::with_capacity(self.runs);
         while out.len() < self.runs && (out.is_empty() || start.elapsed() < self.max) {
+            let arg = make();
             let t = Instant::now();
-            black_box(f());
+            black_box(f(arg));
             out.push(t.elapsed().as_secs_f64());
         }
         out
@@ -35,6 +42,12 @@ impl Sampler {
     /// Median latency of one call, in milliseconds.
     pub fn median_ms<T>(&self, f: impl FnMut() -> T) -> f64 {
         median(self.samples(f)) * 1000.0
+    }
+
+    /// Median latency of one call of `f` on an argument `make` returns (not timed), in
+    /// milliseconds: for work that takes ownership of its input.
+    pub fn median_ms_of<A, T>(&self, make: impl FnMut() -> A, f: impl FnMut(A) -> T) -> f64 {
+        median(self.samples_of(make, f)) * 1000.0
     }
 
     /// Throughput with both cores busy: two independent calls on two threads at once,

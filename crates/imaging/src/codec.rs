@@ -1,10 +1,11 @@
 //! Size-limited decoding and deterministic encoding (the input formats and the limits are
 //! `crate::format`'s).
 
-use std::io::Cursor;
+use std::io::{Cursor, Write};
 
 use image::codecs::png::{CompressionType, FilterType as PngFilterType, PngEncoder};
 use image::codecs::webp::WebPEncoder;
+use image::error::{UnsupportedError, UnsupportedErrorKind};
 use image::metadata::Orientation;
 use image::{ColorType, DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, RgbImage};
 
@@ -161,10 +162,68 @@ const PNG_SAMPLE_ROWS: u32 = 16;
 /// Number of sample bands, spread evenly over the image height.
 const PNG_SAMPLE_BANDS: u32 = 4;
 
+/// Size of the `IDAT` chunks [`encode_png`] writes: compressed rows go to the output in chunks
+/// of this size as they are made, so the whole compressed image is never held twice.
+const PNG_CHUNK: usize = 64 * 1024;
+
 /// PNG at zlib level [`PNG_LEVEL`] with the filter [`png_filter`] picks for this image.
+///
+/// Streamed: each row is filtered and compressed as it is read, and the compressed data is
+/// written to `out` in `IDAT` chunks of [`PNG_CHUNK`] bytes. (`image`'s encoder collects the
+/// whole compressed image in a buffer of its own before copying it into `out`: two copies of
+/// the output at the end of every encode.) 16-bit samples are written big-endian, one row at
+/// a time. The image must be one of PNG's 8- or 16-bit grey or RGB(A) types.
 fn encode_png(img: &DynamicImage, out: &mut Vec<u8>) -> Result<(), ImageError> {
-    let filter = png_filter(img)?;
-    img.write_with_encoder(PngEncoder::new_with_quality(out, CompressionType::Level(PNG_LEVEL), filter))
+    let filter = match png_filter(img)? {
+        PngFilterType::NoFilter => png::Filter::NoFilter,
+        PngFilterType::Sub => png::Filter::Sub,
+        PngFilterType::Up => png::Filter::Up,
+        PngFilterType::Avg => png::Filter::Avg,
+        PngFilterType::Paeth => png::Filter::Paeth,
+        _ => png::Filter::Adaptive,
+    };
+    let (colour, depth) = match img.color() {
+        ColorType::L8 => (png::ColorType::Grayscale, png::BitDepth::Eight),
+        ColorType::La8 => (png::ColorType::GrayscaleAlpha, png::BitDepth::Eight),
+        ColorType::Rgb8 => (png::ColorType::Rgb, png::BitDepth::Eight),
+        ColorType::Rgba8 => (png::ColorType::Rgba, png::BitDepth::Eight),
+        ColorType::L16 => (png::ColorType::Grayscale, png::BitDepth::Sixteen),
+        ColorType::La16 => (png::ColorType::GrayscaleAlpha, png::BitDepth::Sixteen),
+        ColorType::Rgb16 => (png::ColorType::Rgb, png::BitDepth::Sixteen),
+        ColorType::Rgba16 => (png::ColorType::Rgba, png::BitDepth::Sixteen),
+        other => {
+            return Err(ImageError::Unsupported(UnsupportedError::from_format_and_kind(
+                ImageFormat::Png.into(),
+                UnsupportedErrorKind::Color(other.into()),
+            )))
+        }
+    };
+    let err = |e: png::EncodingError| {
+        ImageError::Encoding(image::error::EncodingError::new(ImageFormat::Png.into(), e))
+    };
+    let mut encoder = png::Encoder::new(out, img.width(), img.height());
+    encoder.set_color(colour);
+    encoder.set_depth(depth);
+    encoder.set_deflate_compression(png::DeflateCompression::Level(PNG_LEVEL));
+    encoder.set_filter(filter);
+    let mut writer = encoder.write_header().map_err(err)?;
+    let mut stream = writer.stream_writer_with_size(PNG_CHUNK).map_err(err)?;
+    let bytes = img.as_bytes();
+    if depth == png::BitDepth::Eight {
+        stream.write_all(bytes)?;
+    } else {
+        // PNG's samples are big-endian; the image's are native.
+        let row_len = bytes.len() / img.height() as usize;
+        let mut row = vec![0u8; row_len];
+        for src in bytes.chunks_exact(row_len) {
+            for (dst, sample) in row.chunks_exact_mut(2).zip(src.chunks_exact(2)) {
+                dst.copy_from_slice(&u16::from_ne_bytes([sample[0], sample[1]]).to_be_bytes());
+            }
+            stream.write_all(&row)?;
+        }
+    }
+    stream.finish().map_err(err)?;
+    writer.finish().map_err(err)
 }
 
 /// The PNG filter that gives the smallest output on a few sample row bands of `img` (the whole

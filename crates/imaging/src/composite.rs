@@ -1,7 +1,8 @@
 //! Alpha compositing helpers.
 
+use fast_image_resize::pixels::F32x4;
 use image::imageops::{self, FilterType};
-use image::{RgbImage, Rgba, Rgba32FImage, RgbaImage};
+use image::{RgbImage, Rgba, RgbaImage};
 
 use crate::filter::to_u8;
 use crate::geom::Rect;
@@ -53,21 +54,30 @@ pub fn composite_over(base: &mut RgbImage, overlay: &RgbaImage, x: i64, y: i64) 
 }
 
 /// Resizes a straight-alpha RGBA image in premultiplied space (no dark or coloured fringes
-/// from transparent pixels).
+/// from transparent pixels). The premultiplied `f32` copy (16 bytes a pixel) is the one source
+/// the resampler reads.
 pub(crate) fn resize_rgba(img: &RgbaImage, w: u32, h: u32, filter: FilterType) -> RgbaImage {
     let w = w.max(1);
     let h = h.max(1);
     if img.dimensions() == (w, h) {
         return img.clone();
     }
-    let mut pre = Rgba32FImage::new(img.width(), img.height());
-    for (o, p) in pre.pixels_mut().zip(img.pixels()) {
-        let a = f32::from(p[3]) / 255.0;
-        *o = Rgba([f32::from(p[0]) / 255.0 * a, f32::from(p[1]) / 255.0 * a, f32::from(p[2]) / 255.0 * a, a]);
-    }
-    let resized = crate::fir::resize_rgba32f(&pre, w, h, filter);
+    let pre: Vec<F32x4> = img
+        .pixels()
+        .map(|p| {
+            let a = f32::from(p[3]) / 255.0;
+            F32x4::new([
+                f32::from(p[0]) / 255.0 * a,
+                f32::from(p[1]) / 255.0 * a,
+                f32::from(p[2]) / 255.0 * a,
+                a,
+            ])
+        })
+        .collect();
+    let resized = crate::fir::resize_f32x4(&pre, img.width(), img.height(), w, h, filter);
+    drop(pre);
     let mut out = RgbaImage::new(w, h);
-    for (o, p) in out.pixels_mut().zip(resized.pixels()) {
+    for (o, p) in out.pixels_mut().zip(resized.iter().map(|p| p.0)) {
         let a = p[3].clamp(0.0, 1.0);
         if a <= 1e-6 {
             *o = Rgba([0, 0, 0, 0]);
@@ -100,9 +110,12 @@ pub(crate) fn alpha_bbox(img: &RgbaImage, threshold: u8) -> Option<Rect> {
 /// Alpha above which [`trim_cutout`] keeps a pixel.
 pub(crate) const TRIM_ALPHA: u8 = 8;
 
-/// Crops a cut-out to its visible content; a fully transparent cut-out is returned whole and
-/// made opaque (so callers always have something to place).
-pub(crate) fn trim_cutout(cut: &RgbaImage) -> RgbaImage {
+/// Crops a cut-out to its visible content (alpha above 8); a fully transparent cut-out is
+/// returned whole and made opaque (so callers always have something to place). Trimming a
+/// trimmed cut-out returns it unchanged, so [`crate::product_shoot_of_cutout`] makes the same
+/// image from a cut-out and from its trimmed copy, and a caller that keeps a cut-out for
+/// several shots can keep the (smaller) trimmed one.
+pub fn trim_cutout(cut: &RgbaImage) -> RgbaImage {
     match alpha_bbox(cut, TRIM_ALPHA) {
         Some(r) => imageops::crop_imm(cut, r.x0, r.y0, r.width(), r.height()).to_image(),
         None => {

@@ -11,10 +11,6 @@ pub(crate) struct Plane {
 }
 
 impl Plane {
-    pub(crate) fn new(w: usize, h: usize, value: f32) -> Plane {
-        Plane { w, h, data: vec![value; w * h] }
-    }
-
     pub(crate) fn from_fn(w: usize, h: usize, mut f: impl FnMut(usize, usize) -> f32) -> Plane {
         let mut data = Vec::with_capacity(w * h);
         for y in 0..h {
@@ -25,13 +21,10 @@ impl Plane {
         Plane { w, h, data }
     }
 
-    /// Luminance (Rec. 601 weights) in `0..=1`.
+    /// Luminance (Rec. 601 weights) in `0..=1`: [`luma`] of every pixel.
     pub(crate) fn luma(img: &RgbImage) -> Plane {
         let (w, h) = (img.width() as usize, img.height() as usize);
-        let data = img
-            .pixels()
-            .map(|p| (0.299 * f32::from(p[0]) + 0.587 * f32::from(p[1]) + 0.114 * f32::from(p[2])) / 255.0)
-            .collect();
+        let data = img.pixels().map(|p| luma(p.0)).collect();
         Plane { w, h, data }
     }
 
@@ -255,6 +248,12 @@ pub(crate) fn gaussian_kernel(sigma: f32) -> Vec<f32> {
     k
 }
 
+/// Luminance (Rec. 601 weights) of an 8-bit RGB colour, in `0..=1`.
+#[inline]
+pub(crate) fn luma(p: [u8; 3]) -> f32 {
+    (0.299 * f32::from(p[0]) + 0.587 * f32::from(p[1]) + 0.114 * f32::from(p[2])) / 255.0
+}
+
 /// Hermite smoothstep.
 pub(crate) fn smoothstep(e0: f32, e1: f32, x: f32) -> f32 {
     let t = ((x - e0) / (e1 - e0)).clamp(0.0, 1.0);
@@ -351,7 +350,7 @@ mod tests {
 
     #[test]
     fn gaussian_preserves_constant() {
-        let p = Plane::new(10, 10, 3.0);
+        let p = Plane { w: 10, h: 10, data: vec![3.0; 100] };
         let g = p.gaussian(2.0);
         assert!(g.data.iter().all(|v| (v - 3.0).abs() < 1e-4));
     }

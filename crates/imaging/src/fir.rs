@@ -57,24 +57,39 @@ resize_u8_image!(resize_gray8, GrayImage, fr::PixelType::U8);
 resize_u8_image!(resize_rgb8, RgbImage, fr::PixelType::U8x3);
 resize_u8_image!(resize_rgba8, RgbaImage, fr::PixelType::U8x4);
 
-/// Resizes four-channel `f32` pixels (channels treated independently, no alpha handling).
-fn resize_f32x4(src: &[F32x4], sw: u32, sh: u32, dw: u32, dh: u32, filter: FilterType) -> Option<Vec<F32x4>> {
-    let src = TypedImageRef::new(sw, sh, src).ok()?;
-    let mut dst = TypedImage::<F32x4>::new(dw, dh);
-    fr::Resizer::new().resize_typed(&src, &mut dst, &options(filter)).ok()?;
-    Some(dst.pixels().to_vec())
+/// Resizes `sw`×`sh` four-channel `f32` pixels, row-major, to `w`×`h` (each at least 1;
+/// channels treated independently, callers premultiply where needed). Callers that make their
+/// pixels for the resize build them as [`F32x4`] here, with no second copy of the source.
+pub(crate) fn resize_f32x4(
+    src: &[F32x4],
+    sw: u32,
+    sh: u32,
+    w: u32,
+    h: u32,
+    filter: FilterType,
+) -> Vec<F32x4> {
+    let (w, h) = (w.max(1), h.max(1));
+    if sw == 0 || sh == 0 {
+        return vec![F32x4::new([0.0; 4]); w as usize * h as usize];
+    }
+    let fast = || -> Option<Vec<F32x4>> {
+        let src = TypedImageRef::new(sw, sh, src).ok()?;
+        let mut dst = TypedImage::<F32x4>::new(w, h);
+        fr::Resizer::new().resize_typed(&src, &mut dst, &options(filter)).ok()?;
+        Some(dst.pixels().to_vec())
+    };
+    fast().unwrap_or_else(|| {
+        let img = Rgba32FImage::from_fn(sw, sh, |x, y| image::Rgba(src[(y * sw + x) as usize].0));
+        imageops::resize(&img, w, h, filter).pixels().map(|p| F32x4::new(p.0)).collect()
+    })
 }
 
 /// Resizes an `f32` RGBA image (channels independently; callers premultiply when needed).
 pub(crate) fn resize_rgba32f(img: &Rgba32FImage, w: u32, h: u32, filter: FilterType) -> Rgba32FImage {
     let (w, h) = (w.max(1), h.max(1));
-    if img.width() == 0 || img.height() == 0 {
-        return Rgba32FImage::new(w, h);
-    }
     let src: Vec<F32x4> = img.pixels().map(|p| F32x4::new(p.0)).collect();
-    resize_f32x4(&src, img.width(), img.height(), w, h, filter)
-        .and_then(|px| Rgba32FImage::from_raw(w, h, px.iter().flat_map(|p| p.0).collect()))
-        .unwrap_or_else(|| imageops::resize(img, w, h, filter))
+    let px = resize_f32x4(&src, img.width(), img.height(), w, h, filter);
+    Rgba32FImage::from_fn(w, h, |x, y| image::Rgba(px[(y * w + x) as usize].0))
 }
 
 #[cfg(test)]

@@ -20,6 +20,11 @@ impl Rect {
         self.y1.saturating_sub(self.y0)
     }
 
+    /// Whether pixel `(x, y)` lies inside.
+    pub(crate) fn contains(&self, x: u32, y: u32) -> bool {
+        (self.x0..self.x1).contains(&x) && (self.y0..self.y1).contains(&y)
+    }
+
     pub(crate) fn contains_rect(&self, other: &Rect) -> bool {
         other.x0 >= self.x0 && other.y0 >= self.y0 && other.x1 <= self.x1 && other.y1 <= self.y1
     }

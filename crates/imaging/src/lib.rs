@@ -62,7 +62,7 @@ mod resize;
 mod saliency;
 
 pub use codec::{decode, encode, probe, ImageInfo, OutputFormat, JPEG_QUALITY};
-pub use composite::{composite_over, flatten};
+pub use composite::{composite_over, flatten, trim_cutout};
 pub use cutout::{remove_background, remove_background_with, subject_mask, subject_mask_with};
 pub use error::ImagingError;
 pub use format::{sniff, InputFormat, Limits};

@@ -116,45 +116,48 @@ fn crop_window(img: &DynamicImage, subject: Option<(Rect, [f32; 2])>, aw: u64, a
 /// produced from a proportionally downscaled original.
 pub fn reframe(img: &DynamicImage, aspect: (u32, u32), mode: ReframeMode) -> DynamicImage {
     // Without a learned model the subject analysis cannot fail.
-    reframe_around(img, aspect, mode, || Ok(subject_box(img, None).unwrap_or(None)))
+    reframe_around(Cow::Borrowed(img), aspect, mode, |img| Ok(subject_box(img, None).unwrap_or(None)))
         .unwrap_or_else(|_| img.clone())
 }
 
 /// [`reframe`] with the subject found by a learned subject model fused with the backdrop model
 /// (see [`crate::remove_background_with`]): right on photographs whose border is not a
 /// backdrop. The model runs only when the mode needs the subject (not for `Extend`).
+///
+/// Takes the image by value: an extension grows an 8-bit RGB or RGBA image's own buffer into
+/// the canvas, so the photograph and its extended copy are never held at once.
 pub fn reframe_with(
-    img: &DynamicImage,
+    img: DynamicImage,
     aspect: (u32, u32),
     mode: ReframeMode,
     subject: Option<&dyn SubjectModel>,
 ) -> Result<DynamicImage, ImagingError> {
-    reframe_around(img, aspect, mode, || subject_box(img, subject))
+    reframe_around(Cow::Owned(img), aspect, mode, |img| subject_box(img, subject))
 }
 
 type SubjectBox = Option<(Rect, [f32; 2])>;
 
 fn reframe_around(
-    img: &DynamicImage,
+    img: Cow<'_, DynamicImage>,
     aspect: (u32, u32),
     mode: ReframeMode,
-    find_subject: impl FnOnce() -> Result<SubjectBox, ImagingError>,
+    find_subject: impl FnOnce(&DynamicImage) -> Result<SubjectBox, ImagingError>,
 ) -> Result<DynamicImage, ImagingError> {
     let aw = u64::from(aspect.0.max(1));
     let ah = u64::from(aspect.1.max(1));
     let (width, height) = (img.width(), img.height());
     if width == 0 || height == 0 {
-        return Ok(img.clone());
+        return Ok(img.into_owned());
     }
     Ok(match mode {
         ReframeMode::Crop => {
-            let r = crop_window(img, find_subject()?, aw, ah);
+            let r = crop_window(&img, find_subject(&img)?, aw, ah);
             img.crop_imm(r.x0, r.y0, r.width(), r.height())
         }
         ReframeMode::Extend => extend(img, aw, ah),
         ReframeMode::Auto => {
-            let subject = find_subject()?;
-            let r = crop_window(img, subject, aw, ah);
+            let subject = find_subject(&img)?;
+            let r = crop_window(&img, subject, aw, ah);
             let kept = f64::from(r.width()) * f64::from(r.height()) / (f64::from(width) * f64::from(height));
             let subject_inside = subject.is_none_or(|(s, _)| r.contains_rect(&s));
             if kept >= AUTO_MIN_KEEP && subject_inside {
@@ -188,26 +191,21 @@ fn bounded_source(width: u32, height: u32, aw: u64, ah: u64) -> (u32, u32) {
     (((f64::from(width) * s).floor() as u32).max(1), ((f64::from(height) * s).floor() as u32).max(1))
 }
 
-fn extend(img: &DynamicImage, aw: u64, ah: u64) -> DynamicImage {
+/// The extension: see [`reframe`]. An owned 8-bit RGB(A) image's buffer becomes the canvas.
+fn extend(img: Cow<'_, DynamicImage>, aw: u64, ah: u64) -> DynamicImage {
     let (width, height) = (img.width(), img.height());
     let (ew, eh) = extend_size(width, height, aw, ah);
     if (ew, eh) == (width, height) {
-        return img.clone();
+        return img.into_owned();
     }
     let (sw0, sh0) = bounded_source(width, height, aw, ah);
     if (sw0, sh0) != (width, height) {
         // Extreme aspect ratios: shrink first so the canvas stays bounded.
-        return extend(&img.resize_exact(sw0, sh0, FilterType::Triangle), aw, ah);
+        return extend(Cow::Owned(img.resize_exact(sw0, sh0, FilterType::Triangle)), aw, ah);
     }
     let has_alpha = img.color().has_alpha();
     // Work in the output's channel count: RGB inputs never pay for an alpha channel.
     let nc = if has_alpha { 4 } else { 3 };
-    let src: Cow<'_, [u8]> = match img {
-        DynamicImage::ImageRgb8(rgb) => Cow::Borrowed(rgb.as_raw()),
-        DynamicImage::ImageRgba8(rgba) => Cow::Borrowed(rgba.as_raw()),
-        _ if has_alpha => Cow::Owned(img.to_rgba8().into_raw()),
-        _ => Cow::Owned(img.to_rgb8().into_raw()),
-    };
     let ox = (ew - width) as usize / 2;
     let oy = (eh - height) as usize / 2;
 
@@ -218,7 +216,7 @@ fn extend(img: &DynamicImage, aw: u64, ah: u64) -> DynamicImage {
     let small_scale = (256.0 / long).min(1.0);
     let sw = ((width as f32 * small_scale).round() as u32).max(1);
     let sh = ((height as f32 * small_scale).round() as u32).max(1);
-    let small = match img {
+    let small = match &*img {
         DynamicImage::ImageRgb8(rgb) => {
             DynamicImage::ImageRgb8(resize_rgb8(rgb, sw, sh, FilterType::Triangle))
         }
@@ -246,7 +244,10 @@ fn extend(img: &DynamicImage, aw: u64, ah: u64) -> DynamicImage {
                     Plane { w: swu, h: shu, data }.gaussian(s.max(0.6))
                 })
                 .collect();
-            (0..swu * shu).flat_map(|i| planes.iter().map(move |p| p.data[i])).collect()
+            // Sized once: a collected `flat_map` would grow to up to twice this.
+            let mut level = Vec::with_capacity(swu * shu * nc);
+            level.extend((0..swu * shu).flat_map(|i| planes.iter().map(move |p| p.data[i])));
+            level
         })
         .collect();
     // Distance (in original pixels) at which each level is fully reached; 0 = sharp mirror.
@@ -270,22 +271,35 @@ fn extend(img: &DynamicImage, aw: u64, ah: u64) -> DynamicImage {
     let cols = axis(ewu, ox, w);
     let rows = axis(ehu, oy, h);
     let stride = width as usize * nc;
-    let mut out = vec![0u8; ewu * ehu * nc];
+    let row_len = ewu * nc;
+    // The canvas with the original at (ox, oy). An owned input's buffer is grown and its rows
+    // moved into place, last row first (each moves to an offset no lower than its own, so no
+    // row is overwritten before it has moved); every other pixel is written by the fill below.
+    let mut out = match img {
+        Cow::Owned(DynamicImage::ImageRgb8(rgb)) => rgb.into_raw(),
+        Cow::Owned(DynamicImage::ImageRgba8(rgba)) => rgba.into_raw(),
+        other if has_alpha => other.to_rgba8().into_raw(),
+        other => other.to_rgb8().into_raw(),
+    };
+    out.resize(row_len * ehu, 0);
+    for y in (0..height as usize).rev() {
+        out.copy_within(y * stride..(y + 1) * stride, (oy + y) * row_len + ox * nc);
+    }
     let mut vrows: Vec<Vec<f32>> = vec![vec![0f32; swu * nc]; levels.len()];
-    for (y, dst) in out.chunks_exact_mut(ewu * nc).enumerate() {
+    // The mirrored row of the original, copied out of the canvas (the row written may be it).
+    let mut sharp = vec![0u8; stride];
+    for y in 0..ehu {
         let (dy, my, (y0, y1, fy)) = rows[y];
         let inside_rows = y >= oy && y < oy + height as usize;
-        if inside_rows {
-            let s = (y - oy) * stride;
-            dst[ox * nc..ox * nc + stride].copy_from_slice(&src[s..s + stride]);
-        }
+        let s = (oy + my) * row_len + ox * nc;
+        sharp.copy_from_slice(&out[s..s + stride]);
+        let dst = &mut out[y * row_len..(y + 1) * row_len];
         for (v, lvl) in vrows.iter_mut().zip(&levels) {
             let (a, b) = (&lvl[y0 * swu * nc..(y0 + 1) * swu * nc], &lvl[y1 * swu * nc..(y1 + 1) * swu * nc]);
             for ((v, &a), &b) in v.iter_mut().zip(a).zip(b) {
                 *v = a * (1.0 - fy) + b * fy;
             }
         }
-        let sharp = &src[my * stride..(my + 1) * stride];
         for (x, o) in dst.chunks_exact_mut(nc).enumerate() {
             if inside_rows && x >= ox && x < ox + width as usize {
                 continue;
@@ -317,10 +331,13 @@ fn extend(img: &DynamicImage, aw: u64, ah: u64) -> DynamicImage {
             }
         }
     }
+    // The buffer holds exactly `ew`×`eh` pixels of `nc` channels.
     if has_alpha {
-        RgbaImage::from_raw(ew, eh, out).map(DynamicImage::ImageRgba8).unwrap_or_else(|| img.clone())
+        RgbaImage::from_raw(ew, eh, out)
+            .map_or_else(|| DynamicImage::new_rgba8(ew, eh), DynamicImage::ImageRgba8)
     } else {
-        RgbImage::from_raw(ew, eh, out).map(DynamicImage::ImageRgb8).unwrap_or_else(|| img.clone())
+        RgbImage::from_raw(ew, eh, out)
+            .map_or_else(|| DynamicImage::new_rgb8(ew, eh), DynamicImage::ImageRgb8)
     }
 }
 

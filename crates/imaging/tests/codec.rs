@@ -249,6 +249,63 @@ fn png_round_trip_keeps_grey_and_16_bit() {
     }
 }
 
+/// The chunks of a PNG file after its signature: (type, data length).
+fn png_chunks(bytes: &[u8]) -> Vec<([u8; 4], usize)> {
+    let mut chunks = Vec::new();
+    let mut at = 8;
+    while at + 12 <= bytes.len() {
+        let word = |i: usize| [bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]];
+        let len = u32::from_be_bytes(word(at)) as usize;
+        chunks.push((word(at + 4), len));
+        at += 12 + len;
+    }
+    assert_eq!(at, bytes.len(), "chunks end at the file's end");
+    chunks
+}
+
+#[test]
+fn png_is_streamed_in_bounded_chunks_and_every_type_round_trips() {
+    // Noise does not compress: about 1.2 MB of compressed data, many `IDAT` chunks.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (w, h) = (301, 517);
+    let rgba16 = atelier_imaging::image::ImageBuffer::from_fn(w, h, |_, _| {
+        let v = next();
+        Rgba([v as u16, (v >> 16) as u16, (v >> 32) as u16, (v >> 48) as u16])
+    });
+    let rgba16 = DynamicImage::ImageRgba16(rgba16);
+    for img in [
+        DynamicImage::ImageLuma8(rgba16.to_luma8()),
+        DynamicImage::ImageLumaA8(rgba16.to_luma_alpha8()),
+        DynamicImage::ImageRgb8(rgba16.to_rgb8()),
+        DynamicImage::ImageRgba8(rgba16.to_rgba8()),
+        DynamicImage::ImageLuma16(rgba16.to_luma16()),
+        DynamicImage::ImageLumaA16(rgba16.to_luma_alpha16()),
+        DynamicImage::ImageRgb16(rgba16.to_rgb16()),
+        rgba16.clone(),
+    ] {
+        let bytes = encode(&img, OutputFormat::Png).unwrap();
+        let chunks = png_chunks(&bytes);
+        let names: Vec<&[u8]> = chunks.iter().map(|(t, _)| &t[..]).collect();
+        assert_eq!(names.first(), Some(&&b"IHDR"[..]), "{:?}", img.color());
+        assert_eq!(names.last(), Some(&&b"IEND"[..]), "{:?}", img.color());
+        let idat: Vec<usize> = chunks.iter().filter(|(t, _)| t == b"IDAT").map(|&(_, n)| n).collect();
+        assert!(idat.len() > 1 && idat.iter().all(|&n| n <= 64 * 1024), "{:?}: {idat:?}", img.color());
+        let back = decode(&bytes, &Limits::default()).unwrap();
+        assert_eq!(back.color(), img.color());
+        assert_eq!(back, img, "{:?}", img.color());
+    }
+    // Float images are written as 8-bit.
+    let float = DynamicImage::ImageRgb32F(rgba16.to_rgb32f());
+    let back = decode(&encode(&float, OutputFormat::Png).unwrap(), &Limits::default()).unwrap();
+    assert_eq!(back, DynamicImage::ImageRgb8(float.to_rgb8()));
+}
+
 /// An animated GIF of `frames` frames of `w`×`h`, through `image`'s encoder.
 fn gif(frames: usize, w: u32, h: u32) -> Vec<u8> {
     let mut bytes = Vec::new();

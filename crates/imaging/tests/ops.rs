@@ -6,7 +6,9 @@ use atelier_imaging::image::imageops::FilterType;
 use atelier_imaging::image::{
     DynamicImage, GenericImageView, GrayImage, Luma, Rgb, RgbImage, Rgba, RgbaImage,
 };
-use atelier_imaging::{flatten, reframe, remove_background, subject_mask, upscale, ReframeMode};
+use atelier_imaging::{
+    flatten, reframe, reframe_with, remove_background, subject_mask, upscale, ReframeMode,
+};
 use common::*;
 
 fn psnr(a: &RgbImage, b: &RgbImage) -> f64 {
@@ -259,6 +261,32 @@ fn extend_keeps_original_pixels_and_has_no_seams() {
                 for c in 0..3 {
                     assert!((i32::from(a[c]) - i32::from(b[c])).abs() <= max_inner_step);
                 }
+            }
+        }
+    }
+}
+
+#[test]
+fn extending_an_owned_image_in_place_gives_the_borrowed_result() {
+    // `reframe_with` grows an owned 8-bit image's buffer into the canvas; `reframe` copies the
+    // borrowed one. Every type, both directions, and an aspect whose canvas is bounded.
+    let rgb = smooth_image(83, 61);
+    let mut rgba = DynamicImage::ImageRgb8(rgb.clone()).to_rgba8();
+    for (i, p) in rgba.pixels_mut().enumerate() {
+        p[3] = (i * 7 % 256) as u8;
+    }
+    let images = [
+        DynamicImage::ImageRgb8(rgb.clone()),
+        DynamicImage::ImageRgba8(rgba),
+        DynamicImage::ImageLuma8(DynamicImage::ImageRgb8(rgb.clone()).to_luma8()),
+        DynamicImage::ImageRgb16(DynamicImage::ImageRgb8(rgb).to_rgb16()),
+    ];
+    for img in images {
+        for a in [(16u32, 9u32), (9, 16), (1, 1), (83, 61), (40, 1)] {
+            for mode in [ReframeMode::Extend, ReframeMode::Auto] {
+                let borrowed = reframe(&img, a, mode);
+                let owned = reframe_with(img.clone(), a, mode, None).unwrap();
+                assert_eq!(owned, borrowed, "{:?} {a:?} {mode:?}", img.color());
             }
         }
     }

@@ -7,10 +7,10 @@ use image::{DynamicImage, GrayImage, Rgb, RgbImage};
 
 use crate::cutout::{subject_mask, subject_mask_with};
 use crate::error::ImagingError;
-use crate::filter::{smoothstep, to_u8, Plane};
+use crate::filter::{luma, smoothstep, to_u8};
 use crate::hash::{hash2, hash2_unit, value_noise, Rng};
 use crate::palette::{self, Colour};
-use crate::renders::{garment_region, weighted_mean, GarmentRegion};
+use crate::renders::{garment_region, GarmentRegion};
 use crate::saliency::SubjectModel;
 
 /// Where the new fabric comes from.
@@ -227,11 +227,10 @@ fn fabric_in(
     seed: u64,
 ) -> RgbImage {
     let mut out = model.to_rgb8();
-    let (w, h) = out.dimensions();
     let reg = garment_region(mask, region);
     let band_width = reg.rect.width().max(8) as f32;
-    let lum = Plane::luma(&out);
-    let mean_lum = weighted_mean(&lum, &reg.weight).max(0.05);
+    // Luminance is read per pixel, before the pixel is changed: no whole-image plane.
+    let mean_lum = reg.weighted_mean(|x, y| luma(out.get_pixel(x, y).0)).max(0.05);
     enum Tex {
         Swatch(Swatch),
         Pattern(Pattern),
@@ -243,9 +242,10 @@ fn fabric_in(
         FabricSource::Image(_) => Tex::Pattern(Pattern::from_description("", band_width, seed)),
         FabricSource::Description(d) => Tex::Pattern(Pattern::from_description(d, band_width, seed)),
     };
-    for y in 0..h {
-        for x in 0..w {
-            let a = reg.weight.at(x as usize, y as usize);
+    let support = reg.support();
+    for y in support.y0..support.y1 {
+        for x in support.x0..support.x1 {
+            let a = reg.weight(x, y);
             if a <= 0.0 {
                 continue;
             }
@@ -255,8 +255,8 @@ fn fabric_in(
                 Tex::Swatch(s) => s.colour(lx as i64, ly as i64),
                 Tex::Pattern(p) => p.colour(lx, ly),
             };
-            let shade = (lum.at(x as usize, y as usize) / mean_lum).clamp(0.3, 1.7);
             let o = out.get_pixel_mut(x, y);
+            let shade = (luma(o.0) / mean_lum).clamp(0.3, 1.7);
             let v = [0, 1, 2].map(|c| f32::from(o[c]) + (t[c] * shade - f32::from(o[c])) * a);
             *o = Rgb(v.map(to_u8));
         }

@@ -247,3 +247,35 @@ pub fn product_shoot_of_cutout(
     composite_over(&mut out, &placed, px0, py0);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::Rng;
+
+    #[test]
+    fn a_trimmed_cutout_makes_the_same_shot() {
+        for seed in 0..12u64 {
+            let mut rng = Rng::new(seed);
+            let (w, h) = (40 + (rng.next_u64() % 120) as u32, 40 + (rng.next_u64() % 120) as u32);
+            let (x0, y0) =
+                ((rng.next_u64() % u64::from(w / 2)) as u32, (rng.next_u64() % u64::from(h / 2)) as u32);
+            // Every third cut-out is empty (fully transparent).
+            let cut = RgbaImage::from_fn(w, h, |x, y| {
+                let inside = seed % 3 != 0 && x >= x0 && y >= y0 && x < x0 + w / 3 && y < y0 + h / 3;
+                let a =
+                    if inside { 255 } else { (crate::hash::mix64(seed ^ u64::from(x ^ y << 8)) % 9) as u8 };
+                image::Rgba([(x * 5) as u8, (y * 3) as u8, 90, a])
+            });
+            let trimmed = trim_cutout(&cut);
+            assert_eq!(trim_cutout(&trimmed), trimmed, "seed {seed}: trimming is idempotent");
+            for (scene, aspect, index) in [("white studio", (1, 1), 0), ("marble", (4, 5), 2)] {
+                assert_eq!(
+                    product_shoot_of_cutout(&cut, scene, aspect, index, seed),
+                    product_shoot_of_cutout(&trimmed, scene, aspect, index, seed),
+                    "seed {seed} {scene}"
+                );
+            }
+        }
+    }
+}

@@ -11,7 +11,7 @@ use crate::hash::Rng;
 use crate::palette;
 use crate::renders::look::Look;
 use crate::renders::multipose::{pose_hint, repose};
-use crate::renders::{exact_aspect, garment_region, weighted_mean, GarmentRegion};
+use crate::renders::{exact_aspect, garment_region, GarmentRegion};
 
 /// Parameters of [`tryon`].
 #[derive(Debug, Clone, Copy)]
@@ -177,7 +177,7 @@ fn fit_garment(out: &mut RgbImage, model: &DynamicImage, garment: &DynamicImage,
     let period = (pw / PATTERN_REPEATS).max(4.0);
 
     let mut lum = Plane::luma(out);
-    let mean_lum = weighted_mean(&lum, &reg.weight).max(0.05);
+    let mean_lum = reg.weighted_mean(|x, y| lum.at(x as usize, y as usize)).max(0.05);
     if opts.model == TryOnModel::Turbo {
         lum = lum.gaussian(2.0);
     }

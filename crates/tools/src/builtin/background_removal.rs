@@ -8,8 +8,7 @@ use super::{choice, encode, model_failed, output_format, Input};
 use crate::{Artifact, ToolError};
 
 pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
-    let img = x.required("image")?;
-    let cut = imaging::remove_background_with(&img, x.subject).map_err(model_failed)?;
+    let cut = imaging::remove_background_with(&x.required("image")?, x.subject).map_err(model_failed)?;
     let format = output_format(choice(&x.params, "output_format")?);
     let out = match parse_hex_color(x.params.text("background_color")) {
         Some(color) => DynamicImage::ImageRgb8(imaging::flatten(&cut, color)),

@@ -7,14 +7,16 @@ use super::{choice, encode, model_failed, region, Input};
 use crate::{Artifact, ToolError};
 
 pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
-    let model = x.required("model_image")?;
-    let fabric_image = x.image("fabric_image")?;
-    let source = match &fabric_image {
-        Some(img) => FabricSource::Image(img),
-        None => FabricSource::Description(x.params.text("fabric_description")),
-    };
     let region = region(choice(&x.params, "category")?);
-    let out = imaging::fabric_with(&model, source, region, x.seed(), x.subject).map_err(model_failed)?;
+    let out = {
+        let model = x.required("model_image")?;
+        let fabric_image = x.image("fabric_image")?;
+        let source = match &fabric_image {
+            Some(img) => FabricSource::Image(img),
+            None => FabricSource::Description(x.params.text("fabric_description")),
+        };
+        imaging::fabric_with(&model, source, region, x.seed(), x.subject).map_err(model_failed)?
+    };
     let out = DynamicImage::ImageRgb8(out);
     let out = if x.params.flag("upscale") { imaging::upscale(&out, 2) } else { out };
     Ok(vec![encode(&out, OutputFormat::Png)?])

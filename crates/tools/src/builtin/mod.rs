@@ -2,6 +2,10 @@
 //! (the three try-ons share `tryon.rs`). Image work runs on the blocking pool, never on the
 //! async runtime. Parameters are read through the tool's schema ([`ParamReader`]), so a
 //! parameter left out reads as the schema's default.
+//!
+//! A decoded input lives only as long as the processing that reads it (a temporary, or a
+//! block of its own): the production tools' peak memory is the input and the output at
+//! processing time, then the output and its encoding, never all three at once.
 
 mod background_removal;
 mod fabric;
@@ -76,8 +80,8 @@ impl Executor for Builtin {
 
 /// Raised with any change that makes a built-in tool's output differ for the same inputs and
 /// seed (an algorithm, an encoder setting), so that the result cache never serves an output
-/// this version would not make.
-pub const OUTPUTS_REVISION: u32 = 1;
+/// this version would not make. 2: PNG written in 64 KiB `IDAT` chunks (the same pixels).
+pub const OUTPUTS_REVISION: u32 = 2;
 
 /// The output of every execution when [`BuiltinOptions::noop`] is on: a 1x1 PNG.
 const NOOP_PNG: &[u8] = &[

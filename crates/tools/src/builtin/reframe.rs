@@ -7,13 +7,12 @@ use super::{aspect, choice, encode, model_failed, Input};
 use crate::{Artifact, ToolError};
 
 pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
-    let img = x.required("image")?;
     let target = aspect(x.params.text("aspect_ratio")).unwrap_or((1, 1));
     let mode = match choice(&x.params, "mode")? {
         choices::ReframeMode::Auto => ReframeMode::Auto,
         choices::ReframeMode::Crop => ReframeMode::Crop,
         choices::ReframeMode::Extend => ReframeMode::Extend,
     };
-    let out = imaging::reframe_with(&img, target, mode, x.subject).map_err(model_failed)?;
+    let out = imaging::reframe_with(x.required("image")?, target, mode, x.subject).map_err(model_failed)?;
     Ok(vec![encode(&out, OutputFormat::Png)?])
 }

@@ -21,7 +21,7 @@ pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
             limits.max_side, limits.max_pixels
         )));
     }
-    let img = x.required("image")?;
     let format = output_format(choice(&x.params, "output_format")?);
-    Ok(vec![encode(&imaging::upscale(&img, factor), format)?])
+    let big = imaging::upscale(&x.required("image")?, factor);
+    Ok(vec![encode(&big, format)?])
 }

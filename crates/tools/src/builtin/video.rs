@@ -9,7 +9,7 @@ use super::{choice, Input};
 use crate::{Artifact, ToolError};
 
 pub(super) fn run(x: &Input<'_>) -> Result<Vec<Artifact>, ToolError> {
-    let img = x.required("image")?.to_rgb8();
+    let img = x.required("image")?.into_rgb8();
     let spec = VideoSpec {
         duration_s: x.params.number("duration") as f32,
         motion: motion(&x.params)?,

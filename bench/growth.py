@@ -22,9 +22,10 @@ to the input, so its cost is measured on its own, for a finished run.)
    (e.g. `upscale` x2 of 16 MP would exceed the 40-megapixel output limit) is reported
    with its error.
 2. Workflow size. Saved workflows of 1, 10 and 100 `reframe` nodes (2:3, crop: the cheapest
-   image node, the whole picture kept) on a 256x384 scene: a chain (each node takes the
-   previous one's output) and a fan-out (one root, every other node takes the root's
-   output). Time per run and per node, and per-node overhead = (run duration - sum of the
+   image node, the whole picture kept) on a 256x384 scene, with the backdrop model alone
+   (no learned subject model, whose forward pass would be most of each node): a chain (each
+   node takes the previous one's output) and a fan-out (one root, every other node takes the
+   root's output). Time per run and per node, and per-node overhead = (run duration - sum of the
    nodes' execution) / nodes: what claiming, storing and advancing the graph costs.
 3. Memory. A fresh `atelier serve` per measurement: its resident memory when idle
    (VmRSS), then its peak (VmHWM) after one run of a tool and size, or of a workflow;
@@ -208,8 +209,14 @@ def workflow_body(name, image):
     return {"type": "workflow", "target": name, "input": {"image": image}}
 
 
-def server_env():
-    return {"ATELIER__WORKER__WORKERS": "1"}
+def server_env(workflow=False):
+    """One worker slot; for the workflow-size runs, the backdrop model alone: a learned
+    subject model would make each `reframe` node a forward pass of the network (about 1.5 s
+    on tract), and the runs measure the graph's overhead per node, not the network."""
+    env = {"ATELIER__WORKER__WORKERS": "1"}
+    if workflow:
+        env["ATELIER__WORKER__SUBJECT_MODEL"] = "none"
+    return env
 
 
 def summarize(samples):
@@ -271,7 +278,7 @@ def time_workflows(counts, repeats, images):
     """Time per run against workflow size. Returns {(shape, n): summary}."""
     out = {}
     image, _ = images.get(*WORKFLOW_IMAGE)
-    with benchlib.Atelier(workers=1, env=server_env()) as svc:
+    with benchlib.Atelier(workers=1, env=server_env(workflow=True)) as svc:
         names = {(shape, n): save_workflow(svc, shape, n) for shape in ("chain", "fanout") for n in counts}
         warm = run_once(svc, workflow_body(names[("chain", counts[0])], image))
         if not warm["ok"]:
@@ -295,7 +302,7 @@ def time_workflows(counts, repeats, images):
 
 def memory_of(body_fn, workflow=None):
     """Fresh server with one slot: idle VmRSS, VmHWM at idle, and VmHWM after one run (KiB)."""
-    with benchlib.Atelier(workers=1, env=server_env()) as svc:
+    with benchlib.Atelier(workers=1, env=server_env(workflow=workflow is not None)) as svc:
         name = save_workflow(svc, *workflow) if workflow else None
         time.sleep(0.3)
         pid = svc.server.pid
@@ -630,8 +637,10 @@ def report(args, sizes, counts, repeats, images, timing, memory, wf_time, wf_mem
     w, h = WORKFLOW_IMAGE
     print(f"Saved workflows of `reframe` nodes (2:3, crop) on a {w}x{h} scene: **chain** (each node takes the "
           "previous output) and **fan-out** (one root, all others take its output); one worker slot, so nodes "
-          "run one at a time. Overhead per node = (server − sum of node executions) ÷ nodes: claiming, "
-          "storing and advancing the graph. Memory: a fresh server per row, as above.\n")
+          "run one at a time; the backdrop model alone (`ATELIER__WORKER__SUBJECT_MODEL=none`), so that "
+          "a node is not a forward pass of the learned network. Overhead per node = (server − sum of node "
+          "executions) ÷ nodes: claiming, storing and advancing the graph. Memory: a fresh server per row, "
+          "as above.\n")
     print("| shape | nodes | submit → succeeded | server | server per node | node execution per node "
           "| overhead per node | CPU per node | peak − idle memory |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -38,7 +38,7 @@ pub fn child(tool: &str, input: &Path) -> Result<(), Error> {
     let limits = Limits::default();
     let info = imaging::probe(&bytes, &limits)?;
     if let Some(f) = tool.upscale {
-        let (w, h) = (u64::from(info.width * f), u64::from(info.height * f));
+        let (w, h) = (u64::from(info.width) * u64::from(f), u64::from(info.height) * u64::from(f));
         if w * h > limits.max_pixels || w.max(h) > u64::from(limits.max_side) {
             println!("refused");
             return Ok(());

@@ -135,10 +135,9 @@ pub(crate) fn garment_region(mask: &GrayImage, region: GarmentRegion) -> RegionM
         rect.x0 = (cx - half).max(0.0) as u32;
         rect.x1 = ((cx + half).ceil() as u32).min(w).max(rect.x0 + 1);
     }
-    let feather = ((rect.height() as f32) * 0.04).max(1.5);
-    let (rx0, ry0, rx1, ry1) = (rect.x0 as f32, rect.y0 as f32, rect.x1 as f32, rect.y1 as f32);
-    let (cx, cy) = ((rx0 + rx1) / 2.0, (ry0 + ry1) / 2.0);
-    let (hw, hh) = (((rx1 - rx0) / 2.0).max(1.0), ((ry1 - ry0) / 2.0).max(1.0));
+    let feather = band_feather(rect);
+    let shape = band_shape(rect, feather, accessory);
+    let (ry0, ry1) = (rect.y0 as f32, rect.y1 as f32);
     // The weight is 0 unless `rx0 - 1 < px < rx1 + 1` (the ellipse of an accessory lies inside
     // the rectangle) and `ry0 - feather < py < ry1 + feather`; a pixel more on each side.
     let support = Rect {
@@ -158,15 +157,39 @@ pub(crate) fn garment_region(mask: &GrayImage, region: GarmentRegion) -> RegionM
         y1: (support.y1 + reach).min(h),
     };
     let soft = has_mask.then(|| {
-        Plane::from_fn(around.width() as usize, around.height() as usize, |x, y| {
-            f32::from(mask.get_pixel(around.x0 + x as u32, around.y0 + y as u32)[0]) / 255.0
-        })
-        .gaussian(SOFT_SIGMA)
+        let part = imageops::crop_imm(mask, around.x0, around.y0, around.width(), around.height());
+        Plane::from_gray(&part.to_image()).gaussian(SOFT_SIGMA)
     });
     let (sw, sh) = (support.width() as usize, support.height() as usize);
     let weight = Plane::from_fn(sw, sh, |sx, sy| {
         let (x, y) = (support.x0 as usize + sx, support.y0 as usize + sy);
-        let (px, py) = (x as f32 + 0.5, y as f32 + 0.5);
+        let band = shape(x as f32 + 0.5, y as f32 + 0.5);
+        if band <= 0.0 || (has_mask && mask.get_pixel(x as u32, y as u32)[0] < 128) {
+            0.0
+        } else {
+            let soft = soft
+                .as_ref()
+                .map_or(1.0, |p| p.at(x - around.x0 as usize, y - around.y0 as usize).clamp(0.0, 1.0));
+            band * soft
+        }
+    });
+    RegionMap { rect, support, weight }
+}
+
+/// Width of the soft edge at the top and bottom of a garment band.
+fn band_feather(rect: Rect) -> f32 {
+    ((rect.height() as f32) * 0.04).max(1.5)
+}
+
+/// The garment band's shape at pixel centre `(px, py)`, before the person's mask: 1 inside
+/// `rect`, falling to 0 over `feather` at its top and bottom and over a pixel at its sides (an
+/// ellipse inscribed in `rect` for an accessory). Never negative; 0 outside `rect` widened
+/// by a pixel at the sides and by `feather` at the top and bottom.
+fn band_shape(rect: Rect, feather: f32, accessory: bool) -> impl Fn(f32, f32) -> f32 {
+    let (rx0, ry0, rx1, ry1) = (rect.x0 as f32, rect.y0 as f32, rect.x1 as f32, rect.y1 as f32);
+    let (cx, cy) = ((rx0 + rx1) / 2.0, (ry0 + ry1) / 2.0);
+    let (hw, hh) = (((rx1 - rx0) / 2.0).max(1.0), ((ry1 - ry0) / 2.0).max(1.0));
+    move |px, py| {
         let vertical = smoothstep(ry0 - feather, ry0 + feather, py)
             * (1.0 - smoothstep(ry1 - feather, ry1 + feather, py));
         let shape = if accessory {
@@ -175,16 +198,8 @@ pub(crate) fn garment_region(mask: &GrayImage, region: GarmentRegion) -> RegionM
         } else {
             smoothstep(rx0 - 1.0, rx0 + 1.0, px) * (1.0 - smoothstep(rx1 - 1.0, rx1 + 1.0, px))
         };
-        if vertical <= 0.0 || shape <= 0.0 || (has_mask && mask.get_pixel(x as u32, y as u32)[0] < 128) {
-            0.0
-        } else {
-            let soft = soft
-                .as_ref()
-                .map_or(1.0, |p| p.at(x - around.x0 as usize, y - around.y0 as usize).clamp(0.0, 1.0));
-            vertical * shape * soft
-        }
-    });
-    RegionMap { rect, support, weight }
+        vertical * shape
+    }
 }
 
 fn gcd(a: u32, b: u32) -> u32 {
@@ -221,8 +236,8 @@ mod tests {
     use super::*;
     use crate::hash::Rng;
 
-    /// The garment weight over the whole image as it was computed before it was held over its
-    /// support only: the mask softened whole, the weight at every pixel.
+    /// The garment weight over the whole image, as it was computed before it was held over its
+    /// support only: the band's shape at every pixel, the mask softened whole.
     fn whole_image_weight(mask: &GrayImage, region: GarmentRegion) -> Plane {
         let (w, h) = mask.dimensions();
         let has_mask = mask_bbox(mask, 128).is_some();
@@ -232,24 +247,13 @@ mod tests {
         } else {
             Plane { w: w as usize, h: h as usize, data: vec![1.0; (w * h) as usize] }
         };
-        let feather = ((rect.height() as f32) * 0.04).max(1.5);
-        let (rx0, ry0, rx1, ry1) = (rect.x0 as f32, rect.y0 as f32, rect.x1 as f32, rect.y1 as f32);
-        let (cx, cy) = ((rx0 + rx1) / 2.0, (ry0 + ry1) / 2.0);
-        let (hw, hh) = (((rx1 - rx0) / 2.0).max(1.0), ((ry1 - ry0) / 2.0).max(1.0));
+        let shape = band_shape(rect, band_feather(rect), region == GarmentRegion::Accessory);
         Plane::from_fn(w as usize, h as usize, |x, y| {
-            let (px, py) = (x as f32 + 0.5, y as f32 + 0.5);
-            let vertical = smoothstep(ry0 - feather, ry0 + feather, py)
-                * (1.0 - smoothstep(ry1 - feather, ry1 + feather, py));
-            let shape = if region == GarmentRegion::Accessory {
-                let e = ((px - cx) / hw).powi(2) + ((py - cy) / hh).powi(2);
-                1.0 - smoothstep(0.8, 1.0, e)
-            } else {
-                smoothstep(rx0 - 1.0, rx0 + 1.0, px) * (1.0 - smoothstep(rx1 - 1.0, rx1 + 1.0, px))
-            };
-            if vertical <= 0.0 || shape <= 0.0 || (has_mask && mask.get_pixel(x as u32, y as u32)[0] < 128) {
+            let band = shape(x as f32 + 0.5, y as f32 + 0.5);
+            if band <= 0.0 || (has_mask && mask.get_pixel(x as u32, y as u32)[0] < 128) {
                 0.0
             } else {
-                vertical * shape * soft.at(x, y).clamp(0.0, 1.0)
+                band * soft.at(x, y).clamp(0.0, 1.0)
             }
         })
     }
